@@ -1,0 +1,303 @@
+//! The cleaner: Memshare's cleaning passes (Algorithm 1, §3.1, §5.3) with Cavast's free
+//! reclamation of expired items (§4.4).
+//!
+//! A pass takes `n` sealed segments — half at random, half with the most dead bytes — and
+//! reads their records. A record is *live* if the index still points at it. Live items that
+//! have expired are dropped (expiry costs nothing extra: the cleaner reads the records anyway,
+//! and no crawler ever scans memory). The rest are ranked by the rank function, and the best
+//! are copied into at most `n − 1` output segments; each copy is published by swapping the
+//! index slot from the old location to the new one under the bucket lock, and loses to a
+//! concurrent overwrite (the copy is then dead). Items that do not fit are evicted. The `n`
+//! input segments are retired and become free once no reader can still be looking at them.
+//!
+//! `n` is the configured candidate count (40 by default; Memshare Table 7 saw no gain beyond)
+//! bounded by the free segments available for output. When not even one output segment can be
+//! had, writers fall back to evicting the oldest sealed segment whole ([`evict_oldest`]), so a
+//! write never fails for lack of space.
+//!
+//! The same code runs inline (called by a writer that needs a segment, deterministic given
+//! the seed) and in a background thread ([`run_background`]).
+//!
+//! Not yet here: choosing candidates by tenant need and hot/cold grouping of survivors (they
+//! arrive with the arbiter and the hitmap).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::TenantId;
+use crate::engine::Inner;
+use crate::epoch::Guard;
+use crate::hash::key_hash;
+use crate::index::Loc;
+use crate::item::{self, NewItem, Record};
+use crate::rank::RankInput;
+use crate::stats::Counters;
+
+/// Passes one call of [`clean_until_watermark`] may run before giving others a turn.
+const MAX_PASSES_PER_CALL: usize = 16;
+/// Old index roots the background thread migrates per wake-up.
+const BACKGROUND_MIGRATE_BUDGET: usize = 256;
+
+/// The cleaner's own state, under the engine's cleaner mutex (one pass at a time).
+#[derive(Debug)]
+pub struct CleanerState {
+    /// Epoch participant used while cleaning.
+    pub participant: usize,
+    rng: u64,
+    /// Output head segments for small and large values.
+    heads: [Option<u32>; 2],
+}
+
+impl CleanerState {
+    pub(crate) fn new(participant: usize, seed: u64) -> Self {
+        CleanerState { participant, rng: seed | 1, heads: [None, None] }
+    }
+
+    fn next_random(&mut self) -> u64 {
+        // xorshift64*: deterministic for a given seed.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+struct Survivor {
+    loc: Loc,
+    hash: u64,
+    rank: u64,
+    large: bool,
+}
+
+/// Runs passes while free segments are at or below the watermark.
+pub(crate) fn clean_until_watermark(inner: &Inner) {
+    let mut state = inner.cleaner.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..MAX_PASSES_PER_CALL {
+        inner.segments.reclaim(&inner.epochs);
+        if inner.segments.free_count() > inner.watermark || !pass(inner, &mut state) {
+            break;
+        }
+    }
+    inner.segments.reclaim(&inner.epochs);
+}
+
+/// The background cleaner's loop: sleeps until a writer reports low free memory (or 10 ms
+/// pass), then cleans and does a bounded step of index growth.
+pub(crate) fn run_background(inner: &Arc<Inner>) {
+    while inner.wait_for_work() {
+        clean_until_watermark(inner);
+        let participant = inner.cleaner.lock().unwrap_or_else(|e| e.into_inner()).participant;
+        let guard = inner.epochs.pin(participant);
+        let rehash = |l| inner.rehash(&guard, l);
+        let mut on_evict = |l| inner.unlinked(&guard, l);
+        inner.index.maintain(
+            &guard,
+            &inner.epochs,
+            BACKGROUND_MIGRATE_BUDGET,
+            &rehash,
+            &mut on_evict,
+        );
+    }
+}
+
+/// Calls `f` with each record of a segment the caller owns (sealed and taken off the lists).
+fn for_each_record(inner: &Inner, segment: u32, mut f: impl FnMut(Loc, Record)) {
+    let top = inner.segments.header(segment).key_top.load(Ordering::Acquire) as usize;
+    let base = inner.arena.segment_ptr(segment);
+    let mut offset = 0;
+    while offset < top {
+        // SAFETY: the segment is sealed, so records [0, key_top) are complete and never
+        // written again; the caller owns it (it is on no list), so it cannot be reused while
+        // we read.
+        let rec = unsafe { Record::at(base, offset) };
+        f(Loc { segment, offset: offset as u32 }, rec);
+        offset += rec.record_len();
+    }
+}
+
+fn is_live(inner: &Inner, guard: &Guard<'_>, hash: u64, loc: Loc) -> bool {
+    inner.index.find(guard, hash, |l| l == loc).is_some()
+}
+
+/// Removes the slot for the item at `loc` if it still points there. Returns whether it did.
+fn unlink_at(inner: &Inner, guard: &Guard<'_>, hash: u64, loc: Loc) -> bool {
+    let rehash = |l| inner.rehash(guard, l);
+    let mut on_evict = |l| inner.unlinked(guard, l);
+    let locked = inner.index.lock(guard, hash, &rehash, &mut on_evict);
+    match locked.find(|l| l == loc) {
+        Some((slot, _)) => {
+            inner.unlinked(guard, loc);
+            locked.remove(slot);
+            locked.bump_cas();
+            true
+        }
+        None => false,
+    }
+}
+
+/// One cleaning pass. Returns false if no pass was possible.
+fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
+    let outputs_available = inner.segments.free_count() + state.heads.iter().flatten().count();
+    let n = inner.config.cleaner_candidates.min(outputs_available + 1);
+    let candidates = inner.segments.take_candidates(n, &mut || state.next_random());
+    if candidates.is_empty() {
+        return false;
+    }
+    let guard = inner.epochs.pin(state.participant);
+    let now = inner.now_ms();
+    let recency = inner.recency();
+
+    let mut survivors = Vec::new();
+    let mut expired = 0;
+    for &segment in &candidates {
+        for_each_record(inner, segment, |loc, rec| {
+            let hash = key_hash(TenantId(rec.tenant()), rec.key());
+            if !is_live(inner, &guard, hash, loc) {
+                return;
+            }
+            if inner.expires_at(&rec, loc).is_some_and(|at| now >= at) {
+                expired += u64::from(unlink_at(inner, &guard, hash, loc));
+                return;
+            }
+            let age = recency.wrapping_sub(rec.access());
+            let input = RankInput { age, size: rec.size() as u32, tenant: rec.tenant() };
+            let large = rec.value_len() >= inner.config.large_value_threshold;
+            survivors.push(Survivor { loc, hash, rank: inner.rank.rank(&input), large });
+        });
+    }
+    // Highest rank first; ties keep segment order, so passes are deterministic.
+    survivors.sort_by_key(|s| std::cmp::Reverse(s.rank));
+
+    let mut outputs_left = n - 1;
+    let mut relocated = (0u64, 0u64);
+    let mut evicted = 0u64;
+    for s in &survivors {
+        match copy_out(inner, &guard, state, s, now, recency, &mut outputs_left) {
+            Some((new, size)) => {
+                if relocate(inner, &guard, s.hash, s.loc, new) {
+                    relocated.0 += 1;
+                    relocated.1 += size as u64;
+                } else {
+                    inner.segments.header(new.segment).add_dead(size);
+                }
+            }
+            None => evicted += u64::from(unlink_at(inner, &guard, s.hash, s.loc)),
+        }
+    }
+    drop(guard);
+    inner.segments.retire(&candidates, &inner.epochs);
+    let c = &inner.counters;
+    Counters::add(&c.expired, expired);
+    Counters::add(&c.evictions, evicted);
+    Counters::add(&c.relocated_items, relocated.0);
+    Counters::add(&c.relocated_bytes, relocated.1);
+    Counters::add(&c.cleaner_passes, 1);
+    true
+}
+
+/// Copies a survivor into the cleaner's output head, opening a new output segment if there is
+/// budget left. Returns the copy's location and size, or `None` if it does not fit.
+fn copy_out(
+    inner: &Inner,
+    guard: &Guard<'_>,
+    state: &mut CleanerState,
+    s: &Survivor,
+    now: u64,
+    recency: u8,
+    outputs_left: &mut usize,
+) -> Option<(Loc, usize)> {
+    let rec = inner.record(guard, s.loc);
+    let size = rec.size();
+    let head = &mut state.heads[usize::from(s.large)];
+    loop {
+        if let Some(seg) = *head {
+            let h = inner.segments.header(seg);
+            let top = h.key_top.load(Ordering::Relaxed) as usize;
+            let bottom = h.value_bottom.load(Ordering::Relaxed) as usize;
+            if top + size <= bottom {
+                // Keep the access stamp, but never let it look older than half the stamp
+                // range, so it cannot wrap around to look young.
+                let access = if recency.wrapping_sub(rec.access()) > 128 {
+                    recency.wrapping_sub(128)
+                } else {
+                    rec.access()
+                };
+                let new_item = NewItem {
+                    tenant: rec.tenant(),
+                    key: rec.key(),
+                    flags: rec.flags(),
+                    expires_at_ms: inner.expires_at(&rec, s.loc),
+                    access,
+                };
+                let value_offset = bottom - rec.value_len();
+                let base = inner.arena.segment_ptr(seg);
+                // SAFETY: the cleaner owns its output head: nobody else writes it, and the
+                // ranges [top, top + record_len) and [value_offset, bottom) are unpublished,
+                // inside the segment and disjoint (top + size <= bottom).
+                unsafe {
+                    item::write(
+                        base.add(top),
+                        base.add(value_offset),
+                        &new_item,
+                        value_offset,
+                        &[rec.value()],
+                        h.base_ms.load(Ordering::Relaxed),
+                    );
+                }
+                h.key_top.store((top + rec.record_len()) as u32, Ordering::Release);
+                h.value_bottom.store(value_offset as u32, Ordering::Release);
+                h.items.fetch_add(1, Ordering::Relaxed);
+                return Some((Loc { segment: seg, offset: top as u32 }, size));
+            }
+            inner.segments.seal(seg);
+            *head = None;
+        }
+        if *outputs_left == 0 {
+            return None;
+        }
+        *outputs_left -= 1;
+        *head = Some(inner.segments.take_free(now, s.large)?);
+    }
+}
+
+/// Points the slot for `hash` from `old` to `new` if it still points to `old`.
+fn relocate(inner: &Inner, guard: &Guard<'_>, hash: u64, old: Loc, new: Loc) -> bool {
+    let rehash = |l| inner.rehash(guard, l);
+    let mut on_evict = |l| inner.unlinked(guard, l);
+    let locked = inner.index.lock(guard, hash, &rehash, &mut on_evict);
+    match locked.find(|l| l == old) {
+        Some((slot, _)) => {
+            // The item's bytes moved but are unchanged: accounting moves the dead bytes to the
+            // old segment (which is retired anyway) and the CAS does not change.
+            locked.replace(slot, new);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Evicts the oldest sealed segment whole. Returns false if there is none.
+pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
+    let Some(segment) = inner.segments.take_oldest_sealed() else { return false };
+    let guard = inner.epochs.pin(participant);
+    let now = inner.now_ms();
+    let (mut evicted, mut expired) = (0, 0);
+    for_each_record(inner, segment, |loc, rec| {
+        let hash = key_hash(TenantId(rec.tenant()), rec.key());
+        let was_expired = inner.expires_at(&rec, loc).is_some_and(|at| now >= at);
+        if unlink_at(inner, &guard, hash, loc) {
+            if was_expired {
+                expired += 1;
+            } else {
+                evicted += 1;
+            }
+        }
+    });
+    drop(guard);
+    inner.segments.retire(&[segment], &inner.epochs);
+    let c = &inner.counters;
+    Counters::add(&c.evictions, evicted);
+    Counters::add(&c.expired, expired);
+    Counters::add(&c.fifo_evictions, 1);
+    true
+}

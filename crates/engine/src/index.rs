@@ -1,0 +1,712 @@
+//! The index: 64-byte buckets of tagged slots, with localized expansion (Cavast §4.3).
+//!
+//! A table is an array of cache-line buckets. Word 0 of a bucket is its header, words 1–7 are
+//! slots. A lookup reads one bucket line, compares 16-bit tags in cache, and touches a key
+//! record only on a tag match.
+//!
+//! ```text
+//! bucket (64 B):  │ header │ slot │ slot │ slot │ slot │ slot │ slot │ slot │
+//!
+//! header (u64):   │ 63 ........ 32 │ 31 ........ 8 │ 7 .. 2 │    1     │  0   │
+//!                 │      CAS       │     CHILD     │ unused │ MIGRATED │ LOCK │
+//!
+//! slot (u64):     │ 63 .... 48 │ 47 ...... 24 │ 23 ....... 0 │   (0 = empty)
+//!                 │    TAG     │  SEGMENT + 1 │    OFFSET    │
+//! ```
+//!
+//! **Localized expansion.** When every slot on a key's path is taken, the last bucket of the
+//! path gets a group of four sub-buckets from the table's pre-allocated pool (`CHILD` names
+//! the group); a key descends into the sub-bucket chosen by the next two bits of its tag. The
+//! result is a small tree per overloaded bucket; buckets that are not overloaded never grow.
+//! Only a root bucket's `LOCK` and `CAS` are used; a root's lock guards its whole tree.
+//!
+//! **Global growth.** When the pool is half used, a table twice the size is made and old roots
+//! are migrated one at a time — by writers (a few per write) and by whoever needs a root that
+//! has not moved yet — so no operation does more than a bounded amount of work. Readers look
+//! in the old table first and follow `MIGRATED` to the new one. Old tables are freed through
+//! the epoch mechanism. If the pool runs out before growth catches up, an insert into a full
+//! path replaces the path's first slot: the index evicts that item (counted; this is a cache).
+//!
+//! **CAS.** Every change under a root's lock increments its `CAS` after publishing the change,
+//! so a CAS value read with an item never matches once that item is modified. Migration gives
+//! new roots a CAS above every value the old root handed out.
+//!
+//! Costs: a slot is 8 bytes; buckets hold 7 slots, so the table costs 64/7 ≈ 9.1 bytes per
+//! item at full load, plus the pool (a quarter of the table in groups).
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::epoch::{Epochs, Guard};
+use crate::hash::tag_of;
+
+const LOCK_BIT: u64 = 1;
+const MIGRATED_BIT: u64 = 1 << 1;
+const CHILD_SHIFT: u32 = 8;
+const CHILD_MASK: u64 = (1 << 24) - 1;
+const CAS_SHIFT: u32 = 32;
+
+const TAG_SHIFT: u32 = 48;
+const SEGMENT_SHIFT: u32 = 24;
+const SEGMENT_MASK: u64 = (1 << 24) - 1;
+const OFFSET_MASK: u64 = (1 << 24) - 1;
+
+const SLOTS: usize = 7;
+const GROUP: usize = 4;
+/// Depth limit of a sub-bucket tree: each level consumes two tag bits.
+const MAX_DEPTH: u32 = 8;
+
+/// The largest segment id a slot can name.
+pub const MAX_SEGMENTS: usize = (SEGMENT_MASK - 1) as usize;
+
+const fn header_child(h: u64) -> u32 {
+    ((h >> CHILD_SHIFT) & CHILD_MASK) as u32
+}
+const fn header_cas(h: u64) -> u64 {
+    h >> CAS_SHIFT
+}
+const fn slot_tag(s: u64) -> u16 {
+    (s >> TAG_SHIFT) as u16
+}
+const fn sub_bucket(tag: u16, depth: u32) -> usize {
+    ((tag >> (2 * depth)) & 3) as usize
+}
+
+/// Where an item's key record lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Loc {
+    /// Segment id.
+    pub segment: u32,
+    /// Byte offset of the key record in the segment.
+    pub offset: u32,
+}
+
+impl Loc {
+    const fn pack(self, tag: u16) -> u64 {
+        (tag as u64) << TAG_SHIFT
+            | (self.segment as u64 + 1) << SEGMENT_SHIFT
+            | (self.offset as u64 & OFFSET_MASK)
+    }
+    const fn unpack(s: u64) -> Loc {
+        Loc {
+            segment: ((s >> SEGMENT_SHIFT) & SEGMENT_MASK) as u32 - 1,
+            offset: (s & OFFSET_MASK) as u32,
+        }
+    }
+}
+
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct Bucket {
+    words: [AtomicU64; 1 + SLOTS],
+}
+
+const _: () = assert!(std::mem::size_of::<Bucket>() == 64);
+const _: () = assert!(std::mem::align_of::<Bucket>() == 64);
+
+impl Bucket {
+    #[inline]
+    fn header(&self) -> u64 {
+        self.words[0].load(Ordering::Acquire)
+    }
+    #[inline]
+    fn slots(&self) -> &[AtomicU64] {
+        &self.words[1..]
+    }
+}
+
+/// `n` zeroed buckets.
+fn zeroed_buckets(n: usize) -> Box<[Bucket]> {
+    let layout = std::alloc::Layout::array::<Bucket>(n).expect("index table size overflows");
+    if n == 0 {
+        return Box::new([]);
+    }
+    // SAFETY: the layout has non-zero size (n > 0). An all-zero bit pattern is a valid
+    // `[AtomicU64; 8]`, so zeroed memory is a valid `[Bucket]` of length `n`, and ownership of
+    // the allocation (made with the global allocator and this layout) passes to the Box.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<Bucket>();
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+    }
+}
+
+#[derive(Debug)]
+struct Table {
+    roots: Box<[Bucket]>,
+    mask: usize,
+    /// Sub-bucket groups; group 0 is never handed out (CHILD = 0 means "no children").
+    pool: Box<[Bucket]>,
+    pool_next: AtomicU32,
+}
+
+impl Table {
+    fn new(roots: usize) -> Table {
+        let groups = (roots / 4).max(16);
+        Table {
+            roots: zeroed_buckets(roots),
+            mask: roots - 1,
+            pool: zeroed_buckets(groups * GROUP),
+            pool_next: AtomicU32::new(1),
+        }
+    }
+
+    fn groups(&self) -> u32 {
+        (self.pool.len() / GROUP) as u32
+    }
+
+    fn bytes(&self) -> usize {
+        (self.roots.len() + self.pool.len()) * 64
+    }
+
+    #[inline]
+    fn root(&self, hash: u64) -> &Bucket {
+        &self.roots[hash as usize & self.mask]
+    }
+
+    #[inline]
+    fn child(&self, group: u32, tag: u16, depth: u32) -> &Bucket {
+        &self.pool[group as usize * GROUP + sub_bucket(tag, depth)]
+    }
+
+    fn alloc_group(&self) -> Option<u32> {
+        let g = self.pool_next.fetch_add(1, Ordering::Relaxed);
+        (g < self.groups()).then_some(g)
+    }
+
+    fn pool_half_used(&self) -> bool {
+        self.pool_next.load(Ordering::Relaxed) > self.groups() / 2
+    }
+
+    /// Every bucket of a root's tree, depth first.
+    fn for_each_in_tree(&self, root: &Bucket, f: &mut impl FnMut(&Bucket)) {
+        f(root);
+        let child = header_child(root.header());
+        if child != 0 {
+            for i in 0..GROUP {
+                self.for_each_in_tree(&self.pool[child as usize * GROUP + i], f);
+            }
+        }
+    }
+}
+
+fn lock_root(root: &Bucket) {
+    let mut spins = 0u32;
+    loop {
+        let h = root.words[0].load(Ordering::Relaxed);
+        if h & LOCK_BIT == 0
+            && root.words[0]
+                .compare_exchange_weak(h, h | LOCK_BIT, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+        spins += 1;
+        if spins < 64 {
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
+fn unlock_root(root: &Bucket) {
+    root.words[0].fetch_and(!LOCK_BIT, Ordering::Release);
+}
+
+/// Index statistics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct IndexStats {
+    /// Bytes of all live tables (roots and pools).
+    pub bytes: usize,
+    /// Root buckets of the current table.
+    pub buckets: usize,
+    /// Completed global growths.
+    pub resizes: u64,
+    /// Items dropped because a full path found no sub-bucket to grow into.
+    pub evictions: u64,
+}
+
+/// The hash index. All methods that return or use references into tables take a [`Guard`].
+#[derive(Debug)]
+pub struct Index {
+    current: AtomicPtr<Table>,
+    /// The table being migrated from, or null.
+    old: AtomicPtr<Table>,
+    /// Next old root to migrate.
+    migrate_next: AtomicUsize,
+    max_roots: usize,
+    retired: Mutex<Vec<(u64, *mut Table)>>,
+    resizes: AtomicU64,
+    evictions: AtomicU64,
+}
+
+// SAFETY: the raw table pointers are owned by the index (created from Box, freed once) and
+// tables contain only atomics; `retired` holds pointers no thread dereferences except to free.
+unsafe impl Send for Index {}
+// SAFETY: as above; shared access goes through atomics and the epoch protocol.
+unsafe impl Sync for Index {}
+
+/// A locked root bucket: the right to change one tree of slots.
+#[derive(Debug)]
+pub struct Locked<'g> {
+    table: &'g Table,
+    root: &'g Bucket,
+    tag: u16,
+    evictions: &'g AtomicU64,
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        unlock_root(self.root);
+    }
+}
+
+impl<'g> Locked<'g> {
+    /// The slot on this key's path whose location satisfies `is_key`.
+    pub fn find(&self, mut is_key: impl FnMut(Loc) -> bool) -> Option<(&'g AtomicU64, Loc)> {
+        let mut bucket = self.root;
+        for depth in 0..=MAX_DEPTH {
+            for slot in bucket.slots() {
+                let s = slot.load(Ordering::Acquire);
+                if s != 0 && slot_tag(s) == self.tag && is_key(Loc::unpack(s)) {
+                    return Some((slot, Loc::unpack(s)));
+                }
+            }
+            let child = header_child(bucket.header());
+            if child == 0 {
+                break;
+            }
+            bucket = self.table.child(child, self.tag, depth);
+        }
+        None
+    }
+
+    /// Points a found slot at a new location.
+    pub fn replace(&self, slot: &AtomicU64, loc: Loc) {
+        slot.store(loc.pack(self.tag), Ordering::Release);
+    }
+
+    /// Empties a found slot.
+    pub fn remove(&self, slot: &AtomicU64) {
+        slot.store(0, Ordering::Release);
+    }
+
+    /// Adds a slot for `loc`. Returns the location of an item the index had to drop to make
+    /// room (see the module doc), if any.
+    pub fn insert(&self, loc: Loc) -> Option<Loc> {
+        let evicted = insert_locked(self.table, self.root, self.tag, loc.pack(self.tag));
+        if evicted.is_some() {
+            self.evictions.fetch_add(1, Ordering::Relaxed);
+        }
+        evicted
+    }
+
+    /// The root's CAS value.
+    pub fn cas(&self) -> u64 {
+        header_cas(self.root.header())
+    }
+
+    /// Marks a change: called after publishing it.
+    pub fn bump_cas(&self) {
+        self.root.words[0].fetch_add(1 << CAS_SHIFT, Ordering::Release);
+    }
+
+    /// Calls `f` for every slot in the tree (any tag).
+    fn for_each_slot(&self, mut f: impl FnMut(&AtomicU64, Loc)) {
+        self.table.for_each_in_tree(self.root, &mut |b| {
+            for slot in b.slots() {
+                let s = slot.load(Ordering::Acquire);
+                if s != 0 {
+                    f(slot, Loc::unpack(s));
+                }
+            }
+        });
+    }
+}
+
+/// Stores `packed` on `tag`'s path under `root` (locked by the caller).
+fn insert_locked(table: &Table, root: &Bucket, tag: u16, packed: u64) -> Option<Loc> {
+    let mut bucket = root;
+    let mut depth = 0;
+    loop {
+        for slot in bucket.slots() {
+            if slot.load(Ordering::Relaxed) == 0 {
+                slot.store(packed, Ordering::Release);
+                return None;
+            }
+        }
+        let header = bucket.header();
+        let mut child = header_child(header);
+        if child == 0 {
+            match (depth < MAX_DEPTH).then(|| table.alloc_group()).flatten() {
+                Some(g) => {
+                    // Only the lock holder writes CHILD, so a load-modify-store is enough; the
+                    // store keeps LOCK and CAS as they are.
+                    bucket.words[0].store(
+                        header & !(CHILD_MASK << CHILD_SHIFT) | u64::from(g) << CHILD_SHIFT,
+                        Ordering::Release,
+                    );
+                    child = g;
+                }
+                None => {
+                    let first = &bucket.slots()[0];
+                    let old = first.swap(packed, Ordering::AcqRel);
+                    return Some(Loc::unpack(old));
+                }
+            }
+        }
+        bucket = table.child(child, tag, depth);
+        depth += 1;
+    }
+}
+
+impl Index {
+    /// An index whose first table has `roots` buckets (rounded up to a power of two) and which
+    /// never grows beyond `max_roots`.
+    pub fn new(roots: usize, max_roots: usize) -> Index {
+        let roots = roots.next_power_of_two().max(16);
+        let table = Box::into_raw(Box::new(Table::new(roots)));
+        Index {
+            current: AtomicPtr::new(table),
+            old: AtomicPtr::new(std::ptr::null_mut()),
+            migrate_next: AtomicUsize::new(0),
+            max_roots: max_roots.next_power_of_two().max(roots),
+            retired: Mutex::new(Vec::new()),
+            resizes: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+        }
+    }
+
+    fn tables<'g>(&self, _guard: &'g Guard<'_>) -> (&'g Table, Option<&'g Table>) {
+        let current = self.current.load(Ordering::SeqCst);
+        let old = self.old.load(Ordering::SeqCst);
+        // SAFETY: table pointers come from Box::into_raw and are freed only after being
+        // retired and `Epochs::is_safe` says no pinned participant can hold them; the guard
+        // proves the caller is pinned, and it was pinned before these loads.
+        // While a growth is being started, `old` may already name the current table: that is
+        // no growth yet.
+        unsafe { (&*current, if old == current { None } else { old.as_ref() }) }
+    }
+
+    /// Looks `hash` up; `is_key` is asked about each location whose tag matches.
+    pub fn find(
+        &self,
+        guard: &Guard<'_>,
+        hash: u64,
+        mut is_key: impl FnMut(Loc) -> bool,
+    ) -> Option<Loc> {
+        let (current, old) = self.tables(guard);
+        if let Some(old) = old {
+            let root = old.root(hash);
+            if root.header() & MIGRATED_BIT == 0 {
+                if let Some(loc) = find_in(old, root, hash, &mut is_key) {
+                    return Some(loc);
+                }
+                if root.header() & MIGRATED_BIT == 0 {
+                    return None;
+                }
+            }
+        }
+        find_in(current, current.root(hash), hash, &mut is_key)
+    }
+
+    /// Like [`Index::find`], also returning the root's CAS value read consistently with the
+    /// location: retried until no change happened in between.
+    pub fn find_with_cas(
+        &self,
+        guard: &Guard<'_>,
+        hash: u64,
+        mut is_key: impl FnMut(Loc) -> bool,
+    ) -> Option<(Loc, u64)> {
+        loop {
+            let (current, old) = self.tables(guard);
+            let (table, root) = match old {
+                Some(old) if old.root(hash).header() & MIGRATED_BIT == 0 => (old, old.root(hash)),
+                _ => (current, current.root(hash)),
+            };
+            let before = root.header();
+            let found = find_in(table, root, hash, &mut is_key);
+            let after = root.header();
+            if header_cas(before) == header_cas(after) && after & MIGRATED_BIT == 0 {
+                return found.map(|loc| (loc, header_cas(after)));
+            }
+        }
+    }
+
+    /// Locks the root for `hash`, migrating it first if a growth is under way. `rehash` gives
+    /// the full hash of the item at a location (migration needs it); `on_evict` is told of
+    /// items the index drops.
+    pub fn lock<'g>(
+        &'g self,
+        guard: &'g Guard<'_>,
+        hash: u64,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+    ) -> Locked<'g> {
+        loop {
+            let (current, old) = self.tables(guard);
+            if let Some(old) = old {
+                self.migrate_root(old, current, hash as usize & old.mask, rehash, on_evict);
+            }
+            let root = current.root(hash);
+            lock_root(root);
+            if root.header() & MIGRATED_BIT != 0 {
+                // A growth started after `tables` was read: this root is frozen; go again.
+                unlock_root(root);
+                continue;
+            }
+            return Locked { table: current, root, tag: tag_of(hash), evictions: &self.evictions };
+        }
+    }
+
+    /// Moves one old root's tree into the new table (no-op if already moved).
+    fn migrate_root(
+        &self,
+        old: &Table,
+        new: &Table,
+        i: usize,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+    ) {
+        let root = &old.roots[i];
+        if root.header() & MIGRATED_BIT != 0 {
+            return;
+        }
+        lock_root(root);
+        if root.header() & MIGRATED_BIT != 0 {
+            unlock_root(root);
+            return;
+        }
+        let old_cas = header_cas(root.header());
+        for j in [i, i + old.roots.len()] {
+            let r = &new.roots[j];
+            lock_root(r);
+            let cas = header_cas(r.header()).max(old_cas) + 1;
+            let h = r.words[0].load(Ordering::Relaxed);
+            r.words[0].store(h & !(u64::MAX << CAS_SHIFT) | cas << CAS_SHIFT, Ordering::Release);
+            unlock_root(r);
+        }
+        old.for_each_in_tree(root, &mut |b| {
+            for slot in b.slots() {
+                let s = slot.load(Ordering::Acquire);
+                if s == 0 {
+                    continue;
+                }
+                let hash = rehash(Loc::unpack(s));
+                let r = new.root(hash);
+                lock_root(r);
+                if let Some(evicted) = insert_locked(new, r, tag_of(hash), s) {
+                    self.evictions.fetch_add(1, Ordering::Relaxed);
+                    on_evict(evicted);
+                }
+                r.words[0].fetch_add(1 << CAS_SHIFT, Ordering::Release);
+                unlock_root(r);
+            }
+        });
+        root.words[0].fetch_or(MIGRATED_BIT, Ordering::Release);
+        unlock_root(root);
+    }
+
+    /// Does a bounded step of background work: starts a growth when the pool is half used,
+    /// and migrates up to `budget` old roots. Returns true while a growth is under way.
+    pub fn maintain(
+        &self,
+        guard: &Guard<'_>,
+        epochs: &Epochs,
+        budget: usize,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+    ) -> bool {
+        self.free_retired(epochs);
+        let (current, old) = self.tables(guard);
+        let Some(old) = old else {
+            if current.pool_half_used() && current.roots.len() * 2 <= self.max_roots {
+                self.start_growth(current);
+                return true;
+            }
+            return false;
+        };
+        for _ in 0..budget {
+            let i = self.migrate_next.fetch_add(1, Ordering::Relaxed);
+            if i >= old.roots.len() {
+                self.finish_growth(old, current, epochs, rehash, on_evict);
+                return false;
+            }
+            self.migrate_root(old, current, i, rehash, on_evict);
+        }
+        true
+    }
+
+    fn start_growth(&self, current: &Table) {
+        let new = Box::into_raw(Box::new(Table::new(current.roots.len() * 2)));
+        let current_ptr = std::ptr::from_ref(current).cast_mut();
+        if self
+            .old
+            .compare_exchange(std::ptr::null_mut(), current_ptr, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            // SAFETY: `new` was never published, so this is its only owner.
+            drop(unsafe { Box::from_raw(new) });
+            return;
+        }
+        self.migrate_next.store(0, Ordering::SeqCst);
+        self.current.store(new, Ordering::SeqCst);
+    }
+
+    fn finish_growth(
+        &self,
+        old: &Table,
+        new: &Table,
+        epochs: &Epochs,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+    ) {
+        // Every root must have moved before the old table goes, including roots whose turn
+        // another thread claimed: migrate any stragglers here (migration is idempotent).
+        for i in 0..old.roots.len() {
+            self.migrate_root(old, new, i, rehash, on_evict);
+        }
+        let old_ptr = std::ptr::from_ref(old).cast_mut();
+        if self
+            .old
+            .compare_exchange(old_ptr, std::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            let epoch = epochs.retire();
+            self.retired.lock().unwrap_or_else(|e| e.into_inner()).push((epoch, old_ptr));
+            self.resizes.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn free_retired(&self, epochs: &Epochs) {
+        let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        retired.retain(|&(epoch, table)| {
+            if epochs.is_safe(epoch) {
+                // SAFETY: the table was unpublished before `epoch` and no pinned participant
+                // is older than that epoch, so nobody references it; it came from Box::into_raw
+                // and is in the retired list exactly once.
+                drop(unsafe { Box::from_raw(table) });
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    /// Visits the slots of one cursor position and returns the next cursor (0 when a full
+    /// pass is complete). The cursor follows Redis's reverse-binary order, so a pass started
+    /// before a growth still sees every bucket's keys after it. `visit` gets the locked tree,
+    /// so it may remove slots.
+    pub fn scan(
+        &self,
+        guard: &Guard<'_>,
+        cursor: u64,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+        visit: &mut impl FnMut(&Locked<'_>, &AtomicU64, Loc),
+    ) -> u64 {
+        'retry: loop {
+            let (current, old) = self.tables(guard);
+            let small = old.unwrap_or(current);
+            let i = cursor as usize & small.mask;
+            if let Some(old) = old {
+                self.migrate_root(old, current, i, rehash, on_evict);
+            }
+            let roots = match old {
+                Some(old) => [Some(i), Some(i + old.roots.len())],
+                None => [Some(i), None],
+            };
+            for r in roots.into_iter().flatten() {
+                let root = &current.roots[r];
+                lock_root(root);
+                if root.header() & MIGRATED_BIT != 0 {
+                    unlock_root(root);
+                    continue 'retry;
+                }
+                // `tag` is unused: visitors only read and remove slots.
+                let locked = Locked { table: current, root, tag: 0, evictions: &self.evictions };
+                locked.for_each_slot(|slot, loc| visit(&locked, slot, loc));
+            }
+            let mut v = cursor | !(small.mask as u64);
+            v = v.reverse_bits().wrapping_add(1);
+            return v.reverse_bits();
+        }
+    }
+
+    /// Calls `visit` on every slot of every tree, locked (for flushes and audits).
+    pub fn for_each(
+        &self,
+        guard: &Guard<'_>,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+        visit: &mut impl FnMut(&Locked<'_>, &AtomicU64, Loc),
+    ) {
+        let mut cursor = 0;
+        loop {
+            cursor = self.scan(guard, cursor, rehash, on_evict, visit);
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+
+    /// Current statistics.
+    pub fn stats(&self, guard: &Guard<'_>) -> IndexStats {
+        let (current, old) = self.tables(guard);
+        IndexStats {
+            bytes: current.bytes() + old.map_or(0, Table::bytes),
+            buckets: current.roots.len(),
+            resizes: self.resizes.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+        }
+    }
+}
+
+fn find_in(
+    table: &Table,
+    root: &Bucket,
+    hash: u64,
+    is_key: &mut impl FnMut(Loc) -> bool,
+) -> Option<Loc> {
+    let tag = tag_of(hash);
+    let mut bucket = root;
+    for depth in 0..=MAX_DEPTH {
+        for slot in bucket.slots() {
+            let s = slot.load(Ordering::Acquire);
+            if s != 0 && slot_tag(s) == tag {
+                let loc = Loc::unpack(s);
+                if is_key(loc) {
+                    return Some(loc);
+                }
+            }
+        }
+        let child = header_child(bucket.header());
+        if child == 0 {
+            return None;
+        }
+        bucket = table.child(child, tag, depth);
+    }
+    None
+}
+
+impl Drop for Index {
+    fn drop(&mut self) {
+        let current = *self.current.get_mut();
+        let old = *self.old.get_mut();
+        // SAFETY: `&mut self` means no other reference to any table exists. Each pointer came
+        // from Box::into_raw and is freed once: current, old (if distinct and not null), and
+        // the retired ones (never equal to current or old).
+        unsafe {
+            drop(Box::from_raw(current));
+            if !old.is_null() && old != current {
+                drop(Box::from_raw(old));
+            }
+            for (_, t) in self.retired.get_mut().unwrap_or_else(|e| e.into_inner()).drain(..) {
+                drop(Box::from_raw(t));
+            }
+        }
+    }
+}

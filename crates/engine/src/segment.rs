@@ -1,0 +1,205 @@
+//! Segments: the unit of allocation, cleaning, reuse and accounting (Memshare §3.1, §5.1).
+//!
+//! A segment moves through four states:
+//!
+//! ```text
+//!   free ──► head (one writer appends) ──► sealed ──► cleaning ──► retired ──► free
+//!                                           │                        ▲
+//!                                           └── FIFO eviction ───────┘
+//! ```
+//!
+//! Inside a segment, key records grow from offset 0 up to `key_top` and values grow from the
+//! end down to `value_bottom` ([`crate::item`]); the segment is full when they would meet.
+//! Each segment has a one-cache-line header kept in a separate array (so scanning headers to
+//! choose cleaning candidates never touches item memory).
+//!
+//! The lists are under one mutex, taken only when a segment changes state — once per segment
+//! filled, never per request.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use crate::epoch::Epochs;
+
+/// Per-segment bookkeeping (one cache line).
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub struct SegmentHeader {
+    /// End of the key-record region (next record goes here).
+    pub key_top: AtomicU32,
+    /// Start of the value region.
+    pub value_bottom: AtomicU32,
+    /// Bytes of items no longer reachable from the index.
+    pub dead_bytes: AtomicU32,
+    /// Items written.
+    pub items: AtomicU32,
+    /// Base time (ms) that expiry deltas of this segment's items are relative to.
+    pub base_ms: AtomicU64,
+    /// Whether this segment holds large values.
+    pub large: AtomicBool,
+}
+
+const _: () = assert!(std::mem::size_of::<SegmentHeader>() == 64);
+
+impl SegmentHeader {
+    /// Bytes written into the segment (keys and values).
+    pub fn used_bytes(&self, segment_size: usize) -> usize {
+        self.key_top.load(Ordering::Relaxed) as usize + segment_size
+            - self.value_bottom.load(Ordering::Relaxed) as usize
+    }
+
+    /// Records that `bytes` of this segment's items became unreachable.
+    pub fn add_dead(&self, bytes: usize) {
+        self.dead_bytes.fetch_add(bytes as u32, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, Default)]
+struct Lists {
+    free: Vec<u32>,
+    /// Sealed segments in the order they were sealed (oldest first).
+    sealed: VecDeque<u32>,
+    /// Segments waiting for their retirement epoch to pass.
+    retired: Vec<(u64, u32)>,
+}
+
+/// All segments' headers and lists.
+#[derive(Debug)]
+pub struct Segments {
+    headers: Box<[SegmentHeader]>,
+    lists: Mutex<Lists>,
+    free_count: AtomicUsize,
+    segment_size: usize,
+}
+
+impl Segments {
+    /// `count` free segments of `segment_size` bytes.
+    pub fn new(count: usize, segment_size: usize) -> Segments {
+        let headers = (0..count).map(|_| SegmentHeader::default()).collect();
+        // Hand out low ids first: pop() takes from the end.
+        let free = (0..count as u32).rev().collect();
+        Segments {
+            headers,
+            lists: Mutex::new(Lists { free, ..Lists::default() }),
+            free_count: AtomicUsize::new(count),
+            segment_size,
+        }
+    }
+
+    fn lists(&self) -> std::sync::MutexGuard<'_, Lists> {
+        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Number of segments.
+    pub fn count(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// Header of segment `id`.
+    #[inline]
+    pub fn header(&self, id: u32) -> &SegmentHeader {
+        &self.headers[id as usize]
+    }
+
+    /// Free segments right now.
+    #[inline]
+    pub fn free_count(&self) -> usize {
+        self.free_count.load(Ordering::Relaxed)
+    }
+
+    /// Sealed segments right now.
+    pub fn sealed_count(&self) -> usize {
+        self.lists().sealed.len()
+    }
+
+    /// Takes a free segment, reset and ready to be a head with base time `now_ms`.
+    pub fn take_free(&self, now_ms: u64, large: bool) -> Option<u32> {
+        let id = {
+            let mut lists = self.lists();
+            let id = lists.free.pop()?;
+            self.free_count.store(lists.free.len(), Ordering::Relaxed);
+            id
+        };
+        let h = self.header(id);
+        h.key_top.store(0, Ordering::Relaxed);
+        h.value_bottom.store(self.segment_size as u32, Ordering::Relaxed);
+        h.dead_bytes.store(0, Ordering::Relaxed);
+        h.items.store(0, Ordering::Relaxed);
+        h.base_ms.store(now_ms, Ordering::Relaxed);
+        h.large.store(large, Ordering::Relaxed);
+        Some(id)
+    }
+
+    /// Adds a full head segment to the sealed list.
+    pub fn seal(&self, id: u32) {
+        self.lists().sealed.push_back(id);
+    }
+
+    /// Removes and returns the oldest sealed segment.
+    pub fn take_oldest_sealed(&self) -> Option<u32> {
+        self.lists().sealed.pop_front()
+    }
+
+    /// Removes up to `n` sealed segments for a cleaning pass: half chosen at random (with
+    /// `random`, a source of u64s), half with the most dead bytes (Memshare §3.1).
+    pub fn take_candidates(&self, n: usize, random: &mut impl FnMut() -> u64) -> Vec<u32> {
+        let mut lists = self.lists();
+        let n = n.min(lists.sealed.len());
+        let mut chosen = Vec::with_capacity(n);
+        for _ in 0..n / 2 {
+            let i = (random() % lists.sealed.len() as u64) as usize;
+            if let Some(id) = lists.sealed.remove(i) {
+                chosen.push(id);
+            }
+        }
+        let mut by_dead: Vec<(u32, usize)> = lists
+            .sealed
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (self.header(id).dead_bytes.load(Ordering::Relaxed), i))
+            .collect();
+        by_dead.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut take: Vec<usize> = by_dead.iter().take(n - chosen.len()).map(|&(_, i)| i).collect();
+        take.sort_unstable_by(|a, b| b.cmp(a));
+        for i in take {
+            if let Some(id) = lists.sealed.remove(i) {
+                chosen.push(id);
+            }
+        }
+        chosen
+    }
+
+    /// Puts segments that no index slot references any more on the retired list, tagged
+    /// with a fresh retirement epoch.
+    pub fn retire(&self, ids: &[u32], epochs: &Epochs) {
+        let epoch = epochs.retire();
+        self.lists().retired.extend(ids.iter().map(|&id| (epoch, id)));
+    }
+
+    /// Moves retired segments that no reader can reference to the free list. Returns how
+    /// many were freed.
+    pub fn reclaim(&self, epochs: &Epochs) -> usize {
+        let mut lists = self.lists();
+        if lists.retired.is_empty() {
+            return 0;
+        }
+        let before = lists.free.len();
+        let Lists { free, retired, .. } = &mut *lists;
+        retired.retain(|&(epoch, id)| {
+            if epochs.is_safe(epoch) {
+                free.push(id);
+                false
+            } else {
+                true
+            }
+        });
+        self.free_count.store(free.len(), Ordering::Relaxed);
+        free.len() - before
+    }
+
+    /// Retired segments waiting for their epoch.
+    pub fn retired_count(&self) -> usize {
+        self.lists().retired.len()
+    }
+}

@@ -1,0 +1,246 @@
+//! Operation semantics, one behaviour per test.
+
+mod common;
+
+use common::small_engine;
+use fridge_engine::{Condition, EngineError, Expiry, Store, StoreOutcome, TenantId};
+
+const T: TenantId = TenantId(0);
+
+fn get(w: &mut fridge_engine::Worker, key: &[u8]) -> Option<Vec<u8>> {
+    w.get(T, key, |item| item.value.to_vec())
+}
+
+#[test]
+fn set_then_get_returns_value_and_flags() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let store = Store { flags: 7, ..Store::new(T, b"k", b"hello") };
+    assert_eq!(w.store(store), Ok(StoreOutcome::Stored));
+    assert_eq!(w.get(T, b"k", |i| (i.value.to_vec(), i.flags)), Some((b"hello".to_vec(), 7)));
+    assert_eq!(get(&mut w, b"missing"), None);
+    assert_eq!(engine.item_count(T), 1);
+    engine.validate();
+}
+
+#[test]
+fn tenants_do_not_see_each_other() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(TenantId(1), b"k", b"one")).unwrap();
+    w.store(Store::new(TenantId(2), b"k", b"two")).unwrap();
+    assert_eq!(w.get(TenantId(1), b"k", |i| i.value.to_vec()), Some(b"one".to_vec()));
+    assert_eq!(w.get(TenantId(2), b"k", |i| i.value.to_vec()), Some(b"two".to_vec()));
+    w.flush(TenantId(1), 0);
+    assert_eq!(w.get(TenantId(1), b"k", |i| i.value.to_vec()), None);
+    assert_eq!(w.get(TenantId(2), b"k", |i| i.value.to_vec()), Some(b"two".to_vec()));
+    assert_eq!((engine.item_count(TenantId(1)), engine.item_count(TenantId(2))), (0, 1));
+    engine.validate();
+}
+
+#[test]
+fn add_replace_and_cas_follow_memcached() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let cond = |c, v: &'static [u8]| Store { condition: c, ..Store::new(T, b"k", v) };
+    assert_eq!(w.store(cond(Condition::IfPresent, b"r")), Ok(StoreOutcome::NotStored));
+    assert_eq!(w.store(cond(Condition::IfAbsent, b"a")), Ok(StoreOutcome::Stored));
+    assert_eq!(w.store(cond(Condition::IfAbsent, b"b")), Ok(StoreOutcome::NotStored));
+    assert_eq!(w.store(cond(Condition::IfPresent, b"c")), Ok(StoreOutcome::Stored));
+    let cas = w.gets(T, b"k", |i| i.cas).unwrap();
+    assert_ne!(cas, 0);
+    assert_eq!(w.store(cond(Condition::IfCas(cas), b"d")), Ok(StoreOutcome::Stored));
+    assert_eq!(w.store(cond(Condition::IfCas(cas), b"e")), Ok(StoreOutcome::Exists));
+    assert_eq!(get(&mut w, b"k"), Some(b"d".to_vec()));
+    assert!(w.delete(T, b"k"));
+    assert_eq!(w.store(cond(Condition::IfCas(cas), b"f")), Ok(StoreOutcome::NotFound));
+    engine.validate();
+}
+
+#[test]
+fn cas_never_matches_a_modified_item() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"k", b"1")).unwrap();
+    let cas = w.gets(T, b"k", |i| i.cas).unwrap();
+    for modify in 0..4 {
+        match modify {
+            0 => assert_eq!(w.append(T, b"k", b"x", false, false), Ok(Some(2))),
+            1 => assert!(w.set_expiry(T, b"k", Some(u64::MAX / 2)).unwrap().is_some()),
+            2 => {
+                w.store(Store::new(T, b"k", b"7")).unwrap();
+            }
+            _ => assert_eq!(w.incr_u64(T, b"k", 1, false), Ok(Some(8))),
+        }
+        let cas_store = Store { condition: Condition::IfCas(cas), ..Store::new(T, b"k", b"no") };
+        assert_eq!(w.store(cas_store), Ok(StoreOutcome::Exists), "after modification {modify}");
+    }
+}
+
+#[test]
+fn expiry_is_millisecond_precise_on_the_virtual_clock() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let at = clock_now(&clock) + 1500;
+    w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v") }).unwrap();
+    clock.advance(1499);
+    assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()));
+    assert_eq!(w.get(T, b"k", |i| i.expires_at_ms), Some(Some(at)));
+    clock.advance(1);
+    assert_eq!(get(&mut w, b"k"), None);
+    assert_eq!(engine.item_count(T), 0, "the expired item is reclaimed when found");
+    assert_eq!(engine.stats().expired, 1);
+    engine.validate();
+}
+
+fn clock_now(clock: &fridge_engine::ManualClock) -> u64 {
+    use fridge_engine::Clock;
+    clock.now_ms()
+}
+
+#[test]
+fn long_ttls_survive_and_report_their_expiry() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let year = 365 * 86_400_000;
+    let at = clock_now(&clock) + 20 * year;
+    w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v") }).unwrap();
+    let got = w.get(T, b"k", |i| i.expires_at_ms).unwrap().unwrap();
+    assert!(got >= at && got - at < 3_600_000, "hour precision beyond 48 days");
+    clock.advance(19 * year);
+    assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()));
+}
+
+#[test]
+fn already_expired_store_succeeds_and_leaves_nothing() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"k", b"v")).unwrap();
+    let past = clock_now(&clock) - 1;
+    let r = w.store(Store { expiry: Expiry::At(past), ..Store::new(T, b"k", b"w") });
+    assert_eq!(r, Ok(StoreOutcome::Stored));
+    assert_eq!(get(&mut w, b"k"), None);
+    assert_eq!(engine.item_count(T), 0);
+    engine.validate();
+}
+
+#[test]
+fn keep_ttl_and_old_value() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let at = clock_now(&clock) + 10_000;
+    w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v1") }).unwrap();
+    let mut old = Vec::new();
+    let keep = Store { expiry: Expiry::Keep, ..Store::new(T, b"k", b"v2") };
+    assert_eq!(w.store_returning_old(keep, Some(&mut old)), Ok(StoreOutcome::Stored));
+    assert_eq!(old, b"v1");
+    assert_eq!(
+        w.get(T, b"k", |i| (i.value.to_vec(), i.expires_at_ms)),
+        Some((b"v2".to_vec(), Some(at)))
+    );
+    w.store_returning_old(Store::new(T, b"k", b"v3"), Some(&mut old)).unwrap();
+    assert_eq!(old, b"v2");
+    assert_eq!(w.get(T, b"k", |i| i.expires_at_ms), Some(None), "a plain set clears the TTL");
+}
+
+#[test]
+fn touch_persist_and_get_and_touch() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"k", b"v")).unwrap();
+    let now = clock_now(&clock);
+    assert_eq!(w.set_expiry(T, b"k", Some(now + 100)), Ok(Some(None)));
+    assert_eq!(w.set_expiry(T, b"k", None), Ok(Some(Some(now + 100))), "persist");
+    assert_eq!(w.set_expiry(T, b"nope", None), Ok(None));
+    let got = w.get_and_touch(T, b"k", Some(now + 50), |i| i.value.to_vec()).unwrap();
+    assert_eq!(got, Some(b"v".to_vec()));
+    clock.advance(50);
+    assert_eq!(get(&mut w, b"k"), None);
+    engine.validate();
+}
+
+#[test]
+fn counters_follow_each_protocol() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    assert_eq!(w.incr_u64(T, b"m", 1, false), Ok(None), "memcached incr on a missing key");
+    w.store(Store::new(T, b"m", b"18446744073709551615")).unwrap();
+    assert_eq!(w.incr_u64(T, b"m", 2, false), Ok(Some(1)), "incr wraps");
+    assert_eq!(w.incr_u64(T, b"m", 5, true), Ok(Some(0)), "decr stops at 0");
+    w.store(Store::new(T, b"s", b"abc")).unwrap();
+    assert_eq!(w.incr_u64(T, b"s", 1, false), Err(EngineError::NotANumber));
+    assert_eq!(w.incr_i64(T, b"r", 5), Ok(5), "Redis INCRBY creates the key");
+    assert_eq!(w.incr_i64(T, b"r", -7), Ok(-2));
+    w.store(Store::new(T, b"r", b"9223372036854775807")).unwrap();
+    assert_eq!(w.incr_i64(T, b"r", 1), Err(EngineError::Overflow));
+    assert_eq!(w.incr_i64(T, b"s", 1), Err(EngineError::NotAnInteger));
+    let mut out = Vec::new();
+    w.store(Store::new(T, b"f", b"10.5")).unwrap();
+    w.incr_f64(T, b"f", 0.1, &mut out).unwrap();
+    assert_eq!(out, b"10.6");
+    assert_eq!(get(&mut w, b"f"), Some(b"10.6".to_vec()));
+    assert_eq!(w.incr_f64(T, b"s", 1.0, &mut out), Err(EngineError::NotAFloat));
+    engine.validate();
+}
+
+#[test]
+fn append_and_prepend() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    assert_eq!(w.append(T, b"k", b"x", false, false), Ok(None));
+    assert_eq!(w.append(T, b"k", b"mid", false, true), Ok(Some(3)));
+    assert_eq!(w.append(T, b"k", b"<", true, false), Ok(Some(4)));
+    assert_eq!(w.append(T, b"k", b">", false, false), Ok(Some(5)));
+    assert_eq!(get(&mut w, b"k"), Some(b"<mid>".to_vec()));
+}
+
+#[test]
+fn delayed_flush_takes_effect_on_time() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"a", b"1")).unwrap();
+    w.flush(T, 2_000);
+    clock.advance(1_999);
+    assert_eq!(get(&mut w, b"a"), Some(b"1".to_vec()));
+    clock.advance(1);
+    assert_eq!(get(&mut w, b"a"), None);
+    w.store(Store::new(T, b"b", b"2")).unwrap();
+    assert_eq!(get(&mut w, b"b"), Some(b"2".to_vec()), "items set after the flush stay");
+    engine.validate();
+}
+
+#[test]
+fn too_large_items_fail_and_nothing_else_does() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let big = vec![0u8; 64 << 10];
+    assert_eq!(w.store(Store::new(T, b"k", &big)), Err(EngineError::TooLarge));
+    assert_eq!(w.store(Store::new(T, b"", b"v")), Err(EngineError::KeyTooLong));
+    let long_key = vec![b'k'; 1000];
+    assert_eq!(w.store(Store::new(T, &long_key, b"v")), Ok(StoreOutcome::Stored));
+    assert_eq!(get(&mut w, &long_key), Some(b"v".to_vec()));
+}
+
+#[test]
+fn scan_returns_every_key_once_per_pass_without_churn() {
+    let (engine, _) = small_engine(8 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    for i in 0..2000u32 {
+        w.store(Store::new(T, format!("key{i}").as_bytes(), b"v")).unwrap();
+        w.store(Store::new(TenantId(3), format!("other{i}").as_bytes(), b"v")).unwrap();
+    }
+    let mut keys = Vec::new();
+    let mut cursor = 0;
+    loop {
+        cursor = w.scan(T, cursor, 10, &mut keys);
+        if cursor == 0 {
+            break;
+        }
+    }
+    keys.sort();
+    let before = keys.len();
+    keys.dedup();
+    assert_eq!(before, keys.len(), "no duplicates without a concurrent resize");
+    assert_eq!(keys.len(), 2000);
+    assert!(keys.iter().all(|k| k.starts_with(b"key")));
+}

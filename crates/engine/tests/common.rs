@@ -1,0 +1,23 @@
+//! Helpers shared by the engine's integration tests.
+
+use std::sync::Arc;
+
+use fridge_engine::{CleanerMode, Engine, EngineConfig, ManualClock};
+
+/// A small engine with an inline cleaner on a manual clock, so that the cleaner runs often
+/// and everything is deterministic.
+pub fn small_engine(max_memory: usize, segment_size: usize) -> (Engine, ManualClock) {
+    let clock = ManualClock::new(1_700_000_000_000);
+    let config = EngineConfig {
+        max_memory,
+        segment_size,
+        max_item_size: segment_size,
+        large_value_threshold: segment_size / 4,
+        cleaner: CleanerMode::Inline,
+        cleaner_candidates: 8,
+        index_buckets: 16,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
+    (engine, clock)
+}

@@ -1,0 +1,344 @@
+//! Property test: random operation sequences against a simple model (a map with expiry).
+//!
+//! Memory is small so the cleaner runs all the time. The engine is a cache, so it may drop
+//! items: the model tracks which items are *certain* (written after the last eviction). A
+//! read of a certain item must hit with the model's value; any hit must return exactly the
+//! model's value; a miss of an uncertain item drops it from the model. `validate()` checks the
+//! engine's invariants after every step.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::small_engine;
+use fridge_engine::{
+    Clock, Condition, Engine, EngineError, Expiry, ManualClock, Store, StoreOutcome, TenantId,
+    Worker,
+};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Set { t: u8, k: u8, len: u16, ttl: Option<u16>, flags: u32 },
+    Add { t: u8, k: u8, len: u16 },
+    Replace { t: u8, k: u8, len: u16 },
+    Cas { t: u8, k: u8, stale: bool },
+    Append { t: u8, k: u8, len: u8, prepend: bool },
+    Incr { t: u8, k: u8, by: u8, redis: bool },
+    Delete { t: u8, k: u8 },
+    Touch { t: u8, k: u8, ttl: Option<u16> },
+    Get { t: u8, k: u8 },
+    Advance { ms: u16 },
+    Flush { t: u8, delay: u16 },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let t = 0u8..3;
+    let k = 0u8..40;
+    prop_oneof![
+        6 => (t.clone(), k.clone(), 0u16..1500, proptest::option::of(1u16..20000), any::<u32>())
+            .prop_map(|(t, k, len, ttl, flags)| Op::Set { t, k, len, ttl, flags }),
+        1 => (t.clone(), k.clone(), 0u16..500).prop_map(|(t, k, len)| Op::Add { t, k, len }),
+        1 => (t.clone(), k.clone(), 0u16..500).prop_map(|(t, k, len)| Op::Replace { t, k, len }),
+        1 => (t.clone(), k.clone(), any::<bool>()).prop_map(|(t, k, stale)| Op::Cas { t, k, stale }),
+        1 => (t.clone(), k.clone(), 0u8..50, any::<bool>())
+            .prop_map(|(t, k, len, prepend)| Op::Append { t, k, len, prepend }),
+        1 => (t.clone(), k.clone(), any::<u8>(), any::<bool>())
+            .prop_map(|(t, k, by, redis)| Op::Incr { t, k, by, redis }),
+        1 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Delete { t, k }),
+        1 => (t.clone(), k.clone(), proptest::option::of(1u16..5000))
+            .prop_map(|(t, k, ttl)| Op::Touch { t, k, ttl }),
+        6 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Get { t, k }),
+        1 => (0u16..1000).prop_map(|ms| Op::Advance { ms }),
+        1 => (t, prop_oneof![1 => Just(0u16), 3 => 1u16..60000]).prop_map(|(t, delay)| Op::Flush { t, delay }),
+    ]
+}
+
+#[derive(Debug, Clone)]
+struct ModelItem {
+    value: Vec<u8>,
+    flags: u32,
+    expires_at: Option<u64>,
+    certain: bool,
+}
+
+struct Model {
+    items: HashMap<(u8, u8), ModelItem>,
+    flush_at: HashMap<u8, u64>,
+    clock: ManualClock,
+    engine: Engine,
+    seen_evictions: u64,
+}
+
+impl Model {
+    fn now(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Applies due flushes and expiry for tenant `t`, then returns the live item of (t, k).
+    fn live(&mut self, t: u8, k: u8) -> Option<&mut ModelItem> {
+        // An eviction (even one caused by the operation being checked) makes every item
+        // written before it uncertain.
+        let e = evictions(&self.engine);
+        if e != self.seen_evictions {
+            self.seen_evictions = e;
+            self.items.values_mut().for_each(|i| i.certain = false);
+        }
+        let now = self.now();
+        if self.flush_at.get(&t).is_some_and(|&at| now >= at) {
+            self.flush_at.remove(&t);
+            self.items.retain(|&(tt, _), _| tt != t);
+        }
+        if self.items.get(&(t, k)).is_some_and(|i| i.expires_at.is_some_and(|at| now >= at)) {
+            self.items.remove(&(t, k));
+        }
+        self.items.get_mut(&(t, k))
+    }
+}
+
+fn key(k: u8) -> &'static [u8] {
+    static KEYS: std::sync::OnceLock<Vec<Vec<u8>>> = std::sync::OnceLock::new();
+    &KEYS.get_or_init(|| (0..=255).map(|k| format!("key:{k}").into_bytes()).collect())[k as usize]
+}
+
+fn value(seed: u64, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (seed as usize + i * 31) as u8).collect()
+}
+
+fn evictions(engine: &Engine) -> u64 {
+    let s = engine.stats();
+    s.evictions + s.index_evictions
+}
+
+/// Checks an engine answer about presence against the model: certain items must agree;
+/// uncertain ones are synced to the engine.
+fn presence(model: &mut Model, t: u8, k: u8, engine_present: bool) {
+    let present = model.live(t, k).map(|i| i.certain);
+    match (present, engine_present) {
+        (Some(true), false) => panic!("certain item ({t},{k}) missing"),
+        (Some(false), false) => {
+            model.items.remove(&(t, k));
+        }
+        (None, true) => panic!("engine has ({t},{k}) which the model does not"),
+        _ => {}
+    }
+}
+
+fn run(ops: &[Op], max_memory: usize) {
+    let (engine, clock) = small_engine(max_memory, 4 << 10);
+    let mut w: Worker = engine.worker().unwrap();
+    let mut model = Model {
+        items: HashMap::new(),
+        flush_at: HashMap::new(),
+        clock,
+        engine: engine.clone(),
+        seen_evictions: 0,
+    };
+    for (step, op) in ops.iter().enumerate() {
+        let now = model.now();
+        match *op {
+            Op::Set { t, k, len, ttl, flags } => {
+                let v = value(step as u64, len as usize);
+                let expires_at = ttl.map(|ms| now + u64::from(ms));
+                let expiry = expires_at.map_or(Expiry::Never, Expiry::At);
+                let r = w.store(Store { flags, expiry, ..Store::new(TenantId(t), key(k), &v) });
+                assert_eq!(r, Ok(StoreOutcome::Stored));
+                model.live(t, k);
+                model
+                    .items
+                    .insert((t, k), ModelItem { value: v, flags, expires_at, certain: true });
+            }
+            Op::Add { t, k, len } | Op::Replace { t, k, len } => {
+                let add = matches!(op, Op::Add { .. });
+                let v = value(step as u64, len as usize);
+                let condition = if add { Condition::IfAbsent } else { Condition::IfPresent };
+                let r =
+                    w.store(Store { condition, ..Store::new(TenantId(t), key(k), &v) }).unwrap();
+                let stored = r == StoreOutcome::Stored;
+                // add stores iff absent; replace iff present.
+                presence(&mut model, t, k, stored != add);
+                if stored {
+                    model.items.insert(
+                        (t, k),
+                        ModelItem { value: v, flags: 0, expires_at: None, certain: true },
+                    );
+                }
+            }
+            Op::Cas { t, k, stale } => {
+                let cas = w.gets(TenantId(t), key(k), |i| i.cas);
+                presence(&mut model, t, k, cas.is_some());
+                if let Some(cas) = cas {
+                    let v = value(step as u64, 10);
+                    if stale {
+                        let old = model.live(t, k).unwrap().clone();
+                        let e = old.expires_at.map_or(Expiry::Never, Expiry::At);
+                        let again = Store {
+                            flags: old.flags,
+                            expiry: e,
+                            ..Store::new(TenantId(t), key(k), &old.value)
+                        };
+                        assert_eq!(w.store(again), Ok(StoreOutcome::Stored));
+                    }
+                    let s = Store {
+                        condition: Condition::IfCas(cas),
+                        ..Store::new(TenantId(t), key(k), &v)
+                    };
+                    let want = if stale { StoreOutcome::Exists } else { StoreOutcome::Stored };
+                    assert_eq!(w.store(s), Ok(want), "cas stale={stale}");
+                    if !stale {
+                        model.items.insert(
+                            (t, k),
+                            ModelItem { value: v, flags: 0, expires_at: None, certain: true },
+                        );
+                    }
+                }
+            }
+            Op::Append { t, k, len, prepend } => {
+                let data = value(step as u64, len as usize);
+                let r = w.append(TenantId(t), key(k), &data, prepend, false).unwrap();
+                presence(&mut model, t, k, r.is_some());
+                if let Some(item) = model.live(t, k) {
+                    if prepend {
+                        item.value.splice(0..0, data.iter().copied());
+                    } else {
+                        item.value.extend_from_slice(&data);
+                    }
+                    assert_eq!(r, Some(item.value.len()));
+                }
+            }
+            Op::Incr { t, k, by, redis } => {
+                let numeric = model.live(t, k).map(|i| {
+                    std::str::from_utf8(&i.value)
+                        .ok()
+                        .and_then(|s| s.parse::<i64>().ok())
+                        .filter(|n| *n >= 0 && i.value.first() != Some(&b'0') || i.value == b"0")
+                });
+                if redis {
+                    let r = w.incr_i64(TenantId(t), key(k), i64::from(by));
+                    match numeric {
+                        None => {
+                            // absent in the model: the engine may still hold nothing either way.
+                            let n = r.expect("incr of a missing key creates it");
+                            assert_eq!(n, i64::from(by));
+                            model.items.insert(
+                                (t, k),
+                                ModelItem {
+                                    value: n.to_string().into_bytes(),
+                                    flags: 0,
+                                    expires_at: None,
+                                    certain: true,
+                                },
+                            );
+                        }
+                        Some(Some(n)) => match r {
+                            Ok(got) => {
+                                let item = model.live(t, k).unwrap();
+                                if item.certain || got == n + i64::from(by) {
+                                    assert_eq!(got, n + i64::from(by));
+                                }
+                                item.value = got.to_string().into_bytes();
+                                item.certain = true;
+                            }
+                            Err(e) => panic!("incr of a number failed: {e:?}"),
+                        },
+                        Some(None) => {
+                            if let Ok(got) = r {
+                                // It was evicted and recreated.
+                                assert!(!model.live(t, k).unwrap().certain);
+                                model.items.insert(
+                                    (t, k),
+                                    ModelItem {
+                                        value: got.to_string().into_bytes(),
+                                        flags: 0,
+                                        expires_at: None,
+                                        certain: true,
+                                    },
+                                );
+                            } else {
+                                assert_eq!(r, Err(EngineError::NotAnInteger));
+                            }
+                        }
+                    }
+                } else {
+                    let r = w.incr_u64(TenantId(t), key(k), u64::from(by), false);
+                    match (numeric, r) {
+                        (None, Ok(None)) => {}
+                        (Some(Some(n)), Ok(Some(got))) => {
+                            assert_eq!(got, n as u64 + u64::from(by));
+                            model.live(t, k).unwrap().value = got.to_string().into_bytes();
+                        }
+                        (Some(None), Err(EngineError::NotANumber)) => {}
+                        (Some(_), Ok(None)) => presence(&mut model, t, k, false),
+                        (m, r) => panic!("memcached incr: model {m:?}, engine {r:?}"),
+                    }
+                }
+            }
+            Op::Delete { t, k } => {
+                let deleted = w.delete(TenantId(t), key(k));
+                presence(&mut model, t, k, deleted);
+                model.items.remove(&(t, k));
+            }
+            Op::Touch { t, k, ttl } => {
+                let expires_at = ttl.map(|ms| now + u64::from(ms));
+                let r = w.set_expiry(TenantId(t), key(k), expires_at).unwrap();
+                presence(&mut model, t, k, r.is_some());
+                if let Some(item) = model.live(t, k) {
+                    item.expires_at = expires_at;
+                }
+            }
+            Op::Get { t, k } => {
+                let got =
+                    w.get(TenantId(t), key(k), |i| (i.value.to_vec(), i.flags, i.expires_at_ms));
+                presence(&mut model, t, k, got.is_some());
+                if let (Some(got), Some(item)) = (got, model.live(t, k)) {
+                    assert_eq!(
+                        got,
+                        (item.value.clone(), item.flags, item.expires_at),
+                        "get ({t},{k})"
+                    );
+                }
+            }
+            Op::Advance { ms } => model.clock.advance(u64::from(ms)),
+            Op::Flush { t, delay } => {
+                w.flush(TenantId(t), u64::from(delay));
+                if delay == 0 {
+                    model.flush_at.remove(&t);
+                    model.items.retain(|&(tt, _), _| tt != t);
+                } else {
+                    model.flush_at.insert(t, now + u64::from(delay));
+                }
+            }
+        }
+        engine.validate();
+    }
+    let s = engine.stats();
+    if std::env::var_os("MODEL_STATS").is_some() {
+        eprintln!(
+            "ops {} passes {} evictions {} relocated {} expired {} fifo {} resizes {} buckets {}",
+            ops.len(),
+            s.cleaner_passes,
+            s.evictions,
+            s.relocated_items,
+            s.expired,
+            s.fifo_evictions,
+            s.index_resizes,
+            s.index_buckets
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Roomy enough that evictions are rare, small enough that overwrites keep the cleaner busy.
+    #[test]
+    fn engine_agrees_with_model(ops in proptest::collection::vec(op(), 1..2500)) {
+        run(&ops, 256 << 10);
+    }
+
+    /// So small that the cleaner must evict: every hit must still be exact.
+    #[test]
+    fn engine_agrees_with_model_under_eviction(ops in proptest::collection::vec(op(), 1..2500)) {
+        run(&ops, 64 << 10);
+    }
+}

@@ -1,0 +1,1 @@
+//! fridge-proto (under construction).
