@@ -35,8 +35,8 @@ use crate::stats::Counters;
 
 /// Passes one call of [`clean_until_watermark`] may run before giving others a turn.
 const MAX_PASSES_PER_CALL: usize = 16;
-/// Old index roots the background thread migrates per wake-up.
-const BACKGROUND_MIGRATE_BUDGET: usize = 256;
+/// Index maintenance steps the background thread runs per wake-up.
+const BACKGROUND_MAINTENANCE_STEPS: usize = 128;
 
 /// The cleaner's own state, under the engine's cleaner mutex (one pass at a time).
 #[derive(Debug)]
@@ -84,20 +84,17 @@ pub(crate) fn clean_until_watermark(inner: &Inner) {
 /// The background cleaner's loop: sleeps until a writer reports low free memory (or 10 ms
 /// pass), then cleans and does a bounded step of index growth.
 pub(crate) fn run_background(inner: &Arc<Inner>) {
+    // Index maintenance runs outside the cleaner mutex, so it needs an epoch slot of its own
+    // (the cleaner's slot may be in use by a pass that a worker runs).
+    let Some(participant) = inner.epochs.register() else { return };
     while inner.wait_for_work() {
         clean_until_watermark(inner);
-        let participant = inner.cleaner.lock().unwrap_or_else(|e| e.into_inner()).participant;
         let guard = inner.epochs.pin(participant);
-        let rehash = |l| inner.rehash(&guard, l);
-        let mut on_evict = |l| inner.unlinked(&guard, l);
-        inner.index.maintain(
-            &guard,
-            &inner.epochs,
-            BACKGROUND_MIGRATE_BUDGET,
-            &rehash,
-            &mut on_evict,
-        );
+        for _ in 0..BACKGROUND_MAINTENANCE_STEPS {
+            inner.maintain_index(&guard);
+        }
     }
+    inner.epochs.unregister(participant);
 }
 
 /// Calls `f` with each record of a segment the caller owns (sealed and taken off the lists).

@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use crate::arena::Arena;
 use crate::cleaner::{self, CleanerState};
 use crate::clock::Clock;
-use crate::epoch::{Epochs, Guard};
+use crate::epoch::{self, Epochs, Guard};
 use crate::hash::{digest_of, key_hash};
 use crate::index::{Index, Loc};
 use crate::item::{self, NewItem, Record};
@@ -402,10 +402,11 @@ impl Inner {
     }
 
     /// Bounded index maintenance on the write path.
-    fn maintain_index(&self, guard: &Guard<'_>) {
+    pub(crate) fn maintain_index(&self, guard: &Guard<'_>) {
         let rehash = |loc| self.rehash(guard, loc);
         let mut on_evict = |loc| self.unlinked(guard, loc);
-        self.index.maintain(guard, &self.epochs, MIGRATE_PER_WRITE, &rehash, &mut on_evict);
+        let items = || self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
+        self.index.maintain(guard, &self.epochs, MIGRATE_PER_WRITE, &items, &rehash, &mut on_evict);
     }
 
     /// A free segment to become a head, cleaning or evicting as needed. The caller must not
@@ -640,7 +641,7 @@ impl Worker {
         let inner = &*self.inner;
         inner.check_flush(self.id, tenant);
         let counters = inner.epochs.counters(self.id);
-        counters.gets.fetch_add(1, Ordering::Relaxed);
+        epoch::bump(&counters.gets);
         let guard = inner.epochs.pin(self.id);
         let is_key = |l| inner.key_matches(&guard, l, tenant, key);
         let (loc, cas) = if with_cas {
@@ -656,7 +657,7 @@ impl Worker {
             return None;
         }
         rec.touch_access(inner.recency());
-        counters.hits.fetch_add(1, Ordering::Relaxed);
+        epoch::bump(&counters.hits);
         Some(f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas }))
     }
 
@@ -748,7 +749,7 @@ impl Worker {
         let hash = key_hash(req.tenant, req.key);
         self.note_access(hash, true);
         self.inner.check_flush(self.id, req.tenant);
-        self.inner.epochs.counters(self.id).sets.fetch_add(1, Ordering::Relaxed);
+        epoch::bump(&self.inner.epochs.counters(self.id).sets);
         if let Some(old) = old.as_deref_mut() {
             old.clear();
         }
@@ -1046,7 +1047,7 @@ impl Worker {
     ) -> Result<Option<R>, EngineError> {
         let mut f = Some(f);
         let inner = Arc::clone(&self.inner);
-        inner.epochs.counters(self.id).gets.fetch_add(1, Ordering::Relaxed);
+        epoch::bump(&inner.epochs.counters(self.id).gets);
         let out = self.update(tenant, key, |current, buf| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
             let r =
@@ -1058,7 +1059,7 @@ impl Worker {
             Ok(Update::Write { flags: c.flags, expires_at_ms, result: r })
         })?;
         if out.is_some() {
-            inner.epochs.counters(self.id).hits.fetch_add(1, Ordering::Relaxed);
+            epoch::bump(&inner.epochs.counters(self.id).hits);
         }
         Ok(out)
     }

@@ -27,6 +27,13 @@ pub struct LocalCounters {
     pub sets: AtomicU64,
 }
 
+/// Adds one to a counter that only its owning participant writes: a plain load and store,
+/// no locked instruction on the request path. Readers summing it may see a slightly old value.
+#[inline]
+pub fn bump(counter: &AtomicU64) {
+    counter.store(counter.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+}
+
 #[derive(Debug)]
 #[repr(align(128))]
 struct Participant {

@@ -20,8 +20,10 @@
 //! result is a small tree per overloaded bucket; buckets that are not overloaded never grow.
 //! Only a root bucket's `LOCK` and `CAS` are used; a root's lock guards its whole tree.
 //!
-//! **Global growth.** When the pool is half used, a table twice the size is made and old roots
-//! are migrated one at a time — by writers (a few per write) and by whoever needs a root that
+//! **Global growth.** When the pool is half used, a new table is made — twice the size if
+//! there are more than three items per root, otherwise the same size (sub-bucket groups are not
+//! reused within a table, so a rebuild is how churn gets its pool back) — and old roots are
+//! migrated one at a time — by writers (a few per write) and by whoever needs a root that
 //! has not moved yet — so no operation does more than a bounded amount of work. Readers look
 //! in the old table first and follow `MIGRATED` to the new one. Old tables are freed through
 //! the epoch mechanism. If the pool runs out before growth catches up, an insert into a full
@@ -31,11 +33,14 @@
 //! so a CAS value read with an item never matches once that item is modified. Migration gives
 //! new roots a CAS above every value the old root handed out.
 //!
-//! Costs: a slot is 8 bytes; buckets hold 7 slots, so the table costs 64/7 ≈ 9.1 bytes per
-//! item at full load, plus the pool (a quarter of the table in groups).
+//! Costs: a slot is 8 bytes; buckets hold 7 slots, so roots cost 64/7 ≈ 9.1 bytes per item at
+//! full load. Hashing never fills every slot: the pool reaches half use at about five items
+//! per root, when the table doubles, so roots hold 2.5–5 items and cost 13–26 bytes per item,
+//! and sub-bucket groups a few more. The pool has room for
+//! groups under a quarter of the roots (virtual memory: untouched groups are not resident).
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::epoch::{Epochs, Guard};
 use crate::hash::tag_of;
@@ -53,6 +58,8 @@ const OFFSET_MASK: u64 = (1 << 24) - 1;
 
 const SLOTS: usize = 7;
 const GROUP: usize = 4;
+/// Items per root bucket above which a full pool doubles the table instead of compacting it.
+const GROW_LOAD: u64 = 3;
 /// Depth limit of a sub-bucket tree: each level consumes two tag bits.
 const MAX_DEPTH: u32 = 8;
 
@@ -139,7 +146,11 @@ struct Table {
     mask: usize,
     /// Sub-bucket groups; group 0 is never handed out (CHILD = 0 means "no children").
     pool: Box<[Bucket]>,
+    /// Groups never handed out start here.
     pool_next: AtomicU32,
+    /// Groups handed out, emptied and unlinked again, ready for reuse.
+    free_groups: Mutex<Vec<u32>>,
+    free_group_count: AtomicU32,
 }
 
 impl Table {
@@ -150,6 +161,8 @@ impl Table {
             mask: roots - 1,
             pool: zeroed_buckets(groups * GROUP),
             pool_next: AtomicU32::new(1),
+            free_groups: Mutex::new(Vec::new()),
+            free_group_count: AtomicU32::new(0),
         }
     }
 
@@ -157,8 +170,11 @@ impl Table {
         (self.pool.len() / GROUP) as u32
     }
 
+    /// Bytes in use: the roots and the sub-bucket groups handed out. (The rest of the pool is
+    /// zeroed on allocation, so its pages are not resident until groups are handed out.)
     fn bytes(&self) -> usize {
-        (self.roots.len() + self.pool.len()) * 64
+        let groups = self.groups_in_use() as usize * GROUP;
+        (self.roots.len() + groups) * 64
     }
 
     #[inline]
@@ -172,12 +188,59 @@ impl Table {
     }
 
     fn alloc_group(&self) -> Option<u32> {
+        if self.free_group_count.load(Ordering::Relaxed) > 0 {
+            let mut free = self.free_groups.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(g) = free.pop() {
+                self.free_group_count.store(free.len() as u32, Ordering::Relaxed);
+                return Some(g);
+            }
+        }
         let g = self.pool_next.fetch_add(1, Ordering::Relaxed);
         (g < self.groups()).then_some(g)
     }
 
+    fn free_group(&self, g: u32) {
+        let mut free = self.free_groups.lock().unwrap_or_else(|e| e.into_inner());
+        free.push(g);
+        self.free_group_count.store(free.len() as u32, Ordering::Relaxed);
+    }
+
+    /// An occupied slot in a leaf sub-bucket (one without children) of `root`'s tree, found
+    /// depth first; `None` if the tree has no sub-buckets or they are empty.
+    fn deepest_slot<'t>(&'t self, root: &'t Bucket) -> Option<&'t AtomicU64> {
+        let child = header_child(root.header());
+        if child == 0 {
+            return None;
+        }
+        for i in 0..GROUP {
+            let b = &self.pool[child as usize * GROUP + i];
+            if let Some(s) = self.deepest_slot(b) {
+                return Some(s);
+            }
+            if let Some(s) = b.slots().iter().find(|s| s.load(Ordering::Relaxed) != 0) {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    /// Whether a group has no slots and no children.
+    fn group_is_empty(&self, g: u32) -> bool {
+        (0..GROUP).all(|i| {
+            let b = &self.pool[g as usize * GROUP + i];
+            header_child(b.header()) == 0
+                && b.slots().iter().all(|s| s.load(Ordering::Relaxed) == 0)
+        })
+    }
+
+    /// Groups handed out and not given back.
+    fn groups_in_use(&self) -> u32 {
+        let handed_out = self.pool_next.load(Ordering::Relaxed).min(self.groups());
+        handed_out.saturating_sub(self.free_group_count.load(Ordering::Relaxed))
+    }
+
     fn pool_half_used(&self) -> bool {
-        self.pool_next.load(Ordering::Relaxed) > self.groups() / 2
+        self.groups_in_use() > self.groups() / 2
     }
 
     /// Every bucket of a root's tree, depth first.
@@ -239,6 +302,7 @@ pub struct Index {
     migrate_next: AtomicUsize,
     max_roots: usize,
     retired: Mutex<Vec<(u64, *mut Table)>>,
+    has_retired: AtomicBool,
     resizes: AtomicU64,
     evictions: AtomicU64,
 }
@@ -255,6 +319,9 @@ pub struct Locked<'g> {
     table: &'g Table,
     root: &'g Bucket,
     tag: u16,
+    /// Whether `tag` names the path of the slots being changed (not so for scan visitors,
+    /// which see the whole tree; their removals leave empty groups to the next rebuild).
+    prune_path: bool,
     evictions: &'g AtomicU64,
 }
 
@@ -289,9 +356,55 @@ impl<'g> Locked<'g> {
         slot.store(loc.pack(self.tag), Ordering::Release);
     }
 
-    /// Empties a found slot.
+    /// Empties a found slot. If the slot is in the root and the tree has sub-buckets, the
+    /// deepest item of the tree moves up into it, so sub-bucket groups drain as the tree
+    /// shrinks; groups left empty are given back for reuse.
+    ///
+    /// Moving an item up runs against the direction lookups scan (root first), so the root's
+    /// CAS is bumped between storing the item in its new slot and clearing the old one, and
+    /// lookups that miss re-check the CAS and go again ([`find_in`]). A reader still inside a
+    /// group that is given back and reused by another root sees only other keys' valid slots
+    /// (which fail the key comparison) and stops within the depth limit.
     pub fn remove(&self, slot: &AtomicU64) {
         slot.store(0, Ordering::Release);
+        if !self.prune_path {
+            return;
+        }
+        let in_root = self.root.slots().iter().any(|s| std::ptr::eq(s, slot));
+        if in_root && header_child(self.root.header()) != 0 {
+            if let Some(donor) = self.table.deepest_slot(self.root) {
+                let moved = donor.load(Ordering::Relaxed);
+                slot.store(moved, Ordering::Release);
+                self.bump_cas();
+                donor.store(0, Ordering::Release);
+                self.prune(slot_tag(moved));
+            }
+        }
+        self.prune(self.tag);
+    }
+
+    /// Unlinks empty leaf groups on `tag`'s path, deepest first.
+    fn prune(&self, tag: u16) {
+        let mut path = [self.root; MAX_DEPTH as usize + 1];
+        let mut len = 1;
+        while len <= MAX_DEPTH as usize {
+            let child = header_child(path[len - 1].header());
+            if child == 0 {
+                break;
+            }
+            path[len] = self.table.child(child, tag, len as u32 - 1);
+            len += 1;
+        }
+        for parent in path[..len].iter().rev().skip(1) {
+            let header = parent.header();
+            let g = header_child(header);
+            if g == 0 || !self.table.group_is_empty(g) {
+                break;
+            }
+            // Only the lock holder writes CHILD; the store keeps LOCK and CAS.
+            parent.words[0].store(header & !(CHILD_MASK << CHILD_SHIFT), Ordering::Release);
+            self.table.free_group(g);
+        }
     }
 
     /// Adds a slot for `loc`. Returns the location of an item the index had to drop to make
@@ -375,6 +488,7 @@ impl Index {
             migrate_next: AtomicUsize::new(0),
             max_roots: max_roots.next_power_of_two().max(roots),
             retired: Mutex::new(Vec::new()),
+            has_retired: AtomicBool::new(false),
             resizes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
         }
@@ -458,7 +572,13 @@ impl Index {
                 unlock_root(root);
                 continue;
             }
-            return Locked { table: current, root, tag: tag_of(hash), evictions: &self.evictions };
+            return Locked {
+                table: current,
+                root,
+                tag: tag_of(hash),
+                prune_path: true,
+                evictions: &self.evictions,
+            };
         }
     }
 
@@ -481,7 +601,7 @@ impl Index {
             return;
         }
         let old_cas = header_cas(root.header());
-        for j in [i, i + old.roots.len()] {
+        for j in new_roots(old, new, i).into_iter().flatten() {
             let r = &new.roots[j];
             lock_root(r);
             let cas = header_cas(r.header()).max(old_cas) + 1;
@@ -517,15 +637,25 @@ impl Index {
         guard: &Guard<'_>,
         epochs: &Epochs,
         budget: usize,
+        items: &impl Fn() -> u64,
         rehash: &impl Fn(Loc) -> u64,
         on_evict: &mut impl FnMut(Loc),
     ) -> bool {
-        self.free_retired(epochs);
+        if self.has_retired.load(Ordering::Relaxed) {
+            self.free_retired(epochs);
+        }
         let (current, old) = self.tables(guard);
         let Some(old) = old else {
-            if current.pool_half_used() && current.roots.len() * 2 <= self.max_roots {
-                self.start_growth(current);
-                return true;
+            if current.pool_half_used() {
+                // Sub-bucket groups are not reused within a table, so churn alone can use the
+                // pool up: double only if the load calls for it, otherwise rebuild at the
+                // same size, which compacts every tree into a fresh pool.
+                let loaded = items() > GROW_LOAD * current.roots.len() as u64;
+                let roots = current.roots.len() * if loaded { 2 } else { 1 };
+                if roots <= self.max_roots {
+                    self.start_growth(current, roots);
+                    return true;
+                }
             }
             return false;
         };
@@ -540,8 +670,8 @@ impl Index {
         true
     }
 
-    fn start_growth(&self, current: &Table) {
-        let new = Box::into_raw(Box::new(Table::new(current.roots.len() * 2)));
+    fn start_growth(&self, current: &Table, roots: usize) {
+        let new = Box::into_raw(Box::new(Table::new(roots)));
         let current_ptr = std::ptr::from_ref(current).cast_mut();
         if self
             .old
@@ -577,12 +707,14 @@ impl Index {
         {
             let epoch = epochs.retire();
             self.retired.lock().unwrap_or_else(|e| e.into_inner()).push((epoch, old_ptr));
+            self.has_retired.store(true, Ordering::Relaxed);
             self.resizes.fetch_add(1, Ordering::Relaxed);
         }
     }
 
     fn free_retired(&self, epochs: &Epochs) {
         let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        self.has_retired.store(false, Ordering::Relaxed);
         retired.retain(|&(epoch, table)| {
             if epochs.is_safe(epoch) {
                 // SAFETY: the table was unpublished before `epoch` and no pinned participant
@@ -591,6 +723,7 @@ impl Index {
                 drop(unsafe { Box::from_raw(table) });
                 false
             } else {
+                self.has_retired.store(true, Ordering::Relaxed);
                 true
             }
         });
@@ -616,7 +749,7 @@ impl Index {
                 self.migrate_root(old, current, i, rehash, on_evict);
             }
             let roots = match old {
-                Some(old) => [Some(i), Some(i + old.roots.len())],
+                Some(old) => new_roots(old, current, i),
                 None => [Some(i), None],
             };
             for r in roots.into_iter().flatten() {
@@ -627,7 +760,13 @@ impl Index {
                     continue 'retry;
                 }
                 // `tag` is unused: visitors only read and remove slots.
-                let locked = Locked { table: current, root, tag: 0, evictions: &self.evictions };
+                let locked = Locked {
+                    table: current,
+                    root,
+                    tag: 0,
+                    prune_path: false,
+                    evictions: &self.evictions,
+                };
                 locked.for_each_slot(|slot, loc| visit(&locked, slot, loc));
             }
             let mut v = cursor | !(small.mask as u64);
@@ -665,6 +804,13 @@ impl Index {
     }
 }
 
+/// The roots of `new` that old root `i`'s keys move to: `i`, and `i + old size` when the new
+/// table is twice as large.
+fn new_roots(old: &Table, new: &Table, i: usize) -> [Option<usize>; 2] {
+    let doubled = new.roots.len() > old.roots.len();
+    [Some(i), doubled.then(|| i + old.roots.len())]
+}
+
 fn find_in(
     table: &Table,
     root: &Bucket,
@@ -672,24 +818,31 @@ fn find_in(
     is_key: &mut impl FnMut(Loc) -> bool,
 ) -> Option<Loc> {
     let tag = tag_of(hash);
-    let mut bucket = root;
-    for depth in 0..=MAX_DEPTH {
-        for slot in bucket.slots() {
-            let s = slot.load(Ordering::Acquire);
-            if s != 0 && slot_tag(s) == tag {
-                let loc = Loc::unpack(s);
-                if is_key(loc) {
-                    return Some(loc);
+    loop {
+        let before = header_cas(root.header());
+        let mut bucket = root;
+        for depth in 0..=MAX_DEPTH {
+            for slot in bucket.slots() {
+                let s = slot.load(Ordering::Acquire);
+                if s != 0 && slot_tag(s) == tag {
+                    let loc = Loc::unpack(s);
+                    if is_key(loc) {
+                        return Some(loc);
+                    }
                 }
             }
+            let child = header_child(bucket.header());
+            if child == 0 {
+                break;
+            }
+            bucket = table.child(child, tag, depth);
         }
-        let child = header_child(bucket.header());
-        if child == 0 {
+        // A miss is an answer only if no item moved up the tree meanwhile (see
+        // `Locked::remove`): otherwise look again.
+        if header_cas(root.header()) == before {
             return None;
         }
-        bucket = table.child(child, tag, depth);
     }
-    None
 }
 
 impl Drop for Index {

@@ -104,3 +104,60 @@ fn concurrent_readers_and_writers_never_see_torn_values() {
     assert!(hits.load(Ordering::Relaxed) > 0);
     engine.validate();
 }
+
+/// Keys stored once and never touched again must be found by every lookup, while other keys
+/// churn through the same bucket trees (deletes move items up the trees) and the index grows.
+#[test]
+fn stable_keys_are_never_missed_while_others_churn() {
+    const STABLE: u64 = 2_000;
+    let config = EngineConfig {
+        max_memory: 64 << 20,
+        segment_size: 256 << 10,
+        max_item_size: 256 << 10,
+        cleaner: CleanerMode::Background,
+        index_buckets: 16,
+        workers_hint: 4,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::with_clock(config, Arc::new(SystemClock)).unwrap();
+    let mut w = engine.worker().unwrap();
+    for k in 0..STABLE {
+        w.store(Store::new(TenantId(0), &k.to_le_bytes(), b"stable")).unwrap();
+    }
+    let churners: Vec<_> = (0..2u64)
+        .map(|t| {
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let mut w = engine.worker().unwrap();
+                for i in 0..200_000u64 {
+                    let k = (1 << 32 | t << 24 | (i % 5_000)).to_le_bytes();
+                    if i % 3 == 2 {
+                        w.delete(TenantId(0), &k);
+                    } else {
+                        w.store(Store::new(TenantId(0), &k, b"churn")).unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2u64)
+        .map(|t| {
+            let engine = engine.clone();
+            std::thread::spawn(move || {
+                let mut w = engine.worker().unwrap();
+                for i in 0..300_000u64 {
+                    let k = ((i * 7 + t) % STABLE).to_le_bytes();
+                    let hit = w.get(TenantId(0), &k, |it| it.value == b"stable");
+                    assert_eq!(hit, Some(true), "stable key {} missed", (i * 7 + t) % STABLE);
+                }
+            })
+        })
+        .collect();
+    for t in churners.into_iter().chain(readers) {
+        t.join().expect("thread panicked");
+    }
+    let s = engine.stats();
+    assert_eq!(s.evictions + s.index_evictions, 0, "nothing may be evicted here: {s:?}");
+    assert!(s.index_resizes > 0, "the index grew during the test: {s:?}");
+    engine.validate();
+}

@@ -1,0 +1,1059 @@
+//! memcached requests: the line reader, the tokenizer, the classic commands
+//! by shape (storage, retrieval, arithmetic, the rest), and their encoders.
+//! Meta commands live in `meta.rs`.
+
+use super::meta::{self, MetaRequest};
+use super::{ErrorKind, Limits, ParseError, RequestError};
+use crate::number::{parse_i32, parse_u32, parse_u64, write_i64, write_u64, write_usize};
+
+/// memcached's tokenizer stops splitting after 23 tokens; we keep the first
+/// 24 spans and count the rest, which is all any command shape needs.
+pub(super) const MAX_TOKENS: usize = 24;
+
+/// One request: a command line and, for storage commands and `ms`, the data
+/// block that followed it. Every slice borrows from the parsed buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request<'a> {
+    /// `set add replace append prepend cas`.
+    Storage(Storage<'a>),
+    /// `get gets gat gats`.
+    Retrieval(Retrieval<'a>),
+    /// `delete <key> [0] [noreply]` (the legacy `0` is accepted and dropped).
+    Delete {
+        /// The key.
+        key: &'a [u8],
+        /// Send no reply.
+        noreply: bool,
+    },
+    /// `incr`/`decr <key> <delta> [noreply]`.
+    Arithmetic {
+        /// Increment or decrement.
+        command: ArithmeticCommand,
+        /// The key.
+        key: &'a [u8],
+        /// Amount, a `u64`.
+        delta: u64,
+        /// Send no reply.
+        noreply: bool,
+    },
+    /// `touch <key> <exptime> [noreply]`.
+    Touch {
+        /// The key.
+        key: &'a [u8],
+        /// New expiration, memcached's exptime (relative ≤ 30 days, else
+        /// absolute; negative expires at once).
+        exptime: i32,
+        /// Send no reply.
+        noreply: bool,
+    },
+    /// `flush_all [delay] [noreply]`.
+    FlushAll {
+        /// Seconds (or absolute time) before the flush takes effect.
+        delay: Option<i32>,
+        /// Send no reply.
+        noreply: bool,
+    },
+    /// `stats [args…]`; `args` is the rest of the line, empty for plain
+    /// `stats`.
+    Stats {
+        /// Everything after `stats `, e.g. `settings` or `detail dump`.
+        args: &'a [u8],
+    },
+    /// `version`.
+    Version,
+    /// `verbosity <level> [noreply]`.
+    Verbosity {
+        /// The level.
+        level: u32,
+        /// Send no reply.
+        noreply: bool,
+    },
+    /// `quit`: close the connection, no reply.
+    Quit,
+    /// `mg ms md ma mn me`.
+    Meta(MetaRequest<'a>),
+}
+
+/// The storage commands, which differ only in the condition they store on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StorageCommand {
+    /// Store unconditionally.
+    Set,
+    /// Store only if absent.
+    Add,
+    /// Store only if present.
+    Replace,
+    /// Append to an existing value (flags and exptime ignored).
+    Append,
+    /// Prepend to an existing value (flags and exptime ignored).
+    Prepend,
+    /// Store only if the CAS unique still matches.
+    Cas,
+}
+
+impl StorageCommand {
+    /// The command name on the wire.
+    pub const fn name(self) -> &'static [u8] {
+        match self {
+            Self::Set => b"set",
+            Self::Add => b"add",
+            Self::Replace => b"replace",
+            Self::Append => b"append",
+            Self::Prepend => b"prepend",
+            Self::Cas => b"cas",
+        }
+    }
+}
+
+/// `<command> <key> <flags> <exptime> <bytes> [<cas unique>] [noreply]`
+/// followed by the data block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Storage<'a> {
+    /// Which storage command.
+    pub command: StorageCommand,
+    /// The key.
+    pub key: &'a [u8],
+    /// Opaque client flags, 32 bits.
+    pub flags: u32,
+    /// memcached exptime.
+    pub exptime: i32,
+    /// The CAS unique; meaningful for `cas` only, 0 otherwise.
+    pub cas: u64,
+    /// Send no reply.
+    pub noreply: bool,
+    /// The data block, without its `\r\n`.
+    pub data: &'a [u8],
+}
+
+/// The retrieval commands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RetrievalCommand {
+    /// Values.
+    Get,
+    /// Values with CAS uniques.
+    Gets,
+    /// Values, and touch.
+    Gat,
+    /// Values with CAS uniques, and touch.
+    Gats,
+}
+
+impl RetrievalCommand {
+    /// The command name on the wire.
+    pub const fn name(self) -> &'static [u8] {
+        match self {
+            Self::Get => b"get",
+            Self::Gets => b"gets",
+            Self::Gat => b"gat",
+            Self::Gats => b"gats",
+        }
+    }
+
+    /// Whether `VALUE` lines carry the CAS unique.
+    pub const fn returns_cas(self) -> bool {
+        matches!(self, Self::Gets | Self::Gats)
+    }
+
+    /// Whether the command takes an exptime and touches what it finds.
+    pub const fn touches(self) -> bool {
+        matches!(self, Self::Gat | Self::Gats)
+    }
+}
+
+/// `get <key>+`, `gat <exptime> <key>+` and their `s` forms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retrieval<'a> {
+    /// Which retrieval command.
+    pub command: RetrievalCommand,
+    /// For `gat`/`gats`, the new exptime; 0 otherwise.
+    pub exptime: i32,
+    /// One or more keys, each within the key limit.
+    pub keys: Keys<'a>,
+}
+
+/// `incr` or `decr`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArithmeticCommand {
+    /// Add, wrapping at 2^64.
+    Incr,
+    /// Subtract, stopping at 0.
+    Decr,
+}
+
+impl ArithmeticCommand {
+    /// The command name on the wire.
+    pub const fn name(self) -> &'static [u8] {
+        match self {
+            Self::Incr => b"incr",
+            Self::Decr => b"decr",
+        }
+    }
+}
+
+/// The keys of a retrieval command, kept as the space-separated bytes of the
+/// line so that a multiget of any size costs no allocation. Equality compares
+/// the keys, not the spacing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Keys<'a> {
+    raw: &'a [u8],
+}
+
+impl<'a> Keys<'a> {
+    /// Wraps space-separated keys (runs of spaces are one separator).
+    pub const fn new(raw: &'a [u8]) -> Self {
+        Self { raw }
+    }
+
+    /// The keys in order.
+    pub fn iter(&self) -> SpaceSplit<'a> {
+        SpaceSplit { rest: self.raw }
+    }
+
+    /// How many keys there are.
+    pub fn count(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether there is no key at all.
+    pub fn is_empty(&self) -> bool {
+        self.iter().next().is_none()
+    }
+
+    /// The bytes as they appeared on the line.
+    pub const fn as_bytes(&self) -> &'a [u8] {
+        self.raw
+    }
+}
+
+impl PartialEq for Keys<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Keys<'_> {}
+
+impl<'a> IntoIterator for Keys<'a> {
+    type Item = &'a [u8];
+    type IntoIter = SpaceSplit<'a>;
+    fn into_iter(self) -> SpaceSplit<'a> {
+        self.iter()
+    }
+}
+
+/// Iterator over the non-empty, space-separated tokens of a byte string.
+#[derive(Clone, Debug)]
+pub struct SpaceSplit<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for SpaceSplit<'a> {
+    type Item = &'a [u8];
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let start = self.rest.iter().position(|&c| c != b' ')?;
+        let rest = &self.rest[start..];
+        let end = rest.iter().position(|&c| c == b' ').unwrap_or(rest.len());
+        self.rest = &rest[end..];
+        Some(&rest[..end])
+    }
+}
+
+/// A command line split on spaces the way memcached's `tokenize_command`
+/// splits it: runs of spaces separate, nothing else does.
+pub(super) struct Tokens<'a> {
+    line: &'a [u8],
+    spans: [(usize, usize); MAX_TOKENS],
+    /// Total number of tokens on the line, which may exceed `MAX_TOKENS`.
+    count: usize,
+}
+
+impl<'a> Tokens<'a> {
+    pub(super) fn new(line: &'a [u8]) -> Self {
+        let mut spans = [(0, 0); MAX_TOKENS];
+        let mut count = 0;
+        let mut i = 0;
+        while i < line.len() {
+            if line[i] == b' ' {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < line.len() && line[i] != b' ' {
+                i += 1;
+            }
+            if let Some(span) = spans.get_mut(count) {
+                *span = (start, i);
+            }
+            count += 1;
+        }
+        Self { line, spans, count }
+    }
+
+    /// Number of tokens on the line.
+    pub(super) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Token `i`, or empty past the end.
+    pub(super) fn get(&self, i: usize) -> &'a [u8] {
+        match self.spans.get(i) {
+            Some(&(s, e)) if i < self.count => &self.line[s..e],
+            _ => &[],
+        }
+    }
+
+    /// The line from token `i` to its last token, or empty past the end.
+    pub(super) fn rest(&self, i: usize) -> &'a [u8] {
+        match self.spans.get(i) {
+            Some(&(s, _)) if i < self.count => {
+                let end = self.line.iter().rposition(|&c| c != b' ').map_or(s, |e| e + 1);
+                &self.line[s..end]
+            }
+            _ => &[],
+        }
+    }
+
+    /// Whether the last token is `noreply` (memcached's `set_noreply_maybe`).
+    fn noreply(&self) -> bool {
+        self.count > 1 && self.get(self.count - 1) == b"noreply"
+    }
+}
+
+pub(super) fn invalid(kind: ErrorKind, skip: usize, noreply: bool) -> ParseError {
+    ParseError::Invalid(RequestError { kind, skip, noreply })
+}
+
+/// Finds the command line at the start of `buf`. Returns the line without
+/// its terminator and the bytes it occupies with it.
+fn read_line<'a>(buf: &'a [u8], limits: &Limits) -> Result<(&'a [u8], usize), ParseError> {
+    if buf.is_empty() {
+        return Err(ParseError::Incomplete);
+    }
+    let window = &buf[..buf.len().min(limits.max_line_len)];
+    let newline = match window.iter().position(|&c| c == b'\n') {
+        Some(i) => i,
+        None if buf.len() < limits.max_line_len => return Err(ParseError::Incomplete),
+        None if is_retrieval_prefix(buf) => {
+            let window = &buf[..buf.len().min(limits.max_retrieval_line_len)];
+            match window.iter().position(|&c| c == b'\n') {
+                Some(i) => i,
+                None if buf.len() < limits.max_retrieval_line_len => {
+                    return Err(ParseError::Incomplete);
+                }
+                None => return Err(invalid(ErrorKind::LineTooLong, buf.len(), false)),
+            }
+        }
+        None => return Err(invalid(ErrorKind::LineTooLong, buf.len(), false)),
+    };
+    let mut line = &buf[..newline];
+    // memcached drops a `\r` before the `\n` only when something precedes it.
+    if line.len() > 1 && line.last() == Some(&b'\r') {
+        line = &line[..line.len() - 1];
+    }
+    // The C tokenizer sees a NUL as the end of the line.
+    if let Some(nul) = line.iter().position(|&c| c == 0) {
+        line = &line[..nul];
+    }
+    Ok((line, newline + 1))
+}
+
+/// memcached lets a line grow past 2 KiB only for multigets: at most 100
+/// leading spaces, then a retrieval command.
+fn is_retrieval_prefix(buf: &[u8]) -> bool {
+    let spaces = buf.iter().take(101).take_while(|&&c| c == b' ').count();
+    if spaces > 100 {
+        return false;
+    }
+    let rest = &buf[spaces..];
+    [&b"get "[..], b"gets ", b"gat ", b"gats "].iter().any(|p| rest.starts_with(p))
+}
+
+/// Parses one request from the start of `buf`.
+///
+/// Returns the request and the number of bytes it used, or
+/// [`ParseError::Incomplete`] when `buf` holds only part of it, or
+/// [`ParseError::Invalid`] with memcached's reply and how much to skip.
+pub fn parse_request<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+) -> Result<(Request<'a>, usize), ParseError> {
+    let (line, line_len) = read_line(buf, limits)?;
+    let t = Tokens::new(line);
+    let command = t.get(0);
+    let unknown = Err(invalid(ErrorKind::UnknownCommand, line_len, false));
+    if command.len() < 2 {
+        return unknown;
+    }
+    let n = t.len();
+    let request = match command {
+        b"get" => retrieval(RetrievalCommand::Get, &t, line_len, limits)?,
+        b"gets" => retrieval(RetrievalCommand::Gets, &t, line_len, limits)?,
+        b"gat" => retrieval(RetrievalCommand::Gat, &t, line_len, limits)?,
+        b"gats" => retrieval(RetrievalCommand::Gats, &t, line_len, limits)?,
+        b"set" => return storage(StorageCommand::Set, &t, buf, line_len, limits),
+        b"add" => return storage(StorageCommand::Add, &t, buf, line_len, limits),
+        b"replace" => return storage(StorageCommand::Replace, &t, buf, line_len, limits),
+        b"append" => return storage(StorageCommand::Append, &t, buf, line_len, limits),
+        b"prepend" => return storage(StorageCommand::Prepend, &t, buf, line_len, limits),
+        b"cas" => return storage(StorageCommand::Cas, &t, buf, line_len, limits),
+        b"delete" => delete(&t, line_len, limits)?,
+        b"incr" => arithmetic(ArithmeticCommand::Incr, &t, line_len, limits)?,
+        b"decr" => arithmetic(ArithmeticCommand::Decr, &t, line_len, limits)?,
+        b"touch" => {
+            if !(3..=4).contains(&n) {
+                return unknown;
+            }
+            let noreply = t.noreply();
+            let key = checked_key(t.get(1), line_len, noreply, limits)?;
+            let exptime = parse_i32(t.get(2))
+                .ok_or_else(|| invalid(ErrorKind::InvalidExptime, line_len, noreply))?;
+            Request::Touch { key, exptime, noreply }
+        }
+        b"flush_all" => {
+            if n > 3 {
+                return unknown;
+            }
+            let noreply = t.noreply();
+            let delay = if n != if noreply { 2 } else { 1 } {
+                let delay = parse_i32(t.get(1))
+                    .ok_or_else(|| invalid(ErrorKind::InvalidExptime, line_len, noreply))?;
+                Some(delay)
+            } else {
+                None
+            };
+            Request::FlushAll { delay, noreply }
+        }
+        b"stats" => Request::Stats { args: t.rest(1) },
+        b"version" => Request::Version,
+        b"quit" => Request::Quit,
+        b"verbosity" => {
+            if !(2..=3).contains(&n) {
+                return unknown;
+            }
+            let noreply = t.noreply();
+            let level = parse_u32(t.get(1))
+                .ok_or_else(|| invalid(ErrorKind::BadFormat, line_len, noreply))?;
+            Request::Verbosity { level, noreply }
+        }
+        [b'm', _] => return meta::parse(&t, buf, line_len, limits),
+        _ => return unknown,
+    };
+    Ok((request, line_len))
+}
+
+fn checked_key<'a>(
+    key: &'a [u8],
+    skip: usize,
+    noreply: bool,
+    limits: &Limits,
+) -> Result<&'a [u8], ParseError> {
+    if key.len() > limits.max_key_len {
+        Err(invalid(ErrorKind::KeyTooLong, skip, noreply))
+    } else {
+        Ok(key)
+    }
+}
+
+fn retrieval<'a>(
+    command: RetrievalCommand,
+    t: &Tokens<'a>,
+    line_len: usize,
+    limits: &Limits,
+) -> Result<Request<'a>, ParseError> {
+    let (exptime, first_key) = if command.touches() {
+        if t.len() < 3 {
+            return Err(invalid(ErrorKind::UnknownCommand, line_len, false));
+        }
+        let exptime = parse_i32(t.get(1))
+            .ok_or_else(|| invalid(ErrorKind::InvalidExptime, line_len, false))?;
+        (exptime, 2)
+    } else {
+        if t.len() < 2 {
+            return Err(invalid(ErrorKind::UnknownCommand, line_len, false));
+        }
+        (0, 1)
+    };
+    let keys = Keys::new(t.rest(first_key));
+    if keys.iter().any(|k| k.len() > limits.max_key_len) {
+        return Err(invalid(ErrorKind::KeyTooLong, line_len, false));
+    }
+    Ok(Request::Retrieval(Retrieval { command, exptime, keys }))
+}
+
+/// Parses a data length the way memcached does (`safe_strtol`, then
+/// `0 <= vlen <= INT_MAX - 2`).
+pub(super) fn parse_data_len(token: &[u8]) -> Option<usize> {
+    let len = parse_i32(token)?;
+    if (0..=i32::MAX - 2).contains(&len) { usize::try_from(len).ok() } else { None }
+}
+
+/// Reads the data block after a line of `line_len` bytes, `len` bytes long.
+/// `noreply` applies to the bad-chunk error.
+pub(super) fn data_block(
+    buf: &[u8],
+    line_len: usize,
+    len: usize,
+    noreply: bool,
+) -> Result<(&[u8], usize), ParseError> {
+    let total = line_len + len + 2;
+    let Some(block) = buf.get(line_len..total) else {
+        return Err(ParseError::Incomplete);
+    };
+    let (data, end) = block.split_at(len);
+    if end != b"\r\n" {
+        return Err(invalid(ErrorKind::BadDataChunk, total, noreply));
+    }
+    Ok((data, total))
+}
+
+fn storage<'a>(
+    command: StorageCommand,
+    t: &Tokens<'a>,
+    buf: &'a [u8],
+    line_len: usize,
+    limits: &Limits,
+) -> Result<(Request<'a>, usize), ParseError> {
+    let with_cas = usize::from(command == StorageCommand::Cas);
+    let n = t.len();
+    if n != 5 + with_cas && n != 6 + with_cas {
+        return Err(invalid(ErrorKind::UnknownCommand, line_len, false));
+    }
+    let noreply = t.noreply();
+    let len = parse_data_len(t.get(4));
+    // Once the data length is known, every error swallows the block too.
+    let skip = len.map_or(line_len, |len| line_len + len + 2);
+    let key = checked_key(t.get(1), skip, noreply, limits)?;
+    let bad = || invalid(ErrorKind::BadFormat, skip, noreply);
+    let flags = parse_u32(t.get(2)).ok_or_else(bad)?;
+    let exptime = parse_i32(t.get(3)).ok_or_else(bad)?;
+    let len = len.ok_or_else(bad)?;
+    let cas = if with_cas == 1 { parse_u64(t.get(5)).ok_or_else(bad)? } else { 0 };
+    if len > limits.max_value_len {
+        return Err(invalid(ErrorKind::TooLarge, skip, noreply));
+    }
+    let (data, consumed) = data_block(buf, line_len, len, noreply)?;
+    Ok((Request::Storage(Storage { command, key, flags, exptime, cas, noreply, data }), consumed))
+}
+
+fn delete<'a>(t: &Tokens<'a>, line_len: usize, limits: &Limits) -> Result<Request<'a>, ParseError> {
+    let n = t.len();
+    if !(2..=4).contains(&n) {
+        return Err(invalid(ErrorKind::UnknownCommand, line_len, false));
+    }
+    // memcached looks for `noreply` only when there is more than a key.
+    let noreply = n > 2 && t.noreply();
+    if n > 2 {
+        let hold_is_zero = t.get(2) == b"0";
+        let valid = (n == 3 && (hold_is_zero || noreply)) || (n == 4 && hold_is_zero && noreply);
+        if !valid {
+            return Err(invalid(ErrorKind::DeleteUsage, line_len, noreply));
+        }
+    }
+    let key = checked_key(t.get(1), line_len, noreply, limits)?;
+    Ok(Request::Delete { key, noreply })
+}
+
+fn arithmetic<'a>(
+    command: ArithmeticCommand,
+    t: &Tokens<'a>,
+    line_len: usize,
+    limits: &Limits,
+) -> Result<Request<'a>, ParseError> {
+    if !(3..=4).contains(&t.len()) {
+        return Err(invalid(ErrorKind::UnknownCommand, line_len, false));
+    }
+    let noreply = t.noreply();
+    let key = checked_key(t.get(1), line_len, noreply, limits)?;
+    let delta =
+        parse_u64(t.get(2)).ok_or_else(|| invalid(ErrorKind::InvalidDelta, line_len, noreply))?;
+    Ok(Request::Arithmetic { command, key, delta, noreply })
+}
+
+fn push_noreply(out: &mut Vec<u8>, noreply: bool) {
+    if noreply {
+        out.extend_from_slice(b" noreply");
+    }
+}
+
+impl Request<'_> {
+    /// Appends the canonical wire form of this request (single spaces,
+    /// `\r\n` endings). Parsing the output gives back an equal request.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        match *self {
+            Self::Storage(s) => {
+                out.extend_from_slice(s.command.name());
+                out.push(b' ');
+                out.extend_from_slice(s.key);
+                out.push(b' ');
+                write_u64(out, u64::from(s.flags));
+                out.push(b' ');
+                write_i64(out, i64::from(s.exptime));
+                out.push(b' ');
+                write_usize(out, s.data.len());
+                if s.command == StorageCommand::Cas {
+                    out.push(b' ');
+                    write_u64(out, s.cas);
+                }
+                push_noreply(out, s.noreply);
+                out.extend_from_slice(b"\r\n");
+                out.extend_from_slice(s.data);
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::Retrieval(r) => {
+                let exptime = r.command.touches().then_some(r.exptime);
+                encode_retrieval(out, r.command, exptime, r.keys);
+            }
+            Self::Delete { key, noreply } => {
+                out.extend_from_slice(b"delete ");
+                out.extend_from_slice(key);
+                push_noreply(out, noreply);
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::Arithmetic { command, key, delta, noreply } => {
+                out.extend_from_slice(command.name());
+                out.push(b' ');
+                out.extend_from_slice(key);
+                out.push(b' ');
+                write_u64(out, delta);
+                push_noreply(out, noreply);
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::Touch { key, exptime, noreply } => {
+                out.extend_from_slice(b"touch ");
+                out.extend_from_slice(key);
+                out.push(b' ');
+                write_i64(out, i64::from(exptime));
+                push_noreply(out, noreply);
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::FlushAll { delay, noreply } => {
+                out.extend_from_slice(b"flush_all");
+                if let Some(delay) = delay {
+                    out.push(b' ');
+                    write_i64(out, i64::from(delay));
+                }
+                push_noreply(out, noreply);
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::Stats { args } => {
+                out.extend_from_slice(b"stats");
+                if !args.is_empty() {
+                    out.push(b' ');
+                    out.extend_from_slice(args);
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::Version => out.extend_from_slice(b"version\r\n"),
+            Self::Verbosity { level, noreply } => {
+                out.extend_from_slice(b"verbosity ");
+                write_u64(out, u64::from(level));
+                push_noreply(out, noreply);
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::Quit => out.extend_from_slice(b"quit\r\n"),
+            Self::Meta(m) => m.encode(out),
+        }
+    }
+}
+
+/// Appends a retrieval request for `keys`: `get k1 k2\r\n`, or
+/// `gat <exptime> k1 k2\r\n` when `exptime` is given (it should be exactly
+/// when `command.touches()`).
+pub fn encode_retrieval<'k>(
+    out: &mut Vec<u8>,
+    command: RetrievalCommand,
+    exptime: Option<i32>,
+    keys: impl IntoIterator<Item = &'k [u8]>,
+) {
+    out.extend_from_slice(command.name());
+    if let Some(exptime) = exptime {
+        out.push(b' ');
+        write_i64(out, i64::from(exptime));
+    }
+    for key in keys {
+        out.push(b' ');
+        out.extend_from_slice(key);
+    }
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(input: &[u8]) -> Result<(Request<'_>, usize), ParseError> {
+        parse_request(input, &Limits::default())
+    }
+
+    fn ok(input: &[u8]) -> Request<'_> {
+        match parse(input) {
+            Ok((r, n)) => {
+                assert_eq!(n, input.len(), "consumed all of {:?}", String::from_utf8_lossy(input));
+                r
+            }
+            Err(e) => panic!("{:?}: {e:?}", String::from_utf8_lossy(input)),
+        }
+    }
+
+    fn err(input: &[u8]) -> RequestError {
+        match parse(input) {
+            Err(ParseError::Invalid(e)) => e,
+            other => {
+                panic!("{:?}: expected an error, got {other:?}", String::from_utf8_lossy(input))
+            }
+        }
+    }
+
+    /// Every strict prefix of a complete request is `Incomplete`.
+    fn assert_prefixes_incomplete(input: &[u8]) {
+        for i in 0..input.len() {
+            assert_eq!(
+                parse(&input[..i]).err(),
+                Some(ParseError::Incomplete),
+                "prefix {i} of {:?}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    /// Parses, re-encodes, re-parses: same request, canonical bytes stable.
+    fn assert_round_trip(input: &[u8]) {
+        let request = ok(input);
+        let mut encoded = Vec::new();
+        request.encode(&mut encoded);
+        assert_eq!(ok(&encoded), request, "{:?}", String::from_utf8_lossy(&encoded));
+        let mut again = Vec::new();
+        ok(&encoded).encode(&mut again);
+        assert_eq!(again, encoded);
+    }
+
+    #[test]
+    fn set_parses_with_its_data_block() {
+        let r = ok(b"set foo 5 100 3\r\nbar\r\n");
+        assert_eq!(
+            r,
+            Request::Storage(Storage {
+                command: StorageCommand::Set,
+                key: b"foo",
+                flags: 5,
+                exptime: 100,
+                cas: 0,
+                noreply: false,
+                data: b"bar",
+            })
+        );
+    }
+
+    #[test]
+    fn every_storage_command_parses() {
+        for (name, command) in [
+            ("set", StorageCommand::Set),
+            ("add", StorageCommand::Add),
+            ("replace", StorageCommand::Replace),
+            ("append", StorageCommand::Append),
+            ("prepend", StorageCommand::Prepend),
+        ] {
+            let line = format!("{name} k 0 0 2 noreply\r\nhi\r\n");
+            let Request::Storage(s) = ok(line.as_bytes()) else { panic!("{name}") };
+            assert_eq!((s.command, s.noreply, s.data), (command, true, &b"hi"[..]));
+        }
+        let Request::Storage(s) = ok(b"cas k 1 2 2 99\r\nhi\r\n") else { panic!() };
+        assert_eq!((s.command, s.cas, s.noreply), (StorageCommand::Cas, 99, false));
+        let Request::Storage(s) = ok(b"cas k 1 2 2 99 noreply\r\nhi\r\n") else { panic!() };
+        assert!(s.noreply);
+    }
+
+    #[test]
+    fn data_may_hold_crlf_and_be_empty() {
+        let Request::Storage(s) = ok(b"set k 0 0 4\r\n\r\n\r\n\r\n") else { panic!() };
+        assert_eq!(s.data, b"\r\n\r\n");
+        let Request::Storage(s) = ok(b"set k 0 0 0\r\n\r\n") else { panic!() };
+        assert_eq!(s.data, b"");
+    }
+
+    #[test]
+    fn trailing_spaces_dont_matter() {
+        assert_eq!(ok(b"get foo   \r\n"), ok(b"get foo\r\n"));
+        assert_eq!(ok(b"set  k  0 0   1  \r\nx\r\n"), ok(b"set k 0 0 1\r\nx\r\n"));
+        assert_eq!(ok(b"  delete k\r\n"), ok(b"delete k\r\n"));
+    }
+
+    #[test]
+    fn bare_newline_ends_a_line() {
+        assert_eq!(ok(b"get foo\n"), ok(b"get foo\r\n"));
+        assert_eq!(ok(b"set k 0 0 1\nx\r\n"), ok(b"set k 0 0 1\r\nx\r\n"));
+    }
+
+    #[test]
+    fn negative_exptime_and_32_bit_flags_are_fine() {
+        let Request::Storage(s) = ok(b"set k 4294967295 -1 1\r\nx\r\n") else { panic!() };
+        assert_eq!((s.flags, s.exptime), (u32::MAX, -1));
+    }
+
+    #[test]
+    fn unknown_noreply_position_is_ignored_like_memcached() {
+        // memcached only looks at the last token; anything else there is ignored.
+        let Request::Storage(s) = ok(b"set k 0 0 1 bogus\r\nx\r\n") else { panic!() };
+        assert!(!s.noreply);
+    }
+
+    #[test]
+    fn retrieval_takes_many_keys() {
+        let Request::Retrieval(r) = ok(b"get a bb ccc\r\n") else { panic!() };
+        assert_eq!(r.command, RetrievalCommand::Get);
+        assert_eq!(r.keys.iter().collect::<Vec<_>>(), [&b"a"[..], b"bb", b"ccc"]);
+        let Request::Retrieval(r) = ok(b"gats 300 a b\r\n") else { panic!() };
+        assert_eq!((r.command, r.exptime, r.keys.count()), (RetrievalCommand::Gats, 300, 2));
+        let Request::Retrieval(r) = ok(b"gets a\r\n") else { panic!() };
+        assert!(r.command.returns_cas());
+        let Request::Retrieval(r) = ok(b"gat -1 a\r\n") else { panic!() };
+        assert_eq!(r.exptime, -1);
+    }
+
+    #[test]
+    fn other_commands_parse() {
+        assert_eq!(ok(b"delete k\r\n"), Request::Delete { key: b"k", noreply: false });
+        assert_eq!(ok(b"delete k 0\r\n"), Request::Delete { key: b"k", noreply: false });
+        assert_eq!(ok(b"delete k noreply\r\n"), Request::Delete { key: b"k", noreply: true });
+        assert_eq!(ok(b"delete k 0 noreply\r\n"), Request::Delete { key: b"k", noreply: true });
+        assert_eq!(
+            ok(b"delete noreply\r\n"),
+            Request::Delete { key: b"noreply", noreply: false },
+            "a key named noreply is a key"
+        );
+        assert_eq!(
+            ok(b"incr k 18446744073709551615\r\n"),
+            Request::Arithmetic {
+                command: ArithmeticCommand::Incr,
+                key: b"k",
+                delta: u64::MAX,
+                noreply: false
+            }
+        );
+        assert_eq!(
+            ok(b"decr k 1 noreply\r\n"),
+            Request::Arithmetic {
+                command: ArithmeticCommand::Decr,
+                key: b"k",
+                delta: 1,
+                noreply: true
+            }
+        );
+        assert_eq!(
+            ok(b"touch k 10\r\n"),
+            Request::Touch { key: b"k", exptime: 10, noreply: false }
+        );
+        assert_eq!(ok(b"flush_all\r\n"), Request::FlushAll { delay: None, noreply: false });
+        assert_eq!(ok(b"flush_all 5\r\n"), Request::FlushAll { delay: Some(5), noreply: false });
+        assert_eq!(ok(b"flush_all noreply\r\n"), Request::FlushAll { delay: None, noreply: true });
+        assert_eq!(
+            ok(b"flush_all 0 noreply\r\n"),
+            Request::FlushAll { delay: Some(0), noreply: true }
+        );
+        assert_eq!(ok(b"stats\r\n"), Request::Stats { args: b"" });
+        assert_eq!(ok(b"stats detail dump \r\n"), Request::Stats { args: b"detail dump" });
+        assert_eq!(ok(b"version\r\n"), Request::Version);
+        assert_eq!(ok(b"quit\r\n"), Request::Quit);
+        assert_eq!(ok(b"verbosity 1\r\n"), Request::Verbosity { level: 1, noreply: false });
+        assert_eq!(ok(b"verbosity 1 noreply\r\n"), Request::Verbosity { level: 1, noreply: true });
+    }
+
+    #[test]
+    fn pipelined_requests_parse_one_at_a_time() {
+        let input = b"get a\r\nset b 0 0 1\r\nx\r\ndelete c\r\n";
+        let (first, n1) = parse(input).unwrap();
+        assert!(matches!(first, Request::Retrieval(_)));
+        let (second, n2) = parse(&input[n1..]).unwrap();
+        assert!(matches!(second, Request::Storage(_)));
+        let (third, n3) = parse(&input[n1 + n2..]).unwrap();
+        assert!(matches!(third, Request::Delete { .. }));
+        assert_eq!(n1 + n2 + n3, input.len());
+    }
+
+    #[test]
+    fn unknown_or_misshapen_commands_are_error() {
+        for input in [
+            &b"bogus\r\n"[..],
+            b"\r\n",
+            b"\n",
+            b"g\r\n",
+            b"GET foo\r\n",
+            b"get\r\n",
+            b"gat 10\r\n",
+            b"set k 0 0\r\n",
+            b"set k 0 0 1 noreply extra\r\n",
+            b"cas k 0 0 1\r\n",
+            b"delete\r\n",
+            b"delete a b c d\r\n",
+            b"incr k\r\n",
+            b"touch k\r\n",
+            b"flush_all 1 2 3\r\n",
+            b"verbosity\r\n",
+            b"mz k\r\n",
+            b"mg\r\n",
+        ] {
+            let e = err(input);
+            assert_eq!(e.kind, ErrorKind::UnknownCommand, "{:?}", String::from_utf8_lossy(input));
+            assert_eq!(e.reply(), b"ERROR\r\n");
+            assert_eq!(e.skip, input.len());
+            assert!(!e.closes());
+        }
+    }
+
+    #[test]
+    fn bad_numbers_have_memcached_wording() {
+        let e = err(b"set k x 0 1\r\nx\r\n");
+        assert_eq!(e.reply(), b"CLIENT_ERROR bad command line format\r\n");
+        assert_eq!(e.skip, 16, "the data block is swallowed too");
+        let e = err(b"set k 0 0 -1\r\n");
+        assert_eq!((e.kind, e.skip), (ErrorKind::BadFormat, 14));
+        let e = err(b"cas k 0 0 1 x\r\nx\r\n");
+        assert_eq!((e.kind, e.skip), (ErrorKind::BadFormat, 18));
+        assert_eq!(err(b"touch k x\r\n").reply(), b"CLIENT_ERROR invalid exptime argument\r\n");
+        assert_eq!(err(b"gat x k\r\n").reply(), b"CLIENT_ERROR invalid exptime argument\r\n");
+        assert_eq!(err(b"flush_all x\r\n").kind, ErrorKind::InvalidExptime);
+        assert_eq!(
+            err(b"incr k -1\r\n").reply(),
+            b"CLIENT_ERROR invalid numeric delta argument\r\n"
+        );
+        assert_eq!(err(b"decr k 18446744073709551616\r\n").kind, ErrorKind::InvalidDelta);
+        assert_eq!(err(b"verbosity x\r\n").kind, ErrorKind::BadFormat);
+        assert_eq!(
+            err(b"delete k 1\r\n").reply(),
+            &b"CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]\r\n"[..]
+        );
+    }
+
+    #[test]
+    fn errors_after_noreply_stay_quiet() {
+        let e = err(b"incr k x noreply\r\n");
+        assert!(e.noreply);
+        let e = err(b"set k x 0 1 noreply\r\nx\r\n");
+        assert!(e.noreply);
+        assert!(!err(b"bogus noreply\r\n").noreply);
+    }
+
+    #[test]
+    fn long_keys_are_refused() {
+        let limits = Limits::default();
+        let key = "k".repeat(limits.max_key_len);
+        ok(format!("get {key}\r\n").as_bytes());
+        let long = "k".repeat(limits.max_key_len + 1);
+        for line in [
+            format!("get a {long}\r\n"),
+            format!("delete {long}\r\n"),
+            format!("incr {long} 1\r\n"),
+            format!("touch {long} 1\r\n"),
+            format!("mg {long} v\r\n"),
+        ] {
+            let e = err(line.as_bytes());
+            assert_eq!(e.kind, ErrorKind::KeyTooLong);
+            assert_eq!(e.reply(), b"CLIENT_ERROR bad command line format\r\n");
+            assert_eq!(e.skip, line.len());
+        }
+        let line = format!("set {long} 0 0 5\r\nhello\r\n");
+        let e = err(line.as_bytes());
+        assert_eq!((e.kind, e.skip), (ErrorKind::KeyTooLong, line.len()));
+    }
+
+    #[test]
+    fn too_large_values_are_swallowed() {
+        let limits = Limits { max_value_len: 4, ..Limits::default() };
+        // The error comes as soon as the line is read, before the data arrives.
+        let e = match parse_request(b"set k 0 0 5\r\n", &limits) {
+            Err(ParseError::Invalid(e)) => e,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(e.reply(), b"SERVER_ERROR object too large for cache\r\n");
+        assert_eq!(e.skip, 13 + 5 + 2);
+        assert!(parse_request(b"set k 0 0 4\r\nabcd\r\n", &limits).is_ok());
+    }
+
+    #[test]
+    fn bad_data_chunk_consumes_the_block() {
+        let e = err(b"set k 0 0 3\r\nabcde\r\n");
+        assert_eq!(e.reply(), b"CLIENT_ERROR bad data chunk\r\n");
+        assert_eq!(e.skip, 13 + 3 + 2);
+    }
+
+    #[test]
+    fn overlong_lines_close_the_connection() {
+        let limits = Limits::default();
+        let junk = vec![b'x'; limits.max_line_len];
+        let e = err(&junk);
+        assert_eq!(e.kind, ErrorKind::LineTooLong);
+        assert!(e.closes());
+        assert_eq!(parse(&junk[..limits.max_line_len - 1]), Err(ParseError::Incomplete));
+        // Multigets may be longer.
+        let mut get = b"get".to_vec();
+        while get.len() < limits.max_line_len * 2 {
+            get.extend_from_slice(b" key");
+        }
+        assert_eq!(parse(&get), Err(ParseError::Incomplete));
+        get.extend_from_slice(b"\r\n");
+        let Request::Retrieval(r) = ok(&get) else { panic!() };
+        assert!(r.keys.count() > 500);
+        let small = Limits { max_retrieval_line_len: 4096, ..limits };
+        let long_get = [&b"get "[..], &vec![b'k'; 5000]].concat();
+        assert!(matches!(
+            parse_request(&long_get, &small),
+            Err(ParseError::Invalid(RequestError { kind: ErrorKind::LineTooLong, .. }))
+        ));
+    }
+
+    #[test]
+    fn truncated_input_is_incomplete_at_every_byte() {
+        for input in [
+            &b"set foo 1 2 5\r\nhello\r\n"[..],
+            b"cas foo 1 2 5 77 noreply\r\nhel\r\n\r\n",
+            b"get a b c\r\n",
+            b"gat 1 a\r\n",
+            b"delete k 0 noreply\r\n",
+            b"incr k 5\r\n",
+            b"touch k 5\r\n",
+            b"flush_all 5 noreply\r\n",
+            b"stats items\r\n",
+            b"version\r\n",
+            b"verbosity 1\r\n",
+            b"quit\r\n",
+        ] {
+            assert_prefixes_incomplete(input);
+        }
+    }
+
+    #[test]
+    fn requests_round_trip() {
+        for input in [
+            &b"set foo 1 2 5\r\nhello\r\n"[..],
+            b"append  foo 0 0 1 noreply\r\nx\r\n",
+            b"cas foo 1 -2 5 77 noreply\r\nhel\r\n\r\n",
+            b"get a  b c\r\n",
+            b"gats 1 a\r\n",
+            b"delete k 0 noreply\r\n",
+            b"decr k 5 noreply\r\n",
+            b"touch k -5\r\n",
+            b"flush_all\r\n",
+            b"flush_all 5 noreply\r\n",
+            b"stats\r\n",
+            b"stats slabs\r\n",
+            b"version\r\n",
+            b"verbosity 1 noreply\r\n",
+            b"quit\r\n",
+        ] {
+            assert_round_trip(input);
+        }
+    }
+
+    #[test]
+    fn encode_retrieval_from_a_key_list() {
+        let mut out = Vec::new();
+        encode_retrieval(&mut out, RetrievalCommand::Gat, Some(9), [&b"a"[..], b"b"]);
+        assert_eq!(out, b"gat 9 a b\r\n");
+    }
+
+    #[test]
+    fn nul_ends_the_line_like_in_c() {
+        let Request::Retrieval(r) = ok(b"get a\0b\r\n") else { panic!() };
+        assert_eq!(r.keys.iter().collect::<Vec<_>>(), [&b"a"[..]]);
+    }
+}

@@ -1,0 +1,161 @@
+//! Decimal numbers on the wire, both directions, without allocation.
+//!
+//! Parsing is strict in the way the reference servers are strict: memcached's
+//! `safe_strtoul`/`safe_strtol` family (digits only, an optional `-` for the
+//! signed forms, the whole token must be consumed, the value must fit) and
+//! Redis's `string2ll` (no `+`, no leading zeros, no `-0`).
+//!
+//! Formatting writes into a caller's `Vec<u8>` through a 20-byte stack buffer;
+//! it never allocates beyond growing that vector.
+
+/// The longest decimal form of a `u64` (`18446744073709551615`) or `i64`
+/// (`-9223372036854775808`) is 20 bytes.
+const MAX_DIGITS: usize = 20;
+
+/// Appends the decimal form of `n`.
+pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut buf = [0u8; MAX_DIGITS];
+    let mut i = MAX_DIGITS;
+    loop {
+        i -= 1;
+        // `n % 10` is below 10, so the cast cannot truncate.
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends the decimal form of `n`, with a leading `-` when negative.
+pub fn write_i64(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    write_u64(out, n.unsigned_abs());
+}
+
+/// Appends the decimal form of a length.
+pub fn write_usize(out: &mut Vec<u8>, n: usize) {
+    write_u64(out, n as u64);
+}
+
+/// Parses an unsigned decimal made of ASCII digits only (memcached's
+/// `safe_strtoull`): no sign, no spaces, not empty, no overflow.
+pub fn parse_u64(s: &[u8]) -> Option<u64> {
+    if s.is_empty() {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &c in s {
+        let d = c.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(u64::from(d))?;
+    }
+    Some(n)
+}
+
+/// Parses an unsigned decimal that must fit in 32 bits (memcached's
+/// `safe_strtoul` as used for client flags and verbosity).
+pub fn parse_u32(s: &[u8]) -> Option<u32> {
+    parse_u64(s).and_then(|n| u32::try_from(n).ok())
+}
+
+/// Parses a signed decimal: an optional `-` then digits (memcached's
+/// `safe_strtoll`).
+pub fn parse_i64(s: &[u8]) -> Option<i64> {
+    match s.split_first() {
+        Some((b'-', digits)) => {
+            let n = parse_u64(digits)?;
+            if n == 1 << 63 { Some(i64::MIN) } else { i64::try_from(n).ok().map(|n| -n) }
+        }
+        _ => parse_u64(s).and_then(|n| i64::try_from(n).ok()),
+    }
+}
+
+/// Parses a signed decimal that must fit in 32 bits (memcached's
+/// `safe_strtol`, used for exptime and byte counts).
+pub fn parse_i32(s: &[u8]) -> Option<i32> {
+    parse_i64(s).and_then(|n| i32::try_from(n).ok())
+}
+
+/// Redis's `string2ll`: an optional `-`, then digits with no leading zero
+/// (the lone `0` excepted), fitting an `i64`. `-0`, `+1`, `01` and the empty
+/// string are all rejected.
+pub fn parse_redis_i64(s: &[u8]) -> Option<i64> {
+    let digits = match s {
+        [b'0'] => return Some(0),
+        [b'-', rest @ ..] => rest,
+        _ => s,
+    };
+    match digits.first() {
+        Some(b'1'..=b'9') => parse_i64(s),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fmt_u64(n: u64) -> String {
+        let mut v = Vec::new();
+        write_u64(&mut v, n);
+        String::from_utf8(v).unwrap()
+    }
+
+    fn fmt_i64(n: i64) -> String {
+        let mut v = Vec::new();
+        write_i64(&mut v, n);
+        String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn formatting_matches_std() {
+        for n in [0, 1, 9, 10, 99, 100, 12345, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            assert_eq!(fmt_u64(n), n.to_string());
+        }
+        for n in [0, -1, 1, -10, i64::MIN, i64::MIN + 1, i64::MAX] {
+            assert_eq!(fmt_i64(n), n.to_string());
+        }
+    }
+
+    #[test]
+    fn unsigned_parsing_is_digits_only() {
+        assert_eq!(parse_u64(b"0"), Some(0));
+        assert_eq!(parse_u64(b"007"), Some(7));
+        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64(b"18446744073709551616"), None);
+        for bad in [&b""[..], b"-1", b"+1", b" 1", b"1 ", b"1a", b"0x10"] {
+            assert_eq!(parse_u64(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_u32(b"4294967295"), Some(u32::MAX));
+        assert_eq!(parse_u32(b"4294967296"), None);
+    }
+
+    #[test]
+    fn signed_parsing_takes_a_minus() {
+        assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
+        assert_eq!(parse_i64(b"9223372036854775808"), None);
+        assert_eq!(parse_i64(b"-9223372036854775809"), None);
+        assert_eq!(parse_i64(b"-"), None);
+        assert_eq!(parse_i64(b"--1"), None);
+        assert_eq!(parse_i32(b"-2147483648"), Some(i32::MIN));
+        assert_eq!(parse_i32(b"2147483648"), None);
+    }
+
+    #[test]
+    fn redis_integers_reject_leading_zeros() {
+        assert_eq!(parse_redis_i64(b"0"), Some(0));
+        assert_eq!(parse_redis_i64(b"-1"), Some(-1));
+        assert_eq!(parse_redis_i64(b"123"), Some(123));
+        assert_eq!(parse_redis_i64(b"-9223372036854775808"), Some(i64::MIN));
+        for bad in [&b""[..], b"-", b"-0", b"01", b"+1", b"1.0", b"00"] {
+            assert_eq!(parse_redis_i64(bad), None, "{bad:?}");
+        }
+    }
+}
