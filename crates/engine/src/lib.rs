@@ -43,7 +43,7 @@ pub mod rank;
 pub mod segment;
 pub mod stats;
 
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use engine::{
     Condition, Current, DiscardSink, Engine, Expiry, Item, MetadataSink, Store, StoreOutcome,
     Update, Worker,
