@@ -15,27 +15,24 @@
 
 use std::ptr::NonNull;
 
-/// An anonymous memory mapping holding every segment.
+/// An anonymous, zero-filled memory mapping advised for transparent huge pages. Pages are
+/// touched lazily, so resident memory grows with use.
 #[derive(Debug)]
-pub struct Arena {
+pub struct Mapping {
     base: NonNull<u8>,
     len: usize,
-    segment_size: usize,
 }
 
-// SAFETY: the arena is a plain block of memory; the access discipline described in the module
-// doc (single writer per unpublished region, epoch-protected reuse) is what makes concurrent use
-// sound, and it is upheld by the engine, not by the type.
-unsafe impl Send for Arena {}
+// SAFETY: a mapping is a plain block of memory owned by this value; how threads share its
+// contents is up to the types built on it (the arena's discipline above, the index's atomics).
+unsafe impl Send for Mapping {}
 // SAFETY: as above.
-unsafe impl Sync for Arena {}
+unsafe impl Sync for Mapping {}
 
-impl Arena {
-    /// Maps `segments × segment_size` bytes. Fails if the kernel refuses the mapping.
-    pub fn new(segments: usize, segment_size: usize) -> std::io::Result<Self> {
-        let len = segments
-            .checked_mul(segment_size)
-            .ok_or_else(|| std::io::Error::other("arena size overflows usize"))?;
+impl Mapping {
+    /// Maps `len` zeroed bytes (at least one page).
+    pub fn new(len: usize) -> std::io::Result<Self> {
+        let len = len.max(4096);
         // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
         // result is checked against MAP_FAILED below.
         let ptr = unsafe {
@@ -55,17 +52,59 @@ impl Arena {
         // hint; its failure is harmless and ignored.
         unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
         let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| std::io::Error::other("null"))?;
-        Ok(Arena { base, len, segment_size })
+        Ok(Mapping { base, len })
+    }
+
+    /// The first byte (page-aligned).
+    #[inline]
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.base.as_ptr()
+    }
+
+    /// Length in bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the mapping is empty (never: at least one page is mapped).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: `base`/`len` describe exactly the mapping made in `new`, and no reference
+        // into it outlives this value (owners hand out borrows tied to themselves).
+        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// The segments' memory.
+#[derive(Debug)]
+pub struct Arena {
+    mapping: Mapping,
+    segment_size: usize,
+}
+
+impl Arena {
+    /// Maps `segments × segment_size` bytes. Fails if the kernel refuses the mapping.
+    pub fn new(segments: usize, segment_size: usize) -> std::io::Result<Self> {
+        let len = segments
+            .checked_mul(segment_size)
+            .ok_or_else(|| std::io::Error::other("arena size overflows usize"))?;
+        Ok(Arena { mapping: Mapping::new(len)?, segment_size })
     }
 
     /// The first byte of segment `id`.
     #[inline]
     pub fn segment_ptr(&self, id: u32) -> *mut u8 {
         let offset = id as usize * self.segment_size;
-        assert!(offset < self.len, "segment id out of range");
+        assert!(offset < self.mapping.len(), "segment id out of range");
         // SAFETY: `offset` is within the mapping (checked above), so the result stays inside
         // the same allocated object.
-        unsafe { self.base.as_ptr().add(offset) }
+        unsafe { self.mapping.as_ptr().add(offset) }
     }
 
     /// Bytes per segment.
@@ -80,13 +119,5 @@ impl Arena {
         // SAFETY: the range is one whole segment inside the mapping; MADV_DONTNEED on private
         // anonymous memory only zeroes it, and the caller guarantees no one references it.
         unsafe { libc::madvise(ptr.cast(), self.segment_size, libc::MADV_DONTNEED) };
-    }
-}
-
-impl Drop for Arena {
-    fn drop(&mut self) {
-        // SAFETY: `base`/`len` describe exactly the mapping made in `new`, and no reference into
-        // it outlives the arena (segments borrow the engine that owns the arena).
-        unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
     }
 }

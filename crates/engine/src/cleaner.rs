@@ -29,7 +29,7 @@ use crate::engine::Inner;
 use crate::epoch::Guard;
 use crate::hash::key_hash;
 use crate::index::Loc;
-use crate::item::{self, NewItem, Record};
+use crate::item::{NewItem, Record};
 use crate::rank::RankInput;
 use crate::stats::Counters;
 
@@ -109,6 +109,12 @@ fn for_each_record(inner: &Inner, segment: u32, mut f: impl FnMut(Loc, Record)) 
         let rec = unsafe { Record::at(base, offset) };
         f(Loc { segment, offset: offset as u32 }, rec);
         offset += rec.record_len();
+        if rec.value_offset() == offset {
+            // The value sits right after its record (inline placement); skip it too. (A
+            // high-end value can only start here if it filled the segment, which ends the
+            // loop either way.)
+            offset += rec.value_len();
+        }
     }
 }
 
@@ -206,45 +212,24 @@ fn copy_out(
     let rec = inner.record(guard, s.loc);
     let size = rec.size();
     let head = &mut state.heads[usize::from(s.large)];
+    // Keep the access stamp, but never let it look older than half the stamp range, so it
+    // cannot wrap around to look young.
+    let access = if recency.wrapping_sub(rec.access()) > 128 {
+        recency.wrapping_sub(128)
+    } else {
+        rec.access()
+    };
+    let new_item = NewItem {
+        tenant: rec.tenant(),
+        key: rec.key(),
+        flags: rec.flags(),
+        expires_at_ms: inner.expires_at(&rec, s.loc),
+        access,
+    };
     loop {
         if let Some(seg) = *head {
-            let h = inner.segments.header(seg);
-            let top = h.key_top.load(Ordering::Relaxed) as usize;
-            let bottom = h.value_bottom.load(Ordering::Relaxed) as usize;
-            if top + size <= bottom {
-                // Keep the access stamp, but never let it look older than half the stamp
-                // range, so it cannot wrap around to look young.
-                let access = if recency.wrapping_sub(rec.access()) > 128 {
-                    recency.wrapping_sub(128)
-                } else {
-                    rec.access()
-                };
-                let new_item = NewItem {
-                    tenant: rec.tenant(),
-                    key: rec.key(),
-                    flags: rec.flags(),
-                    expires_at_ms: inner.expires_at(&rec, s.loc),
-                    access,
-                };
-                let value_offset = bottom - rec.value_len();
-                let base = inner.arena.segment_ptr(seg);
-                // SAFETY: the cleaner owns its output head: nobody else writes it, and the
-                // ranges [top, top + record_len) and [value_offset, bottom) are unpublished,
-                // inside the segment and disjoint (top + size <= bottom).
-                unsafe {
-                    item::write(
-                        base.add(top),
-                        base.add(value_offset),
-                        &new_item,
-                        value_offset,
-                        &[rec.value()],
-                        h.base_ms.load(Ordering::Relaxed),
-                    );
-                }
-                h.key_top.store((top + rec.record_len()) as u32, Ordering::Release);
-                h.value_bottom.store(value_offset as u32, Ordering::Release);
-                h.items.fetch_add(1, Ordering::Relaxed);
-                return Some((Loc { segment: seg, offset: top as u32 }, size));
+            if let Some(loc) = inner.append_to(seg, &new_item, &[rec.value()]) {
+                return Some((loc, size));
             }
             inner.segments.seal(seg);
             *head = None;

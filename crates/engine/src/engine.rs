@@ -409,6 +409,50 @@ impl Inner {
         self.index.maintain(guard, &self.epochs, MIGRATE_PER_WRITE, &items, &rehash, &mut on_evict);
     }
 
+    /// Appends an item to `seg`, which the caller owns (a worker's head or the cleaner's
+    /// output), if it fits. The item is not published: the caller links it into the index.
+    ///
+    /// Placement: the key record goes at the low end. A value of at most `inline_value_max`
+    /// bytes follows its record directly (one cache line holds both, saving a miss per GET
+    /// hit; see `docs/design.md`); a larger one goes at the high end, apart from keys
+    /// (Cavast §4.2).
+    pub(crate) fn append_to(&self, seg: u32, item: &NewItem<'_>, value: &[&[u8]]) -> Option<Loc> {
+        let value_len: usize = value.iter().map(|v| v.len()).sum();
+        let record_len = item.record_len();
+        let h = self.segments.header(seg);
+        let top = h.key_top.load(Ordering::Relaxed) as usize;
+        let bottom = h.value_bottom.load(Ordering::Relaxed) as usize;
+        if top + record_len + value_len > bottom {
+            return None;
+        }
+        let inline = value_len <= self.config.inline_value_max;
+        let (value_offset, new_top, new_bottom) = if inline {
+            (top + record_len, top + record_len + value_len, bottom)
+        } else {
+            (bottom - value_len, top + record_len, bottom - value_len)
+        };
+        let base = self.arena.segment_ptr(seg);
+        // SAFETY: the caller owns `seg`: nobody else writes it. [top, top + record_len) and
+        // [value_offset, value_offset + value_len) lie in the unpublished middle of the
+        // segment, [top, bottom) (checked above), and do not overlap: an inline value starts
+        // where the record ends; any other value ends at `bottom` and starts at or after
+        // top + record_len.
+        unsafe {
+            item::write(
+                base.add(top),
+                base.add(value_offset),
+                item,
+                value_offset,
+                value,
+                h.base_ms.load(Ordering::Relaxed),
+            );
+        }
+        h.key_top.store(new_top as u32, Ordering::Release);
+        h.value_bottom.store(new_bottom as u32, Ordering::Release);
+        h.items.fetch_add(1, Ordering::Relaxed);
+        Some(Loc { segment: seg, offset: top as u32 })
+    }
+
     /// A free segment to become a head, cleaning or evicting as needed. The caller must not
     /// be pinned (it may wait for other readers to leave their epochs).
     fn acquire_segment(&self, id: usize, large: bool) -> Result<u32, EngineError> {
@@ -701,30 +745,8 @@ impl Worker {
         let head = &mut self.heads[usize::from(large)];
         loop {
             if let Some(seg) = *head {
-                let h = inner.segments.header(seg);
-                let top = h.key_top.load(Ordering::Relaxed) as usize;
-                let bottom = h.value_bottom.load(Ordering::Relaxed) as usize;
-                if top + size <= bottom {
-                    let value_offset = bottom - value_len;
-                    let base = inner.arena.segment_ptr(seg);
-                    // SAFETY: this worker owns head segment `seg`: nobody else writes it, and
-                    // bytes [top, top+record_len) and [value_offset, bottom) are unpublished and
-                    // inside the segment (top + size <= bottom <= segment size); they do not
-                    // overlap because top + record_len <= value_offset.
-                    unsafe {
-                        item::write(
-                            base.add(top),
-                            base.add(value_offset),
-                            item,
-                            value_offset,
-                            value,
-                            h.base_ms.load(Ordering::Relaxed),
-                        );
-                    }
-                    h.key_top.store((top + record_len) as u32, Ordering::Release);
-                    h.value_bottom.store(value_offset as u32, Ordering::Release);
-                    h.items.fetch_add(1, Ordering::Relaxed);
-                    return Ok((Loc { segment: seg, offset: top as u32 }, size));
+                if let Some(loc) = inner.append_to(seg, item, value) {
+                    return Ok((loc, size));
                 }
                 inner.segments.seal(seg);
                 *head = None;

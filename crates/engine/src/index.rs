@@ -42,6 +42,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+use crate::arena::Mapping;
 use crate::epoch::{Epochs, Guard};
 use crate::hash::tag_of;
 
@@ -122,30 +123,40 @@ impl Bucket {
     }
 }
 
-/// `n` zeroed buckets.
-fn zeroed_buckets(n: usize) -> Box<[Bucket]> {
-    let layout = std::alloc::Layout::array::<Bucket>(n).expect("index table size overflows");
-    if n == 0 {
-        return Box::new([]);
+/// `n` zeroed buckets in a mapping of their own (advised for huge pages: a large index
+/// touched at random would otherwise pay a TLB miss on most lookups).
+#[derive(Debug)]
+struct Buckets {
+    mapping: Mapping,
+    len: usize,
+}
+
+impl Buckets {
+    fn zeroed(n: usize) -> Buckets {
+        let bytes =
+            n.checked_mul(std::mem::size_of::<Bucket>()).expect("index table size overflows");
+        let mapping = Mapping::new(bytes)
+            .unwrap_or_else(|e| panic!("cannot map {bytes} bytes of index: {e}"));
+        Buckets { mapping, len: n }
     }
-    // SAFETY: the layout has non-zero size (n > 0). An all-zero bit pattern is a valid
-    // `[AtomicU64; 8]`, so zeroed memory is a valid `[Bucket]` of length `n`, and ownership of
-    // the allocation (made with the global allocator and this layout) passes to the Box.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<Bucket>();
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
-        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+}
+
+impl std::ops::Deref for Buckets {
+    type Target = [Bucket];
+    fn deref(&self) -> &[Bucket] {
+        // SAFETY: the mapping is page-aligned (so 64-byte aligned), zero-filled, and at least
+        // `len` buckets long; an all-zero `[AtomicU64; 8]` is a valid Bucket, and buckets are
+        // only accessed through atomics. The slice borrows `self`, which owns the mapping.
+        unsafe { std::slice::from_raw_parts(self.mapping.as_ptr().cast::<Bucket>(), self.len) }
     }
 }
 
 #[derive(Debug)]
 struct Table {
-    roots: Box<[Bucket]>,
+    roots: Buckets,
     mask: usize,
     /// Sub-bucket groups; group 0 is never handed out (CHILD = 0 means "no children").
-    pool: Box<[Bucket]>,
+    pool: Buckets,
     /// Groups never handed out start here.
     pool_next: AtomicU32,
     /// Groups handed out, emptied and unlinked again, ready for reuse.
@@ -157,9 +168,9 @@ impl Table {
     fn new(roots: usize) -> Table {
         let groups = (roots / 4).max(16);
         Table {
-            roots: zeroed_buckets(roots),
+            roots: Buckets::zeroed(roots),
             mask: roots - 1,
-            pool: zeroed_buckets(groups * GROUP),
+            pool: Buckets::zeroed(groups * GROUP),
             pool_next: AtomicU32::new(1),
             free_groups: Mutex::new(Vec::new()),
             free_group_count: AtomicU32::new(0),

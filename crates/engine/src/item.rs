@@ -253,6 +253,12 @@ impl Record {
         ((self.word >> VALUE_LEN_SHIFT) & VALUE_LEN_MASK) as usize
     }
 
+    /// Offset of the value in the segment.
+    #[inline]
+    pub fn value_offset(&self) -> usize {
+        (self.word & VALUE_OFFSET_MASK) as usize
+    }
+
     /// Value bytes.
     #[inline]
     pub fn value<'a>(&self) -> &'a [u8] {

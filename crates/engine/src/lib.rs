@@ -75,6 +75,9 @@ pub struct EngineConfig {
     pub max_item_size: usize,
     /// Values at least this large go to large-value segments.
     pub large_value_threshold: usize,
+    /// Values at most this large are placed right after their key record instead of at the
+    /// segment's high end (0 keeps every value apart from keys).
+    pub inline_value_max: usize,
     /// Inline or background cleaning.
     pub cleaner: CleanerMode,
     /// Segments per cleaning pass (`n`).
@@ -98,6 +101,7 @@ impl Default for EngineConfig {
             segment_size: 1 << 20,
             max_item_size: 1 << 20,
             large_value_threshold: 256 << 10,
+            inline_value_max: 64,
             cleaner: CleanerMode::Background,
             cleaner_candidates: 40,
             free_watermark: 0,

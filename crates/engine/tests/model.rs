@@ -10,7 +10,7 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::small_engine;
+use common::small_engine_with;
 use fridge_engine::{
     Clock, Condition, Engine, EngineError, Expiry, ManualClock, Store, StoreOutcome, TenantId,
     Worker,
@@ -124,8 +124,8 @@ fn presence(model: &mut Model, t: u8, k: u8, engine_present: bool) {
     }
 }
 
-fn run(ops: &[Op], max_memory: usize) {
-    let (engine, clock) = small_engine(max_memory, 4 << 10);
+fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
+    let (engine, clock) = small_engine_with(max_memory, 4 << 10, inline_value_max);
     let mut w: Worker = engine.worker().unwrap();
     let mut model = Model {
         items: HashMap::new(),
@@ -331,14 +331,16 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
     /// Roomy enough that evictions are rare, small enough that overwrites keep the cleaner busy.
+    /// Every value apart from its key.
     #[test]
     fn engine_agrees_with_model(ops in proptest::collection::vec(op(), 1..2500)) {
-        run(&ops, 256 << 10);
+        run(&ops, 256 << 10, 0);
     }
 
-    /// So small that the cleaner must evict: every hit must still be exact.
+    /// So small that the cleaner must evict: every hit must still be exact. Values up to 400
+    /// bytes inline, after their keys.
     #[test]
     fn engine_agrees_with_model_under_eviction(ops in proptest::collection::vec(op(), 1..2500)) {
-        run(&ops, 64 << 10);
+        run(&ops, 64 << 10, 400);
     }
 }
