@@ -50,12 +50,19 @@ trait Cache {
     fn name(&self) -> &'static str;
     fn set(&mut self, key: &Key, value: &[u8; VALUE_LEN]);
     fn get(&mut self, key: &Key, out: &mut [u8; VALUE_LEN]) -> bool;
+    /// Looks up a chunk of keys; returns the hits. One `get` per key unless the cache has a
+    /// batched lookup.
+    fn get_batch(&mut self, keys: &[Key], out: &mut [u8; VALUE_LEN]) -> usize {
+        keys.iter().filter(|k| self.get(k, out)).count()
+    }
 }
 
 struct Fridge {
     _engine: Engine,
     worker: fridge_engine::Worker,
     name: &'static str,
+    /// Whether GETs go through `get_many`.
+    batched: bool,
 }
 
 impl Fridge {
@@ -74,7 +81,7 @@ impl Fridge {
         let clock = Arc::new(ManualClock::new(1_700_000_000_000));
         let engine = Engine::with_clock(config, clock).unwrap();
         let worker = engine.worker().unwrap();
-        Fridge { _engine: engine, worker, name }
+        Fridge { _engine: engine, worker, name, batched: false }
     }
 }
 
@@ -87,6 +94,17 @@ impl Cache for Fridge {
     }
     fn get(&mut self, key: &Key, out: &mut [u8; VALUE_LEN]) -> bool {
         self.worker.get(T, key, |item| out.copy_from_slice(item.value)).is_some()
+    }
+    fn get_batch(&mut self, keys: &[Key], out: &mut [u8; VALUE_LEN]) -> usize {
+        if !self.batched {
+            return keys.iter().filter(|k| self.get(k, out)).count();
+        }
+        let mut hits = 0;
+        self.worker.get_many(T, keys, |_, item| {
+            out.copy_from_slice(item.value);
+            hits += 1;
+        });
+        hits
     }
 }
 
@@ -163,15 +181,15 @@ fn run(cache: &mut dyn Cache, n: u64, hits: &[Key], misses: &[Key]) -> Rates {
     let mut out = [0u8; VALUE_LEN];
     let mut found = 0usize;
     let start = Instant::now();
-    for k in hits {
-        found += usize::from(cache.get(k, &mut out));
+    for chunk in hits.chunks(fridge_engine::BATCH) {
+        found += cache.get_batch(chunk, &mut out);
         black_box(&out);
     }
     let get_hit = hits.len() as f64 / start.elapsed().as_secs_f64();
 
     let start = Instant::now();
-    for k in misses {
-        black_box(cache.get(k, &mut out));
+    for chunk in misses.chunks(fridge_engine::BATCH) {
+        black_box(cache.get_batch(chunk, &mut out));
     }
     let get_miss = misses.len() as f64 / start.elapsed().as_secs_f64();
 
@@ -221,6 +239,12 @@ fn main() {
         let caches: Vec<Box<dyn Fn() -> Box<dyn Cache>>> = vec![
             Box::new(move || Box::new(Fridge::new(heap))),
             Box::new(move || Box::new(Fridge::with_inline(heap, 0, "fridge (values apart)"))),
+            Box::new(move || {
+                let mut f = Fridge::new(heap);
+                f.name = "fridge (get_many)";
+                f.batched = true;
+                Box::new(f)
+            }),
             Box::new(move || Box::new(Seg::new(heap, n))),
             Box::new(move || Box::new(Quick(quick_cache::sync::Cache::new(n as usize * 2)))),
         ];

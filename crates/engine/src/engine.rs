@@ -30,6 +30,8 @@ use crate::{CleanerMode, ConfigError, EngineConfig, EngineError, TenantId};
 const NO_FLUSH: u64 = u64::MAX;
 /// Digests per reference pool (4 KiB of u32s).
 const REFERENCE_POOL_LEN: usize = 1024;
+/// Keys whose lookups [`Worker::get_many`] overlaps.
+pub const BATCH: usize = 16;
 /// Yields a writer waits for a segment before reporting `OutOfMemory` (about a second).
 const MAX_SEGMENT_WAITS: u32 = 1_000_000;
 /// Old index roots migrated per write while the index grows.
@@ -671,6 +673,62 @@ impl Worker {
         };
         let rec = inner.record(&guard, loc);
         !is_expired(inner.expires_at(&rec, loc), || inner.now_ms())
+    }
+
+    /// Looks up many keys at once, calling `f(i, item)` for each key `keys[i]` that has a
+    /// live item (in order). The lookups of up to [`BATCH`] keys overlap their memory
+    /// misses: every key's bucket is prefetched first, then the record each bucket most
+    /// likely points to, and only then are keys compared and values read. Expired items are
+    /// reported as misses and left for the cleaner.
+    pub fn get_many<K: AsRef<[u8]>>(
+        &mut self,
+        tenant: TenantId,
+        keys: &[K],
+        mut f: impl FnMut(usize, Item<'_>),
+    ) {
+        for (chunk_index, chunk) in keys.chunks(BATCH).enumerate() {
+            let mut hashes = [0u64; BATCH];
+            for (h, k) in hashes.iter_mut().zip(chunk) {
+                *h = key_hash(tenant, k.as_ref());
+                self.note_access(*h, false);
+            }
+            let inner = &*self.inner;
+            inner.check_flush(self.id, tenant);
+            let counters = inner.epochs.counters(self.id);
+            let guard = inner.epochs.pin(self.id);
+            let hashes = &hashes[..chunk.len()];
+            for &h in hashes {
+                inner.index.prefetch_root(&guard, h);
+            }
+            for &h in hashes {
+                if let Some(loc) = inner.index.probable(&guard, h) {
+                    crate::index::prefetch(
+                        inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
+                    );
+                }
+            }
+            let recency = inner.recency();
+            for (j, (&h, k)) in hashes.iter().zip(chunk).enumerate() {
+                epoch::bump(&counters.gets);
+                let key = k.as_ref();
+                let Some(loc) =
+                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
+                else {
+                    continue;
+                };
+                let rec = inner.record(&guard, loc);
+                let expires_at_ms = inner.expires_at(&rec, loc);
+                if is_expired(expires_at_ms, || inner.now_ms()) {
+                    continue;
+                }
+                rec.touch_access(recency);
+                epoch::bump(&counters.hits);
+                f(
+                    chunk_index * BATCH + j,
+                    Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 },
+                );
+            }
+        }
     }
 
     fn read<R>(

@@ -538,6 +538,28 @@ impl Index {
         find_in(current, current.root(hash), hash, &mut is_key)
     }
 
+    /// Starts loading the root bucket for `hash` into the CPU cache (batched lookups issue this
+    /// for every key first, so their memory misses overlap).
+    #[inline]
+    pub fn prefetch_root(&self, guard: &Guard<'_>, hash: u64) {
+        let (current, old) = self.tables(guard);
+        prefetch(old.unwrap_or(current).root(hash));
+    }
+
+    /// The location of the first slot in `hash`'s root bucket whose tag matches, without
+    /// comparing keys: the record a lookup will most likely read, for prefetching.
+    #[inline]
+    pub fn probable(&self, guard: &Guard<'_>, hash: u64) -> Option<Loc> {
+        let (current, old) = self.tables(guard);
+        let root = old.unwrap_or(current).root(hash);
+        let tag = tag_of(hash);
+        root.slots()
+            .iter()
+            .map(|s| s.load(Ordering::Relaxed))
+            .find(|&s| s != 0 && slot_tag(s) == tag)
+            .map(Loc::unpack)
+    }
+
     /// Like [`Index::find`], also returning the root's CAS value read consistently with the
     /// location: retried until no change happened in between.
     pub fn find_with_cas(
@@ -813,6 +835,20 @@ impl Index {
             evictions: self.evictions.load(Ordering::Relaxed),
         }
     }
+}
+
+/// Asks the CPU to start loading the cache line at `p` (a hint; no effect on other
+/// architectures).
+#[inline]
+pub fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint: it never faults, even on an invalid address, and
+    // reads nothing into the program. SSE is part of the x86_64 baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// The roots of `new` that old root `i`'s keys move to: `i`, and `i + old size` when the new

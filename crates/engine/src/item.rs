@@ -2,7 +2,10 @@
 //!
 //! Keys grow up from the start of a segment and values grow down from its end (Cavast §4.2,
 //! head-to-head allocation), so the keys of neighbouring items share cache lines and comparing
-//! a key never drags its value into the CPU cache. A key record is:
+//! a key never drags a large value into the CPU cache. Small values (at most the engine's
+//! `inline_value_max`, 64 bytes by default) are the exception: they follow their key record
+//! directly, which saves a cache miss per GET hit (measured in `docs/design.md`). A key record
+//! is:
 //!
 //! ```text
 //!  0                                   8              11      12

@@ -45,8 +45,8 @@ pub mod stats;
 
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use engine::{
-    Condition, Current, DiscardSink, Engine, Expiry, Item, MetadataSink, Store, StoreOutcome,
-    Update, Worker,
+    BATCH, Condition, Current, DiscardSink, Engine, Expiry, Item, MetadataSink, Store,
+    StoreOutcome, Update, Worker,
 };
 pub use rank::{Rank, RankInput, Recency};
 pub use stats::EngineStats;

@@ -244,3 +244,32 @@ fn scan_returns_every_key_once_per_pass_without_churn() {
     assert_eq!(keys.len(), 2000);
     assert!(keys.iter().all(|k| k.starts_with(b"key")));
 }
+
+#[test]
+fn get_many_agrees_with_get() {
+    let (engine, clock) = small_engine(8 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let keys: Vec<Vec<u8>> = (0..100u32).map(|i| format!("many:{i}").into_bytes()).collect();
+    for (i, k) in keys.iter().enumerate() {
+        match i % 3 {
+            0 => {} // never stored: a miss
+            1 => {
+                w.store(Store { flags: i as u32, ..Store::new(T, k, k) }).unwrap();
+            }
+            _ => {
+                let soon = clock_now(&clock) + 10;
+                w.store(Store { expiry: Expiry::At(soon), ..Store::new(T, k, b"short") }).unwrap();
+            }
+        }
+    }
+    clock.advance(10); // the i % 3 == 2 items expire
+    let mut got = Vec::new();
+    w.get_many(T, &keys, |i, item| got.push((i, item.value.to_vec(), item.flags)));
+    let want: Vec<_> = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| w.get(T, k, |item| (i, item.value.to_vec(), item.flags)))
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(got.len(), 33, "only the i % 3 == 1 keys are live");
+}
