@@ -112,12 +112,4 @@ impl Arena {
     pub fn segment_size(&self) -> usize {
         self.segment_size
     }
-
-    /// Gives a freed segment's pages back to the kernel (resident memory shrinks).
-    pub fn discard(&self, id: u32) {
-        let ptr = self.segment_ptr(id);
-        // SAFETY: the range is one whole segment inside the mapping; MADV_DONTNEED on private
-        // anonymous memory only zeroes it, and the caller guarantees no one references it.
-        unsafe { libc::madvise(ptr.cast(), self.segment_size, libc::MADV_DONTNEED) };
-    }
 }

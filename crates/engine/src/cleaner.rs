@@ -283,3 +283,39 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
     Counters::add(&c.fifo_evictions, 1);
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crate::{CleanerMode, Engine, EngineConfig, ManualClock, Store, TenantId};
+
+    #[test]
+    fn fifo_eviction_drops_the_oldest_segment_whole() {
+        let config = EngineConfig {
+            max_memory: 1 << 20,
+            segment_size: 16 << 10,
+            max_item_size: 16 << 10,
+            cleaner: CleanerMode::Inline,
+            ..EngineConfig::default()
+        };
+        let engine = Engine::with_clock(config, Arc::new(ManualClock::new(1))).unwrap();
+        let mut w = engine.worker().unwrap();
+        let value = [5u8; 1000];
+        // 64 items of ~1 KB fill about four 16 KiB segments; the first ones seal.
+        for i in 0..64u32 {
+            w.store(Store::new(TenantId(0), &i.to_le_bytes(), &value)).unwrap();
+        }
+        let before = engine.stats();
+        assert!(super::evict_oldest(engine.inner(), w.id()));
+        let after = engine.stats();
+        assert_eq!(after.fifo_evictions, 1);
+        let evicted = after.evictions - before.evictions;
+        assert!(evicted > 0 && evicted < 64, "one segment's items, not all: {evicted}");
+        assert_eq!(after.items, before.items - evicted);
+        // The oldest segment held the first keys written.
+        assert!(!w.contains(TenantId(0), &0u32.to_le_bytes()));
+        assert!(w.contains(TenantId(0), &63u32.to_le_bytes()));
+        engine.validate();
+    }
+}

@@ -298,6 +298,11 @@ impl Engine {
         self.inner.tenants[usize::from(tenant.0)].bytes.load(Ordering::Relaxed)
     }
 
+    #[cfg(test)]
+    pub(crate) fn inner(&self) -> &Inner {
+        &self.inner
+    }
+
     /// Checks internal invariants; panics with a description if one is broken. Expensive:
     /// walks the whole index. For tests and fuzzing.
     pub fn validate(&self) {
@@ -596,6 +601,13 @@ pub struct Worker {
     heads: [Option<u32>; 2],
     scratch: Vec<u8>,
     refs: Vec<u32>,
+}
+
+#[cfg(test)]
+impl Worker {
+    pub(crate) fn id(&self) -> usize {
+        self.id
+    }
 }
 
 impl Drop for Worker {
