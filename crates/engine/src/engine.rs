@@ -143,6 +143,9 @@ pub struct Current<'a> {
     pub flags: u32,
     /// Absolute expiry.
     pub expires_at_ms: Option<u64>,
+    /// CAS value. The update is published only if the item is still this one, so a closure
+    /// that compares this CAS acts atomically (memcached `md`/`ma` with `C`).
+    pub cas: u64,
 }
 
 /// What an [`Worker::update`] closure decided.
@@ -805,7 +808,7 @@ impl Worker {
         let value_len: usize = value.iter().map(|v| v.len()).sum();
         let record_len = item.record_len();
         let size = record_len + value_len;
-        if item.key.is_empty() || item.key.len() > item::MAX_KEY_LEN {
+        if item.key.len() > item::MAX_KEY_LEN {
             return Err(EngineError::KeyTooLong);
         }
         if size > inner.config.max_item_size || size > inner.config.segment_size {
@@ -1025,15 +1028,19 @@ impl Worker {
             buf.clear();
             let inner = Arc::clone(&self.inner);
             let guard = inner.epochs.pin(self.id);
-            let seen =
-                inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
-            let current = seen.and_then(|loc| {
+            let found = inner
+                .index
+                .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
+            let seen = found.map(|(loc, _)| loc);
+            let seen_cas = found.map(|(_, cas)| cas);
+            let current = found.and_then(|(loc, cas)| {
                 let rec = inner.record(&guard, loc);
                 let expires_at_ms = inner.expires_at(&rec, loc);
                 (!is_expired(expires_at_ms, || inner.now_ms())).then(|| Current {
                     value: rec.value(),
                     flags: rec.flags(),
                     expires_at_ms,
+                    cas,
                 })
             });
             let step = match f(current, &mut buf) {
@@ -1076,7 +1083,9 @@ impl Worker {
             let mut on_evict = |l| inner.unlinked(&guard, l);
             let locked = inner.index.lock(&guard, hash, &rehash, &mut on_evict);
             let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
-            if found.map(|(_, l)| l) != seen {
+            // Publish only over the very item `f` saw: same location and no change under
+            // the root since (which also rules out the location being reused).
+            if found.map(|(_, l)| l) != seen || (seen.is_some() && Some(locked.cas()) != seen_cas) {
                 // Someone changed the key in between: this copy is dead; go again.
                 inner.segments.header(new.segment).add_dead(size);
                 continue;

@@ -152,7 +152,7 @@ impl EngineConfig {
 pub enum EngineError {
     /// The item (key record + value) exceeds `max_item_size` or a segment.
     TooLarge,
-    /// The key is empty or longer than 65535 bytes.
+    /// The key is longer than 65535 bytes.
     KeyTooLong,
     /// memcached incr/decr on a value that is not an unsigned decimal.
     NotANumber,
@@ -174,7 +174,7 @@ impl std::fmt::Display for EngineError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             EngineError::TooLarge => "object too large for cache",
-            EngineError::KeyTooLong => "key is empty or too long",
+            EngineError::KeyTooLong => "key too long",
             EngineError::NotANumber => "cannot increment or decrement non-numeric value",
             EngineError::NotAnInteger => "value is not an integer or out of range",
             EngineError::Overflow => "increment or decrement would overflow",

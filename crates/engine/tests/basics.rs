@@ -215,7 +215,13 @@ fn too_large_items_fail_and_nothing_else_does() {
     let mut w = engine.worker().unwrap();
     let big = vec![0u8; 64 << 10];
     assert_eq!(w.store(Store::new(T, b"k", &big)), Err(EngineError::TooLarge));
-    assert_eq!(w.store(Store::new(T, b"", b"v")), Err(EngineError::KeyTooLong));
+    assert_eq!(
+        w.store(Store::new(T, b"", b"empty key")),
+        Ok(StoreOutcome::Stored),
+        "Redis allows it"
+    );
+    assert_eq!(get(&mut w, b""), Some(b"empty key".to_vec()));
+    assert_eq!(w.store(Store::new(T, &vec![b'k'; 65536], b"v")), Err(EngineError::KeyTooLong));
     let long_key = vec![b'k'; 1000];
     assert_eq!(w.store(Store::new(T, &long_key, b"v")), Ok(StoreOutcome::Stored));
     assert_eq!(get(&mut w, &long_key), Some(b"v".to_vec()));

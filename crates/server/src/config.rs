@@ -1,0 +1,446 @@
+//! Configuration: defaults, an optional TOML file, `FRIDGE_*` environment variables and
+//! command-line flags, in increasing order of precedence.
+//!
+//! memcached's common short flags are accepted as aliases (`-p -l -m -t -c -I -U 0`), so an
+//! init script written for memcached starts fridge unchanged. Sizes are written `"1GiB"`,
+//! `"64MiB"`, `"512k"` or as a plain number of bytes.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use serde::Deserialize;
+
+/// A byte count, parsed from `"1GiB"`, `"64m"`, `"512KiB"`, `"4096"` (units are binary and
+/// case-insensitive).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Size(pub u64);
+
+impl Size {
+    /// The size in bytes, as a `usize` (saturating).
+    pub fn bytes(self) -> usize {
+        usize::try_from(self.0).unwrap_or(usize::MAX)
+    }
+}
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, unit) = t.split_at(split);
+        let n: u64 = digits.parse().map_err(|_| format!("bad size {s:?}: expected e.g. 64MiB"))?;
+        let shift = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 0,
+            "k" | "kb" | "kib" => 10,
+            "m" | "mb" | "mib" => 20,
+            "g" | "gb" | "gib" => 30,
+            "t" | "tb" | "tib" => 40,
+            other => return Err(format!("bad size unit {other:?} in {s:?}")),
+        };
+        n.checked_mul(1 << shift).map(Size).ok_or_else(|| format!("size {s:?} is too large"))
+    }
+}
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(u32, &str); 4] = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
+        for (shift, unit) in UNITS {
+            if self.0 >= 1 << shift && self.0 % (1 << shift) == 0 {
+                return write!(f, "{}{unit}", self.0 >> shift);
+            }
+        }
+        write!(f, "{}", self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Number(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Number(n) => Ok(Size(n)),
+            Raw::Text(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+/// Which protocols the main port speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// The first byte decides: `*` is RESP, anything else memcached.
+    #[default]
+    Auto,
+    /// memcached text and meta only.
+    Memcache,
+    /// RESP only (inline commands included, for telnet).
+    Resp,
+}
+
+/// Everything the server needs to start. One struct, one `Default`.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: String,
+    /// Main port (both protocols unless `protocol` pins one); 0 picks a free port.
+    pub port: u16,
+    /// Optional second port that speaks RESP only; 0 picks a free port.
+    pub resp_port: Option<u16>,
+    /// What the main port speaks.
+    pub protocol: Protocol,
+    /// Item memory (the engine's arena).
+    pub memory: Size,
+    /// Worker threads (event loops); 0 = one per core.
+    pub workers: usize,
+    /// Most client connections at once; more are refused with the protocol's error.
+    pub max_connections: usize,
+    /// Largest value a client may store.
+    pub max_item_size: Size,
+    /// Longest memcached key (memcached: 250).
+    pub max_key_len: usize,
+    /// Longest RESP key (the engine's limit is 65535).
+    pub max_resp_key_len: usize,
+    /// Longest memcached command line (retrieval lines may be as long as the query buffer).
+    pub max_line_len: usize,
+    /// Most arguments in one RESP multibulk request.
+    pub max_multibulk_len: usize,
+    /// Longest RESP argument; 0 = the item size plus 64 KiB.
+    pub max_bulk_len: Size,
+    /// Most unprocessed request bytes buffered per connection.
+    pub max_query_buffer: Size,
+    /// Most reply bytes buffered per connection; a client that lets more pile up is
+    /// disconnected.
+    pub max_output_buffer: Size,
+    /// Seconds without traffic before a connection is closed; 0 = never.
+    pub idle_timeout: u64,
+    /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
+    /// 1 MiB.
+    pub segment_size: Size,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: "127.0.0.1".into(),
+            port: 11211,
+            resp_port: None,
+            protocol: Protocol::Auto,
+            memory: Size(1 << 30),
+            workers: 0,
+            max_connections: 1024,
+            max_item_size: Size(1 << 20),
+            max_key_len: 250,
+            max_resp_key_len: 65535,
+            max_line_len: 2048,
+            max_multibulk_len: 1024 * 1024,
+            max_bulk_len: Size(0),
+            max_query_buffer: Size(4 << 20),
+            max_output_buffer: Size(64 << 20),
+            idle_timeout: 0,
+            segment_size: Size(0),
+        }
+    }
+}
+
+/// Largest per-item overhead (key record and key) added to a value's size.
+const ITEM_OVERHEAD: usize = 1024;
+
+impl Config {
+    /// Worker threads to start.
+    pub fn worker_count(&self) -> usize {
+        if self.workers > 0 {
+            self.workers
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        }
+    }
+
+    /// The address of the main port.
+    pub fn addr(&self) -> Result<SocketAddr, String> {
+        socket_addr(&self.listen, self.port)
+    }
+
+    /// The address of the RESP-only port, if one is configured.
+    pub fn resp_addr(&self) -> Result<Option<SocketAddr>, String> {
+        self.resp_port.map(|p| socket_addr(&self.listen, p)).transpose()
+    }
+
+    /// Idle timeout, if any.
+    pub fn idle(&self) -> Option<Duration> {
+        (self.idle_timeout > 0).then(|| Duration::from_secs(self.idle_timeout))
+    }
+
+    /// Segment size to give the engine.
+    pub fn engine_segment_size(&self) -> usize {
+        if self.segment_size.0 > 0 {
+            return self.segment_size.bytes();
+        }
+        (self.max_item_size.bytes() + ITEM_OVERHEAD).next_power_of_two().max(1 << 20)
+    }
+
+    /// The engine configuration these settings imply.
+    pub fn engine(&self) -> fridge_engine::EngineConfig {
+        let segment_size = self.engine_segment_size();
+        fridge_engine::EngineConfig {
+            max_memory: self.memory.bytes(),
+            segment_size,
+            max_item_size: (self.max_item_size.bytes() + ITEM_OVERHEAD).min(segment_size),
+            workers_hint: self.worker_count(),
+            cleaner: fridge_engine::CleanerMode::Background,
+            max_participants: self.worker_count() + 16,
+            ..fridge_engine::EngineConfig::default()
+        }
+    }
+
+    /// memcached parser limits.
+    pub fn memcache_limits(&self) -> fridge_proto::memcache::Limits {
+        fridge_proto::memcache::Limits {
+            max_key_len: self.max_key_len,
+            max_value_len: self.max_item_size.bytes(),
+            max_line_len: self.max_line_len,
+            max_retrieval_line_len: self.max_query_buffer.bytes().max(self.max_line_len),
+        }
+    }
+
+    /// RESP parser limits.
+    pub fn resp_limits(&self) -> fridge_proto::resp::Limits {
+        let bulk = if self.max_bulk_len.0 > 0 {
+            self.max_bulk_len.bytes()
+        } else {
+            self.max_item_size.bytes() + 64 * 1024
+        };
+        fridge_proto::resp::Limits {
+            max_multibulk_len: self.max_multibulk_len,
+            max_bulk_len: bulk,
+            max_inline_len: 64 * 1024,
+        }
+    }
+
+    /// Bytes of unprocessed input a connection may buffer: at least one whole request.
+    pub fn query_buffer_limit(&self) -> usize {
+        let one_request = self.resp_limits().max_bulk_len.max(self.max_item_size.bytes()) + 4096;
+        self.max_query_buffer.bytes().max(one_request)
+    }
+
+    /// Checks the settings, explaining the first problem.
+    pub fn validate(&self) -> Result<(), String> {
+        self.addr()?;
+        self.resp_addr()?;
+        if self.max_connections == 0 {
+            return Err("max_connections must be at least 1".into());
+        }
+        if self.max_key_len == 0 || self.max_key_len > 65535 {
+            return Err("max_key_len must be between 1 and 65535".into());
+        }
+        if self.max_resp_key_len == 0 || self.max_resp_key_len > 65535 {
+            return Err("max_resp_key_len must be between 1 and 65535".into());
+        }
+        if self.max_line_len < 64 {
+            return Err("max_line_len must be at least 64".into());
+        }
+        if self.max_item_size.0 == 0 {
+            return Err("max_item_size must be positive".into());
+        }
+        self.engine().validate().map_err(|e| e.0)
+    }
+}
+
+fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("bad listen address {host:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("listen address {host:?} resolves to nothing"))
+}
+
+/// The command line. Every option can also be set by a `FRIDGE_*` environment variable or in
+/// the TOML file given with `--config` (the file's keys are the long option names with `_`
+/// for `-`); the command line wins over the environment, which wins over the file.
+#[derive(Parser, Debug, Default)]
+#[command(
+    name = "fridge",
+    version,
+    about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
+             (RESP2/3) on one port",
+    after_help = "memcached compatibility: -p -l -m -t -c -I and -U 0 mean what they mean to \
+                  memcached. Sizes accept units: 64MiB, 1g, 512k, or bytes."
+)]
+pub struct Cli {
+    /// TOML configuration file (keys as in `Config`, e.g. `memory = "4GiB"`).
+    #[arg(long, env = "FRIDGE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1].
+    #[arg(short = 'l', long, env = "FRIDGE_LISTEN", value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Main port, serving memcached and RESP (0 = any free port) [default: 11211].
+    #[arg(short = 'p', long, env = "FRIDGE_PORT")]
+    pub port: Option<u16>,
+    /// Also open a RESP-only port (e.g. 6379).
+    #[arg(long, env = "FRIDGE_RESP_PORT")]
+    pub resp_port: Option<u16>,
+    /// Protocol of the main port [default: auto].
+    #[arg(long, env = "FRIDGE_PROTOCOL", value_enum)]
+    pub protocol: Option<Protocol>,
+    /// Item memory [default: 1GiB].
+    #[arg(long, env = "FRIDGE_MEMORY", value_name = "SIZE")]
+    pub memory: Option<Size>,
+    /// Item memory in megabytes (memcached's -m).
+    #[arg(short = 'm', long = "memory-mb", value_name = "MB", conflicts_with = "memory")]
+    pub memory_mb: Option<u64>,
+    /// Worker threads, 0 = one per core (memcached's -t) [default: 0].
+    #[arg(short = 't', long, visible_alias = "threads", env = "FRIDGE_WORKERS")]
+    pub workers: Option<usize>,
+    /// Most simultaneous connections (memcached's -c) [default: 1024].
+    #[arg(short = 'c', long, env = "FRIDGE_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Largest value (memcached's -I) [default: 1MiB].
+    #[arg(short = 'I', long, env = "FRIDGE_MAX_ITEM_SIZE", value_name = "SIZE")]
+    pub max_item_size: Option<Size>,
+    /// memcached's UDP port: only 0 (off) is supported.
+    #[arg(short = 'U', long = "udp-port", value_name = "0")]
+    pub udp_port: Option<u16>,
+    /// Longest memcached key [default: 250].
+    #[arg(long, env = "FRIDGE_MAX_KEY_LEN")]
+    pub max_key_len: Option<usize>,
+    /// Longest RESP key [default: 65535].
+    #[arg(long, env = "FRIDGE_MAX_RESP_KEY_LEN")]
+    pub max_resp_key_len: Option<usize>,
+    /// Longest memcached command line, except multigets [default: 2048].
+    #[arg(long, env = "FRIDGE_MAX_LINE_LEN")]
+    pub max_line_len: Option<usize>,
+    /// Most arguments of one RESP command [default: 1048576].
+    #[arg(long, env = "FRIDGE_MAX_MULTIBULK_LEN")]
+    pub max_multibulk_len: Option<usize>,
+    /// Longest RESP argument [default: item size + 64KiB].
+    #[arg(long, env = "FRIDGE_MAX_BULK_LEN", value_name = "SIZE")]
+    pub max_bulk_len: Option<Size>,
+    /// Most unprocessed request bytes per connection (at least one whole request)
+    /// [default: 4MiB].
+    #[arg(long, env = "FRIDGE_MAX_QUERY_BUFFER", value_name = "SIZE")]
+    pub max_query_buffer: Option<Size>,
+    /// Most unsent reply bytes per connection before it is dropped [default: 64MiB].
+    #[arg(long, env = "FRIDGE_MAX_OUTPUT_BUFFER", value_name = "SIZE")]
+    pub max_output_buffer: Option<Size>,
+    /// Close connections idle this many seconds, 0 = never [default: 0].
+    #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
+    pub idle_timeout: Option<u64>,
+    /// Engine segment size [default: fits the largest item, at least 1MiB].
+    #[arg(long, env = "FRIDGE_SEGMENT_SIZE", value_name = "SIZE")]
+    pub segment_size: Option<Size>,
+}
+
+impl Cli {
+    /// Builds the configuration: defaults, then the file, then environment and flags.
+    pub fn into_config(self) -> Result<Config, String> {
+        let mut c = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+                toml::from_str::<Config>(&text)
+                    .map_err(|e| format!("bad config {}: {e}", path.display()))?
+            }
+            None => Config::default(),
+        };
+        if let Some(udp) = self.udp_port {
+            if udp != 0 {
+                return Err("UDP is not supported: only -U 0 is accepted".into());
+            }
+        }
+        macro_rules! take {
+            ($($field:ident),*) => { $( if let Some(v) = self.$field { c.$field = v; } )* };
+        }
+        take!(
+            listen,
+            port,
+            protocol,
+            memory,
+            workers,
+            max_connections,
+            max_item_size,
+            max_key_len,
+            max_resp_key_len,
+            max_line_len,
+            max_multibulk_len,
+            max_bulk_len,
+            max_query_buffer,
+            max_output_buffer,
+            idle_timeout,
+            segment_size
+        );
+        if let Some(p) = self.resp_port {
+            c.resp_port = Some(p);
+        }
+        if let Some(mb) = self.memory_mb {
+            c.memory = Size(mb.checked_mul(1 << 20).ok_or("-m is too large")?);
+        }
+        c.validate()?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!("1GiB".parse(), Ok(Size(1 << 30)));
+        assert_eq!("64m".parse(), Ok(Size(64 << 20)));
+        assert_eq!("512 KiB".parse(), Ok(Size(512 << 10)));
+        assert_eq!("4096".parse(), Ok(Size(4096)));
+        assert!("12 parsecs".parse::<Size>().is_err());
+        assert!("".parse::<Size>().is_err());
+        assert_eq!(Size(1 << 30).to_string(), "1GiB");
+    }
+
+    #[test]
+    fn toml_file_with_sizes_and_unknown_keys() {
+        let c: Config = toml::from_str("memory = \"64MiB\"\nport = 1234\nworkers = 2").unwrap();
+        assert_eq!((c.memory, c.port, c.workers), (Size(64 << 20), 1234, 2));
+        assert!(toml::from_str::<Config>("memroy = 1").is_err(), "unknown keys are refused");
+    }
+
+    #[test]
+    fn memcached_flags_are_aliases() {
+        let cli = Cli::try_parse_from([
+            "fridge",
+            "-p",
+            "0",
+            "-l",
+            "127.0.0.1",
+            "-m",
+            "64",
+            "-t",
+            "1",
+            "-c",
+            "10",
+            "-I",
+            "2m",
+            "-U",
+            "0",
+        ])
+        .unwrap();
+        let c = cli.into_config().unwrap();
+        assert_eq!(c.memory, Size(64 << 20));
+        assert_eq!((c.port, c.workers, c.max_connections), (0, 1, 10));
+        assert_eq!(c.max_item_size, Size(2 << 20));
+        assert_eq!(c.engine_segment_size(), 4 << 20);
+        let udp = Cli::try_parse_from(["fridge", "-U", "11211"]).unwrap();
+        assert!(udp.into_config().is_err());
+    }
+
+    #[test]
+    fn defaults_validate() {
+        Config::default().validate().unwrap();
+    }
+}

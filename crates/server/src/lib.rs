@@ -1,0 +1,353 @@
+//! fridge-server: the fridge cache server — listeners, event loops, sessions, and the dispatch
+//! of memcached (text + meta) and Redis (RESP2/RESP3) requests to the engine.
+//!
+//! The binary `fridge` is a thin `main` over [`Server`]; tests start a server in-process on an
+//! ephemeral port the same way (`port = 0`, then [`Server::local_addr`]).
+//!
+//! # Thread model
+//!
+//! ```text
+//!   signal thread (main)          acceptor thread ("fridge-accept")
+//!   SIGTERM/SIGINT ──shutdown──►  mio poll: listeners + waker
+//!                                   │ accept, count, round-robin
+//!                                   ▼ mpsc channel + Waker, one per worker
+//!   ┌───────────────────────┬───────────────────────┬─────
+//!   ▼                       ▼                       ▼
+//!  worker 0 ("fridge-w0")  worker 1                 …     one mio poll each, edge-triggered;
+//!   connections (slab)      connections              owns its connections and one engine
+//!   engine::Worker          engine::Worker           `Worker` handle for its whole life
+//!   └──────────── engine (shared: index, segments) ─────────┘
+//!                  cleaner thread ("fridge-cleaner"), clock ticker ("fridge-clock")
+//! ```
+//!
+//! - A connection lives on one worker from accept to close; nothing about it is shared except
+//!   a registry entry (address, name, kill flag) that `CLIENT LIST`/`KILL` read, touched only
+//!   on connect, `CLIENT SETNAME` and close.
+//! - Each worker turn: poll, queue connections with events, then give each queued connection
+//!   one bounded step — read at most [`READ_BUDGET`] bytes, run complete requests while fewer
+//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most [`WRITE_BUDGET`] bytes. A
+//!   connection with more to do goes to the back of the queue, so a 1 MB reply is written in
+//!   chunks between other connections' small requests.
+//! - Buffers are per connection and reused: requests are parsed in place (the proto crate
+//!   borrows from the read buffer) and replies are encoded into the write buffer, values
+//!   copied straight from engine memory. Steady state allocates nothing per request; buffers
+//!   that grew for a large value shrink back on the housekeeping tick once empty.
+//! - Statistics are per-worker counters with a single writer; `stats`/`INFO` sum them.
+//! - Shutdown: the acceptor drops its listeners, workers stop reading, finish the requests
+//!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit.
+//!
+//! Goals: drop-in compatibility (memcached's and Redis's exact replies), bounded memory per
+//! connection whatever a client sends, no panics on client input. Non-goals here: persistence,
+//! replication, Redis data types other than strings, multi-tenant authentication (every
+//! connection uses tenant 0; the session keeps a tenant field for when AUTH maps to tenants).
+
+mod config;
+mod memcache;
+mod resp;
+mod stats;
+mod worker;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fridge_engine::{Clock, CoarseClock, Engine};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+
+pub use config::{Cli, Config, Protocol, Size};
+pub use stats::WorkerStats;
+
+/// Bytes read from one connection per turn before others get theirs.
+pub const READ_BUDGET: usize = 256 * 1024;
+/// Bytes written to one connection per turn before others get theirs.
+pub const WRITE_BUDGET: usize = 128 * 1024;
+/// Requests stop being run on a connection while this many reply bytes wait to be sent.
+pub const OUTPUT_SOFT_LIMIT: usize = 256 * 1024;
+/// How long shutdown waits for replies to drain.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The version memcached clients see (`version`, `stats`).
+pub const MEMCACHED_VERSION: &str = concat!("1.6.0-fridge-", env!("CARGO_PKG_VERSION"));
+/// The version Redis clients see (`INFO`, `HELLO`).
+pub const REDIS_VERSION: &str = "7.0.0";
+
+/// A connection handed from the acceptor to a worker.
+#[derive(Debug)]
+pub(crate) struct NewConn {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    /// Speak RESP only (the `--resp-port`, or `protocol = "resp"`).
+    pub protocol: Protocol,
+    /// Over the connection limit: answer the first request with the protocol's error, close.
+    pub reject: bool,
+    pub id: u64,
+}
+
+/// What `CLIENT LIST` knows about a connection.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientEntry {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub name: String,
+    pub created_ms: u64,
+    pub worker: usize,
+    pub killed: bool,
+}
+
+/// State shared by every thread. Written rarely: counters on the request path are per worker.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub engine: Engine,
+    pub clock: Arc<dyn Clock>,
+    pub started_ms: u64,
+    pub shutdown: AtomicBool,
+    /// Live client connections (rejected ones excluded).
+    pub connections: AtomicUsize,
+    /// Connections waiting to be told they are over the limit.
+    pub rejecting: AtomicUsize,
+    pub total_connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub next_client_id: AtomicU64,
+    pub clients: Mutex<HashMap<u64, ClientEntry>>,
+    pub workers: Box<[WorkerStats]>,
+    /// Per worker: set when a client of that worker was killed.
+    pub kill_pending: Box<[AtomicBool]>,
+    pub wakers: Mutex<Vec<Arc<Waker>>>,
+    pub main_port: u16,
+    pub resp_port: Option<u16>,
+}
+
+impl Shared {
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Wakes worker `i` (after a kill or at shutdown).
+    pub(crate) fn wake(&self, i: usize) {
+        let wakers = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = wakers.get(i) {
+            let _ = w.wake();
+        }
+    }
+}
+
+const ACCEPT_WAKER: Token = Token(usize::MAX);
+const MAIN_LISTENER: Token = Token(0);
+const RESP_LISTENER: Token = Token(1);
+/// Connections over the limit that may wait at once for their refusal to be sent.
+const MAX_REJECTING: usize = 64;
+
+/// A running server. Dropping it does not stop it: call [`Server::shutdown`] or keep a
+/// [`ShutdownHandle`].
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    resp_addr: Option<SocketAddr>,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+    accept_waker: Arc<Waker>,
+}
+
+/// Asks a server to shut down gracefully; cheap to clone, usable from any thread.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    shared: Arc<Shared>,
+    accept_waker: Arc<Waker>,
+}
+
+impl ShutdownHandle {
+    /// Starts a graceful shutdown: stop accepting, finish in-flight requests, close.
+    pub fn shutdown(&self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        let _ = self.accept_waker.wake();
+    }
+}
+
+impl Server {
+    /// Binds the listeners and starts the engine, the workers and the acceptor. When this
+    /// returns, the ports accept connections.
+    pub fn start(config: Config) -> io::Result<Server> {
+        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let addr = config.addr().map_err(invalid)?;
+        let resp_addr = config.resp_addr().map_err(invalid)?;
+        let mut listener = TcpListener::bind(addr)?;
+        let mut resp_listener = resp_addr.map(TcpListener::bind).transpose()?;
+        let addr = listener.local_addr()?;
+        let resp_addr = resp_listener.as_ref().map(TcpListener::local_addr).transpose()?;
+
+        let clock: Arc<dyn Clock> = Arc::new(CoarseClock::start()?);
+        let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
+        let n = config.worker_count();
+        let shared = Arc::new(Shared {
+            started_ms: clock.now_ms(),
+            clock,
+            engine,
+            shutdown: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+            rejecting: AtomicUsize::new(0),
+            total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            next_client_id: AtomicU64::new(1),
+            clients: Mutex::new(HashMap::new()),
+            workers: (0..n).map(|_| WorkerStats::default()).collect(),
+            kill_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            wakers: Mutex::new(Vec::new()),
+            main_port: addr.port(),
+            resp_port: resp_addr.map(|a| a.port()),
+            config,
+        });
+
+        let mut senders = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for i in 0..n {
+            let poll = Poll::new()?;
+            let waker = Arc::new(Waker::new(poll.registry(), worker::WAKER)?);
+            let (tx, rx) = mpsc::channel();
+            let engine_worker = shared
+                .engine
+                .worker()
+                .map_err(|e| io::Error::other(format!("engine worker: {e}")))?;
+            shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&waker));
+            let sh = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("fridge-w{i}"))
+                .spawn(move || worker::run(i, poll, rx, engine_worker, sh))?;
+            senders.push((tx, waker));
+            handles.push(handle);
+        }
+
+        let poll = Poll::new()?;
+        let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
+        poll.registry().register(&mut listener, MAIN_LISTENER, Interest::READABLE)?;
+        if let Some(l) = resp_listener.as_mut() {
+            poll.registry().register(l, RESP_LISTENER, Interest::READABLE)?;
+        }
+        let sh = Arc::clone(&shared);
+        let acceptor =
+            std::thread::Builder::new().name("fridge-accept".into()).spawn(move || {
+                accept_loop(poll, listener, resp_listener, &senders, &sh);
+                // Listeners are closed now; tell the workers to drain and wait for them.
+                sh.shutdown.store(true, Ordering::SeqCst);
+                for (_, waker) in &senders {
+                    let _ = waker.wake();
+                }
+                drop(senders);
+                for h in handles {
+                    let _ = h.join();
+                }
+            })?;
+        Ok(Server { addr, resp_addr, shared, acceptor: Some(acceptor), accept_waker })
+    }
+
+    /// The main port's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The RESP-only port's address, if one was opened.
+    pub fn resp_addr(&self) -> Option<SocketAddr> {
+        self.resp_addr
+    }
+
+    /// The engine behind the server (for tests and embedding).
+    pub fn engine(&self) -> &Engine {
+        &self.shared.engine
+    }
+
+    /// A handle that can shut the server down from another thread (a signal handler).
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: Arc::clone(&self.shared),
+            accept_waker: Arc::clone(&self.accept_waker),
+        }
+    }
+
+    /// Blocks until the server has shut down (after [`ShutdownHandle::shutdown`]).
+    pub fn wait(mut self) {
+        if let Some(h) = self.acceptor.take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Shuts down gracefully and waits for every thread to finish.
+    pub fn shutdown(self) {
+        self.shutdown_handle().shutdown();
+        self.wait();
+    }
+}
+
+type WorkerSender = (mpsc::Sender<NewConn>, Arc<Waker>);
+
+fn accept_loop(
+    mut poll: Poll,
+    main: TcpListener,
+    resp: Option<TcpListener>,
+    workers: &[WorkerSender],
+    shared: &Shared,
+) {
+    let mut events = Events::with_capacity(64);
+    let mut next = 0usize;
+    let main_protocol = shared.config.protocol;
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(500))) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            eprintln!("fridge: accept poll failed: {e}");
+            return;
+        }
+        for event in &events {
+            let (listener, protocol) = match event.token() {
+                MAIN_LISTENER => (&main, main_protocol),
+                RESP_LISTENER => match &resp {
+                    Some(l) => (l, Protocol::Resp),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            loop {
+                let (stream, peer) = match listener.accept() {
+                    Ok(s) => s,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // Out of descriptors and the like: back off briefly.
+                        eprintln!("fridge: accept failed: {e}");
+                        std::thread::sleep(Duration::from_millis(10));
+                        break;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let local = stream.local_addr().unwrap_or(peer);
+                let live = shared.connections.load(Ordering::Relaxed);
+                let reject = live >= shared.config.max_connections;
+                if reject {
+                    shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    if shared.rejecting.load(Ordering::Relaxed) >= MAX_REJECTING {
+                        continue; // dropped: closes at once
+                    }
+                    shared.rejecting.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
+                    shared.total_connections.fetch_add(1, Ordering::Relaxed);
+                }
+                let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+                let (tx, waker) = &workers[next % workers.len()];
+                next = next.wrapping_add(1);
+                let conn = NewConn { stream, peer, local, protocol, reject, id };
+                if tx.send(conn).is_ok() {
+                    let _ = waker.wake();
+                }
+            }
+        }
+    }
+}

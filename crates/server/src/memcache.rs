@@ -1,0 +1,554 @@
+//! memcached text and meta commands, run against the engine.
+//!
+//! Replies follow memcached 1.6 byte for byte (checked against memcached 1.6.18 and
+//! libmemcached's `memccapable`). Values are copied from engine memory straight into the
+//! connection's write buffer inside the engine's read callback.
+//!
+//! Known differences: the meta "stale/win" machinery (`mg N`/`R`, `md I`, `ms I` and the `W`
+//! `X` `Z` reply flags) is not implemented — `md I` deletes, `N`/`R` are accepted and ignored;
+//! `h` and `l` always report 0 (the engine keeps no per-item fetch bit or access time in
+//! seconds).
+
+use fridge_engine::{Condition, EngineError, Expiry, StoreOutcome, TenantId};
+use fridge_proto::memcache::{
+    self as mc, ArithmeticCommand, MetaCommand, MetaRequest, MetaStatus, Reply, Request, Retrieval,
+    Storage, StorageCommand,
+};
+use fridge_proto::number::write_i64;
+
+use crate::stats;
+use crate::worker::{Ctx, Session};
+
+/// memcached treats exptimes above 30 days as absolute Unix times.
+const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
+
+/// Converts a memcached exptime to an absolute expiry: 0 never, negative already expired,
+/// up to 30 days relative seconds, beyond that an absolute Unix time.
+pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
+    let e = i64::from(exptime);
+    if e == 0 {
+        Expiry::Never
+    } else if e < 0 {
+        Expiry::At(now_ms.saturating_sub(1).max(1))
+    } else if e > RELATIVE_EXPTIME_MAX {
+        // An absolute Unix time; one in the past expires at once.
+        Expiry::At(e as u64 * 1000)
+    } else {
+        Expiry::At(now_ms + e as u64 * 1000)
+    }
+}
+
+fn expiry_ms(exptime: i32, now_ms: u64) -> Option<u64> {
+    match expiry(exptime, now_ms) {
+        Expiry::At(at) => Some(at),
+        _ => None,
+    }
+}
+
+fn engine_error(out: &mut Vec<u8>, e: EngineError) {
+    match e {
+        EngineError::TooLarge => mc::write_server_error(out, b"object too large for cache"),
+        EngineError::KeyTooLong => mc::write_client_error(out, b"bad command line format"),
+        EngineError::NotANumber | EngineError::NotAnInteger => {
+            mc::write_client_error(out, b"cannot increment or decrement non-numeric value");
+        }
+        EngineError::OutOfMemory | EngineError::TooManyWorkers => {
+            mc::write_server_error(out, b"out of memory storing object");
+        }
+        _ => mc::write_server_error(out, e.to_string().as_bytes()),
+    }
+}
+
+/// Runs one parsed request, appending its reply (if any) to `out`.
+pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    let t = s.tenant;
+    let now = ctx.shared.now_ms();
+    match req {
+        Request::Retrieval(r) => retrieval(r, out, t, ctx, now),
+        Request::Storage(st) => storage(st, out, t, ctx, now),
+        Request::Delete { key, noreply } => {
+            let deleted = ctx.engine.delete(t, key);
+            stats::inc(if deleted { &ctx.stats.delete_hits } else { &ctx.stats.delete_misses });
+            if !noreply {
+                mc::write_reply(out, if deleted { Reply::Deleted } else { Reply::NotFound });
+            }
+        }
+        Request::Arithmetic { command, key, delta, noreply } => {
+            let decr = command == ArithmeticCommand::Decr;
+            match ctx.engine.incr_u64(t, key, delta, decr) {
+                Ok(Some(n)) => {
+                    stats::inc(&ctx.stats.incr_hits);
+                    if !noreply {
+                        mc::write_number(out, n);
+                    }
+                }
+                Ok(None) => {
+                    stats::inc(&ctx.stats.incr_misses);
+                    if !noreply {
+                        mc::write_reply(out, Reply::NotFound);
+                    }
+                }
+                Err(e) => {
+                    if !noreply {
+                        engine_error(out, e);
+                    }
+                }
+            }
+        }
+        Request::Touch { key, exptime, noreply } => {
+            stats::inc(&ctx.stats.cmd_touch);
+            let found =
+                matches!(ctx.engine.set_expiry(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
+            if found {
+                stats::inc(&ctx.stats.touch_hits);
+            }
+            if !noreply {
+                mc::write_reply(out, if found { Reply::Touched } else { Reply::NotFound });
+            }
+        }
+        Request::FlushAll { delay, noreply } => {
+            stats::inc(&ctx.stats.cmd_flush);
+            let delay_ms = match delay.map(|d| expiry(d, now)) {
+                Some(Expiry::At(at)) => at.saturating_sub(now),
+                _ => 0,
+            };
+            ctx.engine.flush(t, delay_ms);
+            if !noreply {
+                mc::write_reply(out, Reply::Ok);
+            }
+        }
+        Request::Stats { args } => match args {
+            b"" => {
+                crate::stats::write_memcache_stats(out, ctx.shared);
+                mc::write_reply(out, Reply::End);
+            }
+            b"settings" => {
+                crate::stats::write_memcache_settings(out, ctx.shared);
+                mc::write_reply(out, Reply::End);
+            }
+            b"items" | b"slabs" => {
+                crate::stats::write_memcache_items(out, ctx.shared, args == b"slabs");
+                mc::write_reply(out, Reply::End);
+            }
+            b"sizes" | b"conns" | b"extstore" => mc::write_reply(out, Reply::End),
+            b"reset" => mc::write_reply(out, Reply::Reset),
+            _ => mc::write_reply(out, Reply::Error),
+        },
+        Request::Version => mc::write_version(out, crate::MEMCACHED_VERSION.as_bytes()),
+        Request::Verbosity { noreply, .. } => {
+            if !noreply {
+                mc::write_reply(out, Reply::Ok);
+            }
+        }
+        Request::Quit => s.closing = true,
+        Request::Meta(m) => meta(m, out, t, ctx, now),
+    }
+}
+
+fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
+    let with_cas = r.command.returns_cas();
+    for key in r.keys.iter() {
+        let write = |item: fridge_engine::Item<'_>| {
+            mc::write_value_header(
+                out,
+                key,
+                item.flags,
+                item.value.len(),
+                with_cas.then_some(item.cas),
+            );
+            mc::write_data(out, item.value);
+        };
+        if r.command.touches() {
+            stats::inc(&ctx.stats.cmd_touch);
+            let at = expiry_ms(r.exptime, now);
+            if with_cas {
+                if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
+                    stats::inc(&ctx.stats.touch_hits);
+                    ctx.engine.gets(t, key, write);
+                }
+            } else if let Ok(Some(())) = ctx.engine.get_and_touch(t, key, at, write) {
+                stats::inc(&ctx.stats.touch_hits);
+            }
+        } else if with_cas {
+            ctx.engine.gets(t, key, write);
+        } else {
+            ctx.engine.get(t, key, write);
+        }
+    }
+    mc::write_reply(out, Reply::End);
+}
+
+fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
+    stats::inc(&ctx.stats.cmd_set);
+    let result = match st.command {
+        StorageCommand::Append | StorageCommand::Prepend => {
+            let prepend = st.command == StorageCommand::Prepend;
+            ctx.engine.append(t, st.key, st.data, prepend, false).map(|r| match r {
+                Some(_) => StoreOutcome::Stored,
+                None => StoreOutcome::NotStored,
+            })
+        }
+        command => {
+            let condition = match command {
+                StorageCommand::Add => Condition::IfAbsent,
+                StorageCommand::Replace => Condition::IfPresent,
+                StorageCommand::Cas => Condition::IfCas(st.cas),
+                _ => Condition::Always,
+            };
+            ctx.engine.store(fridge_engine::Store {
+                tenant: t,
+                key: st.key,
+                value: st.data,
+                flags: st.flags,
+                expiry: expiry(st.exptime, now),
+                condition,
+            })
+        }
+    };
+    if st.command == StorageCommand::Cas {
+        stats::inc(match result {
+            Ok(StoreOutcome::Stored) => &ctx.stats.cas_hits,
+            Ok(StoreOutcome::Exists) => &ctx.stats.cas_badval,
+            _ => &ctx.stats.cas_misses,
+        });
+    }
+    let reply = match result {
+        Ok(StoreOutcome::Stored) => Reply::Stored,
+        Ok(StoreOutcome::NotStored) => Reply::NotStored,
+        Ok(StoreOutcome::Exists) => Reply::Exists,
+        Ok(StoreOutcome::NotFound) => Reply::NotFound,
+        Err(e) => {
+            // memcached drops the old value when a set fails, so no stale data survives.
+            if e == EngineError::TooLarge && st.command == StorageCommand::Set {
+                ctx.engine.delete(t, st.key);
+            }
+            if !st.noreply {
+                engine_error(out, e);
+            }
+            return;
+        }
+    };
+    if !st.noreply {
+        mc::write_reply(out, reply);
+    }
+}
+
+/// Seconds left before `expires_at_ms`, memcached style: -1 for never.
+fn ttl_secs(expires_at_ms: Option<u64>, now: u64) -> i64 {
+    match expires_at_ms {
+        None => -1,
+        Some(at) => i64::try_from(at.saturating_sub(now).div_ceil(1000)).unwrap_or(i64::MAX),
+    }
+}
+
+/// The returned flags every meta command echoes: `O`, `k` (with ` b` for base64 keys).
+fn echo_flag(out: &mut Vec<u8>, letter: u8, token: &[u8], m: &MetaRequest<'_>) -> bool {
+    match letter {
+        b'O' => mc::write_meta_flag(out, b'O', token),
+        b'k' => {
+            mc::write_meta_flag(out, b'k', m.key);
+            if m.flags.base64_key() {
+                mc::write_meta_flag(out, b'b', b"");
+            }
+        }
+        _ => return false,
+    }
+    true
+}
+
+fn write_echoes(out: &mut Vec<u8>, m: &MetaRequest<'_>) {
+    for f in m.flags.tokens() {
+        echo_flag(out, f.letter, f.token, m);
+    }
+}
+
+/// A meta reply with no value: the status, echoed flags, end of line.
+fn meta_status(out: &mut Vec<u8>, status: MetaStatus, m: &MetaRequest<'_>) {
+    mc::write_meta_header(out, status, 0);
+    write_echoes(out, m);
+    mc::write_meta_end(out);
+}
+
+fn meta(m: MetaRequest<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
+    // The parser checked that a `b` key is valid base64 within the key limit.
+    let mut decoded = [0u8; 512];
+    let mut heap_key = Vec::new();
+    let key: &[u8] = if m.flags.base64_key() && m.command != MetaCommand::Noop {
+        let len = mc::base64_decoded_len(m.key).unwrap_or(0);
+        let dst = if len <= decoded.len() {
+            &mut decoded[..]
+        } else {
+            heap_key.resize(len, 0);
+            &mut heap_key[..]
+        };
+        match mc::base64_decode(m.key, dst) {
+            Some(n) => &dst[..n],
+            None => {
+                mc::write_client_error(out, b"error decoding key");
+                return;
+            }
+        }
+    } else {
+        m.key
+    };
+    let f = m.flags;
+    match m.command {
+        MetaCommand::Noop => mc::write_meta_noop(out),
+        MetaCommand::Get => meta_get(&m, key, out, t, ctx, now),
+        MetaCommand::Set => meta_set(&m, key, out, t, ctx, now),
+        MetaCommand::Delete => {
+            if let Some(cas) = f.compare_cas() {
+                match ctx.engine.gets(t, key, |item| item.cas) {
+                    None => return meta_status(out, MetaStatus::NotFound, &m),
+                    Some(now_cas) if now_cas != cas => {
+                        return meta_status(out, MetaStatus::Exists, &m);
+                    }
+                    Some(_) => {}
+                }
+            }
+            if ctx.engine.delete(t, key) {
+                stats::inc(&ctx.stats.delete_hits);
+                if !f.quiet() {
+                    meta_status(out, MetaStatus::Header, &m);
+                }
+            } else {
+                stats::inc(&ctx.stats.delete_misses);
+                meta_status(out, MetaStatus::NotFound, &m);
+            }
+        }
+        MetaCommand::Arithmetic => meta_arithmetic(&m, key, out, t, ctx, now),
+        MetaCommand::Debug => {
+            let found = ctx.engine.gets(t, key, |item| {
+                out.extend_from_slice(b"ME ");
+                out.extend_from_slice(m.key);
+                out.extend_from_slice(b" exp=");
+                write_i64(out, ttl_secs(item.expires_at_ms, now));
+                out.extend_from_slice(b" la=0 cas=");
+                write_i64(out, i64::try_from(item.cas).unwrap_or(i64::MAX));
+                out.extend_from_slice(b" fetch=no cls=1 size=");
+                write_i64(out, item.value.len() as i64 + m.key.len() as i64 + 48);
+                out.extend_from_slice(b"\r\n");
+            });
+            if found.is_none() {
+                mc::write_meta_header(out, MetaStatus::Miss, 0);
+                mc::write_meta_end(out);
+            }
+        }
+    }
+}
+
+fn meta_get(
+    m: &MetaRequest<'_>,
+    key: &[u8],
+    out: &mut Vec<u8>,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
+    let f = m.flags;
+    // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
+    let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now));
+    let write = |item: fridge_engine::Item<'_>| {
+        let with_value = f.has(b'v');
+        if with_value {
+            mc::write_meta_header(out, MetaStatus::Value, item.value.len());
+        } else {
+            mc::write_meta_header(out, MetaStatus::Header, 0);
+        }
+        for flag in f.tokens() {
+            match flag.letter {
+                b'c' => mc::write_meta_flag_u64(out, b'c', item.cas),
+                b'f' => mc::write_meta_flag_u64(out, b'f', u64::from(item.flags)),
+                b'h' => mc::write_meta_flag(out, b'h', b"0"),
+                b'l' => mc::write_meta_flag(out, b'l', b"0"),
+                b's' => mc::write_meta_flag_u64(out, b's', item.value.len() as u64),
+                b't' => {
+                    let at = new_expiry.unwrap_or(item.expires_at_ms);
+                    mc::write_meta_flag_i64(out, b't', ttl_secs(at, now));
+                }
+                letter => {
+                    echo_flag(out, letter, flag.token, m);
+                }
+            }
+        }
+        mc::write_meta_end(out);
+        if with_value {
+            mc::write_data(out, item.value);
+        }
+    };
+    let hit =
+        if f.has(b'c') { ctx.engine.gets(t, key, write) } else { ctx.engine.get(t, key, write) };
+    if let (Some(()), Some(at)) = (hit, new_expiry) {
+        stats::inc(&ctx.stats.cmd_touch);
+        if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
+            stats::inc(&ctx.stats.touch_hits);
+        }
+    }
+    if hit.is_none() && !f.quiet() {
+        meta_status(out, MetaStatus::Miss, m);
+    }
+}
+
+fn meta_set(
+    m: &MetaRequest<'_>,
+    key: &[u8],
+    out: &mut Vec<u8>,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
+    stats::inc(&ctx.stats.cmd_set);
+    let f = m.flags;
+    let mode = f.mode().unwrap_or(b'S').to_ascii_uppercase();
+    let result = match mode {
+        b'A' | b'P' => ctx.engine.append(t, key, m.data, mode == b'P', false).map(|r| match r {
+            Some(_) => StoreOutcome::Stored,
+            None => StoreOutcome::NotStored,
+        }),
+        _ => {
+            let condition = match (f.compare_cas(), mode) {
+                (Some(cas), _) => Condition::IfCas(cas),
+                (None, b'E') => Condition::IfAbsent,
+                (None, b'R') => Condition::IfPresent,
+                _ => Condition::Always,
+            };
+            ctx.engine.store(fridge_engine::Store {
+                tenant: t,
+                key,
+                value: m.data,
+                flags: f.client_flags().unwrap_or(0),
+                expiry: expiry(f.ttl().unwrap_or(0), now),
+                condition,
+            })
+        }
+    };
+    let status = match result {
+        Ok(StoreOutcome::Stored) => MetaStatus::Header,
+        Ok(StoreOutcome::NotStored) => MetaStatus::NotStored,
+        Ok(StoreOutcome::Exists) => MetaStatus::Exists,
+        Ok(StoreOutcome::NotFound) => MetaStatus::NotFound,
+        Err(e) => return engine_error(out, e),
+    };
+    if status == MetaStatus::Header && f.quiet() {
+        return;
+    }
+    let cas = if status == MetaStatus::Header && f.has(b'c') {
+        ctx.engine.gets(t, key, |item| item.cas).unwrap_or(0)
+    } else {
+        0
+    };
+    mc::write_meta_header(out, status, 0);
+    for flag in f.tokens() {
+        match flag.letter {
+            b'c' if status == MetaStatus::Header => mc::write_meta_flag_u64(out, b'c', cas),
+            letter => {
+                echo_flag(out, letter, flag.token, m);
+            }
+        }
+    }
+    mc::write_meta_end(out);
+}
+
+fn meta_arithmetic(
+    m: &MetaRequest<'_>,
+    key: &[u8],
+    out: &mut Vec<u8>,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
+    let f = m.flags;
+    let decr = matches!(f.mode(), Some(b'D' | b'd' | b'-'));
+    let delta = f.delta().unwrap_or(1);
+    if let Some(cas) = f.compare_cas() {
+        match ctx.engine.gets(t, key, |item| item.cas) {
+            None => return meta_status(out, MetaStatus::NotFound, m),
+            Some(now_cas) if now_cas != cas => return meta_status(out, MetaStatus::Exists, m),
+            Some(_) => {}
+        }
+    }
+    let mut value = None;
+    for _ in 0..3 {
+        match ctx.engine.incr_u64(t, key, delta, decr) {
+            Ok(Some(n)) => {
+                stats::inc(&ctx.stats.incr_hits);
+                value = Some(n);
+                break;
+            }
+            Ok(None) => {
+                let Some(ttl) = f.vivify_ttl() else { break };
+                let initial = f.initial().unwrap_or(0);
+                let mut buf = [0u8; 20];
+                let digits = u64_digits(initial, &mut buf);
+                let stored = ctx.engine.store(fridge_engine::Store {
+                    tenant: t,
+                    key,
+                    value: digits,
+                    flags: 0,
+                    expiry: expiry(ttl, now),
+                    condition: Condition::IfAbsent,
+                });
+                match stored {
+                    Ok(StoreOutcome::Stored) => {
+                        value = Some(initial);
+                        break;
+                    }
+                    Ok(_) => {} // someone created it meanwhile: increment that
+                    Err(e) => return engine_error(out, e),
+                }
+            }
+            Err(e) => return engine_error(out, e),
+        }
+    }
+    let Some(n) = value else {
+        stats::inc(&ctx.stats.incr_misses);
+        return meta_status(out, MetaStatus::NotFound, m);
+    };
+    if let Some(ttl) = f.ttl() {
+        let _ = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now));
+    }
+    if f.quiet() {
+        return;
+    }
+    let needs_item = f.has(b't') || f.has(b'c');
+    let (cas, expires) = if needs_item {
+        ctx.engine.gets(t, key, |item| (item.cas, item.expires_at_ms)).unwrap_or((0, None))
+    } else {
+        (0, None)
+    };
+    let mut buf = [0u8; 20];
+    let digits = u64_digits(n, &mut buf);
+    let with_value = f.has(b'v');
+    if with_value {
+        mc::write_meta_header(out, MetaStatus::Value, digits.len());
+    } else {
+        mc::write_meta_header(out, MetaStatus::Header, 0);
+    }
+    for flag in f.tokens() {
+        match flag.letter {
+            b'c' => mc::write_meta_flag_u64(out, b'c', cas),
+            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expires, now)),
+            letter => {
+                echo_flag(out, letter, flag.token, m);
+            }
+        }
+    }
+    mc::write_meta_end(out);
+    if with_value {
+        mc::write_data(out, digits);
+    }
+}
+
+/// The decimal digits of `n`, formatted into `buf` (no allocation).
+fn u64_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        // `n % 10` is below 10.
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return &buf[i..];
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! Server counters and their two exports: memcached `stats` and Redis `INFO`.
+//!
+//! Each worker owns a [`WorkerStats`] in its own cache lines and is its only writer, so a
+//! count is a plain load and store, not a locked add. Readers sum all workers; a snapshot may
+//! be a few requests stale, which both reference servers allow too.
+
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fridge_engine::TenantId;
+use fridge_proto::memcache;
+
+use crate::{MEMCACHED_VERSION, REDIS_VERSION, Shared};
+
+/// Counters of one worker. Written only by that worker.
+#[derive(Debug, Default)]
+#[repr(align(128))]
+pub struct WorkerStats {
+    /// Storage commands (memcached `cmd_set`, Redis writes).
+    pub cmd_set: AtomicU64,
+    /// Touch commands.
+    pub cmd_touch: AtomicU64,
+    /// Touches of a live item.
+    pub touch_hits: AtomicU64,
+    /// Flushes.
+    pub cmd_flush: AtomicU64,
+    /// Deletes of a live item.
+    pub delete_hits: AtomicU64,
+    /// Deletes of a missing key.
+    pub delete_misses: AtomicU64,
+    /// incr/decr on a live item.
+    pub incr_hits: AtomicU64,
+    /// incr/decr on a missing key.
+    pub incr_misses: AtomicU64,
+    /// cas that stored.
+    pub cas_hits: AtomicU64,
+    /// cas on a missing key.
+    pub cas_misses: AtomicU64,
+    /// cas with a stale CAS value.
+    pub cas_badval: AtomicU64,
+    /// Requests run, both protocols.
+    pub commands: AtomicU64,
+    /// Bytes read from clients.
+    pub bytes_read: AtomicU64,
+    /// Bytes written to clients.
+    pub bytes_written: AtomicU64,
+    /// Connections closed for an overfull output buffer.
+    pub output_overflows: AtomicU64,
+    /// Connections closed for being idle.
+    pub idle_kicks: AtomicU64,
+}
+
+/// Adds `n` to a counter that only the calling thread writes.
+#[inline]
+pub(crate) fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// Adds one to a counter that only the calling thread writes.
+#[inline]
+pub(crate) fn inc(counter: &AtomicU64) {
+    add(counter, 1);
+}
+
+/// Sums of every worker's counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Totals {
+    pub cmd_set: u64,
+    pub cmd_touch: u64,
+    pub touch_hits: u64,
+    pub cmd_flush: u64,
+    pub delete_hits: u64,
+    pub delete_misses: u64,
+    pub incr_hits: u64,
+    pub incr_misses: u64,
+    pub cas_hits: u64,
+    pub cas_misses: u64,
+    pub cas_badval: u64,
+    pub commands: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub output_overflows: u64,
+    pub idle_kicks: u64,
+}
+
+pub(crate) fn totals(shared: &Shared) -> Totals {
+    let mut t = Totals::default();
+    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    for w in shared.workers.iter() {
+        t.cmd_set += get(&w.cmd_set);
+        t.cmd_touch += get(&w.cmd_touch);
+        t.touch_hits += get(&w.touch_hits);
+        t.cmd_flush += get(&w.cmd_flush);
+        t.delete_hits += get(&w.delete_hits);
+        t.delete_misses += get(&w.delete_misses);
+        t.incr_hits += get(&w.incr_hits);
+        t.incr_misses += get(&w.incr_misses);
+        t.cas_hits += get(&w.cas_hits);
+        t.cas_misses += get(&w.cas_misses);
+        t.cas_badval += get(&w.cas_badval);
+        t.commands += get(&w.commands);
+        t.bytes_read += get(&w.bytes_read);
+        t.bytes_written += get(&w.bytes_written);
+        t.output_overflows += get(&w.output_overflows);
+        t.idle_kicks += get(&w.idle_kicks);
+    }
+    t
+}
+
+fn rusage() -> (f64, f64) {
+    // getrusage would need libc; /proc is enough on Linux and costs nothing elsewhere.
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) / 100.0, ticks(12) / 100.0)
+}
+
+/// Appends memcached's `stats` reply (without the closing `END`).
+pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared) {
+    let e = shared.engine.stats();
+    let t = totals(shared);
+    let now_ms = shared.now_ms();
+    let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
+    let (user, system) = rusage();
+    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
+    num("pid", u64::from(std::process::id()));
+    num("uptime", uptime);
+    num("time", now_ms / 1000);
+    let text = |out: &mut Vec<u8>, name: &str, value: &str| {
+        memcache::write_stat(out, name.as_bytes(), value.as_bytes());
+    };
+    text(out, "version", MEMCACHED_VERSION);
+    text(out, "libevent", "mio");
+    text(out, "pointer_size", &(usize::BITS).to_string());
+    text(out, "rusage_user", &format!("{user:.6}"));
+    text(out, "rusage_system", &format!("{system:.6}"));
+    let conns = shared.connections.load(std::sync::atomic::Ordering::Relaxed) as u64;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
+    num("max_connections", shared.config.max_connections as u64);
+    num("curr_connections", conns);
+    num("total_connections", load(&shared.total_connections));
+    num("rejected_connections", load(&shared.rejected_connections));
+    num("connection_structures", conns);
+    num("cmd_get", e.gets);
+    num("cmd_set", t.cmd_set);
+    num("cmd_flush", t.cmd_flush);
+    num("cmd_touch", t.cmd_touch);
+    num("get_hits", e.hits);
+    num("get_misses", e.gets.saturating_sub(e.hits));
+    num("get_expired", e.expired);
+    num("get_flushed", e.flushed);
+    num("delete_misses", t.delete_misses);
+    num("delete_hits", t.delete_hits);
+    num("incr_misses", t.incr_misses);
+    num("incr_hits", t.incr_hits);
+    num("decr_misses", 0);
+    num("decr_hits", 0);
+    num("cas_misses", t.cas_misses);
+    num("cas_hits", t.cas_hits);
+    num("cas_badval", t.cas_badval);
+    num("touch_hits", t.touch_hits);
+    num("touch_misses", t.cmd_touch.saturating_sub(t.touch_hits));
+    num("auth_cmds", 0);
+    num("auth_errors", 0);
+    num("bytes_read", t.bytes_read);
+    num("bytes_written", t.bytes_written);
+    num("limit_maxbytes", e.max_memory as u64);
+    num("threads", shared.workers.len() as u64);
+    num("conn_yields", 0);
+    num("bytes", e.item_bytes);
+    num("curr_items", e.items);
+    num("total_items", e.sets);
+    num("expired_unfetched", 0);
+    num("evicted_unfetched", 0);
+    num("evictions", e.evictions);
+    num("reclaimed", e.expired);
+    num("segments", e.segments as u64);
+    num("segments_free", e.segments_free as u64);
+    num("cleaner_passes", e.cleaner_passes);
+    num("overhead_bytes", e.overhead_bytes as u64);
+}
+
+/// Appends `stats settings` (without `END`).
+pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
+    let c = &shared.config;
+    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
+    num("maxbytes", c.memory.0);
+    num("maxconns", c.max_connections as u64);
+    num("tcpport", u64::from(shared.main_port));
+    num("udpport", 0);
+    num("num_threads", shared.workers.len() as u64);
+    num("item_size_max", c.max_item_size.0);
+    num("key_max_len", c.max_key_len as u64);
+    num("idle_timeout", c.idle_timeout);
+    num("segment_size", c.engine_segment_size() as u64);
+    memcache::write_stat(out, b"inter", c.listen.as_bytes());
+    memcache::write_stat(out, b"evictions", b"on");
+    memcache::write_stat(out, b"cas_enabled", b"yes");
+    memcache::write_stat(out, b"binding_protocol", b"ascii");
+}
+
+/// Appends `stats items`/`stats slabs`-style summaries: fridge has no slab classes, so the
+/// whole cache is reported as class 1.
+pub(crate) fn write_memcache_items(out: &mut Vec<u8>, shared: &Shared, slabs: bool) {
+    let e = shared.engine.stats();
+    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
+    if slabs {
+        num("1:chunk_size", e.segment_size as u64);
+        num("1:total_pages", e.segments as u64);
+        num("1:used_chunks", (e.segments - e.segments_free) as u64);
+        num("1:free_chunks", e.segments_free as u64);
+        num("active_slabs", 1);
+        num("total_malloced", e.max_memory as u64);
+    } else if e.items > 0 {
+        num("items:1:number", e.items);
+        num("items:1:evicted", e.evictions);
+        num("items:1:reclaimed", e.expired);
+        num("items:1:mem_requested", e.item_bytes);
+    }
+}
+
+/// Which `INFO` sections to write.
+fn wants(sections: &[&[u8]], name: &str, default: bool) -> bool {
+    if sections.is_empty() {
+        return default;
+    }
+    sections.iter().any(|s| {
+        s.eq_ignore_ascii_case(name.as_bytes())
+            || s.eq_ignore_ascii_case(b"all")
+            || s.eq_ignore_ascii_case(b"everything")
+            || (default && s.eq_ignore_ascii_case(b"default"))
+    })
+}
+
+/// Appends the text of Redis's `INFO` for the given section names (empty = default).
+pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]], tenant: TenantId) {
+    let e = shared.engine.stats();
+    let t = totals(shared);
+    let now_ms = shared.now_ms();
+    let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let conns = shared.connections.load(Ordering::Relaxed);
+    if wants(sections, "server", true) {
+        let _ = write!(
+            out,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\n\
+             redis_git_dirty:0\r\nredis_mode:standalone\r\nfridge_version:{}\r\nos:{}\r\n\
+             arch_bits:{}\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{:040x}\r\n\
+             tcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
+             io_threads_active:0\r\nexecutable:fridge\r\nconfig_file:\r\n\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            usize::BITS,
+            std::process::id(),
+            shared.started_ms,
+            shared.resp_port.unwrap_or(shared.main_port),
+            uptime / 86400,
+        );
+    }
+    if wants(sections, "clients", true) {
+        let _ = write!(
+            out,
+            "# Clients\r\nconnected_clients:{conns}\r\ncluster_connections:0\r\n\
+             maxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\n\r\n",
+            shared.config.max_connections
+        );
+    }
+    if wants(sections, "memory", true) {
+        let used = e.item_bytes + e.overhead_bytes as u64;
+        let _ = write!(
+            out,
+            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\n\
+             maxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:allkeys-lru\r\n\
+             mem_fragmentation_ratio:1.00\r\n\r\n",
+            crate::Size(used),
+            e.item_bytes,
+            e.max_memory,
+            crate::Size(e.max_memory as u64),
+        );
+    }
+    if wants(sections, "persistence", true) {
+        out.extend_from_slice(
+            b"# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\n\
+              rdb_bgsave_in_progress:0\r\naof_enabled:0\r\n\r\n",
+        );
+    }
+    if wants(sections, "stats", true) {
+        let _ = write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
+             total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
+             expired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
+             total_writes:{}\r\n\r\n",
+            load(&shared.total_connections),
+            t.commands,
+            t.bytes_read,
+            t.bytes_written,
+            load(&shared.rejected_connections),
+            e.expired,
+            e.evictions,
+            e.hits,
+            e.gets.saturating_sub(e.hits),
+            e.sets,
+        );
+    }
+    if wants(sections, "replication", true) {
+        out.extend_from_slice(b"# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
+    }
+    if wants(sections, "cpu", true) {
+        let (user, system) = rusage();
+        let _ = write!(out, "# CPU\r\nused_cpu_sys:{system:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
+    }
+    if wants(sections, "cluster", true) {
+        out.extend_from_slice(b"# Cluster\r\ncluster_enabled:0\r\n\r\n");
+    }
+    if wants(sections, "keyspace", true) {
+        out.extend_from_slice(b"# Keyspace\r\n");
+        let keys = shared.engine.item_count(tenant);
+        if keys > 0 {
+            let _ = write!(out, "db0:keys={keys},expires=0,avg_ttl=0\r\n");
+        }
+    }
+    while out.ends_with(b"\r\n\r\n") {
+        out.truncate(out.len() - 2);
+    }
+}

@@ -1,0 +1,605 @@
+//! One worker thread: a mio poll, the connections it owns, and their bounded steps.
+//!
+//! A connection's step (see the crate doc): read up to [`READ_BUDGET`], run complete requests
+//! while fewer than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write up to [`WRITE_BUDGET`]. Events
+//! are edge-triggered, so the connection remembers whether its socket may still be readable or
+//! writable (until a `WouldBlock`) and goes back on the run queue while it can make progress.
+
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, TryRecvError};
+use std::time::{Duration, Instant};
+
+use fridge_engine::{TenantId, Worker};
+use fridge_proto::{memcache, resp};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+
+use crate::stats::{self, WorkerStats};
+use crate::{
+    ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, Protocol, READ_BUDGET, Shared,
+    WRITE_BUDGET,
+};
+
+pub(crate) const WAKER: Token = Token(usize::MAX);
+/// Housekeeping period: idle timeouts, kills, buffer shrinking.
+const TICK: Duration = Duration::from_millis(250);
+/// Initial (and shrunk-back) size of a connection's read buffer.
+const READ_BUF_INITIAL: usize = 16 * 1024;
+/// Buffers larger than this are shrunk back once empty.
+const SHRINK_ABOVE: usize = 256 * 1024;
+/// A refused connection gets this long to send its first bytes.
+const REJECT_WAIT_MS: u64 = 1000;
+
+/// Which parser a connection uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Wire {
+    Memcache,
+    Resp,
+}
+
+/// Per-connection protocol state the dispatchers read and change.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub id: u64,
+    pub tenant: TenantId,
+    pub version: resp::Version,
+    /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
+    pub closing: bool,
+}
+
+/// Everything a dispatcher needs from the worker besides the connection.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub engine: &'a mut Worker,
+    pub stats: &'a WorkerStats,
+    /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).
+    pub scratch: &'a mut Vec<u8>,
+    pub keys: &'a mut Vec<Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct Conn {
+    stream: TcpStream,
+    /// Read buffer: `rbuf[rstart..rend]` is unprocessed input; `rbuf.len()` is its capacity.
+    rbuf: Vec<u8>,
+    rstart: usize,
+    rend: usize,
+    /// Bytes of input still to drop (the rest of a refused data block).
+    discard: usize,
+    /// Reply bytes; `wbuf[wpos..]` are unsent.
+    wbuf: Vec<u8>,
+    wpos: usize,
+    wire: Option<Wire>,
+    args: resp::Args,
+    session: Session,
+    readable: bool,
+    writable: bool,
+    peer_closed: bool,
+    /// Shutting down: read once more, then treat the peer as closed.
+    draining: bool,
+    /// Requests were left unrun because replies were waiting.
+    backlogged: bool,
+    queued: bool,
+    reject: bool,
+    last_active_ms: u64,
+    accepted_ms: u64,
+}
+
+impl Conn {
+    fn pending_out(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+}
+
+enum Step {
+    /// More to do now: requeue.
+    Again,
+    /// Wait for an event.
+    Wait,
+    /// Close the connection.
+    Close,
+}
+
+struct Loop {
+    index: usize,
+    shared: Arc<Shared>,
+    engine: Worker,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    queue: VecDeque<usize>,
+    scratch: Vec<u8>,
+    keys: Vec<Vec<u8>>,
+    mc_limits: memcache::Limits,
+    resp_limits: resp::Limits,
+    query_limit: usize,
+    output_limit: usize,
+}
+
+/// The worker thread's body.
+pub(crate) fn run(
+    index: usize,
+    mut poll: Poll,
+    incoming: Receiver<NewConn>,
+    engine: Worker,
+    shared: Arc<Shared>,
+) {
+    let config = &shared.config;
+    let mut lp = Loop {
+        index,
+        mc_limits: config.memcache_limits(),
+        resp_limits: config.resp_limits(),
+        query_limit: config.query_buffer_limit(),
+        output_limit: config.max_output_buffer.bytes().max(OUTPUT_SOFT_LIMIT),
+        shared: Arc::clone(&shared),
+        engine,
+        conns: Vec::new(),
+        free: Vec::new(),
+        queue: VecDeque::new(),
+        scratch: Vec::new(),
+        keys: Vec::new(),
+    };
+    let mut events = Events::with_capacity(1024);
+    let mut last_tick = Instant::now();
+    let mut drain_deadline: Option<Instant> = None;
+    loop {
+        let timeout = if lp.queue.is_empty() { TICK } else { Duration::ZERO };
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                eprintln!("fridge: worker {index}: poll failed: {e}");
+                break;
+            }
+        }
+        for event in &events {
+            if event.token() == WAKER {
+                continue; // incoming connections and flags are checked below
+            }
+            let t = event.token().0;
+            if let Some(Some(c)) = lp.conns.get_mut(t) {
+                if event.is_readable() || event.is_read_closed() || event.is_error() {
+                    c.readable = true;
+                }
+                if event.is_writable() || event.is_write_closed() {
+                    c.writable = true;
+                }
+                if !c.queued {
+                    c.queued = true;
+                    lp.queue.push_back(t);
+                }
+            }
+        }
+        lp.accept_new(&poll, &incoming);
+        lp.run_queue();
+        if last_tick.elapsed() >= TICK {
+            last_tick = Instant::now();
+            lp.housekeeping(&poll);
+        }
+        if shared.shutdown.load(Ordering::SeqCst) {
+            let deadline = *drain_deadline.get_or_insert_with(|| {
+                lp.start_drain();
+                Instant::now() + DRAIN_TIMEOUT
+            });
+            lp.run_queue();
+            if lp.live() == 0 || Instant::now() >= deadline {
+                break;
+            }
+        }
+    }
+    for t in 0..lp.conns.len() {
+        lp.close(&poll, t);
+    }
+}
+
+impl Loop {
+    fn live(&self) -> usize {
+        self.conns.len() - self.free.len()
+    }
+
+    fn accept_new(&mut self, poll: &Poll, incoming: &Receiver<NewConn>) {
+        loop {
+            let new = match incoming.try_recv() {
+                Ok(new) => new,
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
+            };
+            let NewConn { mut stream, peer, local, protocol, reject, id } = new;
+            let t = self.free.pop().unwrap_or_else(|| {
+                self.conns.push(None);
+                self.conns.len() - 1
+            });
+            if let Err(e) = poll.registry().register(
+                &mut stream,
+                Token(t),
+                Interest::READABLE | Interest::WRITABLE,
+            ) {
+                eprintln!("fridge: cannot register a connection: {e}");
+                self.free.push(t);
+                self.forget(reject, id);
+                continue;
+            }
+            let now = self.shared.now_ms();
+            if !reject {
+                let entry = ClientEntry {
+                    peer,
+                    local,
+                    name: String::new(),
+                    created_ms: now,
+                    worker: self.index,
+                    killed: false,
+                };
+                self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
+            }
+            let wire = match protocol {
+                Protocol::Auto => None,
+                Protocol::Memcache => Some(Wire::Memcache),
+                Protocol::Resp => Some(Wire::Resp),
+            };
+            self.conns[t] = Some(Conn {
+                stream,
+                rbuf: vec![0; READ_BUF_INITIAL],
+                rstart: 0,
+                rend: 0,
+                discard: 0,
+                wbuf: Vec::with_capacity(READ_BUF_INITIAL),
+                wpos: 0,
+                wire,
+                args: resp::Args::new(),
+                session: Session {
+                    id,
+                    tenant: TenantId(0),
+                    version: resp::Version::Resp2,
+                    closing: false,
+                },
+                readable: true,
+                writable: true,
+                peer_closed: false,
+                draining: false,
+                backlogged: false,
+                queued: true,
+                reject,
+                last_active_ms: now,
+                accepted_ms: now,
+            });
+            self.queue.push_back(t);
+        }
+    }
+
+    /// Undoes the acceptor's accounting for a connection that is going away.
+    fn forget(&self, reject: bool, id: u64) {
+        if reject {
+            self.shared.rejecting.fetch_sub(1, Ordering::Relaxed);
+        } else {
+            self.shared.connections.fetch_sub(1, Ordering::Relaxed);
+            self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        }
+    }
+
+    fn close(&mut self, poll: &Poll, t: usize) {
+        if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
+            let _ = poll.registry().deregister(&mut c.stream);
+            self.forget(c.reject, c.session.id);
+            self.free.push(t);
+        }
+    }
+
+    fn run_queue(&mut self) {
+        for _ in 0..self.queue.len() {
+            let Some(t) = self.queue.pop_front() else { break };
+            let step = match self.conns.get_mut(t) {
+                Some(Some(c)) => {
+                    c.queued = false;
+                    let mut ctx = Ctx {
+                        shared: &self.shared,
+                        engine: &mut self.engine,
+                        stats: &self.shared.workers[self.index],
+                        scratch: &mut self.scratch,
+                        keys: &mut self.keys,
+                    };
+                    let limits = Limits {
+                        mc: &self.mc_limits,
+                        resp: &self.resp_limits,
+                        query: self.query_limit,
+                        output: self.output_limit,
+                    };
+                    step(c, &mut ctx, &limits)
+                }
+                _ => continue,
+            };
+            match step {
+                Step::Again => {
+                    if let Some(Some(c)) = self.conns.get_mut(t) {
+                        c.queued = true;
+                        self.queue.push_back(t);
+                    }
+                }
+                Step::Wait => {}
+                Step::Close => self.close_later(t),
+            }
+        }
+    }
+
+    /// Closes `t` without a `Poll` at hand: deregistration happens implicitly when the socket
+    /// is dropped (closing a descriptor removes it from epoll).
+    fn close_later(&mut self, t: usize) {
+        if let Some(c) = self.conns.get_mut(t).and_then(Option::take) {
+            self.forget(c.reject, c.session.id);
+            self.free.push(t);
+        }
+    }
+
+    fn housekeeping(&mut self, poll: &Poll) {
+        let now = self.shared.now_ms();
+        let idle_ms = self.shared.config.idle_timeout.saturating_mul(1000);
+        let killed: Vec<u64> = if self.shared.kill_pending[self.index].swap(false, Ordering::SeqCst)
+        {
+            let clients = self.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+            clients
+                .iter()
+                .filter(|(_, e)| e.killed && e.worker == self.index)
+                .map(|(id, _)| *id)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let stats = &self.shared.workers[self.index];
+        let mut to_close = Vec::new();
+        for (t, slot) in self.conns.iter_mut().enumerate() {
+            let Some(c) = slot else { continue };
+            if killed.contains(&c.session.id)
+                || (c.reject && now.saturating_sub(c.accepted_ms) > REJECT_WAIT_MS)
+            {
+                to_close.push(t);
+                continue;
+            }
+            if idle_ms > 0 && now.saturating_sub(c.last_active_ms) > idle_ms && c.pending_out() == 0
+            {
+                stats::inc(&stats.idle_kicks);
+                to_close.push(t);
+                continue;
+            }
+            if c.rstart == c.rend && c.rbuf.len() > SHRINK_ABOVE {
+                c.rbuf = vec![0; READ_BUF_INITIAL];
+                c.rstart = 0;
+                c.rend = 0;
+            }
+            if c.pending_out() == 0 && c.wbuf.capacity() > SHRINK_ABOVE {
+                c.wbuf = Vec::with_capacity(READ_BUF_INITIAL);
+                c.wpos = 0;
+            }
+        }
+        for t in to_close {
+            self.close(poll, t);
+        }
+    }
+
+    /// Shutdown: stop reading; run what is buffered, flush, close.
+    fn start_drain(&mut self) {
+        for (t, slot) in self.conns.iter_mut().enumerate() {
+            if let Some(c) = slot {
+                // One last read of what has arrived, then no more (see `step`).
+                c.draining = true;
+                c.readable = true;
+                if !c.queued {
+                    c.queued = true;
+                    self.queue.push_back(t);
+                }
+            }
+        }
+    }
+}
+
+struct Limits<'a> {
+    mc: &'a memcache::Limits,
+    resp: &'a resp::Limits,
+    query: usize,
+    output: usize,
+}
+
+/// One bounded step of a connection.
+fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
+    // 1. Read, unless replies are backing up or the buffer is full of unrun requests.
+    if c.readable && !c.peer_closed && c.pending_out() < OUTPUT_SOFT_LIMIT {
+        if let Err(()) = read_some(c, ctx, limits.query) {
+            return Step::Close;
+        }
+    }
+    if c.draining {
+        // Shutdown: what the client sent before it began is in flight; read no more after.
+        c.peer_closed = true;
+    }
+    // 2. Run complete requests.
+    process(c, ctx, limits);
+    // 3. Write.
+    if c.pending_out() > 0 && c.writable {
+        let mut budget = WRITE_BUDGET;
+        while c.pending_out() > 0 && budget > 0 {
+            let end = c.wbuf.len().min(c.wpos + budget);
+            match c.stream.write(&c.wbuf[c.wpos..end]) {
+                Ok(0) => return Step::Close,
+                Ok(n) => {
+                    let asked = end - c.wpos;
+                    c.wpos += n;
+                    budget = budget.saturating_sub(n);
+                    stats::add(&ctx.stats.bytes_written, n as u64);
+                    if n < asked {
+                        // The socket buffer is full: wait for the writable edge.
+                        c.writable = false;
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.writable = false;
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Step::Close,
+            }
+        }
+        if c.pending_out() == 0 {
+            c.wbuf.clear();
+            c.wpos = 0;
+        }
+    }
+    if c.pending_out() > limits.output {
+        stats::inc(&ctx.stats.output_overflows);
+        return Step::Close;
+    }
+    let out = c.pending_out();
+    if out == 0 && (c.session.closing || c.peer_closed) {
+        return Step::Close;
+    }
+    let can_write = out > 0 && c.writable;
+    let can_read = c.readable && !c.peer_closed && !c.session.closing && out < OUTPUT_SOFT_LIMIT;
+    let can_run = c.backlogged && out < OUTPUT_SOFT_LIMIT;
+    if can_write || can_read || can_run { Step::Again } else { Step::Wait }
+}
+
+/// Reads up to [`READ_BUDGET`] bytes. `Err` means the connection failed.
+fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), ()> {
+    let mut budget = READ_BUDGET;
+    while budget > 0 {
+        if c.rstart == c.rend {
+            c.rstart = 0;
+            c.rend = 0;
+        }
+        if c.rend == c.rbuf.len() {
+            if c.rstart > 0 {
+                c.rbuf.copy_within(c.rstart..c.rend, 0);
+                c.rend -= c.rstart;
+                c.rstart = 0;
+            } else if c.rbuf.len() < query_limit {
+                let new_len = (c.rbuf.len() * 2).min(query_limit);
+                c.rbuf.resize(new_len, 0);
+            } else {
+                return Ok(()); // full of unrun input: process() decides
+            }
+        }
+        let room = (c.rbuf.len() - c.rend).min(budget);
+        match c.stream.read(&mut c.rbuf[c.rend..c.rend + room]) {
+            Ok(0) => {
+                c.peer_closed = true;
+                c.readable = false;
+                return Ok(());
+            }
+            Ok(n) => {
+                c.rend += n;
+                budget -= n;
+                c.last_active_ms = ctx.shared.now_ms();
+                stats::add(&ctx.stats.bytes_read, n as u64);
+                if n < room {
+                    // A short read drained the socket; with edge-triggered events, any later
+                    // data raises a new event. Saves a read that would return WouldBlock.
+                    c.readable = false;
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                c.readable = false;
+                return Ok(());
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+    Ok(())
+}
+
+/// Runs the complete requests in the read buffer while replies stay under the soft limit.
+fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
+    c.backlogged = false;
+    loop {
+        if c.session.closing {
+            // Nothing after `quit` or a protocol error is run.
+            c.rstart = c.rend;
+            break;
+        }
+        if c.discard > 0 {
+            let d = c.discard.min(c.rend - c.rstart);
+            c.rstart += d;
+            c.discard -= d;
+            if c.discard > 0 {
+                break;
+            }
+        }
+        let avail = c.rend - c.rstart;
+        if avail == 0 {
+            break;
+        }
+        if c.pending_out() >= OUTPUT_SOFT_LIMIT {
+            c.backlogged = true;
+            break;
+        }
+        let first = c.rbuf[c.rstart];
+        let wire = *c.wire.get_or_insert(if first == b'*' { Wire::Resp } else { Wire::Memcache });
+        if c.reject {
+            match wire {
+                Wire::Resp => c.wbuf.extend_from_slice(b"-ERR max number of clients reached\r\n"),
+                Wire::Memcache => c.wbuf.extend_from_slice(b"ERROR Too many open connections\r\n"),
+            }
+            c.session.closing = true;
+            continue;
+        }
+        let buf = &c.rbuf[c.rstart..c.rend];
+        let used = match wire {
+            Wire::Memcache => match memcache::parse_request(buf, limits.mc) {
+                Ok((req, used)) => {
+                    stats::inc(&ctx.stats.commands);
+                    crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+                    used
+                }
+                Err(memcache::ParseError::Incomplete) => {
+                    if avail >= limits.query {
+                        c.wbuf.extend_from_slice(b"SERVER_ERROR out of memory reading request\r\n");
+                        c.session.closing = true;
+                        continue;
+                    }
+                    break;
+                }
+                Err(memcache::ParseError::Invalid(e)) => {
+                    if !e.noreply {
+                        c.wbuf.extend_from_slice(e.reply());
+                    }
+                    if e.closes() {
+                        c.session.closing = true;
+                    }
+                    if e.skip > avail {
+                        c.discard = e.skip - avail;
+                    }
+                    e.skip.min(avail)
+                }
+            },
+            Wire::Resp => match resp::parse_command(buf, limits.resp, &mut c.args) {
+                Ok(used) => {
+                    if !c.args.is_empty() {
+                        stats::inc(&ctx.stats.commands);
+                        let cmd = c.args.command(buf);
+                        crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+                    }
+                    used
+                }
+                Err(resp::ParseError::Incomplete) => {
+                    if avail >= limits.query {
+                        c.wbuf.extend_from_slice(
+                            b"-ERR Protocol error: query buffer limit exceeded\r\n",
+                        );
+                        c.session.closing = true;
+                        continue;
+                    }
+                    break;
+                }
+                Err(resp::ParseError::Protocol(e)) => {
+                    e.write_reply(&mut c.wbuf);
+                    c.session.closing = true;
+                    avail
+                }
+            },
+        };
+        c.rstart += used;
+    }
+    if c.rstart == c.rend {
+        c.rstart = 0;
+        c.rend = 0;
+    }
+}

@@ -1,0 +1,215 @@
+//! Whole-server behaviour: limits, fairness for large values, ports, shutdown.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::{Conn, cmd, config, start, start_with};
+use fridge_server::{Config, Size};
+
+#[test]
+fn connection_limit_answers_in_each_protocol() {
+    let server = start_with(Config { max_connections: 2, ..config() });
+    let addr = server.local_addr();
+    // The readiness probe's connection may not be closed yet: retry until accepted.
+    let accepted = || {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let mut c = Conn::open(addr);
+            c.send(b"mn\r\n");
+            if c.line() == "MN" {
+                return c;
+            }
+            assert!(Instant::now() < deadline, "never accepted");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let a = accepted();
+    let _b = accepted();
+    let mut over = Conn::open(addr);
+    over.roundtrip(b"mn\r\n", b"ERROR Too many open connections\r\n");
+    assert!(over.is_closed());
+    let mut over = Conn::open(addr);
+    over.roundtrip(&cmd(&[b"PING"]), b"-ERR max number of clients reached\r\n");
+    assert!(over.is_closed());
+    drop(a);
+    // Once a slot frees up, new connections are served again.
+    accepted();
+}
+
+#[test]
+fn idle_connections_are_closed() {
+    let server = start_with(Config { idle_timeout: 1, ..config() });
+    let mut idle = Conn::open(server.local_addr());
+    idle.roundtrip(b"mn\r\n", b"MN\r\n");
+    idle.stream.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+    let start = Instant::now();
+    assert!(idle.is_closed());
+    assert!(start.elapsed() < Duration::from_secs(3));
+}
+
+#[test]
+fn slow_reader_is_disconnected_not_buffered() {
+    let server = start_with(Config {
+        max_output_buffer: Size(1 << 20),
+        max_item_size: Size(512 << 10),
+        ..config()
+    });
+    let addr = server.local_addr();
+    let mut c = Conn::open(addr);
+    let value = vec![b'x'; 500 << 10];
+    c.send(format!("set v 0 0 {}\r\n", value.len()).as_bytes()).send(&value).send(b"\r\n");
+    c.expect(b"STORED\r\n");
+    // One multiget whose reply (5 MB) exceeds the output limit, never read.
+    let mut slow = Conn::open(addr);
+    slow.send(b"get v v v v v v v v v v\r\n");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(slow.is_closed(), "a reader that lets replies pile up is dropped");
+    c.roundtrip(b"mn\r\n", b"MN\r\n");
+}
+
+#[test]
+fn query_buffer_is_bounded() {
+    let server = start_with(Config { max_query_buffer: Size(64 << 10), ..config() });
+    let addr = server.local_addr();
+    // A RESP request announcing many arguments and sending more bytes than the buffer holds.
+    let mut c = Conn::open(addr);
+    let mut req = b"*1000000\r\n".to_vec();
+    while req.len() < 3 << 20 {
+        req.extend_from_slice(b"$1\r\nx\r\n");
+    }
+    let _ = c.stream.write_all(&req);
+    let mut reply = Vec::new();
+    let _ = c.stream.read_to_end(&mut reply);
+    assert!(
+        reply.starts_with(b"-ERR Protocol error: query buffer limit exceeded\r\n"),
+        "{reply:?}"
+    );
+    Conn::open(addr).roundtrip(b"mn\r\n", b"MN\r\n");
+}
+
+#[test]
+fn large_values_round_trip_in_both_protocols() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    let value: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    c.send(format!("set big 3 0 {}\r\n", value.len()).as_bytes()).send(&value).send(b"\r\n");
+    c.expect(b"STORED\r\n");
+    c.send(b"get big\r\n");
+    assert_eq!(c.line(), format!("VALUE big 3 {}", value.len()));
+    assert!(c.read_n(value.len()) == value);
+    c.expect(b"\r\nEND\r\n");
+    let mut r = Conn::open(server.local_addr());
+    r.roundtrip(&cmd(&[b"SET", b"big2", &value]), b"+OK\r\n").send(&cmd(&[b"GET", b"big2"]));
+    assert_eq!(r.line(), format!("${}", value.len()));
+    assert!(r.read_n(value.len()) == value);
+}
+
+/// While one client pulls 1 MB values as slowly as the socket allows, another client's small
+/// requests keep being answered (replies are written in chunks per loop turn).
+#[test]
+fn large_replies_do_not_hold_up_small_requests() {
+    let server = start_with(Config { workers: 1, ..config() });
+    let addr = server.local_addr();
+    let mut c = Conn::open(addr);
+    let value = vec![b'v'; 1000 * 1000];
+    c.send(format!("set big 0 0 {}\r\n", value.len()).as_bytes()).send(&value).send(b"\r\n");
+    c.expect(b"STORED\r\n");
+    let mut big = Conn::open(addr);
+    let mut req = Vec::new();
+    for _ in 0..20 {
+        req.extend_from_slice(b"get big\r\n");
+    }
+    big.send(&req);
+    let mut small = Conn::open(addr);
+    let start = Instant::now();
+    for _ in 0..200 {
+        small.roundtrip(b"mn\r\n", b"MN\r\n");
+    }
+    let small_time = start.elapsed();
+    let mut total = 0;
+    let mut buf = vec![0u8; 1 << 16];
+    while total < 20 * (value.len() + 28) {
+        let n = big.stream.read(&mut buf).unwrap();
+        assert!(n > 0);
+        total += n;
+    }
+    assert!(small_time < Duration::from_secs(2), "small requests took {small_time:?}");
+}
+
+#[test]
+fn resp_port_speaks_resp_only_including_inline() {
+    let server = start_with(Config { resp_port: Some(0), ..config() });
+    let addr = server.resp_addr().unwrap();
+    let mut c = Conn::open(addr);
+    c.roundtrip(b"PING\r\n", b"+PONG\r\n")
+        .roundtrip(b"set k \"a b\"\r\n", b"+OK\r\n")
+        .roundtrip(&cmd(&[b"GET", b"k"]), b"$3\r\na b\r\n");
+    // The main port serves both (the first byte of a connection decides).
+    let mut m = Conn::open(server.local_addr());
+    m.roundtrip(b"get k\r\n", b"VALUE k 0 3\r\na b\r\nEND\r\n");
+    Conn::open(server.local_addr()).roundtrip(&cmd(&[b"PING"]), b"+PONG\r\n");
+}
+
+#[test]
+fn graceful_shutdown_finishes_in_flight_requests() {
+    let server = start();
+    let addr = server.local_addr();
+    let mut c = Conn::open(addr);
+    c.roundtrip(b"set a 0 0 1\r\nx\r\n", b"STORED\r\n");
+    let mut req = Vec::new();
+    for _ in 0..1000 {
+        req.extend_from_slice(b"get a\r\n");
+    }
+    c.send(&req);
+    server.shutdown();
+    let mut got = Vec::new();
+    let _ = c.stream.read_to_end(&mut got);
+    assert_eq!(got.len(), 1000 * b"VALUE a 0 1\r\nx\r\nEND\r\n".len());
+    assert!(std::net::TcpStream::connect(addr).is_err(), "the port is closed");
+}
+
+#[test]
+fn config_file_and_validation() {
+    let dir = std::env::temp_dir().join(format!("fridge-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("fridge.toml");
+    std::fs::write(&path, "port = 0\nmemory = \"32MiB\"\nworkers = 1\nmax_key_len = 100\n")
+        .unwrap();
+    let cli = <fridge_server::Cli as clap::Parser>::try_parse_from([
+        "fridge".as_ref(),
+        "--config".as_ref(),
+        path.as_os_str(),
+        "-c".as_ref(),
+        "7".as_ref(),
+    ])
+    .unwrap();
+    let config = cli.into_config().unwrap();
+    assert_eq!(
+        (config.memory, config.max_connections, config.max_key_len),
+        (Size(32 << 20), 7, 100)
+    );
+    let server = start_with(config);
+    let mut c = Conn::open(server.local_addr());
+    c.roundtrip(
+        format!("get {}\r\n", "k".repeat(101)).as_bytes(),
+        b"CLIENT_ERROR bad command line format\r\n",
+    );
+    std::fs::write(&path, "bogus_key = 1\n").unwrap();
+    let cli = <fridge_server::Cli as clap::Parser>::try_parse_from([
+        "fridge".as_ref(),
+        "--config".as_ref(),
+        path.as_os_str(),
+    ])
+    .unwrap();
+    assert!(cli.into_config().unwrap_err().contains("bogus_key"));
+    assert!(
+        fridge_server::Server::start(Config { memory: Size(1 << 20), ..config_default() }).is_err()
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn config_default() -> Config {
+    Config { port: 0, ..Config::default() }
+}
