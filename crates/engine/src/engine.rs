@@ -23,7 +23,7 @@ use crate::hash::{digest_of, key_hash};
 use crate::index::{Index, Loc};
 use crate::item::{self, NewItem, Record};
 use crate::rank::Rank;
-use crate::segment::Segments;
+use crate::segment::{CLEANER_RESERVE, Segments};
 use crate::stats::{Counters, EngineStats};
 use crate::{CleanerMode, ConfigError, EngineConfig, EngineError, TenantId};
 
@@ -220,7 +220,7 @@ impl Engine {
         let watermark = if config.free_watermark > 0 {
             config.free_watermark
         } else {
-            (segment_count / 100).max(2 * config.workers_hint).max(2)
+            (segment_count / 100).max(2 * config.workers_hint).max(CLEANER_RESERVE + 2)
         };
         let initial_buckets = if config.index_buckets > 0 {
             config.index_buckets
@@ -467,6 +467,7 @@ impl Inner {
     /// be pinned (it may wait for other readers to leave their epochs).
     fn acquire_segment(&self, id: usize, large: bool) -> Result<u32, EngineError> {
         let mut waits = 0u32;
+        let mut cleans = 0;
         loop {
             if self.segments.free_count() <= self.watermark {
                 self.segments.reclaim(&self.epochs);
@@ -475,19 +476,30 @@ impl Inner {
                     CleanerMode::Background => self.wake.notify_one(),
                 }
             }
-            if let Some(seg) = self.segments.take_free(self.now_ms(), large) {
+            if let Some(seg) = self.segments.take_free(self.now_ms(), large, CLEANER_RESERVE) {
                 self.note_segment_fill();
                 return Ok(seg);
             }
             if self.segments.reclaim(&self.epochs) > 0 {
                 continue;
             }
-            if cleaner::evict_oldest(self, id) {
-                continue;
+            // Nothing free. In order of preference: wait for retired segments (readers leave
+            // their epochs within one operation); clean here (waiting for a pass under way,
+            // if any); and only then evict a whole segment, which drops live items regardless
+            // of their rank.
+            if self.segments.retired_count() == 0 {
+                if cleans < 2 {
+                    cleans += 1;
+                    cleaner::clean_until_watermark(self);
+                    continue;
+                }
+                if cleaner::evict_oldest(self, id) {
+                    continue;
+                }
             }
-            // Nothing free, sealed or retired right now: a cleaning pass holds its candidates,
-            // or readers hold retired segments. Wait for them; give up only if this lasts
-            // (then every segment is some writer's head: memory is too small for the workers).
+            // Still nothing: a pass holds its candidates, or readers hold retired segments.
+            // Give up only if this lasts (then every segment is some writer's head: memory is
+            // too small for the workers).
             waits += 1;
             if waits > MAX_SEGMENT_WAITS {
                 return Err(EngineError::OutOfMemory);

@@ -312,6 +312,8 @@ pub struct Index {
     /// Next old root to migrate.
     migrate_next: AtomicUsize,
     max_roots: usize,
+    /// Serializes starting and finishing growths (rare).
+    growth: Mutex<()>,
     retired: Mutex<Vec<(u64, *mut Table)>>,
     has_retired: AtomicBool,
     resizes: AtomicU64,
@@ -498,6 +500,7 @@ impl Index {
             old: AtomicPtr::new(std::ptr::null_mut()),
             migrate_next: AtomicUsize::new(0),
             max_roots: max_roots.next_power_of_two().max(roots),
+            growth: Mutex::new(()),
             retired: Mutex::new(Vec::new()),
             has_retired: AtomicBool::new(false),
             resizes: AtomicU64::new(0),
@@ -704,18 +707,19 @@ impl Index {
     }
 
     fn start_growth(&self, current: &Table, roots: usize) {
-        let new = Box::into_raw(Box::new(Table::new(roots)));
+        // Serialized, and re-checked under the lock: between reading the tables and here,
+        // another thread may have started and even finished a growth, and publishing the
+        // table we read as `old` again would resurrect a retired table.
+        let _growth = self.growth.lock().unwrap_or_else(|e| e.into_inner());
         let current_ptr = std::ptr::from_ref(current).cast_mut();
-        if self
-            .old
-            .compare_exchange(std::ptr::null_mut(), current_ptr, Ordering::SeqCst, Ordering::SeqCst)
-            .is_err()
+        if self.current.load(Ordering::SeqCst) != current_ptr
+            || !self.old.load(Ordering::SeqCst).is_null()
         {
-            // SAFETY: `new` was never published, so this is its only owner.
-            drop(unsafe { Box::from_raw(new) });
             return;
         }
+        let new = Box::into_raw(Box::new(Table::new(roots)));
         self.migrate_next.store(0, Ordering::SeqCst);
+        self.old.store(current_ptr, Ordering::SeqCst);
         self.current.store(new, Ordering::SeqCst);
     }
 
@@ -733,6 +737,7 @@ impl Index {
             self.migrate_root(old, new, i, rehash, on_evict);
         }
         let old_ptr = std::ptr::from_ref(old).cast_mut();
+        let _growth = self.growth.lock().unwrap_or_else(|e| e.into_inner());
         if self
             .old
             .compare_exchange(old_ptr, std::ptr::null_mut(), Ordering::SeqCst, Ordering::SeqCst)

@@ -22,6 +22,10 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering}
 
 use crate::epoch::Epochs;
 
+/// Free segments writers leave to the cleaner, so it can always compact into them instead of
+/// evicting live items because a writer took the last free segment.
+pub const CLEANER_RESERVE: usize = 2;
+
 /// Per-segment bookkeeping (one cache line).
 #[derive(Debug, Default)]
 #[repr(align(64))]
@@ -113,10 +117,14 @@ impl Segments {
         self.lists().sealed.len()
     }
 
-    /// Takes a free segment, reset and ready to be a head with base time `now_ms`.
-    pub fn take_free(&self, now_ms: u64, large: bool) -> Option<u32> {
+    /// Takes a free segment, reset and ready to be a head with base time `now_ms`, unless
+    /// no more than `keep` are free (writers leave [`CLEANER_RESERVE`] for the cleaner).
+    pub fn take_free(&self, now_ms: u64, large: bool, keep: usize) -> Option<u32> {
         let id = {
             let mut lists = self.lists();
+            if lists.free.len() <= keep {
+                return None;
+            }
             let id = lists.free.pop()?;
             self.free_count.store(lists.free.len(), Ordering::Relaxed);
             id
@@ -141,8 +149,44 @@ impl Segments {
         self.lists().sealed.pop_front()
     }
 
-    /// Removes up to `n` sealed segments for a cleaning pass: half chosen at random (with
-    /// `random`, a source of u64s), half with the most dead bytes (Memshare §3.1).
+    /// Estimated live bytes of a sealed segment: written minus known dead. (Expired items are
+    /// not known until the cleaner reads them, so this is an upper bound.)
+    fn live_estimate(&self, id: u32) -> usize {
+        let h = self.header(id);
+        h.used_bytes(self.segment_size)
+            .saturating_sub(h.dead_bytes.load(Ordering::Relaxed) as usize)
+    }
+
+    /// Removes sealed segments whose live data can be compacted without evicting anything:
+    /// the segments with the fewest live bytes, as many as fit (at most `n`) while their live
+    /// bytes stay within `output_bytes` and within one segment fewer than they occupy.
+    /// Returns nothing if no such set exists (memory is full of live data).
+    pub fn take_reclaimable(&self, n: usize, output_bytes: usize) -> Vec<u32> {
+        let mut lists = self.lists();
+        let mut by_live: Vec<(usize, usize)> =
+            lists.sealed.iter().enumerate().map(|(i, &id)| (self.live_estimate(id), i)).collect();
+        by_live.sort_unstable();
+        let mut live = 0;
+        let mut count = 0;
+        for &(l, _) in by_live.iter().take(n) {
+            if live + l > output_bytes {
+                break;
+            }
+            live += l;
+            count += 1;
+        }
+        // Worth a pass only if the survivors fit in one segment fewer than the candidates.
+        while count > 0 && live > (count - 1) * self.segment_size {
+            count -= 1;
+            live -= by_live[count].0;
+        }
+        let mut take: Vec<usize> = by_live[..count].iter().map(|&(_, i)| i).collect();
+        take.sort_unstable_by(|a, b| b.cmp(a));
+        take.into_iter().filter_map(|i| lists.sealed.remove(i)).collect()
+    }
+
+    /// Removes up to `n` sealed segments for a pass that must evict: half chosen at random
+    /// (with `random`, a source of u64s), half with the most dead bytes (Memshare §3.1).
     pub fn take_candidates(&self, n: usize, random: &mut impl FnMut() -> u64) -> Vec<u32> {
         let mut lists = self.lists();
         let n = n.min(lists.sealed.len());

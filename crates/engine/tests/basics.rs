@@ -279,3 +279,27 @@ fn get_many_agrees_with_get() {
     assert_eq!(got, want);
     assert_eq!(got.len(), 33, "only the i % 3 == 1 keys are live");
 }
+
+#[test]
+fn overwrites_never_evict_while_live_data_fits() {
+    // 1 MiB of 16 KiB segments, about 300 KB live: overwrites make dead space the cleaner
+    // must reclaim by compaction alone.
+    let (engine, _) = small_engine(1 << 20, 16 << 10);
+    let mut w = engine.worker().unwrap();
+    let value = [3u8; 1000];
+    let mut x = 12345u64;
+    for _ in 0..30_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let k = (x % 300).to_le_bytes();
+        w.store(Store::new(T, &k, &value[..(x % 1000) as usize])).unwrap();
+    }
+    let s = engine.stats();
+    assert!(s.cleaner_passes > 100, "the cleaner ran: {s:?}");
+    assert_eq!(s.evictions + s.index_evictions, 0, "nothing live was evicted: {s:?}");
+    for k in 0..300u64 {
+        assert!(w.contains(T, &k.to_le_bytes()), "key {k} lost");
+    }
+    engine.validate();
+}

@@ -161,3 +161,39 @@ fn stable_keys_are_never_missed_while_others_churn() {
     assert!(s.index_resizes > 0, "the index grew during the test: {s:?}");
     engine.validate();
 }
+
+/// A writer that outpaces the background cleaner must wait for cleaning rather than evict
+/// whole segments of live items, as long as every item fits (the thesis's 10 B / 300 B / 1 MB
+/// mix, scaled down).
+#[test]
+fn a_fast_writer_never_loses_items_that_fit() {
+    let config = EngineConfig {
+        max_memory: 64 << 20,
+        segment_size: 1 << 20,
+        max_item_size: 1 << 20,
+        workers_hint: 1,
+        cleaner: CleanerMode::Background,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::with_clock(config, Arc::new(SystemClock)).unwrap();
+    let mut w = engine.worker().unwrap();
+    let size = |k: u64| match k.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 100 {
+        0..=49 => 10,
+        50..=94 => 300,
+        _ => 400_000,
+    };
+    let value = vec![1u8; 400_000];
+    let mut x = 7u64;
+    for i in 0..60_000u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let k = if i < 1000 { i } else { x % 1000 };
+        w.store(Store::new(TenantId(0), &k.to_le_bytes(), &value[..size(k)])).unwrap();
+    }
+    let missing: Vec<u64> =
+        (0..1000u64).filter(|k| !w.contains(TenantId(0), &k.to_le_bytes())).collect();
+    let s = engine.stats();
+    assert!(missing.is_empty(), "lost {} keys: {s:?}", missing.len());
+    assert_eq!(s.fifo_evictions, 0, "{s:?}");
+}
