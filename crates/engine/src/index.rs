@@ -375,7 +375,7 @@ impl<'g> Locked<'g> {
     ///
     /// Moving an item up runs against the direction lookups scan (root first), so the root's
     /// CAS is bumped between storing the item in its new slot and clearing the old one, and
-    /// lookups that miss re-check the CAS and go again ([`find_in`]). A reader still inside a
+    /// lookups that miss re-check the CAS and go again (`find_in`). A reader still inside a
     /// group that is given back and reused by another root sees only other keys' valid slots
     /// (which fail the key comparison) and stops within the depth limit.
     pub fn remove(&self, slot: &AtomicU64) {

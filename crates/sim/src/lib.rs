@@ -4,8 +4,25 @@
 //! next to it, through simple **reference cache policies**, so that the engine's hit ratio can be
 //! compared with well-known algorithms and with the offline optimum on the same trace.
 //!
-//! What lives here so far:
+//! ```text
+//!  Source (trace file or seeded generator) ──► profile pass ──► one pass per cache size
+//!                                                                 │ chunk of requests
+//!                      ┌──────────────────────┬───────────────────┴──────────┐
+//!                      ▼                      ▼                              ▼
+//!              FridgeCache (real engine,  reference policies          … each timed
+//!              inline cleaner, manual     (LRU, S3-FIFO, Belady, …)     per chunk
+//!              clock)                          │
+//!                      └──────────► per-tenant MissRatio ──► Report ──► CSV, JSON, PNG
+//! ```
 //!
+//! Modules:
+//!
+//! - [`source`]: trace files (oracleGeneral, CSV, key-only xz with a size model) and the
+//!   generator presets, reopenable so each pass streams from the start.
+//! - [`fridge`]: the engine as a simulated lookaside cache, with what an item costs in it.
+//! - [`sweep`]: the driver — profile, size sweep, request semantics, results and timings.
+//! - [`report`] and [`plot`]: CSV/JSON/text reports and PNG miss-ratio curves.
+//! - [`progress`]: a progress bar on stderr.
 //! - [`policy`]: the reference policies (exact LRU, FIFO, CLOCK, S3-FIFO, SIEVE, Redis's sampled
 //!   LRU, a memcached slab + LRU model with and without slab automove, static per-tenant
 //!   partitioning, Belady's offline MIN) behind one small [`policy::Policy`] trait, plus a
@@ -13,7 +30,22 @@
 //!
 //! Goals: each reference policy is small, independent of the engine, deterministic (seeded),
 //! and follows libCacheSim's request semantics so its numbers can be cross-checked there.
-//! Non-goals: modelling the metadata overhead of real systems (policies count object bytes only,
-//! except the memcached model, whose slab layout is the point), TTLs, deletes, concurrency.
+//! Non-goals for the reference policies: modelling the metadata overhead of real systems
+//! (they count object bytes only, except the memcached model, whose slab layout is the
+//! point), TTLs, deletes, concurrency. The engine runs as it does in the server, with one
+//! worker and the cleaner inline, so it pays for its own metadata inside `max_memory`.
+//!
+//! "Cache size" therefore means different things per row, and every report says which: for
+//! the engine, `max_memory` (items with their 12-byte record headers; the index is outside
+//! and reported as overhead bytes); for reference policies, bytes of objects.
 
+pub mod error;
+pub mod fridge;
+pub mod plot;
 pub mod policy;
+pub mod progress;
+pub mod report;
+pub mod source;
+pub mod sweep;
+
+pub use error::Error;

@@ -1,0 +1,246 @@
+//! The real engine as a simulated cache: a [`FridgeCache`] owns one [`Engine`] with the
+//! inline cleaner and a [`ManualClock`], and serves trace requests the way a lookaside
+//! client of the server would.
+//!
+//! ```text
+//!  Request ──► clock.set(time) ──► get(tenant, key) ── hit ──► HIT
+//!                                        └── miss ──► store(key, zero value) ──► MISS
+//! ```
+//!
+//! # What a cached object costs in the engine
+//! The key is the request's id as 8 little-endian bytes (unique per id; the trace's key
+//! length is not reproduced), and the value is `object_size − 8` zero bytes (at least 0), so
+//! an item holds `max(object_size, 8)` bytes of key and value plus the engine's 12-byte key
+//! record header, all inside `max_memory`. The index (tagged 64-byte buckets, outside the
+//! arena) is reported separately as [`EngineStats::overhead_bytes`]. Reference policies, by
+//! contrast, count object bytes only; a row of a report always says which meaning applies.
+//!
+//! # Determinism
+//! The cleaner runs inline in the writer that needs a segment, the metadata sink discards
+//! access digests, and time comes only from the trace, so the same trace, seed and settings
+//! give the same hits, bit for bit.
+//!
+//! # Segment size
+//! `max_memory / segment_size` must be at least 12 segments with one writer
+//! ([`EngineConfig::validate`]). [`auto_segment_size`] picks the largest power of two that
+//! leaves 64 segments (between 4 KiB and 1 MiB), then raises it, while 16 segments still fit,
+//! until the largest item of the trace fits in a segment. Items larger than a segment are
+//! refused ([`EngineError::TooLarge`]): a miss that is never admitted, as reference policies do
+//! for objects larger than the whole cache.
+
+use std::sync::Arc;
+
+use fridge_engine::{
+    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Expiry, ManualClock, Store,
+    TenantId, Worker,
+};
+use fridge_workload::Request;
+
+/// Bytes of the engine's key record header per item (`fridge_engine::item::HEADER_LEN`).
+pub const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
+/// Bytes of key each item carries: the id, little-endian.
+pub const KEY_LEN: usize = 8;
+/// Segments [`auto_segment_size`] aims for.
+const TARGET_SEGMENTS: u64 = 64;
+/// Fewest segments [`auto_segment_size`] accepts when growing segments to fit large items.
+const MIN_SEGMENTS: u64 = 16;
+const MIN_SEGMENT: u64 = 4 << 10;
+const MAX_AUTO_SEGMENT: u64 = 1 << 20;
+
+/// The segment size used for a cache of `max_memory` bytes whose largest object is
+/// `max_object` bytes (key + value). See the module docs for the rule.
+pub fn auto_segment_size(max_memory: u64, max_object: u64) -> usize {
+    let prev_pow2 = |x: u64| if x == 0 { 1 } else { 1u64 << (63 - x.leading_zeros()) };
+    let mut seg = prev_pow2(max_memory / TARGET_SEGMENTS).clamp(MIN_SEGMENT, MAX_AUTO_SEGMENT);
+    let largest_item = max_object.max(KEY_LEN as u64) + RECORD_HEADER;
+    while seg < largest_item
+        && seg < fridge_engine::item::MAX_SEGMENT_SIZE as u64
+        && max_memory / (seg * 2) >= MIN_SEGMENTS
+    {
+        seg *= 2;
+    }
+    seg as usize
+}
+
+/// Engine settings for one simulated cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FridgeOptions {
+    /// Arena bytes (`max_memory`).
+    pub max_memory: u64,
+    /// Segment size in bytes.
+    pub segment_size: usize,
+    /// Seed of the cleaner's random choices.
+    pub seed: u64,
+}
+
+/// One engine behind the simulator's request interface.
+#[derive(Debug)]
+pub struct FridgeCache {
+    engine: Engine,
+    worker: Worker,
+    clock: ManualClock,
+    now_ms: u64,
+    /// Zero bytes that every stored value is sliced from; grows to the largest value.
+    zeros: Vec<u8>,
+    refused: u64,
+    store_errors: u64,
+}
+
+impl FridgeCache {
+    /// Builds an engine of `options.max_memory` bytes with one worker, the inline cleaner and
+    /// a manual clock at time 0.
+    ///
+    /// # Errors
+    /// The engine's explanation when the settings are invalid (e.g. too few segments).
+    pub fn new(options: FridgeOptions) -> Result<Self, String> {
+        let max_memory = usize::try_from(options.max_memory)
+            .map_err(|_| format!("max_memory {} too large", options.max_memory))?;
+        let config = EngineConfig {
+            max_memory,
+            segment_size: options.segment_size,
+            max_item_size: options.segment_size,
+            cleaner: CleanerMode::Inline,
+            // The simulator has exactly one writer; this sizes the free-segment watermark.
+            workers_hint: 1,
+            max_participants: 4,
+            seed: options.seed,
+            ..EngineConfig::default()
+        };
+        let clock = ManualClock::new(0);
+        let engine = Engine::with_clock(config, Arc::new(clock.clone())).map_err(|e| e.0)?;
+        let worker = engine.worker().map_err(|e| e.to_string())?;
+        Ok(Self {
+            engine,
+            worker,
+            clock,
+            now_ms: 0,
+            zeros: Vec::new(),
+            refused: 0,
+            store_errors: 0,
+        })
+    }
+
+    fn tick(&mut self, time_ms: u64) {
+        if time_ms != self.now_ms {
+            self.now_ms = time_ms;
+            self.clock.set(time_ms);
+        }
+    }
+
+    /// A lookaside GET: a hit returns `true`; a miss stores the object and returns `false`.
+    pub fn get(&mut self, r: &Request) -> bool {
+        self.tick(r.time_ms);
+        let key = r.key.to_le_bytes();
+        let tenant = TenantId(r.tenant as u8);
+        if self.worker.get(tenant, &key, |_| ()).is_some() {
+            return true;
+        }
+        self.store(r, Expiry::Never);
+        false
+    }
+
+    /// A SET-like request: stores the object, with the request's TTL if it has one.
+    pub fn set(&mut self, r: &Request) {
+        self.tick(r.time_ms);
+        let expiry = match r.ttl_s {
+            Some(ttl) => Expiry::At(r.time_ms + u64::from(ttl) * 1000),
+            None => Expiry::Never,
+        };
+        self.store(r, expiry);
+    }
+
+    /// A DELETE.
+    pub fn delete(&mut self, r: &Request) {
+        self.tick(r.time_ms);
+        self.worker.delete(TenantId(r.tenant as u8), &r.key.to_le_bytes());
+    }
+
+    fn store(&mut self, r: &Request, expiry: Expiry) {
+        let value_len =
+            usize::try_from(r.object_size()).unwrap_or(usize::MAX).saturating_sub(KEY_LEN);
+        if value_len > self.zeros.len() {
+            if value_len > self.engine.config().max_item_size {
+                self.refused += 1;
+                return;
+            }
+            self.zeros.resize(value_len, 0);
+        }
+        let key = r.key.to_le_bytes();
+        let store = Store {
+            expiry,
+            ..Store::new(TenantId(r.tenant as u8), &key, &self.zeros[..value_len])
+        };
+        match self.worker.store(store) {
+            Ok(_) => {}
+            Err(EngineError::TooLarge) => self.refused += 1,
+            Err(_) => self.store_errors += 1,
+        }
+    }
+
+    /// The engine's statistics now.
+    pub fn stats(&self) -> EngineStats {
+        self.engine.stats()
+    }
+
+    /// Objects refused because their item exceeds a segment (misses never admitted).
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+
+    /// Stores that failed for another reason (e.g. `OutOfMemory`); 0 in a healthy run.
+    pub fn store_errors(&self) -> u64 {
+        self.store_errors
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_segment_size_follows_the_rule() {
+        // 64 segments when that is within [4 KiB, 1 MiB] and items fit.
+        assert_eq!(auto_segment_size(64 << 20, 1000), 1 << 20);
+        assert_eq!(auto_segment_size(8 << 20, 1000), 128 << 10);
+        // Clamped below at 4 KiB.
+        assert_eq!(auto_segment_size(100 << 10, 100), 4 << 10);
+        // Raised to fit a 68 KiB item while 16 segments remain.
+        assert_eq!(auto_segment_size(4 << 20, 69_632), 128 << 10);
+        // Not raised past 16 segments: such items are refused.
+        assert_eq!(auto_segment_size(1 << 20, 69_632), 64 << 10);
+    }
+
+    fn get(key: u64, size: u32) -> Request {
+        Request::get(key, size)
+    }
+
+    #[test]
+    fn hits_after_a_miss_and_refuses_items_larger_than_a_segment() {
+        let options = FridgeOptions { max_memory: 1 << 20, segment_size: 16 << 10, seed: 1 };
+        let mut c = FridgeCache::new(options).unwrap();
+        assert!(!c.get(&get(1, 100)));
+        assert!(c.get(&get(1, 100)));
+        assert!(!c.get(&get(2, 20_000)));
+        assert!(!c.get(&get(2, 20_000)));
+        assert_eq!(c.refused(), 2);
+        c.delete(&get(1, 100));
+        assert!(!c.get(&get(1, 100)));
+        assert_eq!(c.store_errors(), 0);
+    }
+
+    #[test]
+    fn ttls_expire_on_the_trace_clock() {
+        let options = FridgeOptions { max_memory: 1 << 20, segment_size: 16 << 10, seed: 1 };
+        let mut c = FridgeCache::new(options).unwrap();
+        let set = Request { op: fridge_workload::Op::Set, ttl_s: Some(10), ..get(7, 50) };
+        c.set(&set);
+        assert!(c.get(&Request { time_ms: 9_999, ..get(7, 50) }));
+        assert!(!c.get(&Request { time_ms: 10_000, ..get(7, 50) }));
+    }
+
+    #[test]
+    fn too_few_segments_is_an_error() {
+        let options = FridgeOptions { max_memory: 32 << 10, segment_size: 4 << 10, seed: 1 };
+        assert!(FridgeCache::new(options).is_err());
+    }
+}

@@ -1,0 +1,358 @@
+//! `fridge-sim`: replay a trace or a generated workload through the real engine and the
+//! reference policies at several cache sizes, and write CSV, JSON and PNG reports.
+//!
+//! ```text
+//! fridge-sim --trace ../shared/traces/cloudphysics/cloudPhysicsIO.oracleGeneral.bin \
+//!            --policies all --fractions 0.001,0.01,0.1,0.5 --out out/cloudphysics
+//! fridge-sim --trace ../shared/traces/cache2k/web07.trace.xz --format keyonly-i32 \
+//!            --size-model fixed:16:100 --policies fridge,lru,s3fifo,belady --out out/web07
+//! fridge-sim --generate facebook-etc --keys 1000000 --requests 10000000 --sizes 64MiB,256MiB
+//! ```
+//! Run with `--help` for every option.
+
+use std::io::{BufRead, BufReader, IsTerminal};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use fridge_sim::Error;
+use fridge_sim::progress::Progress;
+use fridge_sim::report;
+use fridge_sim::source::{self, GeneratorParams, Source};
+use fridge_sim::sweep::{OpsMode, PolicySpec, Settings, SizeSpec, simulate};
+use fridge_workload::SizeDist;
+use fridge_workload::trace::{Column, CsvFormat, KeyFormat, SizeModel, TimeUnit};
+
+/// Trace-driven cache simulator: the real fridge engine next to reference policies.
+///
+/// "Cache size" means, for the engine (`fridge`), its max_memory: items with their 12-byte
+/// record headers (the index lives outside and is reported as overhead bytes); for reference
+/// policies, bytes of objects (key + value); for the memcached model, its memory limit.
+#[derive(Debug, Parser)]
+#[command(name = "fridge-sim", version)]
+struct Args {
+    /// Trace file to replay.
+    #[arg(long, conflicts_with = "generate")]
+    trace: Option<PathBuf>,
+
+    /// Trace format: oracle (libCacheSim oracleGeneral), csv, keyonly-i32 (cache2k),
+    /// keyonly-i64 (scarab). Default: from the extension (.bin → oracle, .csv → csv).
+    #[arg(long)]
+    format: Option<String>,
+
+    /// CSV preset: cloudphysics, twitter or fridge. Default: detected from the header.
+    #[arg(long)]
+    csv_preset: Option<String>,
+
+    /// CSV columns by header name or 0-based index, e.g. `key=lbn,value_size=size,time=time,
+    /// op=op`. Fields: key, key_size, value_size, time, op, ttl, tenant, next_access.
+    #[arg(long)]
+    csv_columns: Option<String>,
+
+    /// CSV keys: integer or hashed (any text).
+    #[arg(long, default_value = "integer")]
+    csv_key_format: String,
+
+    /// CSV time unit: s, ms or us.
+    #[arg(long, default_value = "s")]
+    csv_time_unit: String,
+
+    /// The CSV has no header line (columns must then be indices).
+    #[arg(long)]
+    csv_no_header: bool,
+
+    /// Sizes for key-only traces: fixed:KEY:VALUE, uniform:KEY:MIN:MAX, etc (Facebook ETC
+    /// key and value sizes) or thesis (16 B keys, 10 B/300 B/1 MB values). Required for them.
+    #[arg(long)]
+    size_model: Option<String>,
+
+    /// Generator preset: zipf, uniform, hotspot, latest, facebook-etc, thesis, catalyst,
+    /// twitter.
+    #[arg(long)]
+    generate: Option<String>,
+
+    /// Requests to generate.
+    #[arg(long, default_value_t = 1_000_000)]
+    requests: u64,
+
+    /// Keys of a single-tenant generator.
+    #[arg(long, default_value_t = 100_000)]
+    keys: u64,
+
+    /// Zipf exponent of the generators that use one.
+    #[arg(long, default_value_t = 0.99)]
+    theta: f64,
+
+    /// Tenants of the twitter mix.
+    #[arg(long, default_value_t = 4)]
+    tenants: usize,
+
+    /// Twitter mix: fraction of each cluster's production working set.
+    #[arg(long, default_value_t = 0.001)]
+    key_scale: f64,
+
+    /// Seed of the generator, the engine's cleaner and Redis's sampling.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+
+    /// Stop after this many requests of the input.
+    #[arg(long)]
+    limit: Option<u64>,
+
+    /// Policies, comma-separated: all, fridge, lru, fifo, clock, s3fifo, sieve, redis5,
+    /// redis10, memcached, memcached-automove, belady, partitioned-<reference policy>.
+    #[arg(long, default_value = "all")]
+    policies: String,
+
+    /// Absolute cache sizes, comma-separated (e.g. 4MiB,64MiB,1GiB; K/M/G are binary).
+    #[arg(long, conflicts_with = "fractions")]
+    sizes: Option<String>,
+
+    /// Cache sizes as fractions of the working set's bytes, comma-separated.
+    #[arg(long, default_value = "0.001,0.01,0.05,0.1,0.2,0.5")]
+    fractions: String,
+
+    /// lookaside: every request is a GET that admits on miss (libCacheSim); trace: GETs are
+    /// counted, SETs store, DELETEs delete (engine only).
+    #[arg(long, default_value = "lookaside")]
+    ops: String,
+
+    /// Engine segment size in bytes (default: chosen per cache size, see the docs).
+    #[arg(long)]
+    segment_size: Option<String>,
+
+    /// Name of the source in reports and plot titles (default: from the file or generator).
+    #[arg(long)]
+    name: Option<String>,
+
+    /// Output directory for results.csv, results.json, throughput.csv and PNG plots.
+    #[arg(long, default_value = "sim-out")]
+    out: PathBuf,
+
+    /// Skip the PNG plots.
+    #[arg(long)]
+    no_plots: bool,
+
+    /// Progress bar: auto (when stderr is a terminal), always or never.
+    #[arg(long, default_value = "auto")]
+    progress: String,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("fridge-sim: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<(), Error> {
+    let mut source = build_source(args)?;
+    source.limit = args.limit;
+    if let Some(name) = &args.name {
+        source.name.clone_from(name);
+    }
+    let settings = Settings {
+        policies: PolicySpec::parse_list(&args.policies)?,
+        sizes: match &args.sizes {
+            Some(s) => list(s, |x| parse_bytes(x).map(SizeSpec::Bytes))?,
+            None => list(&args.fractions, |x| {
+                x.parse::<f64>()
+                    .ok()
+                    .filter(|f| *f > 0.0 && f.is_finite())
+                    .map(SizeSpec::Fraction)
+                    .ok_or_else(|| Error::Config(format!("bad fraction {x:?}")))
+            })?,
+        },
+        ops: match args.ops.as_str() {
+            "lookaside" => OpsMode::Lookaside,
+            "trace" => OpsMode::Trace,
+            o => return Err(Error::Config(format!("--ops {o:?}: lookaside or trace"))),
+        },
+        seed: args.seed,
+        segment_size: args
+            .segment_size
+            .as_deref()
+            .map(parse_bytes)
+            .transpose()?
+            .map(|b| b as usize),
+        ..Settings::default()
+    };
+    let show = match args.progress.as_str() {
+        "auto" => std::io::stderr().is_terminal(),
+        "always" => true,
+        "never" => false,
+        p => return Err(Error::Config(format!("--progress {p:?}: auto, always or never"))),
+    };
+    let mut progress = Progress::new(show);
+    let report = simulate(&source, &settings, &mut progress)?;
+    print!("{}", report::summary(&report));
+    let written = report::write_all(&report, &args.out, !args.no_plots)?;
+    for path in written {
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn list<T>(s: &str, f: impl Fn(&str) -> Result<T, Error>) -> Result<Vec<T>, Error> {
+    s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(f).collect()
+}
+
+/// Bytes with an optional unit: B, K/KiB, M/MiB, G/GiB (binary), KB/MB/GB (decimal).
+fn parse_bytes(s: &str) -> Result<u64, Error> {
+    let s = s.trim();
+    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "kb" => 1_000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        u => return Err(Error::Config(format!("unknown size unit {u:?} in {s:?}"))),
+    };
+    let v: f64 = num.parse().map_err(|_| Error::Config(format!("bad size {s:?}")))?;
+    Ok((v * mult as f64) as u64)
+}
+
+fn build_source(args: &Args) -> Result<Source, Error> {
+    if let Some(name) = &args.generate {
+        let params = GeneratorParams {
+            keys: args.keys,
+            theta: args.theta,
+            requests: args.requests,
+            seed: args.seed,
+            tenants: args.tenants,
+            key_scale: args.key_scale,
+        };
+        return source::generator(name, &params);
+    }
+    let Some(path) = args.trace.clone() else {
+        return Err(Error::Config("give --trace FILE or --generate PRESET".into()));
+    };
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let format = match (&args.format, ext) {
+        (Some(f), _) => f.clone(),
+        (None, "bin") => "oracle".into(),
+        (None, "csv") => "csv".into(),
+        (None, _) => {
+            return Err(Error::Config(format!(
+                "cannot tell the format of {}: pass --format",
+                path.display()
+            )));
+        }
+    };
+    let csv = if format == "csv" { Some(csv_format(args, &path)?) } else { None };
+    let sizes = args.size_model.as_deref().map(size_model).transpose()?;
+    source::trace(path, &format, csv, sizes)
+}
+
+fn csv_format(args: &Args, path: &std::path::Path) -> Result<CsvFormat, Error> {
+    let preset = match &args.csv_preset {
+        Some(p) => Some(p.clone()),
+        None if args.csv_columns.is_none() => {
+            let file = std::fs::File::open(path)
+                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+            let mut header = String::new();
+            BufReader::new(file)
+                .read_line(&mut header)
+                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
+            match header.trim() {
+                "version,time,op,size,lbn" => Some("cloudphysics".into()),
+                h if h.starts_with("time_ms,tenant,key") => Some("fridge".into()),
+                _ => {
+                    return Err(Error::Config(
+                        "unknown CSV header: pass --csv-preset or --csv-columns".into(),
+                    ));
+                }
+            }
+        }
+        None => None,
+    };
+    if let Some(p) = preset {
+        return match p.as_str() {
+            "cloudphysics" => Ok(CsvFormat::cloudphysics()),
+            "twitter" => Ok(CsvFormat::twitter()),
+            "fridge" => Ok(CsvFormat::fridge()),
+            o => Err(Error::Config(format!("unknown CSV preset {o:?}"))),
+        };
+    }
+    let columns = args.csv_columns.as_deref().unwrap_or_default();
+    let column = |v: &str| -> Column {
+        v.parse::<usize>().map_or_else(|_| Column::Name(v.to_owned()), Column::Index)
+    };
+    let mut key = None;
+    let mut f = CsvFormat::with_key(0, KeyFormat::Integer);
+    for pair in columns.split(',').filter(|p| !p.is_empty()) {
+        let (field, col) = pair
+            .split_once('=')
+            .ok_or_else(|| Error::Config(format!("--csv-columns: {pair:?} is not FIELD=COLUMN")))?;
+        let col = column(col.trim());
+        match field.trim() {
+            "key" => key = Some(col),
+            "key_size" => f.key_size = Some(col),
+            "value_size" | "size" => f.value_size = Some(col),
+            "time" => f.time = Some(col),
+            "op" => f.op = Some(col),
+            "ttl" => f.ttl_s = Some(col),
+            "tenant" => f.tenant = Some(col),
+            "next_access" => f.next_access = Some(col),
+            o => return Err(Error::Config(format!("--csv-columns: unknown field {o:?}"))),
+        }
+    }
+    f.key = key.ok_or_else(|| Error::Config("--csv-columns needs key=COLUMN".into()))?;
+    f.header = !args.csv_no_header;
+    f.key_format = match args.csv_key_format.as_str() {
+        "integer" => KeyFormat::Integer,
+        "hashed" => KeyFormat::Hashed,
+        o => return Err(Error::Config(format!("--csv-key-format {o:?}: integer or hashed"))),
+    };
+    f.time_unit = match args.csv_time_unit.as_str() {
+        "s" => TimeUnit::Seconds,
+        "ms" => TimeUnit::Millis,
+        "us" => TimeUnit::Micros,
+        o => return Err(Error::Config(format!("--csv-time-unit {o:?}: s, ms or us"))),
+    };
+    Ok(f)
+}
+
+fn size_model(s: &str) -> Result<(SizeModel, String), Error> {
+    let bad = || Error::Config(format!("bad --size-model {s:?}"));
+    let num = |x: &str| x.parse::<u32>().map_err(|_| bad());
+    let parts: Vec<&str> = s.split(':').collect();
+    Ok(match parts.as_slice() {
+        ["fixed", k, v] => {
+            (SizeModel::fixed(num(k)?, num(v)?), format!("fixed {k} B keys and {v} B values"))
+        }
+        ["uniform", k, lo, hi] => (
+            SizeModel {
+                key_size: SizeDist::Fixed(num(k)?),
+                value_size: SizeDist::uniform(num(lo)?, num(hi)?)?,
+                seed: 0,
+            },
+            format!("{k} B keys, values uniform in [{lo}, {hi}] B per key"),
+        ),
+        ["etc"] => (
+            SizeModel {
+                key_size: SizeDist::facebook_etc_key(),
+                value_size: SizeDist::facebook_etc_value(),
+                seed: 0,
+            },
+            "Facebook ETC key and value sizes per key (seed 0)".to_owned(),
+        ),
+        ["thesis"] => (
+            SizeModel {
+                key_size: SizeDist::Fixed(16),
+                value_size: SizeDist::thesis_mix(),
+                seed: 0,
+            },
+            "16 B keys, thesis values 10 B/300 B/1 MB (50/45/5%) per key (seed 0)".to_owned(),
+        ),
+        _ => return Err(bad()),
+    })
+}
