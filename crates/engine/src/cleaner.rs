@@ -2,8 +2,9 @@
 //! reclamation of expired items (§4.4).
 //!
 //! A pass first tries to *compact without evicting*: it takes the sealed segments with the
-//! fewest live bytes (written minus known dead), as many as fit in the free segments and in
-//! one segment fewer than they occupy. Only when memory is full of live data does it take
+//! fewest live bytes (written minus known dead), as many as fit, with one item's worth of
+//! packing slack, in the room the cleaner is sure of (its output heads and the free segments
+//! reserved for it) and in one segment fewer than they occupy. Only when memory is full of live data does it take
 //! Memshare's `n` candidates — half at random, half with the most dead bytes — and evict what
 //! the rank function places lowest. (Measured on the thesis's 10 B/300 B/1 MB mix with 10%
 //! overwrites in 256 MiB, `cargo run --release -p fridge-engine --example thesis_evictions`:
@@ -16,10 +17,9 @@
 //! records anyway, and no crawler ever scans memory). The rest are ranked by the rank
 //! function, and copied best first into output segments; each copy is published by swapping
 //! the index slot from the old location to the new one under the bucket lock, and loses to a
-//! concurrent overwrite (the copy is then dead). In an evicting pass, items that do not fit in
-//! `n − 1` outputs are evicted; in a compacting pass, a candidate whose items do not all find
-//! room goes back to the sealed list instead. Emptied candidates are retired and become free
-//! once no reader can still be looking at them.
+//! concurrent overwrite (the copy is then dead). Items that do not fit are evicted (in a
+//! compaction that happens only if the live-byte estimate was off). The candidates are retired
+//! and become free once no reader can still be looking at them.
 //!
 //! `n` is the configured candidate count (40 by default; Memshare Table 7 saw no gain beyond).
 //! Writers leave the last [`crate::segment::CLEANER_RESERVE`] free segments to the cleaner and,
@@ -42,6 +42,7 @@ use crate::hash::key_hash;
 use crate::index::Loc;
 use crate::item::{NewItem, Record};
 use crate::rank::RankInput;
+use crate::segment::CLEANER_RESERVE;
 use crate::stats::Counters;
 
 /// Passes one call of [`clean_until_watermark`] may run before giving others a turn.
@@ -169,12 +170,15 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         })
         .sum();
     let n_max = inner.config.cleaner_candidates;
-    let mut candidates = inner.segments.take_reclaimable(n_max, free * segment_size + head_room);
-    let mut outputs_left = free;
-    // A compaction pass evicts nothing: a candidate whose survivors do not all find room goes
-    // back to the sealed list instead.
-    let evicting = candidates.is_empty();
-    if evicting {
+    // A compaction can count only on its own head room and the reserved free segments (writers
+    // may take the others meanwhile), less one item's worth of packing slack.
+    let reserved = free.min(CLEANER_RESERVE);
+    let mut candidates = inner.segments.take_reclaimable(
+        n_max,
+        (reserved * segment_size + head_room).saturating_sub(inner.config.max_item_size),
+    );
+    let mut outputs_left = reserved;
+    if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
         let n = n_max.min(outputs_available + 1);
         candidates = inner.segments.take_candidates(n, &mut || state.next_random());
@@ -210,11 +214,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
 
     let mut relocated = (0u64, 0u64);
     let mut evicted = 0u64;
-    let mut kept: Vec<u32> = Vec::new();
     for s in &survivors {
-        if kept.contains(&s.loc.segment) {
-            continue;
-        }
         match copy_out(inner, &guard, state, s, now, recency, &mut outputs_left) {
             Some((new, size)) => {
                 if relocate(inner, &guard, s.hash, s.loc, new) {
@@ -224,15 +224,12 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                     inner.segments.header(new.segment).add_dead(size);
                 }
             }
-            None if evicting => evicted += u64::from(unlink_at(inner, &guard, s.hash, s.loc)),
-            None => kept.push(s.loc.segment),
+            // Out of room: in a compaction this is rare (the estimate was off); evicting the
+            // rest keeps every pass making progress.
+            None => evicted += u64::from(unlink_at(inner, &guard, s.hash, s.loc)),
         }
     }
     drop(guard);
-    for &segment in &kept {
-        inner.segments.seal(segment);
-    }
-    candidates.retain(|segment| !kept.contains(segment));
     inner.segments.retire(&candidates, &inner.epochs);
     let c = &inner.counters;
     Counters::add(&c.expired, expired);

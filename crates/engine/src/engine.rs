@@ -220,7 +220,7 @@ impl Engine {
         let watermark = if config.free_watermark > 0 {
             config.free_watermark
         } else {
-            (segment_count / 100).max(2 * config.workers_hint).max(CLEANER_RESERVE + 2)
+            (segment_count / 100).max(2 * config.workers_hint).max(CLEANER_RESERVE + 1)
         };
         let initial_buckets = if config.index_buckets > 0 {
             config.index_buckets

@@ -83,7 +83,7 @@ pub struct EngineConfig {
     /// Segments per cleaning pass (`n`).
     pub cleaner_candidates: usize,
     /// Free segments below which the cleaner runs; 0 = max(1% of segments, 2 × workers_hint,
-    /// 4).
+    /// 3).
     pub free_watermark: usize,
     /// Expected writer threads (sizes the default watermark).
     pub workers_hint: usize,
