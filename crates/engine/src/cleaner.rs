@@ -3,7 +3,7 @@
 //!
 //! A pass first tries to *compact without evicting*: it takes the sealed segments with the
 //! fewest live bytes (written minus known dead), as many as fit, with one item's worth of
-//! packing slack, in the room the cleaner is sure of (its output heads and the free segments
+//! packing slack per output head, in the room the cleaner is sure of (its output heads and the free segments
 //! reserved for it) and in one segment fewer than they occupy. Only when memory is full of live data does it take
 //! Memshare's `n` candidates — half at random, half with the most dead bytes — and evict what
 //! the rank function places lowest. (Measured on the thesis's 10 B/300 B/1 MB mix with 10%
@@ -171,13 +171,19 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         .sum();
     let n_max = inner.config.cleaner_candidates;
     // A compaction can count only on its own head room and the reserved free segments (writers
-    // may take the others meanwhile), less one item's worth of packing slack.
+    // may take the others meanwhile), less packing slack: small and large survivors fill
+    // separate heads, and each head may end with up to one item's worth unused.
     let reserved = free.min(CLEANER_RESERVE);
-    let mut candidates = inner.segments.take_reclaimable(
-        n_max,
-        (reserved * segment_size + head_room).saturating_sub(inner.config.max_item_size),
-    );
+    let slack = state.heads.len() * inner.config.max_item_size;
+    let mut candidates = inner
+        .segments
+        .take_reclaimable(n_max, (reserved * segment_size + head_room).saturating_sub(slack));
     let mut outputs_left = reserved;
+    if candidates.is_empty() && reserved < CLEANER_RESERVE && inner.segments.retired_count() > 0 {
+        // No room to compact into only because retired segments wait for readers to leave
+        // their epochs: wait for them rather than evict live items.
+        return false;
+    }
     if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
         let n = n_max.min(outputs_available + 1);

@@ -179,6 +179,9 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared) {
     num("segments", e.segments as u64);
     num("segments_free", e.segments_free as u64);
     num("cleaner_passes", e.cleaner_passes);
+    num("cleaner_relocated", e.relocated_items);
+    num("fifo_evictions", e.fifo_evictions);
+    num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
 }
 
