@@ -640,7 +640,7 @@ fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u64) -> bool 
 }
 
 impl Worker {
-    /// The engine this worker belongs to.
+    /// A snapshot of the statistics of the engine this worker belongs to.
     pub fn stats(&self) -> EngineStats {
         self.inner.stats()
     }
@@ -845,9 +845,10 @@ impl Worker {
         self.store_returning_old(req, None)
     }
 
-    /// Stores an item; if `old` is given, the replaced live value (if any) is copied into it
-    /// (Redis `SET … GET`, `GETSET`). Returns whether an old value was copied via the outcome
-    /// and `old`'s length; `old` is cleared first.
+    /// Stores an item; if `old` is given, it is cleared and the replaced live value (if any)
+    /// is copied into it. An empty `old` afterwards means no live item *or* an empty value;
+    /// where the difference matters (Redis `SET … GET` answers nil or `""`), use
+    /// [`Worker::update`], which sees the current item.
     pub fn store_returning_old(
         &mut self,
         req: Store<'_>,
