@@ -703,39 +703,60 @@ impl Worker {
     }
 
     /// Looks up many keys at once, calling `f(i, item)` for each key `keys[i]` that has a
-    /// live item (in order). The lookups of up to [`BATCH`] keys overlap their memory
-    /// misses: every key's bucket is prefetched first, then the record each bucket most
-    /// likely points to, and only then are keys compared and values read. Expired items are
-    /// reported as misses and left for the cleaner.
+    /// live item (in order). Lookups are software-pipelined in chunks of [`BATCH`] keys: while
+    /// one chunk's keys are compared, the next chunk's likely records and the chunk after
+    /// that's buckets are already being loaded, so memory misses overlap. Expired items are
+    /// reported as misses and left for the cleaner. The call stays pinned throughout, so
+    /// callers pass modest slices (a request pipeline's worth), not whole key spaces.
     pub fn get_many<K: AsRef<[u8]>>(
         &mut self,
         tenant: TenantId,
         keys: &[K],
         mut f: impl FnMut(usize, Item<'_>),
     ) {
-        for (chunk_index, chunk) in keys.chunks(BATCH).enumerate() {
-            let mut hashes = [0u64; BATCH];
-            for (h, k) in hashes.iter_mut().zip(chunk) {
+        let chunks = keys.len().div_ceil(BATCH);
+        if chunks == 0 {
+            return;
+        }
+        let inner = Arc::clone(&self.inner);
+        inner.check_flush(self.id, tenant);
+        let counters = inner.epochs.counters(self.id);
+        let guard = inner.epochs.pin(self.id);
+        let mut hashes = [[0u64; BATCH]; 3];
+        let chunk = |c: usize| &keys[c * BATCH..keys.len().min((c + 1) * BATCH)];
+        // Stage 1: hash a chunk's keys and start loading their buckets.
+        let stage_buckets = |c: usize, hashes: &mut [[u64; BATCH]; 3], refs: &mut Worker| {
+            for (h, k) in hashes[c % 3].iter_mut().zip(chunk(c)) {
                 *h = key_hash(tenant, k.as_ref());
-                self.note_access(*h, false);
+                refs.note_access(*h, false);
+                inner.index.prefetch_root(&guard, *h);
             }
-            let inner = &*self.inner;
-            inner.check_flush(self.id, tenant);
-            let counters = inner.epochs.counters(self.id);
-            let guard = inner.epochs.pin(self.id);
-            let hashes = &hashes[..chunk.len()];
-            for &h in hashes {
-                inner.index.prefetch_root(&guard, h);
-            }
-            for &h in hashes {
+        };
+        // Stage 2: start loading the record each bucket most likely points to.
+        let stage_records = |c: usize, hashes: &[[u64; BATCH]; 3]| {
+            for &h in &hashes[c % 3][..chunk(c).len()] {
                 if let Some(loc) = inner.index.probable(&guard, h) {
                     crate::index::prefetch(
                         inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
                     );
                 }
             }
-            let recency = inner.recency();
-            for (j, (&h, k)) in hashes.iter().zip(chunk).enumerate() {
+        };
+        stage_buckets(0, &mut hashes, self);
+        if chunks > 1 {
+            stage_buckets(1, &mut hashes, self);
+        }
+        stage_records(0, &hashes);
+        let recency = inner.recency();
+        for c in 0..chunks {
+            if c + 2 < chunks {
+                stage_buckets(c + 2, &mut hashes, self);
+            }
+            if c + 1 < chunks {
+                stage_records(c + 1, &hashes);
+            }
+            // Stage 3: compare keys and hand out values.
+            for (j, (&h, k)) in hashes[c % 3].iter().zip(chunk(c)).enumerate() {
                 epoch::bump(&counters.gets);
                 let key = k.as_ref();
                 let Some(loc) =
@@ -751,7 +772,7 @@ impl Worker {
                 rec.touch_access(recency);
                 epoch::bump(&counters.hits);
                 f(
-                    chunk_index * BATCH + j,
+                    c * BATCH + j,
                     Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 },
                 );
             }
