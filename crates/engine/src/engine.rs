@@ -703,38 +703,63 @@ impl Worker {
     }
 
     /// Looks up many keys at once, calling `f(i, item)` for each key `keys[i]` that has a
-    /// live item (in order). Lookups are software-pipelined in chunks of [`BATCH`] keys: while
-    /// one chunk's keys are compared, the next chunk's likely records and the chunk after
-    /// that's buckets are already being loaded, so memory misses overlap. Expired items are
-    /// reported as misses and left for the cleaner. The call stays pinned throughout, so
-    /// callers pass modest slices (a request pipeline's worth), not whole key spaces.
+    /// live item (in order). See [`Worker::get_each`].
     pub fn get_many<K: AsRef<[u8]>>(
         &mut self,
         tenant: TenantId,
         keys: &[K],
         mut f: impl FnMut(usize, Item<'_>),
     ) {
-        let chunks = keys.len().div_ceil(BATCH);
-        if chunks == 0 {
-            return;
-        }
+        self.get_each(tenant, keys.iter().map(AsRef::as_ref), |i, _, item| f(i, item));
+    }
+
+    /// Looks up every key the iterator yields, calling `f(i, key, item)` for the `i`-th key if
+    /// it has a live item (in order). Lookups are software-pipelined in chunks of [`BATCH`]
+    /// keys: while one chunk's keys are compared, the next chunk's likely records and the
+    /// chunk after that's buckets are already being loaded, so memory misses overlap. Keys
+    /// are held three chunks at a time on the stack (no allocation). Expired items are
+    /// reported as misses and left for the cleaner. The call stays pinned throughout, so
+    /// callers pass a request's or a pipeline's worth of keys, not whole key spaces.
+    pub fn get_each<'k>(
+        &mut self,
+        tenant: TenantId,
+        mut keys: impl Iterator<Item = &'k [u8]>,
+        mut f: impl FnMut(usize, &'k [u8], Item<'_>),
+    ) {
         let inner = Arc::clone(&self.inner);
         inner.check_flush(self.id, tenant);
         let counters = inner.epochs.counters(self.id);
         let guard = inner.epochs.pin(self.id);
-        let mut hashes = [[0u64; BATCH]; 3];
-        let chunk = |c: usize| &keys[c * BATCH..keys.len().min((c + 1) * BATCH)];
-        // Stage 1: hash a chunk's keys and start loading their buckets.
-        let stage_buckets = |c: usize, hashes: &mut [[u64; BATCH]; 3], refs: &mut Worker| {
-            for (h, k) in hashes[c % 3].iter_mut().zip(chunk(c)) {
-                *h = key_hash(tenant, k.as_ref());
-                refs.note_access(*h, false);
-                inner.index.prefetch_root(&guard, *h);
+        let recency = inner.recency();
+        // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
+        let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
+        let mut ring_hashes = [[0u64; BATCH]; 3];
+        let mut ring_len = [0usize; 3];
+        // Stage 1: take a chunk of keys, hash them and start loading their buckets. Returns
+        // whether the chunk has any keys.
+        let stage_buckets = |c: usize,
+                             keys: &mut dyn Iterator<Item = &'k [u8]>,
+                             ring_keys: &mut [[&'k [u8]; BATCH]; 3],
+                             ring_hashes: &mut [[u64; BATCH]; 3],
+                             ring_len: &mut [usize; 3],
+                             worker: &mut Worker| {
+            let slot = c % 3;
+            let mut n = 0;
+            while n < BATCH {
+                let Some(key) = keys.next() else { break };
+                let h = key_hash(tenant, key);
+                worker.note_access(h, false);
+                inner.index.prefetch_root(&guard, h);
+                ring_keys[slot][n] = key;
+                ring_hashes[slot][n] = h;
+                n += 1;
             }
+            ring_len[slot] = n;
+            n > 0
         };
         // Stage 2: start loading the record each bucket most likely points to.
-        let stage_records = |c: usize, hashes: &[[u64; BATCH]; 3]| {
-            for &h in &hashes[c % 3][..chunk(c).len()] {
+        let stage_records = |slot: usize, ring_hashes: &[[u64; BATCH]; 3], len: usize| {
+            for &h in &ring_hashes[slot][..len] {
                 if let Some(loc) = inner.index.probable(&guard, h) {
                     crate::index::prefetch(
                         inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
@@ -742,23 +767,34 @@ impl Worker {
                 }
             }
         };
-        stage_buckets(0, &mut hashes, self);
-        if chunks > 1 {
-            stage_buckets(1, &mut hashes, self);
+        let mut filled = [false; 3];
+        filled[0] =
+            stage_buckets(0, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len, self);
+        filled[1] = filled[0]
+            && stage_buckets(1, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len, self);
+        if filled[0] {
+            stage_records(0, &ring_hashes, ring_len[0]);
         }
-        stage_records(0, &hashes);
-        let recency = inner.recency();
-        for c in 0..chunks {
-            if c + 2 < chunks {
-                stage_buckets(c + 2, &mut hashes, self);
-            }
-            if c + 1 < chunks {
-                stage_records(c + 1, &hashes);
+        let mut c = 0;
+        while filled[c % 3] {
+            let next2 = (c + 2) % 3;
+            filled[next2] = filled[(c + 1) % 3]
+                && stage_buckets(
+                    c + 2,
+                    &mut keys,
+                    &mut ring_keys,
+                    &mut ring_hashes,
+                    &mut ring_len,
+                    self,
+                );
+            if filled[(c + 1) % 3] {
+                stage_records((c + 1) % 3, &ring_hashes, ring_len[(c + 1) % 3]);
             }
             // Stage 3: compare keys and hand out values.
-            for (j, (&h, k)) in hashes[c % 3].iter().zip(chunk(c)).enumerate() {
+            let slot = c % 3;
+            for j in 0..ring_len[slot] {
                 epoch::bump(&counters.gets);
-                let key = k.as_ref();
+                let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
                 let Some(loc) =
                     inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
                 else {
@@ -771,11 +807,11 @@ impl Worker {
                 }
                 rec.touch_access(recency);
                 epoch::bump(&counters.hits);
-                f(
-                    c * BATCH + j,
-                    Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 },
-                );
+                let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
+                f(c * BATCH + j, key, item);
             }
+            filled[slot] = false;
+            c += 1;
         }
     }
 

@@ -303,3 +303,22 @@ fn overwrites_never_evict_while_live_data_fits() {
     }
     engine.validate();
 }
+
+#[test]
+fn get_each_handles_every_chunk_boundary() {
+    let (engine, _) = small_engine(8 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let keys: Vec<Vec<u8>> = (0..60u32).map(|i| format!("each:{i}").into_bytes()).collect();
+    for k in keys.iter().step_by(2) {
+        w.store(Store::new(T, k, k)).unwrap();
+    }
+    for n in [0, 1, 15, 16, 17, 32, 33, 47, 48, 49, 60] {
+        let mut got = Vec::new();
+        w.get_each(T, keys[..n].iter().map(Vec::as_slice), |i, key, item| {
+            assert_eq!(key, item.value, "the callback gets the key it looked up");
+            got.push(i);
+        });
+        let want: Vec<usize> = (0..n).step_by(2).collect();
+        assert_eq!(got, want, "{n} keys");
+    }
+}

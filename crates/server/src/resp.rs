@@ -126,10 +126,17 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         b"mget" => {
             arity!(n >= 2);
             write_array_header(out, n - 1);
-            for i in 1..n {
-                if ctx.engine.get(t, arg(i), |item| write_bulk(out, item.value)).is_none() {
+            // One batched engine call; misses are the indices it skips.
+            let mut next = 0;
+            ctx.engine.get_each(t, (1..n).map(arg), |i, _, item| {
+                for _ in next..i {
                     write_null(out, v);
                 }
+                write_bulk(out, item.value);
+                next = i + 1;
+            });
+            for _ in next..n - 1 {
+                write_null(out, v);
             }
         }
         b"mset" | b"msetnx" => {

@@ -18,7 +18,11 @@ fn storage_and_retrieval_commands() {
         .roundtrip(b"append b 0 0 2\r\nzz\r\n", b"STORED\r\n")
         .roundtrip(b"prepend b 0 0 2\r\naa\r\n", b"STORED\r\n")
         .roundtrip(b"append nope 0 0 1\r\nz\r\n", b"NOT_STORED\r\n")
-        .roundtrip(b"get a b nope\r\n", b"VALUE a 5 3\r\nabc\r\nVALUE b 7 6\r\naayyzz\r\nEND\r\n");
+        .roundtrip(b"get a b nope\r\n", b"VALUE a 5 3\r\nabc\r\nVALUE b 7 6\r\naayyzz\r\nEND\r\n")
+        .roundtrip(
+            b"get no1 a no2 b no3\r\n",
+            b"VALUE a 5 3\r\nabc\r\nVALUE b 7 6\r\naayyzz\r\nEND\r\n",
+        );
     c.send(b"gets a\r\n");
     let header = c.line();
     let cas: u64 = header.rsplit(' ').next().unwrap().parse().unwrap();

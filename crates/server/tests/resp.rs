@@ -49,6 +49,7 @@ fn string_commands() {
         ("MSETNX a 1 zz 2", b":0\r\n"),
         ("MSETNX zz 1 yy 2", b":1\r\n"),
         ("MGET a b nope", b"*3\r\n$1\r\n1\r\n$1\r\n2\r\n$-1\r\n"),
+        ("MGET no1 a no2 b no3", b"*5\r\n$-1\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n$-1\r\n"),
         ("GETSET a 5", b"$1\r\n1\r\n"),
         ("GETSET nope2 5", b"$-1\r\n"),
         ("GETDEL a", b"$1\r\n5\r\n"),
