@@ -37,6 +37,7 @@ pub mod clock;
 mod engine;
 pub mod epoch;
 pub mod hash;
+pub mod hitmap;
 pub mod index;
 pub mod item;
 pub mod rank;

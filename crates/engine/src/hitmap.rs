@@ -1,0 +1,322 @@
+//! The hitmap: compact access-frequency metadata (Catalyst §3.1).
+//!
+//! Instead of per-item recency lists, accesses are recorded in `M` levels of Bloom-like bit
+//! arrays ("hash counters"). A key is marked in a level when all its bit positions there are
+//! set. An access marks the lowest level where the key is not yet marked (Algorithm 2), so a
+//! key marked up to level `m` has been accessed at least `m` times since it last cooled down:
+//! the highest such level is its temperature *zone* (0 = cold … `M` = hot).
+//!
+//! ```text
+//!  level M  ████████████████████████████████  (2^(M−1) × level-1 bits)
+//!  …
+//!  level 2  ████████████████
+//!  level 1  ████████          set counter ████████   (SETs since the last compaction)
+//! ```
+//!
+//! **Inverted pyramid** (§3.1.3): each level is twice the size of the one below. A key's bit
+//! positions are derived once from its hash as 64-bit numbers; each level uses them modulo its
+//! size (a power of two). So position `p` in level `m` and position `p mod size(m−1)` in level
+//! `m−1` belong to the same keys, and **rolling compaction** (§3.1.4, Algorithm 1) can move
+//! level `m` down by OR-ing its two halves, without rehashing anything: every key loses one
+//! level, the top level is cleared, and history is kept. It runs when fewer than 5% of sampled
+//! keys are unmarked at level 1 (level 1 is too full to tell hot from cold).
+//!
+//! **New items and zombies** (§3.1.5–6): a SET that marks level 1 also marks the *set
+//! counter*, which compaction merges into the new level 1 and then clears. A new item thus
+//! survives one compaction without being read; an item still unmarked everywhere after the
+//! next one was never read again since it was stored — a zombie, evicted first.
+//!
+//! Hash counters never have false negatives (a marked key stays marked until compaction); they
+//! have false positives, which grow with the fill rate — the reason for compaction.
+//!
+//! Costs: `M` levels plus the set counter take `2^M` times level 1's bits (16 × for `M` = 4).
+//! An update touches up to `M × 3` bits; a zone query likewise.
+
+/// Bit positions per key in each level.
+const POSITIONS: usize = 3;
+/// Default number of levels (Catalyst §4.3).
+pub const DEFAULT_LEVELS: usize = 4;
+/// Compaction runs when fewer than this fraction of sampled keys are unmarked at level 1.
+pub const COMPACTION_THRESHOLD: f64 = 0.05;
+
+/// A bit array whose length is a power of two.
+#[derive(Debug, Clone)]
+struct Bits {
+    words: Vec<u64>,
+    mask: u64,
+}
+
+impl Bits {
+    fn new(bits: usize) -> Bits {
+        debug_assert!(bits.is_power_of_two() && bits >= 64);
+        Bits { words: vec![0; bits / 64], mask: bits as u64 - 1 }
+    }
+
+    #[inline]
+    fn get(&self, p: u64) -> bool {
+        let i = p & self.mask;
+        self.words[(i / 64) as usize] & (1 << (i % 64)) != 0
+    }
+
+    #[inline]
+    fn set(&mut self, p: u64) {
+        let i = p & self.mask;
+        self.words[(i / 64) as usize] |= 1 << (i % 64);
+    }
+
+    fn marked(&self, positions: &[u64; POSITIONS]) -> bool {
+        positions.iter().all(|&p| self.get(p))
+    }
+
+    fn mark(&mut self, positions: &[u64; POSITIONS]) {
+        positions.iter().for_each(|&p| self.set(p));
+    }
+
+    /// This array folded to half its size: bit `j` of the result is bit `j` OR bit
+    /// `j + len/2` of this one.
+    fn folded(&self) -> Bits {
+        let half = self.words.len() / 2;
+        let words = (0..half).map(|w| self.words[w] | self.words[w + half]).collect();
+        Bits { words, mask: self.mask >> 1 }
+    }
+
+    fn clear(&mut self) {
+        self.words.iter_mut().for_each(|w| *w = 0);
+    }
+
+    fn ones(&self) -> u64 {
+        self.words.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+}
+
+/// The three bit positions of a key, from its 64-bit hash (the same in every level, taken
+/// modulo the level's size).
+#[inline]
+pub fn positions(hash: u64) -> [u64; POSITIONS] {
+    // Double hashing from two independent 64-bit mixes of the one key hash.
+    let a = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    let b = (hash ^ 0xD6E8_FEB8_6659_FD93).wrapping_mul(0xBF58_476D_1CE4_E5B9) | 1;
+    [a, a.wrapping_add(b), a.wrapping_add(b.wrapping_mul(2))]
+}
+
+/// The hitmap.
+#[derive(Debug, Clone)]
+pub struct Hitmap {
+    /// `levels[0]` is level 1.
+    levels: Vec<Bits>,
+    set_counter: Bits,
+    compactions: u64,
+}
+
+/// A hitmap's footprint and fill.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HitmapStats {
+    /// Bytes of all levels and the set counter.
+    pub bytes: usize,
+    /// Completed compactions.
+    pub compactions: u64,
+    /// Fraction of set bits, per level (level 1 first).
+    pub fill: Vec<f64>,
+}
+
+impl Hitmap {
+    /// A hitmap of `levels` levels whose level 1 has `level1_bits` bits (rounded up to a power
+    /// of two, at least 64).
+    pub fn new(level1_bits: usize, levels: usize) -> Hitmap {
+        let base = level1_bits.next_power_of_two().max(64);
+        let levels = levels.max(1);
+        Hitmap {
+            levels: (0..levels).map(|m| Bits::new(base << m)).collect(),
+            set_counter: Bits::new(base),
+            compactions: 0,
+        }
+    }
+
+    /// A hitmap for about `items` items at `bits_per_item` bits of metadata each (all levels
+    /// and the set counter together), with `levels` levels. Level 1 is rounded up to a power
+    /// of two, so the footprint is within twice the budget.
+    pub fn for_items(items: usize, bits_per_item: usize, levels: usize) -> Hitmap {
+        let total_bits = items.max(1).saturating_mul(bits_per_item.max(1));
+        // Levels and set counter together are 2^levels times level 1.
+        Hitmap::new((total_bits >> levels.max(1)).max(64), levels)
+    }
+
+    /// Number of levels (`M`).
+    pub fn levels(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Records one access (Algorithm 2): marks the lowest level where the key is not marked;
+    /// a SET that marks level 1 marks the set counter too.
+    pub fn record(&mut self, hash: u64, set: bool) {
+        let p = positions(hash);
+        for (i, level) in self.levels.iter_mut().enumerate() {
+            if !level.marked(&p) {
+                level.mark(&p);
+                if i == 0 && set {
+                    self.set_counter.mark(&p);
+                }
+                return;
+            }
+        }
+    }
+
+    /// The key's temperature zone: how many levels, from level 1 up, mark it (0 = cold).
+    pub fn zone(&self, hash: u64) -> u8 {
+        let p = positions(hash);
+        self.levels.iter().take_while(|level| level.marked(&p)).count() as u8
+    }
+
+    /// Whether the key is a zombie: marked in no level and not in the set counter, so it was
+    /// not read since it was stored, through at least one compaction.
+    pub fn is_zombie(&self, hash: u64) -> bool {
+        let p = positions(hash);
+        !self.set_counter.marked(&p) && self.levels.iter().all(|level| !level.marked(&p))
+    }
+
+    /// Whether a compaction is due, judged from a sample of resident keys' hashes: fewer than
+    /// [`COMPACTION_THRESHOLD`] of them unmarked at level 1 (Algorithm 1). An empty sample
+    /// says no.
+    pub fn compaction_due(&self, sample: impl IntoIterator<Item = u64>) -> bool {
+        let (mut total, mut unmarked) = (0usize, 0usize);
+        for hash in sample {
+            total += 1;
+            unmarked += usize::from(!self.levels[0].marked(&positions(hash)));
+        }
+        total > 0 && (unmarked as f64) < COMPACTION_THRESHOLD * total as f64
+    }
+
+    /// Rolling compaction (Algorithm 1, §3.1.5): every level moves one down by folding, the
+    /// set counter is merged into the new level 1 and cleared, and the top level is cleared.
+    pub fn compact(&mut self) {
+        let m = self.levels.len();
+        for i in 1..m {
+            self.levels[i - 1] = self.levels[i].folded();
+        }
+        for (w, s) in self.levels[0].words.iter_mut().zip(&self.set_counter.words) {
+            *w |= s;
+        }
+        self.set_counter.clear();
+        self.levels[m - 1].clear();
+        self.compactions += 1;
+    }
+
+    /// Footprint and fill rates.
+    pub fn stats(&self) -> HitmapStats {
+        let bytes = (self.levels.iter().map(|l| l.words.len()).sum::<usize>()
+            + self.set_counter.words.len())
+            * 8;
+        let fill =
+            self.levels.iter().map(|l| l.ones() as f64 / (l.words.len() * 64) as f64).collect();
+        HitmapStats { bytes, compactions: self.compactions, fill }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Distinct, well-spread key hashes.
+    fn hashes(n: u64, salt: u64) -> Vec<u64> {
+        (0..n)
+            .map(|i| crate::hash::key_hash(crate::TenantId(0), &(i ^ salt << 32).to_le_bytes()))
+            .collect()
+    }
+
+    #[test]
+    fn no_false_negatives() {
+        let mut h = Hitmap::new(1 << 12, DEFAULT_LEVELS);
+        let keys = hashes(5_000, 1);
+        for (i, &k) in keys.iter().enumerate() {
+            for _ in 0..=i % 4 {
+                h.record(k, false);
+            }
+        }
+        for (i, &k) in keys.iter().enumerate() {
+            assert!(h.zone(k) as usize > i % 4, "key {i} accessed {} times", i % 4 + 1);
+        }
+    }
+
+    #[test]
+    fn folding_preserves_membership() {
+        let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS);
+        for &k in &hashes(3_000, 2) {
+            h.record(k, false);
+            h.record(k, false);
+            h.record(k, false);
+        }
+        for (m, level) in h.levels.iter().enumerate().skip(1) {
+            let folded = level.folded();
+            for &k in &hashes(3_000, 2) {
+                if level.marked(&positions(k)) {
+                    assert!(folded.marked(&positions(k)), "level {} fold lost a key", m + 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn compaction_lowers_each_key_by_one_level() {
+        // Sparse enough that false positives do not blur zones.
+        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
+        let keys = hashes(200, 3);
+        for (i, &k) in keys.iter().enumerate() {
+            for _ in 0..i % 5 {
+                h.record(k, false); // zones 0..=4
+            }
+        }
+        let before: Vec<u8> = keys.iter().map(|&k| h.zone(k)).collect();
+        h.compact();
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(h.zone(k), before[i].saturating_sub(1), "key {i}");
+        }
+        assert_eq!(h.stats().fill[DEFAULT_LEVELS - 1], 0.0, "the top level is cleared");
+    }
+
+    #[test]
+    fn the_set_counter_protects_an_item_stored_just_before_a_compaction() {
+        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
+        let [stored, read_once] = [hashes(1, 4)[0], hashes(1, 5)[0]];
+        h.record(stored, true);
+        h.record(read_once, false);
+        h.compact();
+        assert!(h.zone(stored) >= 1, "a new item keeps level 1 through one compaction");
+        assert_eq!(h.zone(read_once), 0, "a GET alone does not");
+    }
+
+    #[test]
+    fn zombies_are_found_after_two_compactions() {
+        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
+        let [zombie, reread] = [hashes(1, 6)[0], hashes(1, 7)[0]];
+        h.record(zombie, true);
+        h.record(reread, true);
+        h.compact();
+        assert!(!h.is_zombie(zombie), "one compaction is the grace period");
+        h.record(reread, false);
+        h.compact();
+        assert!(h.is_zombie(zombie), "stored, never read, two compactions");
+        assert!(!h.is_zombie(reread));
+    }
+
+    #[test]
+    fn compaction_is_due_when_level_one_fills() {
+        let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS);
+        let keys = hashes(2_000, 8);
+        assert!(!h.compaction_due(keys.iter().copied()), "empty hitmap");
+        for &k in &keys {
+            h.record(k, false);
+        }
+        assert!(h.compaction_due(keys.iter().copied()), "every sampled key is marked");
+        assert!(!h.compaction_due(std::iter::empty()));
+    }
+
+    #[test]
+    fn sizing_follows_the_bit_budget() {
+        let h = Hitmap::for_items(1 << 20, 32, DEFAULT_LEVELS);
+        let s = h.stats();
+        // 32 bits per item over 1M items: level 1 gets 2^21 bits, all levels and the set
+        // counter 16 times that, 4 MiB.
+        assert_eq!(s.bytes, 4 << 20);
+        assert_eq!(h.levels(), DEFAULT_LEVELS);
+    }
+}
