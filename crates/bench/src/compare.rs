@@ -154,17 +154,8 @@ impl Comparison {
                 .servers
                 .iter()
                 .map(|x| {
-                    let row =
-                        self.get(x, w).and_then(|r| r.phase("run")?.row("get", "all").cloned());
-                    row.map_or_else(
-                        || "–".into(),
-                        |r| {
-                            format!(
-                                "{:.0} / {:.0} / {:.0}",
-                                r.summary.p50_us, r.summary.p99_us, r.summary.p999_us
-                            )
-                        },
-                    )
+                    let row = self.get(x, w).and_then(|r| r.phase("run")?.row("get", "all"));
+                    latency_cell(row)
                 })
                 .collect();
             cells.extend(pairs.iter().map(|(a, b)| {
@@ -193,18 +184,8 @@ impl Comparison {
                     .servers
                     .iter()
                     .map(|x| {
-                        let row = self
-                            .get(x, w)
-                            .and_then(|r| r.phase("run")?.row("get", &class).cloned());
-                        row.map_or_else(
-                            || "–".into(),
-                            |r| {
-                                format!(
-                                    "{:.0} / {:.0} / {:.0}",
-                                    r.summary.p50_us, r.summary.p99_us, r.summary.p999_us
-                                )
-                            },
-                        )
+                        let row = self.get(x, w).and_then(|r| r.phase("run")?.row("get", &class));
+                        latency_cell(row)
                     })
                     .collect();
                 let _ = writeln!(s, "| {class} | {} |", cells.join(" | "));
@@ -353,4 +334,12 @@ pub fn main(args: &ReportArgs) -> Result<(), String> {
         eprintln!("chart written to {}", path.display());
     }
     Ok(())
+}
+
+/// A table cell of GET latency percentiles, "p50 / p99 / p99.9" in µs, or "–" without data.
+fn latency_cell(row: Option<&crate::report::LatencyRow>) -> String {
+    row.map_or_else(
+        || "–".into(),
+        |r| format!("{:.0} / {:.0} / {:.0}", r.summary.p50_us, r.summary.p99_us, r.summary.p999_us),
+    )
 }

@@ -136,9 +136,7 @@ fn is_live(inner: &Inner, guard: &Guard<'_>, hash: u64, loc: Loc) -> bool {
 
 /// Removes the slot for the item at `loc` if it still points there. Returns whether it did.
 fn unlink_at(inner: &Inner, guard: &Guard<'_>, hash: u64, loc: Loc) -> bool {
-    let rehash = |l| inner.rehash(guard, l);
-    let mut on_evict = |l| inner.unlinked(guard, l);
-    let locked = inner.index.lock(guard, hash, &rehash, &mut on_evict);
+    let locked = inner.lock_key(guard, hash);
     match locked.find(|l| l == loc) {
         Some((slot, _)) => {
             inner.unlinked(guard, loc);
@@ -286,15 +284,13 @@ fn copy_out(
             return None;
         }
         *outputs_left -= 1;
-        *head = Some(inner.segments.take_free(now, s.large, 0)?);
+        *head = Some(inner.segments.take_free(now, 0)?);
     }
 }
 
 /// Points the slot for `hash` from `old` to `new` if it still points to `old`.
 fn relocate(inner: &Inner, guard: &Guard<'_>, hash: u64, old: Loc, new: Loc) -> bool {
-    let rehash = |l| inner.rehash(guard, l);
-    let mut on_evict = |l| inner.unlinked(guard, l);
-    let locked = inner.index.lock(guard, hash, &rehash, &mut on_evict);
+    let locked = inner.lock_key(guard, hash);
     match locked.find(|l| l == old) {
         Some((slot, _)) => {
             // The item's bytes moved but are unchanged: the old copy is dead bytes in its

@@ -20,7 +20,7 @@ use crate::cleaner::{self, CleanerState};
 use crate::clock::Clock;
 use crate::epoch::{self, Epochs, Guard};
 use crate::hash::{digest_of, key_hash};
-use crate::index::{Index, Loc};
+use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
 use crate::rank::Rank;
 use crate::segment::{CLEANER_RESERVE, Segments};
@@ -365,6 +365,14 @@ impl Inner {
         key_hash(TenantId(rec.tenant()), rec.key())
     }
 
+    /// Locks the index root for `hash`; items the index drops meanwhile (migration into a full
+    /// tree) are accounted as unlinked.
+    pub(crate) fn lock_key<'g>(&'g self, guard: &'g Guard<'_>, hash: u64) -> Locked<'g> {
+        let rehash = |loc| self.rehash(guard, loc);
+        let mut on_evict = |loc| self.unlinked(guard, loc);
+        self.index.lock(guard, hash, &rehash, &mut on_evict)
+    }
+
     /// Accounts for a live item at `loc` becoming unreachable.
     pub(crate) fn unlinked(&self, guard: &Guard<'_>, loc: Loc) {
         let rec = self.record(guard, loc);
@@ -459,13 +467,12 @@ impl Inner {
         }
         h.key_top.store(new_top as u32, Ordering::Release);
         h.value_bottom.store(new_bottom as u32, Ordering::Release);
-        h.items.fetch_add(1, Ordering::Relaxed);
         Some(Loc { segment: seg, offset: top as u32 })
     }
 
     /// A free segment to become a head, cleaning or evicting as needed. The caller must not
     /// be pinned (it may wait for other readers to leave their epochs).
-    fn acquire_segment(&self, id: usize, large: bool) -> Result<u32, EngineError> {
+    fn acquire_segment(&self, id: usize) -> Result<u32, EngineError> {
         let mut waits = 0u32;
         let mut cleans = 0;
         loop {
@@ -476,7 +483,7 @@ impl Inner {
                     CleanerMode::Background => self.wake.notify_one(),
                 }
             }
-            if let Some(seg) = self.segments.take_free(self.now_ms(), large, CLEANER_RESERVE) {
+            if let Some(seg) = self.segments.take_free(self.now_ms(), CLEANER_RESERVE) {
                 self.note_segment_fill();
                 return Ok(seg);
             }
@@ -851,9 +858,7 @@ impl Worker {
     fn remove_if_at(&mut self, tenant: TenantId, hash: u64, key: &[u8], loc: Loc, expired: bool) {
         let inner = &*self.inner;
         let guard = inner.epochs.pin(self.id);
-        let rehash = |l| inner.rehash(&guard, l);
-        let mut on_evict = |l| inner.unlinked(&guard, l);
-        let locked = inner.index.lock(&guard, hash, &rehash, &mut on_evict);
+        let locked = inner.lock_key(&guard, hash);
         if let Some((slot, found)) = locked.find(|l| inner.key_matches(&guard, l, tenant, key)) {
             if found == loc {
                 inner.unlinked(&guard, loc);
@@ -893,7 +898,7 @@ impl Worker {
                 inner.segments.seal(seg);
                 *head = None;
             }
-            *head = Some(inner.acquire_segment(self.id, large)?);
+            *head = Some(inner.acquire_segment(self.id)?);
         }
     }
 
@@ -946,9 +951,7 @@ impl Worker {
         let inner = &*self.inner;
         let guard = inner.epochs.pin(self.id);
         inner.maintain_index(&guard);
-        let rehash = |l| inner.rehash(&guard, l);
-        let mut on_evict = |l| inner.unlinked(&guard, l);
-        let locked = inner.index.lock(&guard, hash, &rehash, &mut on_evict);
+        let locked = inner.lock_key(&guard, hash);
         let found = locked.find(|l| inner.key_matches(&guard, l, tenant, req.key));
         let live = found.filter(|&(_, l)| {
             let rec = inner.record(&guard, l);
@@ -1149,9 +1152,7 @@ impl Worker {
             let (new, size) = new;
             let guard = inner.epochs.pin(self.id);
             inner.maintain_index(&guard);
-            let rehash = |l| inner.rehash(&guard, l);
-            let mut on_evict = |l| inner.unlinked(&guard, l);
-            let locked = inner.index.lock(&guard, hash, &rehash, &mut on_evict);
+            let locked = inner.lock_key(&guard, hash);
             let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
             // Publish only over the very item `f` saw: same location and no change under
             // the root since (which also rules out the location being reused).

@@ -18,7 +18,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::epoch::Epochs;
 
@@ -36,12 +36,8 @@ pub struct SegmentHeader {
     pub value_bottom: AtomicU32,
     /// Bytes of items no longer reachable from the index.
     pub dead_bytes: AtomicU32,
-    /// Items written.
-    pub items: AtomicU32,
     /// Base time (ms) that expiry deltas of this segment's items are relative to.
     pub base_ms: AtomicU64,
-    /// Whether this segment holds large values.
-    pub large: AtomicBool,
 }
 
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() == 64);
@@ -119,7 +115,7 @@ impl Segments {
 
     /// Takes a free segment, reset and ready to be a head with base time `now_ms`, unless
     /// no more than `keep` are free (writers leave [`CLEANER_RESERVE`] for the cleaner).
-    pub fn take_free(&self, now_ms: u64, large: bool, keep: usize) -> Option<u32> {
+    pub fn take_free(&self, now_ms: u64, keep: usize) -> Option<u32> {
         let id = {
             let mut lists = self.lists();
             if lists.free.len() <= keep {
@@ -133,9 +129,7 @@ impl Segments {
         h.key_top.store(0, Ordering::Relaxed);
         h.value_bottom.store(self.segment_size as u32, Ordering::Relaxed);
         h.dead_bytes.store(0, Ordering::Relaxed);
-        h.items.store(0, Ordering::Relaxed);
         h.base_ms.store(now_ms, Ordering::Relaxed);
-        h.large.store(large, Ordering::Relaxed);
         Some(id)
     }
 
