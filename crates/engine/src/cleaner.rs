@@ -29,8 +29,11 @@
 //! The same code runs inline (called by a writer that needs a segment, deterministic given
 //! the seed) and in a background thread ([`run_background`]).
 //!
-//! Not yet here: choosing candidates by tenant need and hot/cold grouping of survivors (they
-//! arrive with the arbiter and the hitmap).
+//! Ranking: the survivors' temperatures come from the eviction metadata in one batch query
+//! ([`crate::metadata`]), and each item is ranked by its tenant's rank function. Survivors are
+//! copied best first, so the output segments come out grouped by temperature.
+//!
+//! Not yet here: choosing candidates by tenant need (it arrives with the arbiter).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -38,9 +41,10 @@ use std::sync::atomic::Ordering;
 use crate::TenantId;
 use crate::engine::Inner;
 use crate::epoch::Guard;
-use crate::hash::key_hash;
+use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
 use crate::item::{NewItem, Record};
+use crate::metadata::Temperature;
 use crate::rank::RankInput;
 use crate::segment::CLEANER_RESERVE;
 use crate::stats::Counters;
@@ -58,11 +62,20 @@ pub struct CleanerState {
     rng: u64,
     /// Output head segments for small and large values.
     heads: [Option<u32>; 2],
+    /// Survivors' digests and temperatures (reused between passes).
+    digests: Vec<u32>,
+    temperatures: Vec<Temperature>,
 }
 
 impl CleanerState {
     pub(crate) fn new(participant: usize, seed: u64) -> Self {
-        CleanerState { participant, rng: seed | 1, heads: [None, None] }
+        CleanerState {
+            participant,
+            rng: seed | 1,
+            heads: [None, None],
+            digests: Vec::new(),
+            temperatures: Vec::new(),
+        }
     }
 
     fn next_random(&mut self) -> u64 {
@@ -79,6 +92,9 @@ struct Survivor {
     hash: u64,
     rank: u64,
     large: bool,
+    age: u8,
+    size: u32,
+    tenant: u8,
 }
 
 /// Runs passes while free segments are at or below the watermark.
@@ -207,11 +223,31 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 expired += u64::from(unlink_at(inner, &guard, hash, loc));
                 return;
             }
-            let age = recency.wrapping_sub(rec.access());
-            let input = RankInput { age, size: rec.size() as u32, tenant: rec.tenant() };
-            let large = rec.value_len() >= inner.config.large_value_threshold;
-            survivors.push(Survivor { loc, hash, rank: inner.rank.rank(&input), large });
+            survivors.push(Survivor {
+                loc,
+                hash,
+                rank: 0,
+                large: rec.value_len() >= inner.config.large_value_threshold,
+                age: recency.wrapping_sub(rec.access()),
+                size: rec.size() as u32,
+                tenant: rec.tenant(),
+            });
         });
+    }
+    // One batch query for every survivor's temperature (Catalyst §3.3), then each tenant's
+    // rank function.
+    state.digests.clear();
+    state.digests.extend(survivors.iter().map(|s| digest_of(s.hash) & !1));
+    inner.metadata.temperatures(&state.digests, &mut state.temperatures);
+    for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
+        let input = RankInput {
+            age: s.age,
+            size: s.size,
+            tenant: s.tenant,
+            zone: t.zone,
+            zombie: t.zombie,
+        };
+        s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);
     }
     // Highest rank first; ties keep segment order, so passes are deterministic.
     survivors.sort_by_key(|s| std::cmp::Reverse(s.rank));

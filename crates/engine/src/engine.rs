@@ -22,42 +22,18 @@ use crate::epoch::{self, Epochs, Guard};
 use crate::hash::{digest_of, key_hash};
 use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
-use crate::rank::Rank;
+use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata, POOL_LEN};
 use crate::segment::{CLEANER_RESERVE, Segments};
 use crate::stats::{Counters, EngineStats};
+use crate::tenant::{NO_FLUSH, TenantPolicy, TenantState, TenantStats};
 use crate::{CleanerMode, ConfigError, EngineConfig, EngineError, TenantId};
 
-const NO_FLUSH: u64 = u64::MAX;
-/// Digests per reference pool (4 KiB of u32s).
-const REFERENCE_POOL_LEN: usize = 1024;
 /// Keys whose lookups [`Worker::get_many`] overlaps.
 pub const BATCH: usize = 16;
 /// Yields a writer waits for a segment before reporting `OutOfMemory` (about a second).
 const MAX_SEGMENT_WAITS: u32 = 1_000_000;
 /// Old index roots migrated per write while the index grows.
 const MIGRATE_PER_WRITE: usize = 2;
-
-/// Receives batches of access digests (the seam for eviction metadata). A digest is the
-/// key's 32-bit hash digest with its lowest bit set for SETs.
-pub trait MetadataSink: Send + Sync + std::fmt::Debug {
-    /// Takes one full reference pool. Must not block.
-    fn submit(&self, digests: &[u32]);
-}
-
-/// A sink that drops every batch.
-#[derive(Debug, Default)]
-pub struct DiscardSink;
-
-impl MetadataSink for DiscardSink {
-    fn submit(&self, _digests: &[u32]) {}
-}
-
-#[derive(Debug, Default)]
-struct TenantState {
-    items: AtomicU64,
-    bytes: AtomicU64,
-    flush_at_ms: AtomicU64,
-}
 
 /// An item as a read sees it. Borrowed from the engine's memory for the duration of the
 /// callback that receives it.
@@ -174,9 +150,8 @@ pub(crate) struct Inner {
     pub(crate) index: Index,
     pub(crate) epochs: Epochs,
     pub(crate) counters: Counters,
-    pub(crate) rank: Box<dyn Rank>,
-    metadata: Box<dyn MetadataSink>,
-    tenants: Box<[TenantState]>,
+    pub(crate) metadata: Box<dyn MetadataBackend>,
+    pub(crate) tenants: Box<[TenantState]>,
     /// Coarse recency clock for access stamps; advances as segments are filled.
     recency: AtomicU64,
     segment_fills: AtomicU64,
@@ -210,8 +185,7 @@ impl Engine {
     pub fn new(
         config: EngineConfig,
         clock: Arc<dyn Clock>,
-        rank: Box<dyn Rank>,
-        metadata: Box<dyn MetadataSink>,
+        metadata: Box<dyn MetadataBackend>,
     ) -> Result<Engine, ConfigError> {
         config.validate()?;
         let segment_count = config.max_memory / config.segment_size;
@@ -235,14 +209,8 @@ impl Engine {
             index: Index::new(initial_buckets, config.max_memory / 64),
             epochs,
             counters: Counters::default(),
-            rank,
             metadata,
-            tenants: (0..item::MAX_TENANTS)
-                .map(|_| TenantState {
-                    flush_at_ms: AtomicU64::new(NO_FLUSH),
-                    ..Default::default()
-                })
-                .collect(),
+            tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
             recency: AtomicU64::new(0),
             segment_fills: AtomicU64::new(0),
             watermark,
@@ -264,9 +232,20 @@ impl Engine {
         Ok(Engine { inner, background })
     }
 
-    /// An engine with the recency rank and no eviction metadata.
+    /// An engine with the CPU hitmap its configuration asks for: applied inline with the
+    /// inline cleaner (deterministic), by a metadata thread with the background cleaner, or
+    /// none when `hitmap_bits_per_item` is 0.
     pub fn with_clock(config: EngineConfig, clock: Arc<dyn Clock>) -> Result<Engine, ConfigError> {
-        Engine::new(config, clock, Box::new(crate::rank::Recency), Box::new(DiscardSink))
+        let (items, bits) = (config.hitmap_capacity(), config.hitmap_bits_per_item);
+        let metadata: Box<dyn MetadataBackend> = match (bits, config.cleaner) {
+            (0, _) => Box::new(NoMetadata),
+            (_, CleanerMode::Inline) => Box::new(CpuHitmap::inline(items, bits)),
+            (_, CleanerMode::Background) => Box::new(
+                CpuHitmap::threaded(items, bits)
+                    .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,
+            ),
+        };
+        Engine::new(config, clock, metadata)
     }
 
     /// A handle for one thread. Fails when `max_participants` handles exist.
@@ -277,7 +256,7 @@ impl Engine {
             id,
             heads: [None, None],
             scratch: Vec::new(),
-            refs: Vec::with_capacity(REFERENCE_POOL_LEN),
+            refs: Vec::with_capacity(POOL_LEN),
         })
     }
 
@@ -299,6 +278,22 @@ impl Engine {
     /// Bytes of `tenant`'s live items.
     pub fn tenant_bytes(&self, tenant: TenantId) -> u64 {
         self.inner.tenants[usize::from(tenant.0)].bytes.load(Ordering::Relaxed)
+    }
+
+    /// Sets `tenant`'s reservation, credit, rank function, idle tax and cap. Takes effect at
+    /// the cleaner's next pass; cached items are untouched.
+    pub fn set_tenant_policy(&self, tenant: TenantId, policy: TenantPolicy) {
+        self.inner.tenants[usize::from(tenant.0)].set_policy(&policy);
+    }
+
+    /// `tenant`'s policy in force.
+    pub fn tenant_policy(&self, tenant: TenantId) -> TenantPolicy {
+        self.inner.tenants[usize::from(tenant.0)].policy()
+    }
+
+    /// `tenant`'s items, memory and arbiter figures.
+    pub fn tenant_stats(&self, tenant: TenantId) -> TenantStats {
+        self.inner.tenants[usize::from(tenant.0)].stats()
     }
 
     #[cfg(test)]
@@ -541,6 +536,7 @@ impl Inner {
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let index = self.with_guard(|guard| self.index.stats(guard));
         let headers = self.segments.count() * std::mem::size_of::<crate::segment::SegmentHeader>();
+        let metadata = self.metadata.stats();
         EngineStats {
             max_memory: self.segments.count() * self.config.segment_size,
             segment_size: self.config.segment_size,
@@ -548,7 +544,7 @@ impl Inner {
             segments_free: self.segments.free_count(),
             segments_sealed: self.segments.sealed_count(),
             segments_retired: self.segments.retired_count(),
-            overhead_bytes: index.bytes + headers,
+            overhead_bytes: index.bytes + headers + metadata.bytes,
             index_bytes: index.bytes,
             index_buckets: index.buckets,
             index_resizes: index.resizes,
@@ -566,6 +562,7 @@ impl Inner {
             fifo_evictions: load(&c.fifo_evictions),
             flushed: load(&c.flushed),
             digests: load(&c.digests),
+            metadata,
         }
     }
 
@@ -655,7 +652,7 @@ impl Worker {
     #[inline]
     fn note_access(&mut self, hash: u64, set: bool) {
         self.refs.push(digest_of(hash) & !1 | u32::from(set));
-        if self.refs.len() == REFERENCE_POOL_LEN {
+        if self.refs.len() == POOL_LEN {
             self.flush_references();
         }
     }

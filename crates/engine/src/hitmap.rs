@@ -34,6 +34,8 @@
 
 /// Bit positions per key in each level.
 const POSITIONS: usize = 3;
+/// How far ahead [`Hitmap::record_batch`] prefetches.
+const PREFETCH_DISTANCE: usize = 8;
 /// Default number of levels (Catalyst §4.3).
 pub const DEFAULT_LEVELS: usize = 4;
 /// Compaction runs when fewer than this fraction of sampled keys are unmarked at level 1.
@@ -80,6 +82,12 @@ impl Bits {
         Bits { words, mask: self.mask >> 1 }
     }
 
+    #[inline]
+    fn prefetch(&self, p: u64) {
+        let i = p & self.mask;
+        crate::index::prefetch(&self.words[(i / 64) as usize]);
+    }
+
     fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
     }
@@ -89,13 +97,14 @@ impl Bits {
     }
 }
 
-/// The three bit positions of a key, from its 64-bit hash (the same in every level, taken
-/// modulo the level's size).
+/// The three bit positions of a key, from its 32-bit access digest (the SET bit, bit 0, is
+/// ignored). They are the same in every level, taken modulo the level's size.
 #[inline]
-pub fn positions(hash: u64) -> [u64; POSITIONS] {
-    // Double hashing from two independent 64-bit mixes of the one key hash.
-    let a = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
-    let b = (hash ^ 0xD6E8_FEB8_6659_FD93).wrapping_mul(0xBF58_476D_1CE4_E5B9) | 1;
+pub fn positions(digest: u32) -> [u64; POSITIONS] {
+    // Double hashing from two independent 64-bit mixes of the 31 digest bits.
+    let d = u64::from(digest >> 1);
+    let a = d.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29) ^ d;
+    let b = (d ^ 0xD6E8_FEB8_6659_FD93).wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(31) | 1;
     [a, a.wrapping_add(b), a.wrapping_add(b.wrapping_mul(2))]
 }
 
@@ -147,9 +156,11 @@ impl Hitmap {
     }
 
     /// Records one access (Algorithm 2): marks the lowest level where the key is not marked;
-    /// a SET that marks level 1 marks the set counter too.
-    pub fn record(&mut self, hash: u64, set: bool) {
-        let p = positions(hash);
+    /// a SET (digest bit 0 set) that marks level 1 marks the set counter too.
+    #[inline]
+    pub fn record(&mut self, digest: u32) {
+        let p = positions(digest);
+        let set = digest & 1 == 1;
         for (i, level) in self.levels.iter_mut().enumerate() {
             if !level.marked(&p) {
                 level.mark(&p);
@@ -161,27 +172,41 @@ impl Hitmap {
         }
     }
 
+    /// Records a batch of accesses in order, prefetching the level-1 words of the accesses
+    /// [`PREFETCH_DISTANCE`] ahead, so the cache misses of many keys overlap (level 1 is where
+    /// every access starts; hot keys' higher levels are mostly cached already).
+    pub fn record_batch(&mut self, digests: &[u32]) {
+        for (i, &d) in digests.iter().enumerate() {
+            if let Some(&ahead) = digests.get(i + PREFETCH_DISTANCE) {
+                for p in positions(ahead) {
+                    self.levels[0].prefetch(p);
+                }
+            }
+            self.record(d);
+        }
+    }
+
     /// The key's temperature zone: how many levels, from level 1 up, mark it (0 = cold).
-    pub fn zone(&self, hash: u64) -> u8 {
-        let p = positions(hash);
+    pub fn zone(&self, digest: u32) -> u8 {
+        let p = positions(digest);
         self.levels.iter().take_while(|level| level.marked(&p)).count() as u8
     }
 
     /// Whether the key is a zombie: marked in no level and not in the set counter, so it was
     /// not read since it was stored, through at least one compaction.
-    pub fn is_zombie(&self, hash: u64) -> bool {
-        let p = positions(hash);
+    pub fn is_zombie(&self, digest: u32) -> bool {
+        let p = positions(digest);
         !self.set_counter.marked(&p) && self.levels.iter().all(|level| !level.marked(&p))
     }
 
     /// Whether a compaction is due, judged from a sample of resident keys' hashes: fewer than
     /// [`COMPACTION_THRESHOLD`] of them unmarked at level 1 (Algorithm 1). An empty sample
     /// says no.
-    pub fn compaction_due(&self, sample: impl IntoIterator<Item = u64>) -> bool {
+    pub fn compaction_due(&self, sample: impl IntoIterator<Item = u32>) -> bool {
         let (mut total, mut unmarked) = (0usize, 0usize);
-        for hash in sample {
+        for digest in sample {
             total += 1;
-            unmarked += usize::from(!self.levels[0].marked(&positions(hash)));
+            unmarked += usize::from(!self.levels[0].marked(&positions(digest)));
         }
         total > 0 && (unmarked as f64) < COMPACTION_THRESHOLD * total as f64
     }
@@ -216,10 +241,14 @@ impl Hitmap {
 mod tests {
     use super::*;
 
-    /// Distinct, well-spread key hashes.
-    fn hashes(n: u64, salt: u64) -> Vec<u64> {
+    /// Digests of distinct keys, as GETs (bit 0 clear).
+    fn hashes(n: u64, salt: u64) -> Vec<u32> {
         (0..n)
-            .map(|i| crate::hash::key_hash(crate::TenantId(0), &(i ^ salt << 32).to_le_bytes()))
+            .map(|i| {
+                let hash =
+                    crate::hash::key_hash(crate::TenantId(0), &(i ^ salt << 32).to_le_bytes());
+                crate::hash::digest_of(hash) & !1
+            })
             .collect()
     }
 
@@ -229,7 +258,7 @@ mod tests {
         let keys = hashes(5_000, 1);
         for (i, &k) in keys.iter().enumerate() {
             for _ in 0..=i % 4 {
-                h.record(k, false);
+                h.record(k);
             }
         }
         for (i, &k) in keys.iter().enumerate() {
@@ -241,9 +270,9 @@ mod tests {
     fn folding_preserves_membership() {
         let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS);
         for &k in &hashes(3_000, 2) {
-            h.record(k, false);
-            h.record(k, false);
-            h.record(k, false);
+            h.record(k);
+            h.record(k);
+            h.record(k);
         }
         for (m, level) in h.levels.iter().enumerate().skip(1) {
             let folded = level.folded();
@@ -262,7 +291,7 @@ mod tests {
         let keys = hashes(200, 3);
         for (i, &k) in keys.iter().enumerate() {
             for _ in 0..i % 5 {
-                h.record(k, false); // zones 0..=4
+                h.record(k); // zones 0..=4
             }
         }
         let before: Vec<u8> = keys.iter().map(|&k| h.zone(k)).collect();
@@ -277,8 +306,8 @@ mod tests {
     fn the_set_counter_protects_an_item_stored_just_before_a_compaction() {
         let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
         let [stored, read_once] = [hashes(1, 4)[0], hashes(1, 5)[0]];
-        h.record(stored, true);
-        h.record(read_once, false);
+        h.record(stored | 1);
+        h.record(read_once);
         h.compact();
         assert!(h.zone(stored) >= 1, "a new item keeps level 1 through one compaction");
         assert_eq!(h.zone(read_once), 0, "a GET alone does not");
@@ -288,11 +317,11 @@ mod tests {
     fn zombies_are_found_after_two_compactions() {
         let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
         let [zombie, reread] = [hashes(1, 6)[0], hashes(1, 7)[0]];
-        h.record(zombie, true);
-        h.record(reread, true);
+        h.record(zombie | 1);
+        h.record(reread | 1);
         h.compact();
         assert!(!h.is_zombie(zombie), "one compaction is the grace period");
-        h.record(reread, false);
+        h.record(reread);
         h.compact();
         assert!(h.is_zombie(zombie), "stored, never read, two compactions");
         assert!(!h.is_zombie(reread));
@@ -304,7 +333,7 @@ mod tests {
         let keys = hashes(2_000, 8);
         assert!(!h.compaction_due(keys.iter().copied()), "empty hitmap");
         for &k in &keys {
-            h.record(k, false);
+            h.record(k);
         }
         assert!(h.compaction_due(keys.iter().copied()), "every sampled key is marked");
         assert!(!h.compaction_due(std::iter::empty()));

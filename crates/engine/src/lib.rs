@@ -40,17 +40,20 @@ pub mod hash;
 pub mod hitmap;
 pub mod index;
 pub mod item;
+pub mod metadata;
 pub mod rank;
 pub mod segment;
 pub mod stats;
+pub mod tenant;
 
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use engine::{
-    BATCH, Condition, Current, DiscardSink, Engine, Expiry, Item, MetadataSink, Store,
-    StoreOutcome, Update, Worker,
+    BATCH, Condition, Current, Engine, Expiry, Item, Store, StoreOutcome, Update, Worker,
 };
-pub use rank::{Rank, RankInput, Recency};
+pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
+pub use rank::{Rank, RankInput, RankKind, Recency};
 pub use stats::EngineStats;
+pub use tenant::{IdleTax, TenantPolicy, TenantStats};
 
 /// A tenant: an application sharing the cache. Tenant 0 is the default tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -94,6 +97,11 @@ pub struct EngineConfig {
     pub index_buckets: usize,
     /// Seed for the cleaner's random choices.
     pub seed: u64,
+    /// Hitmap bits per expected item, all levels and the set counter together (0 = no
+    /// eviction metadata: every item looks cold, ranks fall back to recency).
+    pub hitmap_bits_per_item: usize,
+    /// Items the hitmap is sized for; 0 = one per 64 bytes of `max_memory`.
+    pub hitmap_items: usize,
 }
 
 impl Default for EngineConfig {
@@ -111,11 +119,18 @@ impl Default for EngineConfig {
             max_participants: 256,
             index_buckets: 0,
             seed: 0x5eed,
+            hitmap_bits_per_item: 32,
+            hitmap_items: 0,
         }
     }
 }
 
 impl EngineConfig {
+    /// Items the hitmap is sized for.
+    pub fn hitmap_capacity(&self) -> usize {
+        if self.hitmap_items > 0 { self.hitmap_items } else { (self.max_memory / 64).max(1) }
+    }
+
     /// Checks the settings, explaining the first problem found.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let seg = self.segment_size;

@@ -2,10 +2,21 @@
 //!
 //! The cleaner gathers the live items of its candidate segments and keeps the highest-ranked
 //! ones that fit; ties keep their order in the segments, so results are deterministic. The
-//! rank function is policy; the cleaner is mechanism and never looks inside it.
+//! rank function is policy; the cleaner is mechanism and never looks inside it. Each tenant
+//! picks one ([`RankKind`], in its [`crate::TenantPolicy`]).
+//!
+//! | kind | keeps first | input |
+//! |---|---|---|
+//! | `hitmap` (default) | non-zombies, then higher temperature zone, then more recent | Catalyst §3.1.6, §3.3 |
+//! | `lru` | more recent | the record's coarse access stamp |
+//! | `lfu` | higher hitmap count (zone), then more recent | Catalyst's hash counters as a frequency |
+//! | `slru` | items read at least twice since they cooled (zone ≥ 2), then more recent | Memshare's segmented-LRU example of `rank(t, f)` |
+//!
+//! Without eviction metadata (a zero hitmap budget) every zone reads 0 and no item is a
+//! zombie, so the hitmap-based ranks fall back to recency.
 
 /// What a rank function may look at.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct RankInput {
     /// Recency-clock ticks since the item's last access (0 = this tick), saturated at 255.
     pub age: u8,
@@ -13,6 +24,10 @@ pub struct RankInput {
     pub size: u32,
     /// Owning tenant.
     pub tenant: u8,
+    /// Temperature zone from the hitmap: how many levels mark the key (0 = cold).
+    pub zone: u8,
+    /// Unmarked through two compactions: stored and never read since (Catalyst §3.1.6).
+    pub zombie: bool,
 }
 
 /// Orders items for keeping: higher is kept first.
@@ -27,6 +42,138 @@ pub struct Recency;
 
 impl Rank for Recency {
     fn rank(&self, item: &RankInput) -> u64 {
-        u64::from(u8::MAX - item.age)
+        recency(item)
+    }
+}
+
+/// Zombies first, then the coldest zone, then least recently used.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Temperature;
+
+impl Rank for Temperature {
+    fn rank(&self, item: &RankInput) -> u64 {
+        u64::from(!item.zombie) << 16 | u64::from(item.zone) << 8 | recency(item)
+    }
+}
+
+/// Least frequently used (the hitmap count) first, ties least recently used.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Frequency;
+
+impl Rank for Frequency {
+    fn rank(&self, item: &RankInput) -> u64 {
+        u64::from(item.zone) << 8 | recency(item)
+    }
+}
+
+/// Segmented LRU: a protected segment of items read at least twice since they last cooled,
+/// kept ahead of the probationary rest; LRU within each.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Segmented;
+
+impl Rank for Segmented {
+    fn rank(&self, item: &RankInput) -> u64 {
+        u64::from(item.zone >= 2) << 8 | recency(item)
+    }
+}
+
+fn recency(item: &RankInput) -> u64 {
+    u64::from(u8::MAX - item.age)
+}
+
+/// The built-in rank functions, by name.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RankKind {
+    /// [`Temperature`]: zone, then recency (the default).
+    #[default]
+    Hitmap,
+    /// [`Recency`].
+    Lru,
+    /// [`Frequency`].
+    Lfu,
+    /// [`Segmented`].
+    Slru,
+}
+
+impl RankKind {
+    /// Every kind, in the order of their codes.
+    pub const ALL: [RankKind; 4] = [RankKind::Hitmap, RankKind::Lru, RankKind::Lfu, RankKind::Slru];
+
+    /// The rank function.
+    pub fn function(self) -> &'static dyn Rank {
+        match self {
+            RankKind::Hitmap => &Temperature,
+            RankKind::Lru => &Recency,
+            RankKind::Lfu => &Frequency,
+            RankKind::Slru => &Segmented,
+        }
+    }
+
+    /// The name used in configuration files and stats.
+    pub fn name(self) -> &'static str {
+        match self {
+            RankKind::Hitmap => "hitmap",
+            RankKind::Lru => "lru",
+            RankKind::Lfu => "lfu",
+            RankKind::Slru => "slru",
+        }
+    }
+
+    pub(crate) fn code(self) -> u8 {
+        self as u8
+    }
+
+    pub(crate) fn from_code(code: u8) -> RankKind {
+        RankKind::ALL.get(usize::from(code)).copied().unwrap_or_default()
+    }
+}
+
+impl std::str::FromStr for RankKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<RankKind, String> {
+        RankKind::ALL.into_iter().find(|k| k.name().eq_ignore_ascii_case(s)).ok_or_else(|| {
+            format!("unknown rank function {s:?}: expected hitmap, lru, lfu or slru")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(age: u8, zone: u8, zombie: bool) -> RankInput {
+        RankInput { age, zone, zombie, ..RankInput::default() }
+    }
+
+    #[test]
+    fn hitmap_keeps_warm_over_recent_and_drops_zombies_first() {
+        let r = RankKind::Hitmap.function();
+        assert!(r.rank(&input(200, 2, false)) > r.rank(&input(0, 1, false)));
+        assert!(r.rank(&input(0, 1, false)) > r.rank(&input(200, 1, false)));
+        assert!(r.rank(&input(255, 0, false)) > r.rank(&input(0, 0, true)));
+    }
+
+    #[test]
+    fn lru_looks_at_recency_only() {
+        let r = RankKind::Lru.function();
+        assert!(r.rank(&input(1, 0, true)) > r.rank(&input(2, 4, false)));
+    }
+
+    #[test]
+    fn lfu_and_slru_protect_frequent_items() {
+        let lfu = RankKind::Lfu.function();
+        assert!(lfu.rank(&input(9, 3, false)) > lfu.rank(&input(0, 2, false)));
+        let slru = RankKind::Slru.function();
+        assert!(slru.rank(&input(9, 2, false)) > slru.rank(&input(0, 1, false)));
+        assert!(slru.rank(&input(0, 2, false)) > slru.rank(&input(9, 4, false)), "LRU within");
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for k in RankKind::ALL {
+            assert_eq!(k.name().parse::<RankKind>(), Ok(k));
+            assert_eq!(RankKind::from_code(k.code()), k);
+        }
+        assert!("mru".parse::<RankKind>().is_err());
     }
 }

@@ -49,7 +49,7 @@ pub struct EngineStats {
     pub segments_sealed: usize,
     /// Segments waiting for readers to leave their epoch.
     pub segments_retired: usize,
-    /// Bytes of memory outside the arena: index tables and segment headers.
+    /// Bytes of memory outside the arena: index tables, segment headers and the hitmap.
     pub overhead_bytes: usize,
     /// Index tables' bytes.
     pub index_bytes: usize,
@@ -85,4 +85,6 @@ pub struct EngineStats {
     pub flushed: u64,
     /// Access digests produced.
     pub digests: u64,
+    /// The eviction metadata (hitmap).
+    pub metadata: crate::metadata::MetadataStats,
 }

@@ -1,0 +1,367 @@
+//! Eviction metadata: reference pools in, temperatures out (Catalyst §3.2–3.3).
+//!
+//! ```text
+//!  worker ─ GET/SET ─► own pool (1024 digests, 4 KiB) ─ full ─► submit ─┐
+//!                                                                     │ lock-free queue
+//!  cleaner ─ temperatures(candidates' digests) ──┐                     ▼ (bounded; dropped
+//!                                                ▼              metadata worker   and counted
+//!                                             hitmap ◄── record_batch ┘            when full)
+//! ```
+//!
+//! The request path never waits: [`MetadataBackend::submit`] copies a full pool into a
+//! recycled buffer and queues it; with no buffer free (the metadata worker is behind) the pool
+//! is dropped and counted. Losing a pool loses a little access history, never correctness.
+//!
+//! The cleaner asks for the temperatures of all its survivors in one batch. The same batch is
+//! Catalyst's sample of resident keys for the compaction trigger (Algorithm 1, §3.1.5):
+//! cleaner candidates are resident items taken from across memory, and the cleaner runs
+//! exactly when eviction decisions are needed. A due compaction runs in the metadata worker
+//! (inline: at once). While one runs, queries answer "unknown" (zone 0 for all, no zombies)
+//! rather than wait, so the ranks fall back to recency for that pass.
+//!
+//! [`Hitmap`] is the CPU backend's structure; another backend (a GPU) takes the same batches
+//! through the same trait.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_queue::ArrayQueue;
+
+use crate::hitmap::{DEFAULT_LEVELS, Hitmap};
+
+/// Digests per reference pool (4 KiB of `u32`s; Catalyst §3.2.1).
+pub const POOL_LEN: usize = 1024;
+/// Pools that may wait for the metadata worker (256 KiB of digests).
+const QUEUED_POOLS: usize = 64;
+/// Smallest batch the cleaner's temperature query uses as a compaction sample.
+const MIN_SAMPLE: usize = 64;
+/// How long the idle metadata worker sleeps between looks at the queue.
+const IDLE_SLEEP: Duration = Duration::from_millis(1);
+
+/// A key's temperature as the cleaner sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Temperature {
+    /// Levels that mark the key (0 = cold).
+    pub zone: u8,
+    /// Stored, then unread through two compactions.
+    pub zombie: bool,
+}
+
+/// Figures of the eviction metadata.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetadataStats {
+    /// Digests applied to the hitmap.
+    pub applied: u64,
+    /// Pools dropped because the metadata worker was behind.
+    pub pools_dropped: u64,
+    /// Rolling compactions done.
+    pub compactions: u64,
+    /// Bytes of the hitmap (all levels and the set counter).
+    pub bytes: usize,
+    /// Levels.
+    pub levels: usize,
+    /// Items in the last temperature query, per zone (index 0 = zone 0) and zombies last.
+    pub zones: Vec<u64>,
+}
+
+/// Receives access digests and answers temperature queries.
+pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
+    /// Takes one reference pool (a digest is `digest_of(hash)` with bit 0 set for a SET).
+    /// Must not block.
+    fn submit(&self, digests: &[u32]);
+    /// Writes the temperature of each digest into `out` (same order); the batch also serves
+    /// as the compaction sample.
+    fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>);
+    /// Current figures.
+    fn stats(&self) -> MetadataStats;
+}
+
+/// No metadata: every key is cold, none a zombie (ranks fall back to recency).
+#[derive(Debug, Default)]
+pub struct NoMetadata;
+
+impl MetadataBackend for NoMetadata {
+    fn submit(&self, _digests: &[u32]) {}
+    fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>) {
+        out.clear();
+        out.resize(digests.len(), Temperature::default());
+    }
+    fn stats(&self) -> MetadataStats {
+        MetadataStats::default()
+    }
+}
+
+/// The hitmap on the CPU, applied inline or by its own thread.
+#[derive(Debug)]
+pub struct CpuHitmap {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    hitmap: Mutex<Hitmap>,
+    /// `None` inline: pools are applied by the submitting thread.
+    queue: Option<Queue>,
+    compaction_due: AtomicBool,
+    compacting: AtomicBool,
+    applied: AtomicU64,
+    dropped: AtomicU64,
+    zones: Mutex<Vec<u64>>,
+    shutdown: AtomicBool,
+}
+
+#[derive(Debug)]
+struct Queue {
+    full: ArrayQueue<Vec<u32>>,
+    free: ArrayQueue<Vec<u32>>,
+    sleeping: AtomicBool,
+    worker: Mutex<Option<std::thread::Thread>>,
+}
+
+impl CpuHitmap {
+    /// A hitmap for about `items` items at `bits_per_item` bits each (levels and set counter
+    /// together), applied by the submitting thread: deterministic.
+    pub fn inline(items: usize, bits_per_item: usize) -> CpuHitmap {
+        CpuHitmap { shared: Arc::new(Shared::new(items, bits_per_item, None)), thread: None }
+    }
+
+    /// The same, applied by a metadata worker thread fed through a bounded lock-free queue.
+    pub fn threaded(items: usize, bits_per_item: usize) -> std::io::Result<CpuHitmap> {
+        let queue = Queue {
+            full: ArrayQueue::new(QUEUED_POOLS),
+            free: ArrayQueue::new(QUEUED_POOLS),
+            sleeping: AtomicBool::new(false),
+            worker: Mutex::new(None),
+        };
+        for _ in 0..QUEUED_POOLS {
+            let _ = queue.free.push(Vec::with_capacity(POOL_LEN));
+        }
+        let shared = Arc::new(Shared::new(items, bits_per_item, Some(queue)));
+        let bg = Arc::clone(&shared);
+        let thread =
+            std::thread::Builder::new().name("fridge-metadata".into()).spawn(move || bg.run())?;
+        if let Some(q) = &shared.queue {
+            *lock(&q.worker) = Some(thread.thread().clone());
+        }
+        Ok(CpuHitmap { shared, thread: Some(thread) })
+    }
+
+    /// Applies every queued pool and any due compaction now (tests, shutdown).
+    pub fn drain(&self) {
+        self.shared.drain();
+    }
+}
+
+impl Drop for CpuHitmap {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        if let Some(thread) = self.thread.take() {
+            thread.thread().unpark();
+            let _ = thread.join();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
+    fn new(items: usize, bits_per_item: usize, queue: Option<Queue>) -> Shared {
+        let hitmap = Hitmap::for_items(items, bits_per_item, DEFAULT_LEVELS);
+        Shared {
+            zones: Mutex::new(vec![0; hitmap.levels() + 2]),
+            hitmap: Mutex::new(hitmap),
+            queue,
+            compaction_due: AtomicBool::new(false),
+            compacting: AtomicBool::new(false),
+            applied: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            shutdown: AtomicBool::new(false),
+        }
+    }
+
+    fn apply(&self, digests: &[u32]) {
+        lock(&self.hitmap).record_batch(digests);
+        self.applied.fetch_add(digests.len() as u64, Ordering::Relaxed);
+    }
+
+    fn compact_if_due(&self) {
+        if self.compaction_due.swap(false, Ordering::AcqRel) {
+            self.compacting.store(true, Ordering::Release);
+            lock(&self.hitmap).compact();
+            self.compacting.store(false, Ordering::Release);
+        }
+    }
+
+    /// Applies queued pools and a due compaction; returns whether there was work.
+    fn drain(&self) -> bool {
+        let mut worked = false;
+        if let Some(q) = &self.queue {
+            while let Some(mut pool) = q.full.pop() {
+                self.apply(&pool);
+                pool.clear();
+                let _ = q.free.push(pool);
+                worked = true;
+            }
+        }
+        if self.compaction_due.load(Ordering::Relaxed) {
+            self.compact_if_due();
+            worked = true;
+        }
+        worked
+    }
+
+    /// The metadata worker's loop.
+    fn run(&self) {
+        let Some(q) = &self.queue else { return };
+        while !self.shutdown.load(Ordering::Acquire) {
+            if !self.drain() {
+                q.sleeping.store(true, Ordering::SeqCst);
+                if q.full.is_empty() && !self.compaction_due.load(Ordering::SeqCst) {
+                    std::thread::park_timeout(IDLE_SLEEP);
+                }
+                q.sleeping.store(false, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+impl MetadataBackend for CpuHitmap {
+    fn submit(&self, digests: &[u32]) {
+        let s = &self.shared;
+        let Some(q) = &s.queue else {
+            s.apply(digests);
+            return;
+        };
+        let Some(mut pool) = q.free.pop() else {
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        pool.clear();
+        pool.extend_from_slice(&digests[..digests.len().min(POOL_LEN)]);
+        if q.full.push(pool).is_err() {
+            // Cannot happen (as many buffers as queue slots), but never block or grow.
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        if q.sleeping.load(Ordering::SeqCst)
+            && let Some(t) = lock(&q.worker).as_ref()
+        {
+            t.unpark();
+        }
+    }
+
+    fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>) {
+        let s = &self.shared;
+        out.clear();
+        if s.compacting.load(Ordering::Acquire) {
+            out.resize(digests.len(), Temperature::default());
+            return;
+        }
+        let hitmap = lock(&s.hitmap);
+        out.extend(
+            digests
+                .iter()
+                .map(|&d| Temperature { zone: hitmap.zone(d), zombie: hitmap.is_zombie(d) }),
+        );
+        let due = digests.len() >= MIN_SAMPLE && hitmap.compaction_due(digests.iter().copied());
+        drop(hitmap);
+        let mut zones = lock(&s.zones);
+        zones.iter_mut().for_each(|z| *z = 0);
+        let zombie_slot = zones.len() - 1;
+        for t in out.iter() {
+            zones[if t.zombie { zombie_slot } else { usize::from(t.zone) }] += 1;
+        }
+        drop(zones);
+        if due {
+            s.compaction_due.store(true, Ordering::Release);
+            match &s.queue {
+                None => s.compact_if_due(),
+                Some(q) => {
+                    if let Some(t) = lock(&q.worker).as_ref() {
+                        t.unpark();
+                    }
+                }
+            }
+        }
+    }
+
+    fn stats(&self) -> MetadataStats {
+        let s = &self.shared;
+        let h = lock(&s.hitmap).stats();
+        MetadataStats {
+            applied: s.applied.load(Ordering::Relaxed),
+            pools_dropped: s.dropped.load(Ordering::Relaxed),
+            compactions: h.compactions,
+            bytes: h.bytes,
+            levels: h.fill.len(),
+            zones: lock(&s.zones).clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::{digest_of, key_hash};
+
+    fn digest(i: u64, set: bool) -> u32 {
+        digest_of(key_hash(crate::TenantId(0), &i.to_le_bytes())) & !1 | u32::from(set)
+    }
+
+    #[test]
+    fn threaded_and_inline_backends_agree() {
+        let inline = CpuHitmap::inline(10_000, 32);
+        let threaded = CpuHitmap::threaded(10_000, 32).unwrap();
+        for round in 0..6u64 {
+            let pool: Vec<u32> = (0..POOL_LEN as u64).map(|i| digest(i % 700, i < 10)).collect();
+            inline.submit(&pool);
+            threaded.submit(&pool);
+            // Give the worker each pool before the next, so none is dropped.
+            threaded.drain();
+            let _ = round;
+        }
+        let probe: Vec<u32> = (0..1000).map(|i| digest(i, false)).collect();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        inline.temperatures(&probe, &mut a);
+        threaded.temperatures(&probe, &mut b);
+        assert_eq!(a, b);
+        assert!(a[..700].iter().all(|t| t.zone >= 4), "accessed 8+ times");
+        assert_eq!(threaded.stats().applied, 6 * POOL_LEN as u64);
+        assert_eq!(threaded.stats().pools_dropped, 0);
+    }
+
+    #[test]
+    fn a_full_queue_drops_pools_instead_of_blocking() {
+        let threaded = CpuHitmap::threaded(1 << 20, 32).unwrap();
+        // Hold the hitmap so the worker cannot apply anything.
+        let held = lock(&threaded.shared.hitmap);
+        let pool = vec![digest(1, false); POOL_LEN];
+        for _ in 0..QUEUED_POOLS + 10 {
+            threaded.submit(&pool);
+        }
+        drop(held);
+        threaded.drain();
+        let s = threaded.stats();
+        assert!(s.pools_dropped >= 9, "dropped {}", s.pools_dropped);
+        assert_eq!(
+            s.applied + s.pools_dropped * POOL_LEN as u64,
+            (QUEUED_POOLS as u64 + 10) * POOL_LEN as u64
+        );
+    }
+
+    #[test]
+    fn a_saturated_sample_triggers_compaction() {
+        let h = CpuHitmap::inline(1_000, 16);
+        let keys: Vec<u32> = (0..5_000).map(|i| digest(i, false)).collect();
+        h.submit(&keys);
+        let mut out = Vec::new();
+        h.temperatures(&keys[..1000], &mut out);
+        assert_eq!(h.stats().compactions, 1, "level 1 overfull: {:?}", h.stats());
+        h.temperatures(&(10_000..10_010).map(|i| digest(i, false)).collect::<Vec<_>>(), &mut out);
+        assert_eq!(h.stats().compactions, 1, "samples under 64 keys do not count");
+    }
+}

@@ -1,0 +1,193 @@
+//! Tenants: applications sharing one cache, each with a reservation and a rank function
+//! (Memshare §3, §4).
+//!
+//! A tenant's policy says how much memory it is guaranteed (`reserved`), how much memory one
+//! shadow-queue hit moves to it (`credit`, its priority), how its items are ranked, whether
+//! its idle memory is taxed, and an optional hard cap. Policies can change at any time
+//! ([`crate::Engine::set_tenant_policy`]) without touching cached data. Without configuration
+//! every tenant has no reservation, the default credit and the `hitmap` rank; tenant 0 owns
+//! all memory.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+
+use crate::rank::RankKind;
+
+/// Default credit: the memory one shadow-queue hit moves (Memshare §6.1).
+pub const DEFAULT_CREDIT: u64 = 64 << 10;
+/// "No value" in the atomics below.
+const NONE: u64 = u64::MAX;
+/// Sentinel for "no delayed flush pending".
+pub(crate) const NO_FLUSH: u64 = u64::MAX;
+
+/// Memshare's idle tax (Algorithm 3): memory a tenant has not touched for `idle_ms` may be
+/// reassigned at `rate`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IdleTax {
+    /// Fraction of a tenant's idle memory that may be taken from it, 0–1 (Memshare: 0.5).
+    pub rate: f64,
+    /// How long an item must go unread to count as idle.
+    pub idle_ms: u64,
+}
+
+/// What a tenant is given.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TenantPolicy {
+    /// Bytes the tenant keeps while it wants them.
+    pub reserved: u64,
+    /// Bytes of pooled memory one shadow-queue hit moves to this tenant.
+    pub credit: u64,
+    /// How the cleaner ranks this tenant's items.
+    pub rank: RankKind,
+    /// Idle tax, if any.
+    pub idle_tax: Option<IdleTax>,
+    /// Bytes the tenant may never exceed, if set.
+    pub hard_cap: Option<u64>,
+}
+
+impl Default for TenantPolicy {
+    fn default() -> Self {
+        TenantPolicy {
+            reserved: 0,
+            credit: DEFAULT_CREDIT,
+            rank: RankKind::Hitmap,
+            idle_tax: None,
+            hard_cap: None,
+        }
+    }
+}
+
+/// A tenant's figures at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TenantStats {
+    /// Live items.
+    pub items: u64,
+    /// Bytes of live items (`actual` memory).
+    pub bytes: u64,
+    /// Reserved bytes.
+    pub reserved: u64,
+    /// Target bytes: reserved plus pooled memory won through credits.
+    pub target: u64,
+    /// Misses that found the key in the shadow queue.
+    pub shadow_hits: u64,
+    /// Items evicted to make room.
+    pub evictions: u64,
+    /// Credits this tenant gained.
+    pub credits_gained: u64,
+    /// Credits taken from this tenant.
+    pub credits_lost: u64,
+}
+
+/// One tenant's live state inside the engine.
+#[derive(Debug)]
+pub(crate) struct TenantState {
+    pub items: AtomicU64,
+    pub bytes: AtomicU64,
+    pub flush_at_ms: AtomicU64,
+    pub reserved: AtomicU64,
+    pub credit: AtomicU64,
+    pub rank: AtomicU8,
+    /// Idle-tax rate in parts per million, or [`NONE`].
+    pub tax_ppm: AtomicU64,
+    pub idle_ms: AtomicU64,
+    pub hard_cap: AtomicU64,
+    /// Pooled bytes this tenant holds on top of its reservation (the arbiter's credits).
+    pub pooled: AtomicU64,
+    pub shadow_hits: AtomicU64,
+    pub evictions: AtomicU64,
+    pub credits_gained: AtomicU64,
+    pub credits_lost: AtomicU64,
+}
+
+impl Default for TenantState {
+    fn default() -> Self {
+        let state = TenantState {
+            items: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            flush_at_ms: AtomicU64::new(NO_FLUSH),
+            reserved: AtomicU64::new(0),
+            credit: AtomicU64::new(0),
+            rank: AtomicU8::new(0),
+            tax_ppm: AtomicU64::new(NONE),
+            idle_ms: AtomicU64::new(0),
+            hard_cap: AtomicU64::new(NONE),
+            pooled: AtomicU64::new(0),
+            shadow_hits: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            credits_gained: AtomicU64::new(0),
+            credits_lost: AtomicU64::new(0),
+        };
+        state.set_policy(&TenantPolicy::default());
+        state
+    }
+}
+
+impl TenantState {
+    pub fn set_policy(&self, p: &TenantPolicy) {
+        self.reserved.store(p.reserved, Ordering::Relaxed);
+        self.credit.store(p.credit.max(1), Ordering::Relaxed);
+        self.rank.store(p.rank.code(), Ordering::Relaxed);
+        let (ppm, idle) = match p.idle_tax {
+            Some(t) => ((t.rate.clamp(0.0, 1.0) * 1e6) as u64, t.idle_ms),
+            None => (NONE, 0),
+        };
+        self.tax_ppm.store(ppm, Ordering::Relaxed);
+        self.idle_ms.store(idle, Ordering::Relaxed);
+        self.hard_cap.store(p.hard_cap.unwrap_or(NONE), Ordering::Relaxed);
+    }
+
+    pub fn policy(&self) -> TenantPolicy {
+        let ppm = self.tax_ppm.load(Ordering::Relaxed);
+        let cap = self.hard_cap.load(Ordering::Relaxed);
+        TenantPolicy {
+            reserved: self.reserved.load(Ordering::Relaxed),
+            credit: self.credit.load(Ordering::Relaxed),
+            rank: self.rank(),
+            idle_tax: (ppm != NONE).then(|| IdleTax {
+                rate: ppm as f64 / 1e6,
+                idle_ms: self.idle_ms.load(Ordering::Relaxed),
+            }),
+            hard_cap: (cap != NONE).then_some(cap),
+        }
+    }
+
+    #[inline]
+    pub fn rank(&self) -> RankKind {
+        RankKind::from_code(self.rank.load(Ordering::Relaxed))
+    }
+
+    pub fn stats(&self) -> TenantStats {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let reserved = load(&self.reserved);
+        TenantStats {
+            items: load(&self.items),
+            bytes: load(&self.bytes),
+            reserved,
+            target: reserved.saturating_add(load(&self.pooled)),
+            shadow_hits: load(&self.shadow_hits),
+            evictions: load(&self.evictions),
+            credits_gained: load(&self.credits_gained),
+            credits_lost: load(&self.credits_lost),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policies_round_trip_through_the_atomics() {
+        let state = TenantState::default();
+        assert_eq!(state.policy(), TenantPolicy::default());
+        let p = TenantPolicy {
+            reserved: 10 << 20,
+            credit: 4096,
+            rank: RankKind::Slru,
+            idle_tax: Some(IdleTax { rate: 0.5, idle_ms: 60_000 }),
+            hard_cap: Some(20 << 20),
+        };
+        state.set_policy(&p);
+        assert_eq!(state.policy(), p);
+        assert_eq!(state.stats().target, 10 << 20);
+    }
+}
