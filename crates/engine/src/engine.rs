@@ -745,14 +745,12 @@ impl Worker {
                              keys: &mut dyn Iterator<Item = &'k [u8]>,
                              ring_keys: &mut [[&'k [u8]; BATCH]; 3],
                              ring_hashes: &mut [[u64; BATCH]; 3],
-                             ring_len: &mut [usize; 3],
-                             worker: &mut Worker| {
+                             ring_len: &mut [usize; 3]| {
             let slot = c % 3;
             let mut n = 0;
             while n < BATCH {
                 let Some(key) = keys.next() else { break };
                 let h = key_hash(tenant, key);
-                worker.note_access(h, false);
                 inner.index.prefetch_root(&guard, h);
                 ring_keys[slot][n] = key;
                 ring_hashes[slot][n] = h;
@@ -772,10 +770,9 @@ impl Worker {
             }
         };
         let mut filled = [false; 3];
-        filled[0] =
-            stage_buckets(0, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len, self);
+        filled[0] = stage_buckets(0, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
         filled[1] = filled[0]
-            && stage_buckets(1, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len, self);
+            && stage_buckets(1, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
         if filled[0] {
             stage_records(0, &ring_hashes, ring_len[0]);
         }
@@ -783,14 +780,7 @@ impl Worker {
         while filled[c % 3] {
             let next2 = (c + 2) % 3;
             filled[next2] = filled[(c + 1) % 3]
-                && stage_buckets(
-                    c + 2,
-                    &mut keys,
-                    &mut ring_keys,
-                    &mut ring_hashes,
-                    &mut ring_len,
-                    self,
-                );
+                && stage_buckets(c + 2, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
             if filled[(c + 1) % 3] {
                 stage_records((c + 1) % 3, &ring_hashes, ring_len[(c + 1) % 3]);
             }
@@ -811,6 +801,7 @@ impl Worker {
                 }
                 rec.touch_access(recency);
                 epoch::bump(&counters.hits);
+                self.note_access(h, false);
                 let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
                 f(c * BATCH + j, key, item);
             }
@@ -827,7 +818,6 @@ impl Worker {
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
         let hash = key_hash(tenant, key);
-        self.note_access(hash, false);
         let inner = &*self.inner;
         inner.check_flush(self.id, tenant);
         let counters = inner.epochs.counters(self.id);
@@ -848,7 +838,12 @@ impl Worker {
         }
         rec.touch_access(inner.recency());
         epoch::bump(&counters.hits);
-        Some(f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas }))
+        let result = f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas });
+        drop(guard);
+        // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
+        // miss followed by its SET must count as one access, not two.
+        self.note_access(hash, false);
+        Some(result)
     }
 
     /// Removes `key`'s item if it is still the one at `loc` (expired-item reclamation).

@@ -12,12 +12,11 @@
 //! recycled buffer and queues it; with no buffer free (the metadata worker is behind) the pool
 //! is dropped and counted. Losing a pool loses a little access history, never correctness.
 //!
-//! The cleaner asks for the temperatures of all its survivors in one batch. The same batch is
-//! Catalyst's sample of resident keys for the compaction trigger (Algorithm 1, §3.1.5):
-//! cleaner candidates are resident items taken from across memory, and the cleaner runs
-//! exactly when eviction decisions are needed. A due compaction runs in the metadata worker
-//! (inline: at once). While one runs, queries answer "unknown" (zone 0 for all, no zombies)
-//! rather than wait, so the ranks fall back to recency for that pass.
+//! The cleaner asks for the temperatures of all its survivors in one batch (Catalyst §3.3).
+//! Rolling compaction runs where pools are applied, as soon as level 1 is saturated
+//! ([`Hitmap::saturated`]): in the metadata worker, or inline in the submitting thread. While
+//! one runs, queries answer "unknown" (zone 0 for all, no zombies) rather than wait, so the
+//! ranks fall back to recency for that pass.
 //!
 //! [`Hitmap`] is the CPU backend's structure; another backend (a GPU) takes the same batches
 //! through the same trait.
@@ -35,8 +34,6 @@ use crate::hitmap::{DEFAULT_LEVELS, Hitmap};
 pub const POOL_LEN: usize = 1024;
 /// Pools that may wait for the metadata worker (256 KiB of digests).
 const QUEUED_POOLS: usize = 64;
-/// Smallest batch the cleaner's temperature query uses as a compaction sample.
-const MIN_SAMPLE: usize = 64;
 /// How long the idle metadata worker sleeps between looks at the queue.
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
 
@@ -105,7 +102,6 @@ struct Shared {
     hitmap: Mutex<Hitmap>,
     /// `None` inline: pools are applied by the submitting thread.
     queue: Option<Queue>,
-    compaction_due: AtomicBool,
     compacting: AtomicBool,
     applied: AtomicU64,
     dropped: AtomicU64,
@@ -149,7 +145,7 @@ impl CpuHitmap {
         Ok(CpuHitmap { shared, thread: Some(thread) })
     }
 
-    /// Applies every queued pool and any due compaction now (tests, shutdown).
+    /// Applies every queued pool now (tests).
     pub fn drain(&self) {
         self.shared.drain();
     }
@@ -176,7 +172,6 @@ impl Shared {
             zones: Mutex::new(vec![0; hitmap.levels() + 2]),
             hitmap: Mutex::new(hitmap),
             queue,
-            compaction_due: AtomicBool::new(false),
             compacting: AtomicBool::new(false),
             applied: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -184,20 +179,19 @@ impl Shared {
         }
     }
 
+    /// Applies one pool, then compacts if level 1 is saturated.
     fn apply(&self, digests: &[u32]) {
-        lock(&self.hitmap).record_batch(digests);
+        let mut hitmap = lock(&self.hitmap);
+        hitmap.record_batch(digests);
         self.applied.fetch_add(digests.len() as u64, Ordering::Relaxed);
-    }
-
-    fn compact_if_due(&self) {
-        if self.compaction_due.swap(false, Ordering::AcqRel) {
+        if hitmap.saturated() {
             self.compacting.store(true, Ordering::Release);
-            lock(&self.hitmap).compact();
+            hitmap.compact();
             self.compacting.store(false, Ordering::Release);
         }
     }
 
-    /// Applies queued pools and a due compaction; returns whether there was work.
+    /// Applies queued pools; returns whether there were any.
     fn drain(&self) -> bool {
         let mut worked = false;
         if let Some(q) = &self.queue {
@@ -208,10 +202,6 @@ impl Shared {
                 worked = true;
             }
         }
-        if self.compaction_due.load(Ordering::Relaxed) {
-            self.compact_if_due();
-            worked = true;
-        }
         worked
     }
 
@@ -221,7 +211,7 @@ impl Shared {
         while !self.shutdown.load(Ordering::Acquire) {
             if !self.drain() {
                 q.sleeping.store(true, Ordering::SeqCst);
-                if q.full.is_empty() && !self.compaction_due.load(Ordering::SeqCst) {
+                if q.full.is_empty() {
                     std::thread::park_timeout(IDLE_SLEEP);
                 }
                 q.sleeping.store(false, Ordering::SeqCst);
@@ -267,7 +257,6 @@ impl MetadataBackend for CpuHitmap {
                 .iter()
                 .map(|&d| Temperature { zone: hitmap.zone(d), zombie: hitmap.is_zombie(d) }),
         );
-        let due = digests.len() >= MIN_SAMPLE && hitmap.compaction_due(digests.iter().copied());
         drop(hitmap);
         let mut zones = lock(&s.zones);
         zones.iter_mut().for_each(|z| *z = 0);
@@ -276,17 +265,6 @@ impl MetadataBackend for CpuHitmap {
             zones[if t.zombie { zombie_slot } else { usize::from(t.zone) }] += 1;
         }
         drop(zones);
-        if due {
-            s.compaction_due.store(true, Ordering::Release);
-            match &s.queue {
-                None => s.compact_if_due(),
-                Some(q) => {
-                    if let Some(t) = lock(&q.worker).as_ref() {
-                        t.unpark();
-                    }
-                }
-            }
-        }
     }
 
     fn stats(&self) -> MetadataStats {
@@ -354,14 +332,16 @@ mod tests {
     }
 
     #[test]
-    fn a_saturated_sample_triggers_compaction() {
+    fn a_saturated_level_one_is_compacted_where_pools_are_applied() {
+        // 1,000 items at 16 bits: level 1 has 1,024 bits; about 3,000 distinct keys fill it.
         let h = CpuHitmap::inline(1_000, 16);
-        let keys: Vec<u32> = (0..5_000).map(|i| digest(i, false)).collect();
+        let keys: Vec<u32> = (0..1_000).map(|i| digest(i, false)).collect();
         h.submit(&keys);
-        let mut out = Vec::new();
-        h.temperatures(&keys[..1000], &mut out);
-        assert_eq!(h.stats().compactions, 1, "level 1 overfull: {:?}", h.stats());
-        h.temperatures(&(10_000..10_010).map(|i| digest(i, false)).collect::<Vec<_>>(), &mut out);
-        assert_eq!(h.stats().compactions, 1, "samples under 64 keys do not count");
+        assert_eq!(h.stats().compactions, 0, "{:?}", h.stats());
+        let more: Vec<u32> = (1_000..5_000).map(|i| digest(i, false)).collect();
+        for pool in more.chunks(POOL_LEN) {
+            h.submit(pool);
+        }
+        assert!(h.stats().compactions >= 1, "{:?}", h.stats());
     }
 }
