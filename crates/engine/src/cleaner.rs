@@ -33,12 +33,19 @@
 //! ([`crate::metadata`]), and each item is ranked by its tenant's rank function. Survivors are
 //! copied best first, so the output segments come out grouped by temperature.
 //!
-//! Not yet here: choosing candidates by tenant need (it arrives with the arbiter).
+//! Tenants (Memshare Algorithm 1, §3.1): with more than the default tenant configured, the
+//! non-random half of an evicting pass's candidates are the sealed segments (of a random
+//! sample) with the most dead bytes plus bytes of tenants over their target, and survivors
+//! are kept in order of need — the neediest tenant's best item next — so tenants over their
+//! target lose items first. Evicted items go to their tenant's shadow queue
+//! ([`crate::arbiter`]).
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::TenantId;
+use crate::arbiter::{Arbiter, Need};
 use crate::engine::Inner;
 use crate::epoch::Guard;
 use crate::hash::{digest_of, key_hash};
@@ -46,8 +53,9 @@ use crate::index::Loc;
 use crate::item::{NewItem, Record};
 use crate::metadata::Temperature;
 use crate::rank::RankInput;
-use crate::segment::CLEANER_RESERVE;
+use crate::segment::{CLEANER_RESERVE, SegmentHeader};
 use crate::stats::Counters;
+use crate::tenant::TenantState;
 
 /// Passes one call of [`clean_until_watermark`] may run before giving others a turn.
 const MAX_PASSES_PER_CALL: usize = 16;
@@ -201,7 +209,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
         let n = n_max.min(outputs_available + 1);
-        candidates = inner.segments.take_candidates(n, &mut || state.next_random());
+        candidates = take_candidates(inner, state, n);
         outputs_left = n.saturating_sub(1);
     }
     if candidates.is_empty() {
@@ -234,6 +242,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             });
         });
     }
+    sample_idle(inner, &survivors, now);
     // One batch query for every survivor's temperature (Catalyst §3.3), then each tenant's
     // rank function.
     state.digests.clear();
@@ -249,13 +258,25 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         };
         s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);
     }
-    // Highest rank first; ties keep segment order, so passes are deterministic.
+    // Highest rank first; ties keep segment order, so passes are deterministic. With several
+    // tenants, Algorithm 1 interleaves them by need.
     survivors.sort_by_key(|s| std::cmp::Reverse(s.rank));
+    let order = if inner.arbiter.enabled() {
+        by_need(inner, &survivors)
+    } else {
+        (0..survivors.len()).map(|i| (i, true)).collect()
+    };
 
     let mut relocated = (0u64, 0u64);
-    let mut evicted = 0u64;
-    for s in &survivors {
-        match copy_out(inner, &guard, state, s, now, recency, &mut outputs_left) {
+    let mut evicted = Vec::new();
+    for (i, keep) in order {
+        let s = &survivors[i];
+        let copied = if keep {
+            copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
+        } else {
+            None
+        };
+        match copied {
             Some((new, size)) => {
                 if relocate(inner, &guard, s.hash, s.loc, new) {
                     relocated.0 += 1;
@@ -264,20 +285,143 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                     inner.segments.header(new.segment).add_dead(size);
                 }
             }
-            // Out of room: in a compaction this is rare (the estimate was off); evicting the
-            // rest keeps every pass making progress.
-            None => evicted += u64::from(unlink_at(inner, &guard, s.hash, s.loc)),
+            // Out of room (in a compaction this is rare: the estimate was off; evicting the
+            // rest keeps every pass making progress), or over the tenant's hard cap.
+            None => {
+                if unlink_at(inner, &guard, s.hash, s.loc) {
+                    evicted.push((s.tenant, s.hash, s.size));
+                }
+            }
         }
     }
     drop(guard);
     inner.segments.retire(&candidates, &inner.epochs);
+    for &(tenant, ..) in &evicted {
+        Counters::add(&inner.tenants[usize::from(tenant)].evictions, 1);
+    }
+    inner.arbiter.on_evictions(&evicted);
     let c = &inner.counters;
     Counters::add(&c.expired, expired);
-    Counters::add(&c.evictions, evicted);
+    Counters::add(&c.evictions, evicted.len() as u64);
     Counters::add(&c.relocated_items, relocated.0);
     Counters::add(&c.relocated_bytes, relocated.1);
     Counters::add(&c.cleaner_passes, 1);
     true
+}
+
+/// Records sampled from the start of each scored segment when choosing candidates by need.
+const SCORE_RECORDS: usize = 32;
+/// Sealed segments scored per candidate wanted, when scoring reads records.
+const SCORE_SAMPLE_PER_CANDIDATE: usize = 4;
+
+/// Takes `n` candidates for an evicting pass: half at random, half by score — dead bytes, and
+/// with several tenants also the estimated bytes of tenants over their target (Memshare §3.1).
+fn take_candidates(inner: &Inner, state: &mut CleanerState, n: usize) -> Vec<u32> {
+    let segment_size = inner.config.segment_size as u64;
+    let dead = |h: &SegmentHeader| u64::from(h.dead_bytes.load(Ordering::Relaxed));
+    let rng = &mut || state.next_random();
+    if !inner.arbiter.enabled() {
+        return inner.segments.take_candidates(n, rng, None, &mut |_, h| dead(h));
+    }
+    let over: Vec<bool> = inner.tenants.iter().map(|t| need_of(t).over()).collect();
+    let sample = Some(n * SCORE_SAMPLE_PER_CANDIDATE);
+    inner.segments.take_candidates(n, rng, sample, &mut |id, h| {
+        let (mut over_bytes, mut seen) = (0u64, 0u64);
+        for_first_records(inner, id, SCORE_RECORDS, |rec| {
+            seen += rec.size() as u64;
+            if over[usize::from(rec.tenant())] {
+                over_bytes += rec.size() as u64;
+            }
+        });
+        let used = h.used_bytes(segment_size as usize) as u64;
+        dead(h) + (over_bytes * used).checked_div(seen).unwrap_or(0)
+    })
+}
+
+/// Calls `f` with up to `max` records from the start of a sealed segment.
+fn for_first_records(inner: &Inner, segment: u32, max: usize, mut f: impl FnMut(Record)) {
+    let top = inner.segments.header(segment).key_top.load(Ordering::Acquire) as usize;
+    let base = inner.arena.segment_ptr(segment);
+    let mut offset = 0;
+    for _ in 0..max {
+        if offset >= top {
+            break;
+        }
+        // SAFETY: the segment is sealed and the caller holds the segment-list lock, so no
+        // one can take it off the sealed list, free or reuse it while we read; records in
+        // [0, key_top) of a sealed segment are complete and never written again.
+        let rec = unsafe { Record::at(base, offset) };
+        f(rec);
+        offset += rec.record_len();
+        if rec.value_offset() == offset {
+            offset += rec.value_len();
+        }
+    }
+}
+
+fn need_of(t: &TenantState) -> Need {
+    Need { target: Arbiter::target(t), actual: t.bytes.load(Ordering::Relaxed) }
+}
+
+/// Memshare's Algorithm 1: the order in which to keep survivors (already sorted by rank).
+/// Repeatedly serve the tenant with the highest need — counting each tenant's actual memory
+/// without its items in this pass, plus what is kept so far — with its best remaining item.
+/// Items that would take a tenant over its hard cap are marked for eviction (`false`).
+fn by_need(inner: &Inner, survivors: &[Survivor]) -> Vec<(usize, bool)> {
+    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); inner.tenants.len()];
+    let mut actual: Vec<u64> =
+        inner.tenants.iter().map(|t| t.bytes.load(Ordering::Relaxed)).collect();
+    for (i, s) in survivors.iter().enumerate() {
+        queues[usize::from(s.tenant)].push_back(i);
+        let a = &mut actual[usize::from(s.tenant)];
+        *a = a.saturating_sub(u64::from(s.size));
+    }
+    let target: Vec<u64> = inner.tenants.iter().map(Arbiter::target).collect();
+    let cap: Vec<u64> =
+        inner.tenants.iter().map(|t| t.policy().hard_cap.unwrap_or(u64::MAX)).collect();
+    let need = |t: usize, actual: &[u64]| Need { target: target[t], actual: actual[t] };
+    let mut order = Vec::with_capacity(survivors.len());
+    let mut active: Vec<usize> = (0..queues.len()).filter(|&t| !queues[t].is_empty()).collect();
+    while !active.is_empty() {
+        // Highest need; ties go to the lower tenant id (deterministic).
+        let (pos, &t) = active
+            .iter()
+            .enumerate()
+            .max_by(|a, b| need(*a.1, &actual).cmp(&need(*b.1, &actual)).then(b.1.cmp(a.1)))
+            .expect("non-empty");
+        let i = queues[t].pop_front().expect("active tenants have items");
+        let size = u64::from(survivors[i].size);
+        let keep = actual[t] + size <= cap[t];
+        if keep {
+            actual[t] += size;
+        }
+        order.push((i, keep));
+        if queues[t].is_empty() {
+            active.swap_remove(pos);
+        }
+    }
+    order
+}
+
+/// With several tenants, folds the survivors' idleness into the estimates of tenants with an
+/// idle tax (Algorithm 3's idle fraction, by sampling what the cleaner reads anyway).
+fn sample_idle(inner: &Inner, survivors: &[Survivor], now: u64) {
+    if !inner.arbiter.enabled() {
+        return;
+    }
+    let mut sums: HashMap<u8, (u64, u64)> = HashMap::new();
+    for s in survivors {
+        let Some(tax) = inner.tenants[usize::from(s.tenant)].policy().idle_tax else { continue };
+        let last_read = inner.tick_time_ms(inner.recency().wrapping_sub(s.age));
+        let e = sums.entry(s.tenant).or_default();
+        e.1 += u64::from(s.size);
+        if now.saturating_sub(last_read) > tax.idle_ms {
+            e.0 += u64::from(s.size);
+        }
+    }
+    for (tenant, (idle, sampled)) in sums {
+        Arbiter::sample_idle(&inner.tenants[usize::from(tenant)], idle, sampled);
+    }
 }
 
 /// Copies a survivor into the cleaner's output head, opening a new output segment if there is
@@ -345,7 +489,7 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
     let Some(segment) = inner.segments.take_oldest_sealed() else { return false };
     let guard = inner.epochs.pin(participant);
     let now = inner.now_ms();
-    let (mut evicted, mut expired) = (0, 0);
+    let (mut evicted, mut expired) = (Vec::new(), 0);
     for_each_record(inner, segment, |loc, rec| {
         let hash = key_hash(TenantId(rec.tenant()), rec.key());
         let was_expired = inner.expires_at(&rec, loc).is_some_and(|at| now >= at);
@@ -353,14 +497,18 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
             if was_expired {
                 expired += 1;
             } else {
-                evicted += 1;
+                evicted.push((rec.tenant(), hash, rec.size() as u32));
             }
         }
     });
     drop(guard);
     inner.segments.retire(&[segment], &inner.epochs);
+    for &(tenant, ..) in &evicted {
+        Counters::add(&inner.tenants[usize::from(tenant)].evictions, 1);
+    }
+    inner.arbiter.on_evictions(&evicted);
     let c = &inner.counters;
-    Counters::add(&c.evictions, evicted);
+    Counters::add(&c.evictions, evicted.len() as u64);
     Counters::add(&c.expired, expired);
     Counters::add(&c.fifo_evictions, 1);
     true

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
+use crate::arbiter::Arbiter;
 use crate::arena::Arena;
 use crate::cleaner::{self, CleanerState};
 use crate::clock::Clock;
@@ -152,6 +153,9 @@ pub(crate) struct Inner {
     pub(crate) counters: Counters,
     pub(crate) metadata: Box<dyn MetadataBackend>,
     pub(crate) tenants: Box<[TenantState]>,
+    pub(crate) arbiter: Arbiter,
+    /// Clock time (ms) at which each recency tick began, by tick (for idle times).
+    tick_ms: Box<[AtomicU64]>,
     /// Coarse recency clock for access stamps; advances as segments are filled.
     recency: AtomicU64,
     segment_fills: AtomicU64,
@@ -211,6 +215,11 @@ impl Engine {
             counters: Counters::default(),
             metadata,
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
+            arbiter: Arbiter::new(
+                (segment_count.saturating_sub(watermark) * config.segment_size) as u64,
+                config.seed,
+            ),
+            tick_ms: (0..256).map(|_| AtomicU64::new(clock.now_ms())).collect(),
             recency: AtomicU64::new(0),
             segment_fills: AtomicU64::new(0),
             watermark,
@@ -284,6 +293,10 @@ impl Engine {
     /// the cleaner's next pass; cached items are untouched.
     pub fn set_tenant_policy(&self, tenant: TenantId, policy: TenantPolicy) {
         self.inner.tenants[usize::from(tenant.0)].set_policy(&policy);
+        if tenant != TenantId(0) {
+            // More than the default tenant: shadow queues and need-ordered cleaning start.
+            self.inner.arbiter.enable();
+        }
     }
 
     /// `tenant`'s policy in force.
@@ -348,6 +361,19 @@ impl Inner {
 
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// A GET miss: the arbiter checks the tenant's shadow queue (never waiting).
+    #[inline]
+    fn missed(&self, tenant: TenantId, hash: u64) {
+        if self.arbiter.enabled() {
+            self.arbiter.on_miss(&self.tenants, tenant.0, hash);
+        }
+    }
+
+    /// When the recency tick `tick` began (an item stamped with it was read no earlier).
+    pub(crate) fn tick_time_ms(&self, tick: u8) -> u64 {
+        self.tick_ms[usize::from(tick)].load(Ordering::Relaxed)
     }
 
     #[inline]
@@ -513,7 +539,8 @@ impl Inner {
     fn note_segment_fill(&self) {
         let per_tick = (self.segments.count() as u64 / 64).max(1);
         if self.segment_fills.fetch_add(1, Ordering::Relaxed) % per_tick == per_tick - 1 {
-            self.recency.fetch_add(1, Ordering::Relaxed);
+            let tick = self.recency.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as u8;
+            self.tick_ms[usize::from(tick)].store(self.now_ms(), Ordering::Relaxed);
         }
     }
 
@@ -792,6 +819,7 @@ impl Worker {
                 let Some(loc) =
                     inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
                 else {
+                    inner.missed(tenant, h);
                     continue;
                 };
                 let rec = inner.record(&guard, loc);
@@ -824,10 +852,14 @@ impl Worker {
         epoch::bump(&counters.gets);
         let guard = inner.epochs.pin(self.id);
         let is_key = |l| inner.key_matches(&guard, l, tenant, key);
-        let (loc, cas) = if with_cas {
-            inner.index.find_with_cas(&guard, hash, is_key)?
+        let found = if with_cas {
+            inner.index.find_with_cas(&guard, hash, is_key)
         } else {
-            (inner.index.find(&guard, hash, is_key)?, 0)
+            inner.index.find(&guard, hash, is_key).map(|loc| (loc, 0))
+        };
+        let Some((loc, cas)) = found else {
+            inner.missed(tenant, hash);
+            return None;
         };
         let rec = inner.record(&guard, loc);
         let expires_at_ms = inner.expires_at(&rec, loc);

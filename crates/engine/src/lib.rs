@@ -31,6 +31,7 @@
 //! Errors: operations return the small `Copy` enum [`EngineError`]; construction returns a
 //! [`ConfigError`] with a message.
 
+mod arbiter;
 pub mod arena;
 mod cleaner;
 pub mod clock;

@@ -180,8 +180,18 @@ impl Segments {
     }
 
     /// Removes up to `n` sealed segments for a pass that must evict: half chosen at random
-    /// (with `random`, a source of u64s), half with the most dead bytes (Memshare §3.1).
-    pub fn take_candidates(&self, n: usize, random: &mut impl FnMut() -> u64) -> Vec<u32> {
+    /// (with `random`, a source of u64s), half with the highest `score` (Memshare §3.1: most
+    /// dead bytes, plus, with several tenants, most bytes of tenants over their target). With
+    /// `sample` set, only that many random sealed segments are scored (bounded work when
+    /// scoring reads records); otherwise all are. `score` runs under the list lock, so the
+    /// segment it looks at stays sealed and unchanged meanwhile.
+    pub fn take_candidates(
+        &self,
+        n: usize,
+        random: &mut impl FnMut() -> u64,
+        sample: Option<usize>,
+        score: &mut impl FnMut(u32, &SegmentHeader) -> u64,
+    ) -> Vec<u32> {
         let mut lists = self.lists();
         let n = n.min(lists.sealed.len());
         let mut chosen = Vec::with_capacity(n);
@@ -191,14 +201,22 @@ impl Segments {
                 chosen.push(id);
             }
         }
-        let mut by_dead: Vec<(u32, usize)> = lists
-            .sealed
-            .iter()
-            .enumerate()
-            .map(|(i, &id)| (self.header(id).dead_bytes.load(Ordering::Relaxed), i))
+        let len = lists.sealed.len();
+        let mut positions: Vec<usize> = match sample {
+            Some(k) if k < len => (0..k).map(|_| (random() % len as u64) as usize).collect(),
+            _ => (0..len).collect(),
+        };
+        positions.sort_unstable();
+        positions.dedup();
+        let mut scored: Vec<(u64, usize)> = positions
+            .into_iter()
+            .map(|i| {
+                let id = lists.sealed[i];
+                (score(id, self.header(id)), i)
+            })
             .collect();
-        by_dead.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        let mut take: Vec<usize> = by_dead.iter().take(n - chosen.len()).map(|&(_, i)| i).collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let mut take: Vec<usize> = scored.iter().take(n - chosen.len()).map(|&(_, i)| i).collect();
         take.sort_unstable_by(|a, b| b.cmp(a));
         for i in take {
             if let Some(id) = lists.sealed.remove(i) {

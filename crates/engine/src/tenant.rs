@@ -96,6 +96,8 @@ pub(crate) struct TenantState {
     pub evictions: AtomicU64,
     pub credits_gained: AtomicU64,
     pub credits_lost: AtomicU64,
+    /// Estimated fraction of this tenant's bytes not read within its idle time, in ppm.
+    pub idle_ppm: AtomicU64,
 }
 
 impl Default for TenantState {
@@ -115,6 +117,7 @@ impl Default for TenantState {
             evictions: AtomicU64::new(0),
             credits_gained: AtomicU64::new(0),
             credits_lost: AtomicU64::new(0),
+            idle_ppm: AtomicU64::new(0),
         };
         state.set_policy(&TenantPolicy::default());
         state
@@ -162,7 +165,7 @@ impl TenantState {
             items: load(&self.items),
             bytes: load(&self.bytes),
             reserved,
-            target: reserved.saturating_add(load(&self.pooled)),
+            target: crate::arbiter::Arbiter::target(self),
             shadow_hits: load(&self.shadow_hits),
             evictions: load(&self.evictions),
             credits_gained: load(&self.credits_gained),

@@ -1,0 +1,316 @@
+//! The arbiter: who gets memory when tenants compete (Memshare §3.2–§4, Algorithms 1–3).
+//!
+//! Each tenant has a **target**: its reservation plus the pooled memory it has won. Its
+//! **need** is `target / actual` (actual = bytes of its live items). The cleaner serves the
+//! tenant with the highest need first and keeps that tenant's highest-ranked items
+//! (Algorithm 1, in [`crate::cleaner`]); tenants over their target lose items first.
+//!
+//! ```text
+//!  GET miss ──try_lock──► shadow queue of the tenant (hashes + sizes of its recent evictions)
+//!                           │ hit: the tenant would have hit with a little more memory
+//!                           ▼
+//!               credit: `credit` bytes of pooled memory move to it, from the unassigned
+//!               pool or a random tenant holding at least that much (Algorithm 2)
+//! ```
+//!
+//! **Pooled memory** is what reservations leave: usable memory minus the sum of reservations.
+//! It starts unassigned; shadow-queue hits hand it out one credit at a time, and once it is
+//! all assigned, credits move between tenants. A tenant's credit size is its priority.
+//!
+//! **Idle tax** (Algorithm 3): with a tax of rate `r`, a tenant whose memory is a fraction `a`
+//! active (read within `idle_ms`) has its reservation's weight scaled by
+//! `1 / τ, τ = (1 − a·r) / (1 − r)` — fully active keeps it, fully idle keeps `1 − r` of it.
+//! The active fraction is estimated from the items the cleaner reads anyway (a sample of
+//! memory), never by scanning.
+//!
+//! Shadow queues exist only once some tenant other than the default has a policy: a
+//! single-tenant cache pays nothing on misses. Misses use `try_lock`, so a request never waits
+//! for the cleaner filling a queue; a busy lock skips the check (Memshare §5.2).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::item::MAX_TENANTS;
+use crate::tenant::TenantState;
+
+/// Bytes of items each tenant's shadow queue remembers (Memshare §6.1).
+pub const SHADOW_BYTES: u64 = 10 << 20;
+/// Weight of a new sample in the idle-fraction average, in 1/1024ths.
+const IDLE_SAMPLE_WEIGHT: u64 = 64;
+
+/// Hashes and sizes of a tenant's recently evicted items.
+#[derive(Debug, Default)]
+struct Shadow {
+    ring: VecDeque<(u64, u32)>,
+    /// How many ring entries carry each hash.
+    members: HashMap<u64, u32>,
+    bytes: u64,
+}
+
+impl Shadow {
+    fn push(&mut self, hash: u64, size: u32) {
+        self.ring.push_back((hash, size));
+        *self.members.entry(hash).or_default() += 1;
+        self.bytes += u64::from(size);
+        while self.bytes > SHADOW_BYTES {
+            let Some((old, old_size)) = self.ring.pop_front() else { break };
+            self.bytes -= u64::from(old_size);
+            if let Some(n) = self.members.get_mut(&old) {
+                *n -= 1;
+                if *n == 0 {
+                    self.members.remove(&old);
+                }
+            }
+        }
+    }
+
+    fn contains(&self, hash: u64) -> bool {
+        self.members.contains_key(&hash)
+    }
+}
+
+#[derive(Debug)]
+struct State {
+    shadows: Vec<Shadow>,
+    rng: u64,
+}
+
+/// The arbiter's shared state.
+#[derive(Debug)]
+pub(crate) struct Arbiter {
+    /// Whether more than one tenant is configured (shadow queues and need ordering on).
+    enabled: AtomicBool,
+    /// Memory the tenants share: usable arena bytes.
+    usable: u64,
+    state: Mutex<State>,
+    /// Shadow-queue checks skipped because the lock was busy.
+    pub skipped: AtomicU64,
+}
+
+impl Arbiter {
+    pub fn new(usable: u64, seed: u64) -> Arbiter {
+        Arbiter {
+            enabled: AtomicBool::new(false),
+            usable,
+            state: Mutex::new(State {
+                shadows: (0..MAX_TENANTS).map(|_| Shadow::default()).collect(),
+                rng: seed | 1,
+            }),
+            skipped: AtomicU64::new(0),
+        }
+    }
+
+    #[inline]
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    pub fn enable(&self) {
+        self.enabled.store(true, Ordering::Relaxed);
+    }
+
+    /// Pooled memory not yet won by any tenant.
+    fn unassigned(&self, tenants: &[TenantState]) -> u64 {
+        let reserved: u64 = tenants.iter().map(|t| t.reserved.load(Ordering::Relaxed)).sum();
+        let pooled: u64 = tenants.iter().map(|t| t.pooled.load(Ordering::Relaxed)).sum();
+        self.usable.saturating_sub(reserved).saturating_sub(pooled)
+    }
+
+    /// A GET miss of `tenant` for `hash` (Algorithm 2). Never blocks.
+    pub fn on_miss(&self, tenants: &[TenantState], tenant: u8, hash: u64) {
+        let Ok(mut state) = self.state.try_lock() else {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        if !state.shadows[usize::from(tenant)].contains(hash) {
+            return;
+        }
+        let me = &tenants[usize::from(tenant)];
+        me.shadow_hits.fetch_add(1, Ordering::Relaxed);
+        let credit = me.credit.load(Ordering::Relaxed);
+        if self.unassigned(tenants) >= credit {
+            me.pooled.fetch_add(credit, Ordering::Relaxed);
+            me.credits_gained.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        // pickRandom over the tenants holding at least one credit of pooled memory.
+        let holders = tenants
+            .iter()
+            .enumerate()
+            .filter(|&(i, t)| {
+                i != usize::from(tenant) && t.pooled.load(Ordering::Relaxed) >= credit
+            })
+            .count();
+        if holders == 0 {
+            return;
+        }
+        let pick = (next_random(&mut state.rng) % holders as u64) as usize;
+        let (_, from) = tenants
+            .iter()
+            .enumerate()
+            .filter(|&(i, t)| {
+                i != usize::from(tenant) && t.pooled.load(Ordering::Relaxed) >= credit
+            })
+            .nth(pick)
+            .expect("pick < holders");
+        from.pooled.fetch_sub(credit, Ordering::Relaxed);
+        from.credits_lost.fetch_add(1, Ordering::Relaxed);
+        me.pooled.fetch_add(credit, Ordering::Relaxed);
+        me.credits_gained.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Items a cleaning pass evicted: (tenant, hash, size). One lock for the batch.
+    pub fn on_evictions(&self, evicted: &[(u8, u64, u32)]) {
+        if evicted.is_empty() || !self.enabled() {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        for &(tenant, hash, size) in evicted {
+            state.shadows[usize::from(tenant)].push(hash, size);
+        }
+    }
+
+    /// A tenant's target: its (idle-taxed) reservation plus its pooled memory.
+    pub fn target(t: &TenantState) -> u64 {
+        let reserved = t.reserved.load(Ordering::Relaxed);
+        let ppm = t.tax_ppm.load(Ordering::Relaxed);
+        let reserved = if ppm <= 1_000_000 && ppm > 0 {
+            // τ = (1 − a·r) / (1 − r); target = reserved / τ.
+            let r = ppm as f64 / 1e6;
+            let active = 1.0 - t.idle_ppm.load(Ordering::Relaxed) as f64 / 1e6;
+            if r >= 1.0 {
+                (reserved as f64 * active) as u64
+            } else {
+                let tau = (1.0 - active * r) / (1.0 - r);
+                (reserved as f64 / tau) as u64
+            }
+        } else {
+            reserved
+        };
+        reserved.saturating_add(t.pooled.load(Ordering::Relaxed))
+    }
+
+    /// Folds a sample of a tenant's items into its idle-fraction estimate.
+    pub fn sample_idle(t: &TenantState, idle_bytes: u64, sampled_bytes: u64) {
+        if sampled_bytes == 0 {
+            return;
+        }
+        let sample = idle_bytes * 1_000_000 / sampled_bytes;
+        let old = t.idle_ppm.load(Ordering::Relaxed);
+        let new = (old * (1024 - IDLE_SAMPLE_WEIGHT) + sample * IDLE_SAMPLE_WEIGHT) / 1024;
+        t.idle_ppm.store(new, Ordering::Relaxed);
+    }
+}
+
+/// `need = target / actual` as a comparable pair; an empty tenant's need is infinite.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Need {
+    pub target: u64,
+    pub actual: u64,
+}
+
+impl Need {
+    /// Orders by need (higher first is `Greater`), comparing `t₁·a₂` with `t₂·a₁`.
+    pub fn cmp(&self, other: &Need) -> std::cmp::Ordering {
+        let lhs = u128::from(self.target) * u128::from(other.actual);
+        let rhs = u128::from(other.target) * u128::from(self.actual);
+        match (self.actual, other.actual) {
+            (0, 0) => std::cmp::Ordering::Equal,
+            (0, _) => std::cmp::Ordering::Greater,
+            (_, 0) => std::cmp::Ordering::Less,
+            _ => lhs.cmp(&rhs),
+        }
+    }
+
+    /// Whether the tenant holds more than its target.
+    pub fn over(&self) -> bool {
+        self.actual > self.target
+    }
+}
+
+fn next_random(rng: &mut u64) -> u64 {
+    *rng ^= *rng >> 12;
+    *rng ^= *rng << 25;
+    *rng ^= *rng >> 27;
+    rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tenant::TenantPolicy;
+
+    fn tenants(reserved: &[u64]) -> Vec<TenantState> {
+        (0..MAX_TENANTS)
+            .map(|i| {
+                let t = TenantState::default();
+                let r = reserved.get(i).copied().unwrap_or(0);
+                t.set_policy(&TenantPolicy { reserved: r, credit: 100, ..TenantPolicy::default() });
+                t
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shadow_hits_take_unassigned_memory_first_then_from_holders() {
+        let ts = tenants(&[500, 300]);
+        let a = Arbiter::new(1_000, 1);
+        a.enable();
+        a.on_evictions(&[(1, 42, 10), (0, 7, 10)]);
+        a.on_miss(&ts, 1, 41);
+        assert_eq!(ts[1].shadow_hits.load(Ordering::Relaxed), 0, "not in the queue");
+        // 200 bytes unassigned: two credits from the pool, the third from tenant 1 itself is
+        // not allowed, so nothing.
+        for _ in 0..3 {
+            a.on_miss(&ts, 1, 42);
+        }
+        assert_eq!(ts[1].pooled.load(Ordering::Relaxed), 200);
+        assert_eq!(ts[1].credits_gained.load(Ordering::Relaxed), 2);
+        assert_eq!(ts[1].shadow_hits.load(Ordering::Relaxed), 3);
+        // Tenant 0 now takes tenant 1's credits.
+        a.on_miss(&ts, 0, 7);
+        assert_eq!(ts[0].pooled.load(Ordering::Relaxed), 100);
+        assert_eq!(ts[1].pooled.load(Ordering::Relaxed), 100);
+        assert_eq!(ts[1].credits_lost.load(Ordering::Relaxed), 1);
+        assert_eq!(Arbiter::target(&ts[1]), 400);
+    }
+
+    #[test]
+    fn shadow_queues_forget_beyond_their_byte_budget() {
+        let mut s = Shadow::default();
+        for h in 0..30 {
+            s.push(h, (1 << 20) as u32);
+        }
+        assert!(!s.contains(0) && s.contains(29));
+        assert!(s.bytes <= SHADOW_BYTES);
+        s.push(29, 1);
+        assert!(s.contains(29));
+    }
+
+    #[test]
+    fn need_orders_by_target_over_actual() {
+        let low = Need { target: 100, actual: 200 };
+        let high = Need { target: 100, actual: 50 };
+        let empty = Need { target: 0, actual: 0 };
+        assert!(high.cmp(&low).is_gt());
+        assert!(empty.cmp(&high).is_gt());
+        assert!(low.over() && !high.over());
+    }
+
+    #[test]
+    fn idle_tax_shrinks_the_reservation_of_idle_tenants() {
+        let t = TenantState::default();
+        t.set_policy(&TenantPolicy {
+            reserved: 1000,
+            idle_tax: Some(crate::IdleTax { rate: 0.5, idle_ms: 1 }),
+            ..TenantPolicy::default()
+        });
+        assert_eq!(Arbiter::target(&t), 1000, "no idle memory seen yet");
+        for _ in 0..200 {
+            Arbiter::sample_idle(&t, 100, 100);
+        }
+        let target = Arbiter::target(&t);
+        assert!((500..=510).contains(&target), "fully idle keeps 1 − r: {target}");
+    }
+}

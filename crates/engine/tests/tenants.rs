@@ -1,0 +1,149 @@
+//! The arbiter end to end, deterministic (inline cleaner, manual clock): pooled memory flows
+//! to a bursty tenant and back, reservations hold, and the idle tax moves idle memory to an
+//! active tenant (Memshare Algorithms 1–3).
+
+use std::sync::Arc;
+
+use fridge_engine::{
+    CleanerMode, Engine, EngineConfig, IdleTax, ManualClock, Store, TenantId, TenantPolicy, Worker,
+};
+
+const MEMORY: usize = 8 << 20;
+const SEGMENT: usize = 64 << 10;
+const VALUE: [u8; 200] = [3; 200];
+/// Bytes an item occupies: 12 B record + 8 B key + 200 B value.
+const ITEM: u64 = 220;
+/// Slack for reservations: a pass works on whole segments, a few at a time.
+const SLACK: u64 = 4 * SEGMENT as u64;
+
+fn engine(clock: &ManualClock) -> Engine {
+    let config = EngineConfig {
+        max_memory: MEMORY,
+        segment_size: SEGMENT,
+        max_item_size: SEGMENT,
+        cleaner: CleanerMode::Inline,
+        cleaner_candidates: 16,
+        ..EngineConfig::default()
+    };
+    Engine::with_clock(config, Arc::new(clock.clone())).unwrap()
+}
+
+/// A lookaside request: GET, and SET on a miss. Returns whether it hit.
+fn request(w: &mut Worker, tenant: u8, key: u64) -> bool {
+    let k = key.to_le_bytes();
+    let t = TenantId(tenant);
+    let hit = w.get(t, &k, |_| ()).is_some();
+    if !hit {
+        w.store(Store::new(t, &k, &VALUE)).unwrap();
+    }
+    hit
+}
+
+/// xorshift, for key choices.
+fn next(rng: &mut u64) -> u64 {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    *rng
+}
+
+#[test]
+fn a_bursty_tenant_borrows_pooled_memory_and_gives_it_back() {
+    let clock = ManualClock::new(1_000);
+    let engine = engine(&clock);
+    let usable = MEMORY as u64 * 9 / 10;
+    let reserved = usable / 4; // three tenants, 75% reserved, 25% pooled
+    for t in 1..=3 {
+        engine.set_tenant_policy(TenantId(t), TenantPolicy { reserved, ..TenantPolicy::default() });
+    }
+    let mut w = engine.worker().unwrap();
+    let mut rng = 7u64;
+    // Working sets: each tenant wants more than its reservation.
+    let keys = |bytes: u64| bytes / ITEM;
+    let steady = keys(reserved * 3 / 2);
+    let check = |phase: &str, i: u64| {
+        for t in 1..=3u8 {
+            let s = engine.tenant_stats(TenantId(t));
+            assert!(
+                s.bytes + SLACK >= reserved,
+                "{phase} request {i}: tenant {t} holds {} B, reserved {reserved} B ({s:?})",
+                s.bytes
+            );
+        }
+    };
+    let mut round = |phase: &str, requests: u64, burst_keys: u64, burst_share: u64| {
+        for i in 0..requests {
+            let r = next(&mut rng);
+            let (t, key) = if r % 100 < burst_share {
+                (3, next(&mut rng) % burst_keys)
+            } else {
+                (1 + (r % 2) as u8, next(&mut rng) % steady)
+            };
+            request(&mut w, t, key);
+            // Reservations hold once memory is full.
+            if i % 10_000 == 9_999 && engine.stats().evictions > 0 {
+                check(phase, i);
+            }
+        }
+    };
+    round("warm-up", 300_000, steady, 33);
+    let before = engine.tenant_stats(TenantId(3));
+    // Tenant 3 bursts: a working set of all memory, most of the requests.
+    round("burst", 600_000, keys(usable), 80);
+    let burst = engine.tenant_stats(TenantId(3));
+    assert!(burst.credits_gained > before.credits_gained, "{burst:?}");
+    assert!(
+        burst.bytes > reserved + SLACK && burst.target > reserved,
+        "the burst borrows pooled memory: {burst:?}"
+    );
+    // Tenant 3 goes quiet: the others' shadow-queue hits take the pool back.
+    round("after", 900_000, steady, 0);
+    let after = engine.tenant_stats(TenantId(3));
+    assert!(after.credits_lost > burst.credits_lost, "{after:?}");
+    assert!(after.bytes < burst.bytes, "returned: {after:?} after {burst:?}");
+    for t in 1..=2 {
+        let s = engine.tenant_stats(TenantId(t));
+        assert!(s.bytes > reserved + SLACK, "tenant {t} grew past its reservation: {s:?}");
+    }
+    engine.validate();
+}
+
+#[test]
+fn the_idle_tax_moves_idle_memory_to_an_active_tenant() {
+    let clock = ManualClock::new(1_000);
+    let engine = engine(&clock);
+    let usable = MEMORY as u64 * 9 / 10;
+    let half = usable / 2;
+    let idle_tax = Some(IdleTax { rate: 0.5, idle_ms: 60_000 });
+    // Fully reserved: without the tax, neither could take memory from the other.
+    for t in 1..=2 {
+        let policy = TenantPolicy { reserved: half, idle_tax, ..TenantPolicy::default() };
+        engine.set_tenant_policy(TenantId(t), policy);
+    }
+    let mut w = engine.worker().unwrap();
+    let mut rng = 11u64;
+    let keys = half * 2 / ITEM;
+    // Both active: each fills about its half.
+    for _ in 0..200_000 {
+        let r = next(&mut rng);
+        request(&mut w, 1 + (r % 2) as u8, next(&mut rng) % keys);
+    }
+    let both = [1, 2].map(|t| engine.tenant_stats(TenantId(t)));
+    // Tenant 2 goes idle; tenant 1 keeps asking for more than its half.
+    for i in 0..600_000u64 {
+        if i % 1_000 == 0 {
+            clock.advance(1_000);
+        }
+        request(&mut w, 1, next(&mut rng) % keys);
+    }
+    let [active, idle] = [1, 2].map(|t| engine.tenant_stats(TenantId(t)));
+    assert!(idle.target < half, "idle memory is taxed: {idle:?}");
+    assert!(
+        idle.bytes + SLACK < both[1].bytes,
+        "tenant 2 gave memory up: {idle:?} vs {:?}",
+        both[1]
+    );
+    assert!(active.bytes > both[0].bytes + SLACK, "tenant 1 took it: {active:?} vs {:?}", both[0]);
+    assert!(idle.bytes + SLACK >= half / 2, "never below reserved × (1 − rate): {idle:?}");
+    engine.validate();
+}
