@@ -1,0 +1,239 @@
+//! Memshare's multi-tenant experiment on the real engine: eight or more tenants shaped by
+//! Twitter's production clusters share one cache, and the allocation policies are compared
+//! on the same request stream (Memshare §6; `docs/results.md`).
+//!
+//! ```text
+//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms]
+//! ```
+//!
+//! Rows, all with the same total memory (`cache fraction` × the mix's working set):
+//! - `static memcached`: each tenant its own memcached slab model (LRU per slab class) of its
+//!   share, shares proportional to working-set bytes — today's partitioned deployment (64 KiB
+//!   slab pages, so that small shares still hold whole pages);
+//! - `static LRU`: each tenant its own exact LRU of its share (object bytes; no slab pages);
+//! - `pooled LRU`: one exact LRU over all tenants' objects;
+//! - `fridge R% reserved`: the engine with every tenant reserving R% of its share, the rest
+//!   pooled and handed out by shadow-queue hits (Algorithm 2);
+//! - `fridge 75% + idle tax`: the same with a 50% idle tax on items unread for `idle ms`
+//!   (default 250 ms of trace time: the cache turns over about every half second, so a
+//!   longer idle time finds no idle items).
+//!
+//! Requests follow the simulator's `--ops trace` semantics: GET/GETS are counted lookaside
+//! reads (a miss stores the object); storage operations store (the engine with the request's
+//! TTL; reference policies through an access) and are not counted; DELETE deletes in the
+//! engine. The engine's memory holds its 12-byte record headers and 8-byte keys; the memcached
+//! model charges its 48-byte headers and chunk rounding; the LRU counts object bytes only.
+
+use std::sync::Arc;
+
+use fridge_engine::{
+    CleanerMode, Engine, EngineConfig, Expiry, IdleTax, ManualClock, Store, TenantId, TenantPolicy,
+    Worker,
+};
+use fridge_sim::fridge::auto_segment_size;
+use fridge_sim::policy::{Access, Automove, Lru, Memcached, Policy, SlabConfig};
+use fridge_workload::{Op, Request, SizeDist, mix64, twitter_mix};
+
+const KEY_SCALE: f64 = 5e-3;
+/// The memcached model's slab page (`-I`): small enough that every tenant's share holds pages.
+const MEMCACHED_PAGE: u32 = 64 << 10;
+const SEED: u64 = 42;
+
+#[derive(Default, Clone, Copy)]
+struct Count {
+    gets: u64,
+    hits: u64,
+}
+
+impl Count {
+    fn hit_ratio(self) -> f64 {
+        if self.gets == 0 { 0.0 } else { self.hits as f64 / self.gets as f64 }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let tenants: usize = args.first().map_or(8, |s| s.parse().expect("tenants"));
+    let requests: usize = args.get(1).map_or(10_000_000, |s| s.parse().expect("requests"));
+    let fraction: f64 = args.get(2).map_or(0.1, |s| s.parse().expect("cache fraction"));
+    let idle_ms: u64 = args.get(3).map_or(250, |s| s.parse().expect("idle time, ms"));
+
+    let mix = twitter_mix(tenants, KEY_SCALE, SEED).expect("mix");
+    let stream: Vec<Request> = mix.requests().expect("requests").take(requests).collect();
+    let fixed = |d: &SizeDist| match *d {
+        SizeDist::Fixed(n) => u64::from(n),
+        _ => unreachable!("twitter_mix tenants have fixed sizes"),
+    };
+    let wss: Vec<u64> = mix
+        .tenants
+        .iter()
+        .map(|t| t.workload.keys * (fixed(&t.workload.key_size) + fixed(&t.workload.value_size)))
+        .collect();
+    let total_wss: u64 = wss.iter().sum();
+    let memory = (total_wss as f64 * fraction) as u64;
+    let share = |t: usize| (memory as f64 * wss[t] as f64 / total_wss as f64) as u64;
+    println!(
+        "{tenants} tenants, {requests} requests over {:.1} s, working set {:.1} MB, cache {:.1} MB ({:.0}%)",
+        stream.last().map_or(0, |r| r.time_ms) as f64 / 1e3,
+        total_wss as f64 / 1e6,
+        memory as f64 / 1e6,
+        fraction * 100.0
+    );
+
+    let mut rows: Vec<(String, Vec<Count>)> = Vec::new();
+    // Static partitions of the memcached model.
+    let slabs = SlabConfig { page_size: MEMCACHED_PAGE, ..SlabConfig::default() };
+    let mut parts: Vec<Memcached> =
+        (0..tenants).map(|t| Memcached::with_config(share(t), slabs, Automove::Off)).collect();
+    rows.push((
+        "static memcached".into(),
+        run_reference(&stream, tenants, |t, a| parts[t].access(a)),
+    ));
+    let mut lrus: Vec<Lru> = (0..tenants).map(|t| Lru::new(share(t))).collect();
+    rows.push(("static LRU".into(), run_reference(&stream, tenants, |t, a| lrus[t].access(a))));
+    let mut lru = Lru::new(memory);
+    rows.push(("pooled LRU".into(), run_reference(&stream, tenants, |_, a| lru.access(a))));
+    for (name, reserved, tax) in [
+        ("fridge 100% reserved", 1.0, None),
+        ("fridge 75% reserved", 0.75, None),
+        ("fridge 50% reserved", 0.5, None),
+        ("fridge 75% + idle tax", 0.75, Some(IdleTax { rate: 0.5, idle_ms })),
+    ] {
+        rows.push((name.into(), run_fridge(&stream, tenants, memory, &share, reserved, tax)));
+    }
+
+    let combined = |c: &[Count]| {
+        let (g, h) = c.iter().fold((0, 0), |(g, h), c| (g + c.gets, h + c.hits));
+        Count { gets: g, hits: h }
+    };
+    let static_row = rows[0].1.clone();
+    let static_misses = combined(&static_row).gets - combined(&static_row).hits;
+    let lru_row = rows[1].1.clone();
+    let lru_misses = combined(&lru_row).gets - combined(&lru_row).hits;
+    let worst = |counts: &[Count], base: &[Count]| {
+        counts
+            .iter()
+            .zip(base)
+            .map(|(c, s)| (c.hit_ratio() - s.hit_ratio()) * 100.0)
+            .fold(f64::INFINITY, f64::min)
+    };
+    print!(
+        "| policy | combined hit ratio | misses vs static memcached | worst tenant vs its \
+         memcached partition (pts) | misses vs static LRU | worst tenant vs its LRU partition \
+         (pts) |"
+    );
+    for t in &mix.tenants {
+        print!(" {} |", t.name);
+    }
+    println!();
+    println!("|---|---:|---:|---:|---:|---:|{}", "---:|".repeat(tenants));
+    for (name, counts) in &rows {
+        let c = combined(counts);
+        let misses = c.gets - c.hits;
+        print!(
+            "| {name} | {:.4} | {:+.1}% | {:+.2} | {:+.1}% | {:+.2} |",
+            c.hit_ratio(),
+            (misses as f64 / static_misses as f64 - 1.0) * 100.0,
+            worst(counts, &static_row),
+            (misses as f64 / lru_misses as f64 - 1.0) * 100.0,
+            worst(counts, &lru_row),
+        );
+        for c in counts {
+            print!(" {:.4} |", c.hit_ratio());
+        }
+        println!();
+    }
+}
+
+fn access(r: &Request) -> Access {
+    let key = mix64(r.key ^ mix64(u64::from(r.tenant) + 1));
+    Access { tenant: r.tenant, ..Access::new(key, r.object_size() as u32) }
+}
+
+fn run_reference(
+    stream: &[Request],
+    tenants: usize,
+    mut serve: impl FnMut(usize, &Access) -> bool,
+) -> Vec<Count> {
+    let mut counts = vec![Count::default(); tenants];
+    for r in stream {
+        let t = usize::from(r.tenant);
+        if r.op == Op::Delete {
+            continue;
+        }
+        let hit = serve(t, &access(r));
+        if r.op.is_read() {
+            counts[t].gets += 1;
+            counts[t].hits += u64::from(hit);
+        }
+    }
+    counts
+}
+
+fn run_fridge(
+    stream: &[Request],
+    tenants: usize,
+    memory: u64,
+    share: &dyn Fn(usize) -> u64,
+    reserved: f64,
+    idle_tax: Option<IdleTax>,
+) -> Vec<Count> {
+    let largest = stream.iter().map(Request::object_size).max().unwrap_or(0);
+    let segment_size = auto_segment_size(memory, largest);
+    let clock = ManualClock::new(0);
+    let config = EngineConfig {
+        max_memory: memory as usize,
+        segment_size,
+        max_item_size: segment_size,
+        large_value_threshold: segment_size / 4,
+        cleaner: CleanerMode::Inline,
+        workers_hint: 1,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
+    // The arena's usable part (without the cleaner's free-segment watermark) is what the
+    // reservations divide.
+    let usable = engine.stats().max_memory as f64 * 0.97;
+    for t in 0..tenants {
+        let r = (usable * share(t) as f64 / memory as f64 * reserved) as u64;
+        engine.set_tenant_policy(
+            tenant_id(t),
+            TenantPolicy { reserved: r, idle_tax, ..TenantPolicy::default() },
+        );
+    }
+    let mut w = engine.worker().expect("worker");
+    let zeros = vec![0u8; segment_size];
+    let mut counts = vec![Count::default(); tenants];
+    for r in stream {
+        clock.set(r.time_ms);
+        let t = usize::from(r.tenant);
+        if r.op.is_read() {
+            let hit = w.get(tenant_id(t), &r.key.to_le_bytes(), |_| ()).is_some();
+            if !hit {
+                store(&mut w, r, &zeros, Expiry::Never);
+            }
+            counts[t].gets += 1;
+            counts[t].hits += u64::from(hit);
+        } else if r.op == Op::Delete {
+            w.delete(tenant_id(t), &r.key.to_le_bytes());
+        } else {
+            let expiry =
+                r.ttl_s.map_or(Expiry::Never, |s| Expiry::At(r.time_ms + u64::from(s) * 1000));
+            store(&mut w, r, &zeros, expiry);
+        }
+    }
+    counts
+}
+
+fn tenant_id(t: usize) -> TenantId {
+    // Tenant 0 is the default tenant; the mix's tenants are configured ones.
+    TenantId(u8::try_from(t + 1).expect("at most 255 tenants"))
+}
+
+fn store(w: &mut Worker, r: &Request, zeros: &[u8], expiry: Expiry) {
+    let value = (r.object_size() as usize).saturating_sub(8).min(zeros.len() - 64);
+    let key = r.key.to_le_bytes();
+    let req =
+        Store { expiry, ..Store::new(tenant_id(usize::from(r.tenant)), &key, &zeros[..value]) };
+    let _ = w.store(req);
+}
