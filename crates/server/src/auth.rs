@@ -18,8 +18,13 @@
 //!
 //! A failed login (wrong pair or malformed token) pauses its connection: nothing more of it is
 //! read, run or written — the failure's own reply included — until a delay has passed that
-//! starts at `auth_failure_delay` and doubles with each further failure on the connection (at
-//! most 64 times). The worker serves its other connections meanwhile.
+//! starts at `auth_failure_delay` and doubles with each further failure (at most 64 times).
+//! The worker serves its other connections meanwhile. Failures are counted per connection and
+//! per client address (over the last [`FAILURE_WINDOW_MS`]), the larger count deciding, so
+//! reconnecting after each try does not reset the delay.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
 
 use fridge_engine::TenantId;
 
@@ -30,6 +35,35 @@ use crate::worker::{Ctx, Session};
 const MAX_LOGIN_DATA: usize = 1024;
 /// Doublings of the failure delay at most.
 const MAX_DELAY_SHIFT: u32 = 6;
+/// An address's failures are forgotten after this long without one.
+pub(crate) const FAILURE_WINDOW_MS: u64 = 10 * 60 * 1000;
+/// Addresses remembered at most (the log is emptied of stale entries, or cleared, beyond).
+const FAILURE_LOG_LEN: usize = 4096;
+
+/// Recent failed logins per client address: (failures, time of the last one in ms).
+#[derive(Debug, Default)]
+pub(crate) struct FailureLog {
+    by_addr: HashMap<IpAddr, (u32, u64)>,
+}
+
+impl FailureLog {
+    /// Counts a failure from `addr` at `now`; returns the address's recent failures.
+    fn record(&mut self, addr: IpAddr, now: u64) -> u32 {
+        if self.by_addr.len() >= FAILURE_LOG_LEN && !self.by_addr.contains_key(&addr) {
+            self.by_addr.retain(|_, (_, last)| now.saturating_sub(*last) < FAILURE_WINDOW_MS);
+            if self.by_addr.len() >= FAILURE_LOG_LEN {
+                self.by_addr.clear();
+            }
+        }
+        let e = self.by_addr.entry(addr).or_insert((0, now));
+        if now.saturating_sub(e.1) >= FAILURE_WINDOW_MS {
+            e.0 = 0;
+        }
+        e.0 = e.0.saturating_add(1);
+        e.1 = now;
+        e.0
+    }
+}
 
 /// Records a successful login: the session now runs as `tenant`.
 pub(crate) fn logged_in(s: &mut Session, ctx: &Ctx<'_>, tenant: TenantId) {
@@ -48,10 +82,15 @@ pub(crate) fn failed(s: &mut Session, ctx: &Ctx<'_>) {
     stats::inc(&ctx.stats.auth_cmds);
     stats::inc(&ctx.stats.auth_errors);
     s.auth_failures = s.auth_failures.saturating_add(1);
-    let shift = (s.auth_failures - 1).min(MAX_DELAY_SHIFT);
+    let now = ctx.shared.now_ms();
+    let from_addr = {
+        let mut log = ctx.shared.auth_failures.lock().unwrap_or_else(|e| e.into_inner());
+        log.record(s.peer, now)
+    };
+    let shift = (s.auth_failures.max(from_addr) - 1).min(MAX_DELAY_SHIFT);
     let delay = ctx.tenants.auth_failure_delay_ms.saturating_mul(1 << shift);
     if delay > 0 {
-        s.paused_until_ms = ctx.shared.now_ms().saturating_add(delay).max(1);
+        s.paused_until_ms = now.saturating_add(delay).max(1);
     }
 }
 
@@ -132,6 +171,21 @@ mod tests {
         assert_eq!(p(b"get a"), None);
         assert_eq!(p(b"set a 0 0 99999\r\n"), Some((McLogin::TooLarge(100_001), 17)));
         assert_eq!(parse_memcache_login(&[b'x'; 100], 64).unwrap().0, McLogin::LineTooLong);
+    }
+
+    #[test]
+    fn failures_are_remembered_per_address_for_a_while() {
+        let mut log = FailureLog::default();
+        let a: IpAddr = [10, 0, 0, 1].into();
+        let b: IpAddr = [10, 0, 0, 2].into();
+        assert_eq!(log.record(a, 1000), 1);
+        assert_eq!(log.record(a, 2000), 2);
+        assert_eq!(log.record(b, 2000), 1);
+        assert_eq!(log.record(a, 2000 + FAILURE_WINDOW_MS), 1, "forgotten after the window");
+        for i in 0..FAILURE_LOG_LEN as u32 {
+            log.record(IpAddr::from(i.to_be_bytes()), 5000);
+        }
+        assert!(log.by_addr.len() <= FAILURE_LOG_LEN, "bounded");
     }
 
     #[test]

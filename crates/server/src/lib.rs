@@ -142,6 +142,8 @@ pub(crate) struct Shared {
     pub tenants: RwLock<Arc<tenants::Tenants>>,
     /// The current snapshot's generation (read once per worker turn).
     pub tenants_generation: AtomicU64,
+    /// Recent failed logins per client address; locked on failed logins only.
+    pub auth_failures: Mutex<auth::FailureLog>,
 }
 
 impl Shared {
@@ -256,6 +258,7 @@ impl Server {
             tenants_generation: AtomicU64::new(table.generation),
             tenants: RwLock::new(table),
             registry: Mutex::new(registry),
+            auth_failures: Mutex::new(auth::FailureLog::default()),
             started_ms: clock.now_ms(),
             clock,
             engine,

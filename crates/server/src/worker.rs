@@ -46,6 +46,8 @@ pub(crate) enum Wire {
 #[derive(Debug)]
 pub(crate) struct Session {
     pub id: u64,
+    /// The client's address (failed logins are counted per address).
+    pub peer: std::net::IpAddr,
     /// The tenant the request being run uses: the logged-in tenant, or for a client that has
     /// not logged in, `default` or the tenant its key's prefix routes to.
     pub tenant: TenantId,
@@ -302,6 +304,7 @@ impl Loop {
                 args: resp::Args::new(),
                 session: Session {
                     id,
+                    peer: peer.ip(),
                     tenant: TenantId(0),
                     user: None,
                     generation: self.tenants.generation,
