@@ -7,8 +7,9 @@
 //! # Thread model
 //!
 //! ```text
-//!   signal thread (main)          acceptor thread ("fridge-accept")
+//!   signal thread                 acceptor thread ("fridge-accept")
 //!   SIGTERM/SIGINT ──shutdown──►  mio poll: listeners + waker
+//!   SIGHUP ──reload tenants
 //!                                   │ accept, count, round-robin
 //!                                   ▼ mpsc channel + Waker, one per worker
 //!   ┌───────────────────────┬───────────────────────┬─────

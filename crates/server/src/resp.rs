@@ -100,12 +100,13 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     };
     let n = cmd.len();
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    let info = COMMANDS.iter().find(|c| c.0.as_bytes() == lname);
+    // (The command table is searched only for clients that have not logged in.)
+    let info = || COMMANDS.iter().find(|c| c.0.as_bytes() == lname);
     let t = match s.user {
         Some(t) => t,
         None if s.must_login(ctx.tenants) => {
             // Redis checks that the command exists and its arity before authentication.
-            match info {
+            match info() {
                 None => return r::write_unknown_command(out, cmd),
                 Some(i) if !arity_ok(i.1, n) => return write_wrong_arity(out, name),
                 Some(_) if !NO_AUTH_COMMANDS.contains(&lname) => return write_error(out, NOAUTH),
@@ -113,7 +114,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             }
         }
         // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
-        None if ctx.tenants.has_prefixes() && info.is_some_and(|i| i.3 > 0) => {
+        None if ctx.tenants.has_prefixes() && info().is_some_and(|i| i.3 > 0) => {
             ctx.tenants.route(arg(1))
         }
         None => TenantId(0),
