@@ -558,6 +558,36 @@ mod tests {
     }
 
     #[test]
+    fn tenants_parse_from_toml() {
+        let hash = crate::tenants::PasswordHash::new(b"s", b"pw");
+        let text = format!(
+            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\nauth_failure_delay = \"250ms\"\n\
+             [[tenants]]\nname = \"billing\"\npassword_sha256 = \"{hash}\"\n\
+             reserved = \"8MiB\"\ncredit = \"32KiB\"\nrank = \"slru\"\n\
+             idle_tax = {{ rate = 0.25, idle_time = \"2m\" }}\nhard_cap = \"16MiB\"\n"
+        );
+        let c: Config = toml::from_str(&text).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.hitmap_bits_per_item, 16);
+        assert_eq!(c.engine().hitmap_bits_per_item, 16);
+        assert_eq!(c.auth_failure_delay, Millis(250));
+        assert!(!c.unauthenticated_allowed(), "tenants exist");
+        let p = c.tenants[0].policy();
+        assert_eq!((p.reserved, p.credit, p.hard_cap), (8 << 20, 32 << 10, Some(16 << 20)));
+        assert_eq!(p.rank, fridge_engine::RankKind::Slru);
+        let tax = p.idle_tax.unwrap();
+        assert_eq!((tax.rate, tax.idle_ms), (0.25, 120_000));
+        assert!(c.tenants[0].password_sha256.as_ref().unwrap().verify(b"pw"));
+        let bad_rank = "[[tenants]]\nname = \"a\"\nrank = \"random\"\n";
+        assert!(toml::from_str::<Config>(bad_rank).is_err());
+        let unknown = "[[tenants]]\nname = \"a\"\npassword = \"plain\"\n";
+        assert!(toml::from_str::<Config>(unknown).is_err(), "plain passwords are refused");
+        assert_eq!("90".parse::<Millis>(), Ok(Millis(90_000)));
+        assert_eq!("1h".parse::<Millis>(), Ok(Millis(3_600_000)));
+        assert!("5 parsecs".parse::<Millis>().is_err());
+    }
+
+    #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
     }
