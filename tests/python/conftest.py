@@ -1,9 +1,10 @@
-"""Starts one fridge server (the binary cargo built) on an ephemeral port for the session."""
+"""Starts fridge servers (the binary cargo built) on ephemeral ports: one plain server for the
+session, and servers with tenants from a configuration file for the tenant tests."""
 
+import hashlib
 import os
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -17,18 +18,77 @@ def fridge_binary():
     return os.path.join(target, "debug", "fridge")
 
 
-@pytest.fixture(scope="session")
-def fridge():
-    """Yields (host, port) of a running fridge; stops it afterwards."""
+def launch(*args):
+    """Starts fridge with `args`; returns (process, port) once it serves."""
     proc = subprocess.Popen(
-        [fridge_binary(), "-p", "0", "-m", "64", "-t", "2"],
+        [fridge_binary(), "-p", "0", "-m", "64", "-t", "2", *args],
         stderr=subprocess.PIPE,
         text=True,
     )
     line = proc.stderr.readline()
     match = re.search(r"on 127\.0\.0\.1:(\d+)", line)
     assert match, f"unexpected startup line: {line!r}"
-    port = int(match.group(1))
-    yield ("127.0.0.1", port)
+    return proc, int(match.group(1))
+
+
+def stop(proc):
     proc.terminate()
     assert proc.wait(timeout=10) == 0, "graceful shutdown exits 0"
+
+
+@pytest.fixture(scope="session")
+def fridge():
+    """Yields (host, port) of a running fridge; stops it afterwards."""
+    proc, port = launch()
+    yield ("127.0.0.1", port)
+    stop(proc)
+
+
+def password_line(password, salt=b"pytest-salt"):
+    """The `password_sha256` value `fridge hash-password` would print, with a fixed salt."""
+    digest = hashlib.sha256(salt + password.encode()).hexdigest()
+    return f"{salt.hex()}${digest}"
+
+
+def tenants_toml(tenants, **options):
+    """A configuration file: `tenants` maps names to (password, extra TOML lines)."""
+    lines = [f"{key} = {value}" for key, value in options.items()]
+    for name, (password, extra) in tenants.items():
+        lines.append("[[tenants]]")
+        lines.append(f'name = "{name}"')
+        if password is not None:
+            lines.append(f'password_sha256 = "{password_line(password)}"')
+        lines.extend(extra)
+    return "\n".join(lines) + "\n"
+
+
+class TenantServer:
+    """A fridge started with `--config FILE`; `write` replaces the file (then reload it)."""
+
+    def __init__(self, path, text):
+        self.path = path
+        self.write(text)
+        self.proc, self.port = launch("--config", str(path))
+        self.addr = ("127.0.0.1", self.port)
+
+    def write(self, text):
+        self.path.write_text(text)
+
+    def sighup(self):
+        self.proc.send_signal(1)  # SIGHUP
+
+
+@pytest.fixture
+def tenant_server(tmp_path):
+    """A factory: tenant_server(toml_text) starts a server with that file; all are stopped
+    after the test."""
+    servers = []
+
+    def start(text):
+        server = TenantServer(tmp_path / f"fridge-{len(servers)}.toml", text)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        stop(server.proc)

@@ -13,6 +13,8 @@ use std::time::Duration;
 use clap::Parser;
 use serde::Deserialize;
 
+use crate::tenants::{DEFAULT_TENANT, TenantConfig};
+
 /// A byte count, parsed from `"1GiB"`, `"64m"`, `"512KiB"`, `"4096"` (units are binary and
 /// case-insensitive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -71,6 +73,55 @@ impl<'de> Deserialize<'de> for Size {
     }
 }
 
+/// A duration in milliseconds, parsed from `"250ms"`, `"30s"`, `"5m"`, `"1h"` or a plain
+/// number of seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Millis(pub u64);
+
+impl std::str::FromStr for Millis {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+        let (digits, unit) = t.split_at(split);
+        let n: u64 = digits
+            .parse()
+            .map_err(|_| format!("bad duration {s:?}: expected e.g. 30s or 250ms"))?;
+        let scale = match unit.trim().to_ascii_lowercase().as_str() {
+            "ms" => 1,
+            "" | "s" => 1000,
+            "m" | "min" => 60_000,
+            "h" => 3_600_000,
+            other => return Err(format!("bad duration unit {other:?} in {s:?}")),
+        };
+        n.checked_mul(scale).map(Millis).ok_or_else(|| format!("duration {s:?} is too long"))
+    }
+}
+
+impl fmt::Display for Millis {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 % 1000 == 0 { write!(f, "{}s", self.0 / 1000) } else { write!(f, "{}ms", self.0) }
+    }
+}
+
+impl<'de> Deserialize<'de> for Millis {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Seconds(u64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Seconds(n) => n
+                .checked_mul(1000)
+                .map(Millis)
+                .ok_or_else(|| serde::de::Error::custom("duration is too long")),
+            Raw::Text(s) => s.parse().map_err(serde::de::Error::custom),
+        }
+    }
+}
+
 /// Which protocols the main port speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
 #[serde(rename_all = "lowercase")]
@@ -85,7 +136,7 @@ pub enum Protocol {
 }
 
 /// Everything the server needs to start. One struct, one `Default`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// Address to listen on.
@@ -124,6 +175,19 @@ pub struct Config {
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
     /// 1 MiB.
     pub segment_size: Size,
+    /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off.
+    pub hitmap_bits_per_item: usize,
+    /// Whether clients that have not authenticated may use the cache (as tenant `default`, or
+    /// the tenant whose key prefix matches). Unset: yes without tenants, no with tenants.
+    pub allow_unauthenticated: Option<bool>,
+    /// Delay after a failed login before the connection is served again; it doubles with
+    /// each further failure on the connection (at most 64 times this).
+    pub auth_failure_delay: Millis,
+    /// Tenants (`[[tenants]]` tables). Without any, `default` owns all memory.
+    pub tenants: Vec<TenantConfig>,
+    /// The file the configuration came from; SIGHUP and `CONFIG RELOAD` reread its tenants.
+    #[serde(skip)]
+    pub config_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -146,6 +210,11 @@ impl Default for Config {
             max_output_buffer: Size(64 << 20),
             idle_timeout: 0,
             segment_size: Size(0),
+            hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
+            allow_unauthenticated: None,
+            auth_failure_delay: Millis(100),
+            tenants: Vec::new(),
+            config_file: None,
         }
     }
 }
@@ -173,6 +242,20 @@ impl Config {
         self.resp_port.map(|p| socket_addr(&self.listen, p)).transpose()
     }
 
+    /// Reads a TOML configuration file (keys as in this struct).
+    pub fn from_file(path: &std::path::Path) -> Result<Config, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        toml::from_str::<Config>(&text).map_err(|e| format!("bad config {}: {e}", path.display()))
+    }
+
+    /// Whether unauthenticated clients are served: as configured, else only when no tenant
+    /// other than `default` is configured.
+    pub fn unauthenticated_allowed(&self) -> bool {
+        self.allow_unauthenticated
+            .unwrap_or_else(|| self.tenants.iter().all(|t| t.name == DEFAULT_TENANT))
+    }
+
     /// Idle timeout, if any.
     pub fn idle(&self) -> Option<Duration> {
         (self.idle_timeout > 0).then(|| Duration::from_secs(self.idle_timeout))
@@ -196,6 +279,7 @@ impl Config {
             workers_hint: self.worker_count(),
             cleaner: fridge_engine::CleanerMode::Background,
             max_participants: self.worker_count() + 16,
+            hitmap_bits_per_item: self.hitmap_bits_per_item,
             ..fridge_engine::EngineConfig::default()
         }
     }
@@ -249,6 +333,7 @@ impl Config {
         if self.max_item_size.0 == 0 {
             return Err("max_item_size must be positive".into());
         }
+        crate::tenants::validate(self)?;
         self.engine().validate().map_err(|e| e.0)
     }
 }
@@ -273,9 +358,20 @@ fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
     about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
              (RESP2/3) on one port",
     after_help = "memcached compatibility: -p -l -m -t -c -I and -U 0 mean what they mean to \
-                  memcached. Sizes accept units: 64MiB, 1g, 512k, or bytes."
+                  memcached. Sizes accept units: 64MiB, 1g, 512k, or bytes; durations 250ms, \
+                  30s, 5m.\n\n\
+                  Tenants are configured in the --config file, one [[tenants]] table each: \
+                  name, password_sha256 (print one with `fridge hash-password`), reserved, \
+                  credit, rank (hitmap, lru, lfu, slru), idle_tax = { rate, idle_time }, \
+                  hard_cap, key_prefixes. Clients log in with AUTH user pass, HELLO 3 AUTH user \
+                  pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. SIGHUP or \
+                  CONFIG RELOAD rereads the tenants without losing cached data. See \
+                  docs/tenants.md."
 )]
 pub struct Cli {
+    /// A tool instead of the server.
+    #[command(subcommand)]
+    pub command: Option<Tool>,
     /// TOML configuration file (keys as in `Config`, e.g. `memory = "4GiB"`).
     #[arg(long, env = "FRIDGE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -337,18 +433,34 @@ pub struct Cli {
     /// Engine segment size [default: fits the largest item, at least 1MiB].
     #[arg(long, env = "FRIDGE_SEGMENT_SIZE", value_name = "SIZE")]
     pub segment_size: Option<Size>,
+    /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32].
+    #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
+    pub hitmap_bits_per_item: Option<usize>,
+    /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)
+    /// [default: true without tenants, false with tenants].
+    #[arg(long, env = "FRIDGE_ALLOW_UNAUTHENTICATED", value_name = "BOOL")]
+    pub allow_unauthenticated: Option<bool>,
+    /// Pause after a failed login; doubles with each further failure [default: 100ms].
+    #[arg(long, env = "FRIDGE_AUTH_FAILURE_DELAY", value_name = "DURATION")]
+    pub auth_failure_delay: Option<Millis>,
+}
+
+/// Tools run instead of the server.
+#[derive(clap::Subcommand, Debug)]
+pub enum Tool {
+    /// Prints the `password_sha256 = "…"` line of a tenant's password (salted SHA-256) to
+    /// paste into a `[[tenants]]` table. Without PASSWORD, reads one line from standard input.
+    HashPassword {
+        /// The password (prefer standard input: arguments show up in `ps`).
+        password: Option<String>,
+    },
 }
 
 impl Cli {
     /// Builds the configuration: defaults, then the file, then environment and flags.
     pub fn into_config(self) -> Result<Config, String> {
         let mut c = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-                toml::from_str::<Config>(&text)
-                    .map_err(|e| format!("bad config {}: {e}", path.display()))?
-            }
+            Some(path) => Config::from_file(path)?,
             None => Config::default(),
         };
         if let Some(udp) = self.udp_port {
@@ -375,8 +487,14 @@ impl Cli {
             max_query_buffer,
             max_output_buffer,
             idle_timeout,
-            segment_size
+            segment_size,
+            hitmap_bits_per_item,
+            auth_failure_delay
         );
+        if let Some(v) = self.allow_unauthenticated {
+            c.allow_unauthenticated = Some(v);
+        }
+        c.config_file = self.config.clone();
         if let Some(p) = self.resp_port {
             c.resp_port = Some(p);
         }
@@ -437,6 +555,36 @@ mod tests {
         assert_eq!(c.engine_segment_size(), 4 << 20);
         let udp = Cli::try_parse_from(["fridge", "-U", "11211"]).unwrap();
         assert!(udp.into_config().is_err());
+    }
+
+    #[test]
+    fn tenants_parse_from_toml() {
+        let hash = crate::tenants::PasswordHash::new(b"s", b"pw");
+        let text = format!(
+            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\nauth_failure_delay = \"250ms\"\n\
+             [[tenants]]\nname = \"billing\"\npassword_sha256 = \"{hash}\"\n\
+             reserved = \"8MiB\"\ncredit = \"32KiB\"\nrank = \"slru\"\n\
+             idle_tax = {{ rate = 0.25, idle_time = \"2m\" }}\nhard_cap = \"16MiB\"\n"
+        );
+        let c: Config = toml::from_str(&text).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.hitmap_bits_per_item, 16);
+        assert_eq!(c.engine().hitmap_bits_per_item, 16);
+        assert_eq!(c.auth_failure_delay, Millis(250));
+        assert!(!c.unauthenticated_allowed(), "tenants exist");
+        let p = c.tenants[0].policy();
+        assert_eq!((p.reserved, p.credit, p.hard_cap), (8 << 20, 32 << 10, Some(16 << 20)));
+        assert_eq!(p.rank, fridge_engine::RankKind::Slru);
+        let tax = p.idle_tax.unwrap();
+        assert_eq!((tax.rate, tax.idle_ms), (0.25, 120_000));
+        assert!(c.tenants[0].password_sha256.as_ref().unwrap().verify(b"pw"));
+        let bad_rank = "[[tenants]]\nname = \"a\"\nrank = \"random\"\n";
+        assert!(toml::from_str::<Config>(bad_rank).is_err());
+        let unknown = "[[tenants]]\nname = \"a\"\npassword = \"plain\"\n";
+        assert!(toml::from_str::<Config>(unknown).is_err(), "plain passwords are refused");
+        assert_eq!("90".parse::<Millis>(), Ok(Millis(90_000)));
+        assert_eq!("1h".parse::<Millis>(), Ok(Millis(3_600_000)));
+        assert!("5 parsecs".parse::<Millis>().is_err());
     }
 
     #[test]

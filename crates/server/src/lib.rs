@@ -7,8 +7,9 @@
 //! # Thread model
 //!
 //! ```text
-//!   signal thread (main)          acceptor thread ("fridge-accept")
+//!   signal thread                 acceptor thread ("fridge-accept")
 //!   SIGTERM/SIGINT ──shutdown──►  mio poll: listeners + waker
+//!   SIGHUP ──reload tenants
 //!                                   │ accept, count, round-robin
 //!                                   ▼ mpsc channel + Waker, one per worker
 //!   ┌───────────────────────┬───────────────────────┬─────
@@ -38,29 +39,41 @@
 //!
 //! Goals: drop-in compatibility (memcached's and Redis's exact replies), bounded memory per
 //! connection whatever a client sends, no panics on client input. Non-goals here: persistence,
-//! replication, Redis data types other than strings, multi-tenant authentication (every
-//! connection uses tenant 0; the session keeps a tenant field for when AUTH maps to tenants).
+//! replication, Redis data types other than strings.
+//!
+//! # Tenants
+//!
+//! Every request runs as one tenant (see [`tenants`] and `docs/tenants.md`): the one the
+//! connection logged in as (`AUTH`, `HELLO … AUTH`, memcached's `set` carrying `user pass`),
+//! or, for clients that have not logged in where that is allowed, `default` or the tenant
+//! whose key prefix matches. Workers read an immutable snapshot of the tenants; a reload
+//! (SIGHUP, `CONFIG RELOAD`) publishes a new one and bumps a generation counter that each
+//! worker checks once per turn. A failed login pauses its connection (not the worker) for a
+//! delay that doubles with each failure.
 
+mod auth;
 mod config;
 mod memcache;
 mod resp;
 mod stats;
+pub mod tenants;
 mod worker;
 
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fridge_engine::{Clock, CoarseClock, Engine};
+use fridge_engine::{Clock, CoarseClock, Engine, TenantId};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
-pub use config::{Cli, Config, Protocol, Size};
+pub use config::{Cli, Config, Millis, Protocol, Size, Tool};
 pub use stats::WorkerStats;
+pub use tenants::{PasswordHash, TenantConfig};
 
 /// Bytes read from one connection per turn before others get theirs.
 pub const READ_BUDGET: usize = 256 * 1024;
@@ -98,6 +111,8 @@ pub(crate) struct ClientEntry {
     pub created_ms: u64,
     pub worker: usize,
     pub killed: bool,
+    /// The tenant the connection runs as (`default` until it logs in).
+    pub tenant: TenantId,
 }
 
 /// State shared by every thread. Written rarely: counters on the request path are per worker.
@@ -122,9 +137,45 @@ pub(crate) struct Shared {
     pub wakers: Mutex<Vec<Arc<Waker>>>,
     pub main_port: u16,
     pub resp_port: Option<u16>,
+    /// Tenant names and ids; locked on reload only.
+    pub registry: Mutex<tenants::Registry>,
+    /// The current tenants snapshot; workers copy the `Arc` when the generation changes.
+    pub tenants: RwLock<Arc<tenants::Tenants>>,
+    /// The current snapshot's generation (read once per worker turn).
+    pub tenants_generation: AtomicU64,
+    /// Recent failed logins per client address; locked on failed logins only.
+    pub auth_failures: Mutex<auth::FailureLog>,
 }
 
 impl Shared {
+    /// The current tenants snapshot.
+    pub(crate) fn tenants(&self) -> Arc<tenants::Tenants> {
+        Arc::clone(&self.tenants.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Rereads the configuration file's tenant settings (`tenants`, `allow_unauthenticated`,
+    /// `auth_failure_delay`) and publishes them; the rest of the file needs a restart. Cached
+    /// data stays. On error nothing changes.
+    pub(crate) fn reload(&self) -> Result<Arc<tenants::Tenants>, String> {
+        let path = self
+            .config
+            .config_file
+            .as_deref()
+            .ok_or("the server was started without --config: there is no file to reload")?;
+        let file = Config::from_file(path)?;
+        let config = Config {
+            tenants: file.tenants,
+            allow_unauthenticated: file.allow_unauthenticated,
+            auth_failure_delay: file.auth_failure_delay,
+            ..self.config.clone()
+        };
+        let mut registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let table = registry.apply(&config, &self.engine)?;
+        *self.tenants.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&table);
+        self.tenants_generation.store(table.generation, Ordering::Release);
+        Ok(table)
+    }
+
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
@@ -170,6 +221,21 @@ impl ShutdownHandle {
     }
 }
 
+/// Rereads the tenant settings of the configuration file: existing names keep their ids and
+/// their cached data, new names get new ids, removed tenants can no longer log in (their open
+/// connections are closed at their next request). Other settings need a restart.
+#[derive(Debug, Clone)]
+pub struct ReloadHandle {
+    shared: Arc<Shared>,
+}
+
+impl ReloadHandle {
+    /// Reloads; on error (unreadable or invalid file) the tenants in force stay.
+    pub fn reload(&self) -> Result<(), String> {
+        self.shared.reload().map(drop)
+    }
+}
+
 impl Server {
     /// Binds the listeners and starts the engine, the workers and the acceptor. When this
     /// returns, the ports accept connections.
@@ -187,7 +253,13 @@ impl Server {
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
         let n = config.worker_count();
+        let mut registry = tenants::Registry::new();
+        let table = registry.apply(&config, &engine).map_err(invalid)?;
         let shared = Arc::new(Shared {
+            tenants_generation: AtomicU64::new(table.generation),
+            tenants: RwLock::new(table),
+            registry: Mutex::new(registry),
+            auth_failures: Mutex::new(auth::FailureLog::default()),
             started_ms: clock.now_ms(),
             clock,
             engine,
@@ -261,6 +333,17 @@ impl Server {
     /// The engine behind the server (for tests and embedding).
     pub fn engine(&self) -> &Engine {
         &self.shared.engine
+    }
+
+    /// Rereads the tenants from the configuration file (what SIGHUP does); see
+    /// [`ReloadHandle`].
+    pub fn reload(&self) -> Result<(), String> {
+        self.shared.reload().map(drop)
+    }
+
+    /// A handle that reloads the tenants from another thread (a signal handler).
+    pub fn reload_handle(&self) -> ReloadHandle {
+        ReloadHandle { shared: Arc::clone(&self.shared) }
     }
 
     /// A handle that can shut the server down from another thread (a signal handler).

@@ -61,7 +61,13 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
 
 /// Runs one parsed request, appending its reply (if any) to `out`.
 pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
-    let t = s.tenant;
+    // A logged-in connection uses its tenant; one that has not logged in (where that is
+    // allowed) uses `default`, or the tenant its first key's prefix routes to.
+    let t = match s.user {
+        Some(t) => t,
+        None => ctx.tenants.route(first_key(&req)),
+    };
+    s.tenant = t;
     let now = ctx.shared.now_ms();
     match req {
         Request::Retrieval(r) => retrieval(r, out, t, ctx, now),
@@ -119,7 +125,13 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         }
         Request::Stats { args } => match args {
             b"" => {
-                crate::stats::write_memcache_stats(out, ctx.shared);
+                let view = stats::View::of(s, ctx.tenants);
+                stats::write_memcache_stats(out, ctx.shared, &view);
+                mc::write_reply(out, Reply::End);
+            }
+            b"tenants" => {
+                let view = stats::View::of(s, ctx.tenants);
+                stats::write_memcache_tenants(out, ctx.shared, &view);
                 mc::write_reply(out, Reply::End);
             }
             b"settings" => {
@@ -127,7 +139,8 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
                 mc::write_reply(out, Reply::End);
             }
             b"items" | b"slabs" => {
-                crate::stats::write_memcache_items(out, ctx.shared, args == b"slabs");
+                let view = stats::View::of(s, ctx.tenants);
+                stats::write_memcache_items(out, ctx.shared, &view, args == b"slabs");
                 mc::write_reply(out, Reply::End);
             }
             b"sizes" | b"conns" | b"extstore" => mc::write_reply(out, Reply::End),
@@ -141,7 +154,20 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             }
         }
         Request::Quit => s.closing = true,
-        Request::Meta(m) => meta(m, out, t, ctx, now),
+        Request::Meta(m) => meta(m, out, s.user, t, ctx, now),
+    }
+}
+
+/// The key a request's tenant is routed by (empty for keyless requests: `default`).
+fn first_key<'a>(req: &Request<'a>) -> &'a [u8] {
+    match req {
+        Request::Storage(st) => st.key,
+        Request::Retrieval(r) => r.keys.iter().next().unwrap_or_default(),
+        Request::Delete { key, .. }
+        | Request::Arithmetic { key, .. }
+        | Request::Touch { key, .. } => key,
+        Request::Meta(m) => m.key,
+        _ => b"",
     }
 }
 
@@ -149,10 +175,13 @@ fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>
     let with_cas = r.command.returns_cas();
     if !with_cas && !r.command.touches() {
         // Plain `get`: one batched engine call, whose lookups overlap their memory misses.
-        ctx.engine.get_each(t, r.keys.iter(), |_, key, item| {
+        let (mut asked, mut hits) = (0u64, 0u64);
+        ctx.engine.get_each(t, r.keys.iter().inspect(|_| asked += 1), |_, key, item| {
+            hits += 1;
             mc::write_value_header(out, key, item.flags, item.value.len(), None);
             mc::write_data(out, item.value);
         });
+        stats::tenant_lookups(ctx.stats, t, hits, asked - hits);
         return mc::write_reply(out, Reply::End);
     }
     for key in r.keys.iter() {
@@ -166,22 +195,25 @@ fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>
             );
             mc::write_data(out, item.value);
         };
-        if r.command.touches() {
+        let hit = if r.command.touches() {
             stats::inc(&ctx.stats.cmd_touch);
             let at = expiry_ms(r.exptime, now);
-            if with_cas {
-                if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
-                    stats::inc(&ctx.stats.touch_hits);
-                    ctx.engine.gets(t, key, write);
-                }
-            } else if let Ok(Some(())) = ctx.engine.get_and_touch(t, key, at, write) {
+            let hit = if with_cas {
+                matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_)))
+                    && ctx.engine.gets(t, key, write).is_some()
+            } else {
+                matches!(ctx.engine.get_and_touch(t, key, at, write), Ok(Some(())))
+            };
+            if hit {
                 stats::inc(&ctx.stats.touch_hits);
             }
+            hit
         } else if with_cas {
-            ctx.engine.gets(t, key, write);
+            ctx.engine.gets(t, key, write).is_some()
         } else {
-            ctx.engine.get(t, key, write);
-        }
+            ctx.engine.get(t, key, write).is_some()
+        };
+        stats::tenant_lookups(ctx.stats, t, u64::from(hit), u64::from(!hit));
     }
     mc::write_reply(out, Reply::End);
 }
@@ -277,7 +309,14 @@ fn meta_status(out: &mut Vec<u8>, status: MetaStatus, m: &MetaRequest<'_>) {
     mc::write_meta_end(out);
 }
 
-fn meta(m: MetaRequest<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
+fn meta(
+    m: MetaRequest<'_>,
+    out: &mut Vec<u8>,
+    user: Option<TenantId>,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
     // The parser checked that a `b` key is valid base64 within the key limit.
     let mut decoded = [0u8; 512];
     let mut heap_key = Vec::new();
@@ -299,6 +338,8 @@ fn meta(m: MetaRequest<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     } else {
         m.key
     };
+    // A base64 key is routed by its decoded bytes.
+    let t = if user.is_none() && key != m.key { ctx.tenants.route(key) } else { t };
     let f = m.flags;
     match m.command {
         MetaCommand::Noop => mc::write_meta_noop(out),
@@ -386,6 +427,7 @@ fn meta_get(
     };
     let hit =
         if f.has(b'c') { ctx.engine.gets(t, key, write) } else { ctx.engine.get(t, key, write) };
+    stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
     if let (Some(()), Some(at)) = (hit, new_expiry) {
         stats::inc(&ctx.stats.cmd_touch);
         if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {

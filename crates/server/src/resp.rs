@@ -13,10 +13,33 @@ use fridge_proto::resp::{
 };
 
 use crate::stats;
+use crate::tenants::Login;
 use crate::worker::{Ctx, Session};
 
 const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
 const SYNTAX: &[u8] = b"ERR syntax error";
+const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
+const NO_DEFAULT_PASSWORD: &[u8] = b"ERR AUTH <password> called without any password configured \
+    for the default user. Are you sure your configuration is correct?";
+const HELLO_NOAUTH: &[u8] = b"NOAUTH HELLO must be called with the client already \
+    authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate \
+    the client and select the RESP protocol version at the same time";
+
+/// Commands a client may send before it has logged in (Redis's `no-auth` commands).
+const NO_AUTH_COMMANDS: [&[u8]; 4] = [b"auth", b"hello", b"quit", b"reset"];
+
+/// Whether `n` arguments fit a command of Redis arity `arity` (negative: at least).
+fn arity_ok(arity: i64, n: usize) -> bool {
+    let n = n as i64;
+    if arity >= 0 { n == arity } else { n >= -arity }
+}
+
+fn no_permission(out: &mut Vec<u8>, command: &[u8]) {
+    out.extend_from_slice(b"-NOPERM this user has no permissions to run the '");
+    out.extend_from_slice(command);
+    out.extend_from_slice(b"' command\r\n");
+}
 
 fn engine_error(out: &mut Vec<u8>, e: EngineError) {
     write_error(
@@ -77,7 +100,26 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     };
     let n = cmd.len();
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    let t = s.tenant;
+    // (The command table is searched only for clients that have not logged in.)
+    let info = || COMMANDS.iter().find(|c| c.0.as_bytes() == lname);
+    let t = match s.user {
+        Some(t) => t,
+        None if s.must_login(ctx.tenants) => {
+            // Redis checks that the command exists and its arity before authentication.
+            match info() {
+                None => return r::write_unknown_command(out, cmd),
+                Some(i) if !arity_ok(i.1, n) => return write_wrong_arity(out, name),
+                Some(_) if !NO_AUTH_COMMANDS.contains(&lname) => return write_error(out, NOAUTH),
+                Some(_) => TenantId(0),
+            }
+        }
+        // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
+        None if ctx.tenants.has_prefixes() && info().is_some_and(|i| i.3 > 0) => {
+            ctx.tenants.route(arg(1))
+        }
+        None => TenantId(0),
+    };
+    s.tenant = t;
     let v = s.version;
     let now = ctx.shared.now_ms();
     macro_rules! arity {
@@ -90,7 +132,9 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     match lname {
         b"get" => {
             arity!(n == 2);
-            if ctx.engine.get(t, arg(1), |item| write_bulk(out, item.value)).is_none() {
+            let hit = ctx.engine.get(t, arg(1), |item| write_bulk(out, item.value)).is_some();
+            stats::tenant_lookups(ctx.stats, t, u64::from(hit), u64::from(!hit));
+            if !hit {
                 write_null(out, v);
             }
         }
@@ -127,17 +171,19 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             arity!(n >= 2);
             write_array_header(out, n - 1);
             // One batched engine call; misses are the indices it skips.
-            let mut next = 0;
+            let (mut next, mut hits) = (0, 0u64);
             ctx.engine.get_each(t, (1..n).map(arg), |i, _, item| {
                 for _ in next..i {
                     write_null(out, v);
                 }
                 write_bulk(out, item.value);
                 next = i + 1;
+                hits += 1;
             });
             for _ in next..n - 1 {
                 write_null(out, v);
             }
+            stats::tenant_lookups(ctx.stats, t, hits, (n - 1) as u64 - hits);
         }
         b"mset" | b"msetnx" => {
             arity!(n >= 3 && n % 2 == 1);
@@ -327,17 +373,35 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         }
         b"hello" => hello(cmd, out, s, ctx),
         b"auth" => {
-            arity!(n == 2 || n == 3);
-            if n == 2 {
-                write_error(
-                    out,
-                    b"ERR AUTH <password> called without any password configured for the \
-                      default user. Are you sure your configuration is correct?",
-                );
-            } else if arg(1) == b"default" {
-                write_simple(out, b"OK");
+            arity!(n >= 2);
+            if n > 3 {
+                return write_error(out, SYNTAX);
+            }
+            let login = if n == 2 {
+                ctx.tenants.login_default(arg(1))
             } else {
-                write_error(out, b"WRONGPASS invalid username-password pair or user is disabled.");
+                ctx.tenants.login(arg(1), arg(2))
+            };
+            match login {
+                Login::Ok(t) => {
+                    crate::auth::logged_in(s, ctx, t);
+                    write_simple(out, b"OK");
+                }
+                Login::Denied => {
+                    crate::auth::failed(s, ctx);
+                    write_error(out, WRONGPASS);
+                }
+                Login::NoDefaultPassword => write_error(out, NO_DEFAULT_PASSWORD),
+            }
+        }
+        b"acl" => {
+            arity!(n >= 2);
+            if arg(1).eq_ignore_ascii_case(b"whoami") {
+                arity!(n == 2);
+                let name = ctx.tenants.name(s.user.unwrap_or(t)).unwrap_or_default();
+                write_bulk(out, name.as_bytes());
+            } else {
+                unknown_subcommand(out, arg(1), b"ACL");
             }
         }
         b"select" => {
@@ -352,10 +416,11 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             let sections: [&[u8]; 8] = std::array::from_fn(|i| cmd.get(i + 1).unwrap_or_default());
             let count = (n - 1).min(sections.len());
             ctx.scratch.clear();
-            crate::stats::write_info(ctx.scratch, ctx.shared, &sections[..count], t);
+            let view = stats::View::of(s, ctx.tenants);
+            crate::stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view);
             r::write_verbatim(out, v, b"txt", ctx.scratch);
         }
-        b"config" => config(cmd, out, v, ctx),
+        b"config" => config(cmd, out, s, ctx),
         b"client" => client(cmd, out, s, ctx),
         b"command" => command(cmd, out, v),
         b"lastsave" => write_integer(out, (ctx.shared.started_ms / 1000) as i64),
@@ -366,7 +431,15 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             write_bulk(out, digits(((now % 1000) * 1000) as i64, &mut buf));
         }
         b"reset" => {
+            // Redis's RESET also logs the client out (back to `default`, or to nothing).
             s.version = Version::Resp2;
+            if s.user.is_some() {
+                s.user = None;
+                let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(e) = clients.get_mut(&s.id) {
+                    e.tenant = TenantId(0);
+                }
+            }
             write_simple(out, b"RESET");
         }
         _ => r::write_unknown_command(out, cmd),
@@ -666,15 +739,11 @@ fn hello(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_
         i = 2;
     }
     let mut name = None;
+    let mut login = None;
     while i < cmd.len() {
         let o = arg(i);
         if o.eq_ignore_ascii_case(b"auth") && i + 2 < cmd.len() {
-            if arg(i + 1) != b"default" {
-                return write_error(
-                    out,
-                    b"WRONGPASS invalid username-password pair or user is disabled.",
-                );
-            }
+            login = Some((arg(i + 1), arg(i + 2)));
             i += 3;
         } else if o.eq_ignore_ascii_case(b"setname") && i + 1 < cmd.len() {
             name = Some(arg(i + 1));
@@ -684,6 +753,17 @@ fn hello(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_
             out.extend_from_slice(o);
             return out.extend_from_slice(b"'\r\n");
         }
+    }
+    match login {
+        Some((user, password)) => match ctx.tenants.login(user, password) {
+            Login::Ok(t) => crate::auth::logged_in(s, ctx, t),
+            Login::Denied | Login::NoDefaultPassword => {
+                crate::auth::failed(s, ctx);
+                return write_error(out, WRONGPASS);
+            }
+        },
+        None if s.must_login(ctx.tenants) => return write_error(out, HELLO_NOAUTH),
+        None => {}
     }
     if let Some(name) = name {
         if !set_client_name(ctx, s.id, name) {
@@ -740,10 +820,32 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn config(cmd: &Command<'_>, out: &mut Vec<u8>, v: Version, ctx: &mut Ctx<'_>) {
+fn config(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, ctx: &mut Ctx<'_>) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let v = s.version;
     let sub = arg(1);
-    if sub.eq_ignore_ascii_case(b"get") {
+    if sub.eq_ignore_ascii_case(b"reload") {
+        // fridge's own: reread the tenants from the configuration file (as SIGHUP does).
+        if cmd.len() != 2 {
+            return write_wrong_arity(out, b"config|reload");
+        }
+        if !s.is_admin(ctx.tenants) {
+            return no_permission(out, b"config|reload");
+        }
+        match ctx.shared.reload() {
+            Ok(table) => {
+                *ctx.tenants = table;
+                write_simple(out, b"OK");
+            }
+            Err(e) => {
+                out.extend_from_slice(b"-ERR CONFIG RELOAD failed: ");
+                out.extend(e.bytes().map(|c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+    } else if sub.eq_ignore_ascii_case(b"set") && !s.is_admin(ctx.tenants) {
+        no_permission(out, b"config|set");
+    } else if sub.eq_ignore_ascii_case(b"get") {
         if cmd.len() < 3 {
             return write_wrong_arity(out, b"config|get");
         }
@@ -798,17 +900,22 @@ fn unknown_subcommand(out: &mut Vec<u8>, sub: &[u8], command: &[u8]) {
     out.extend_from_slice(b" HELP.\r\n");
 }
 
-fn client_line(out: &mut Vec<u8>, id: u64, e: &crate::ClientEntry, now: u64, resp: u8) {
+fn client_line(out: &mut Vec<u8>, id: u64, e: &crate::ClientEntry, user: &str, now: u64, resp: u8) {
     let _ = writeln!(
         out,
         "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db=0 sub=0 psub=0 \
          ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 \
-         tot-mem=0 events=r cmd=client user=default redir=-1 resp={resp}",
+         tot-mem=0 events=r cmd=client user={user} redir=-1 resp={resp}",
         e.peer,
         e.local,
         e.name,
         now.saturating_sub(e.created_ms) / 1000
     );
+}
+
+/// Whether the session may see (and kill) a client: its own tenant's, or any as admin.
+fn may_see(s: &Session, ctx: &Ctx<'_>, e: &crate::ClientEntry) -> bool {
+    s.is_admin(ctx.tenants) || s.user == Some(e.tenant)
 }
 
 fn client(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
@@ -848,8 +955,9 @@ fn client(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'
                 if is(b"info") && *id != s.id {
                     continue;
                 }
-                if let Some(e) = clients.get(id) {
-                    client_line(ctx.scratch, *id, e, now, resp);
+                if let Some(e) = clients.get(id).filter(|e| *id == s.id || may_see(s, ctx, e)) {
+                    let user = ctx.tenants.name(e.tenant).unwrap_or_default();
+                    client_line(ctx.scratch, *id, e, user, now, resp);
                 }
             }
         }
@@ -907,7 +1015,8 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
             let addr_ok = by_addr.is_none_or(|a| e.peer.to_string().as_bytes() == a);
             let id_ok = by_id.is_none_or(|want| want == *id);
             let me = *id == s.id;
-            if addr_ok && id_ok && !(me && skipme && n != 3) {
+            let visible = me || s.is_admin(ctx.tenants) || s.user == Some(e.tenant);
+            if visible && addr_ok && id_ok && !(me && skipme && n != 3) {
                 killed += 1;
                 if me {
                     s.closing = true;
@@ -984,6 +1093,7 @@ const COMMANDS: &[CommandInfo] = &[
     ("config", -2, &[], 0, 0, 0),
     ("client", -2, &[], 0, 0, 0),
     ("command", -1, &[], 0, 0, 0),
+    ("acl", -2, &[], 0, 0, 0),
     ("time", 1, &["fast"], 0, 0, 0),
     ("lastsave", 1, &["fast"], 0, 0, 0),
     ("reset", 1, &["fast"], 0, 0, 0),

@@ -2,14 +2,22 @@
 //!
 //! Each worker owns a [`WorkerStats`] in its own cache lines and is its only writer, so a
 //! count is a plain load and store, not a locked add. Readers sum all workers; a snapshot may
-//! be a few requests stale, which both reference servers allow too.
+//! be a few requests stale, which both reference servers allow too. Hits and misses are also
+//! counted per tenant there (two 2 KiB arrays per worker, indexed by tenant id).
+//!
+//! What a connection sees depends on its tenant ([`View`]): the admin view (`default`) has the
+//! server-wide figures and every tenant's row; any other tenant sees its own items, bytes,
+//! hits, misses and evictions in place of the server's, and only its own row.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fridge_engine::TenantId;
+use fridge_engine::item::MAX_TENANTS;
+use fridge_engine::{EngineStats, TenantId, TenantStats};
 use fridge_proto::memcache;
 
+use crate::tenants::Tenants;
+use crate::worker::Session;
 use crate::{MEMCACHED_VERSION, REDIS_VERSION, Shared};
 
 /// Counters of one worker. Written only by that worker.
@@ -48,6 +56,139 @@ pub struct WorkerStats {
     pub output_overflows: AtomicU64,
     /// Connections closed for being idle.
     pub idle_kicks: AtomicU64,
+    /// Login attempts (both protocols).
+    pub auth_cmds: AtomicU64,
+    /// Failed login attempts.
+    pub auth_errors: AtomicU64,
+    /// Lookups per tenant.
+    pub tenants: TenantCounters,
+}
+
+/// Per-tenant lookup counters of one worker, indexed by tenant id.
+#[derive(Debug)]
+pub struct TenantCounters {
+    /// Lookups that found a live item.
+    pub hits: [AtomicU64; MAX_TENANTS],
+    /// Lookups that found none.
+    pub misses: [AtomicU64; MAX_TENANTS],
+}
+
+impl Default for TenantCounters {
+    fn default() -> Self {
+        TenantCounters {
+            hits: std::array::from_fn(|_| AtomicU64::new(0)),
+            misses: std::array::from_fn(|_| AtomicU64::new(0)),
+        }
+    }
+}
+
+/// Counts `hits` and `misses` of `tenant` on the calling worker.
+#[inline]
+pub(crate) fn tenant_lookups(stats: &WorkerStats, tenant: TenantId, hits: u64, misses: u64) {
+    let i = usize::from(tenant.0);
+    if hits > 0 {
+        add(&stats.tenants.hits[i], hits);
+    }
+    if misses > 0 {
+        add(&stats.tenants.misses[i], misses);
+    }
+}
+
+/// Hits and misses of `tenant`, summed over workers.
+pub(crate) fn tenant_hits_misses(shared: &Shared, tenant: TenantId) -> (u64, u64) {
+    let i = usize::from(tenant.0);
+    shared.workers.iter().fold((0, 0), |(h, m), w| {
+        (
+            h + w.tenants.hits[i].load(Ordering::Relaxed),
+            m + w.tenants.misses[i].load(Ordering::Relaxed),
+        )
+    })
+}
+
+/// Whose figures a stats request reports.
+#[derive(Debug)]
+pub(crate) struct View<'a> {
+    /// The connection's tenant.
+    pub tenant: TenantId,
+    /// Server-wide figures and every tenant (the `default` tenant), or only its own.
+    pub admin: bool,
+    pub tenants: &'a Tenants,
+}
+
+impl<'a> View<'a> {
+    pub fn of(s: &Session, tenants: &'a Tenants) -> View<'a> {
+        View { tenant: s.tenant, admin: s.is_admin(tenants), tenants }
+    }
+
+    /// The tenants whose rows this view shows.
+    fn rows(&self) -> impl Iterator<Item = (TenantId, &str)> {
+        self.tenants
+            .iter()
+            .filter(|(id, _)| self.admin || *id == self.tenant)
+            .map(|(id, e)| (id, e.name.as_str()))
+    }
+}
+
+/// One tenant's row: the engine's figures and the server's lookup counts.
+#[derive(Debug, Clone, Copy)]
+struct Row {
+    engine: TenantStats,
+    hits: u64,
+    misses: u64,
+    rank: &'static str,
+}
+
+fn row(shared: &Shared, tenant: TenantId) -> Row {
+    let (hits, misses) = tenant_hits_misses(shared, tenant);
+    Row {
+        engine: shared.engine.tenant_stats(tenant),
+        hits,
+        misses,
+        rank: shared.engine.tenant_policy(tenant).rank.name(),
+    }
+}
+
+/// The row's fields, in the order both exports list them.
+fn row_fields(r: &Row) -> [(&'static str, u64); 10] {
+    let e = &r.engine;
+    [
+        ("reserved", e.reserved),
+        ("target", e.target),
+        ("bytes", e.bytes),
+        ("items", e.items),
+        ("hits", r.hits),
+        ("misses", r.misses),
+        ("shadow_hits", e.shadow_hits),
+        ("evictions", e.evictions),
+        ("credits_gained", e.credits_gained),
+        ("credits_lost", e.credits_lost),
+    ]
+}
+
+/// Hitmap bits per live item (`bytes × 8 / items`), 0 when empty.
+fn hitmap_bits_per_item(e: &EngineStats) -> f64 {
+    if e.items == 0 { 0.0 } else { e.metadata.bytes as f64 * 8.0 / e.items as f64 }
+}
+
+/// The eviction metadata's figures as `(name, value)` pairs, zone histogram included.
+fn hitmap_fields(e: &EngineStats) -> Vec<(String, String)> {
+    let m = &e.metadata;
+    let mut v = vec![
+        ("hitmap_digests_applied".to_string(), m.applied.to_string()),
+        ("hitmap_pools_dropped".into(), m.pools_dropped.to_string()),
+        ("hitmap_compactions".into(), m.compactions.to_string()),
+        ("hitmap_bytes".into(), m.bytes.to_string()),
+        ("hitmap_levels".into(), m.levels.to_string()),
+        ("hitmap_bits_per_item".into(), format!("{:.2}", hitmap_bits_per_item(e))),
+    ];
+    // `zones` holds one count per zone, then the zombies.
+    if let Some((zombies, zones)) = m.zones.split_last() {
+        for (i, n) in zones.iter().enumerate() {
+            v.push((format!("hitmap_zone_{i}"), n.to_string()));
+        }
+        v.push(("hitmap_zombies".into(), zombies.to_string()));
+    }
+    v
 }
 
 /// Adds `n` to a counter that only the calling thread writes.
@@ -81,6 +222,8 @@ pub(crate) struct Totals {
     pub bytes_written: u64,
     pub output_overflows: u64,
     pub idle_kicks: u64,
+    pub auth_cmds: u64,
+    pub auth_errors: u64,
 }
 
 pub(crate) fn totals(shared: &Shared) -> Totals {
@@ -103,6 +246,8 @@ pub(crate) fn totals(shared: &Shared) -> Totals {
         t.bytes_written += get(&w.bytes_written);
         t.output_overflows += get(&w.output_overflows);
         t.idle_kicks += get(&w.idle_kicks);
+        t.auth_cmds += get(&w.auth_cmds);
+        t.auth_errors += get(&w.auth_errors);
     }
     t
 }
@@ -117,9 +262,13 @@ fn rusage() -> (f64, f64) {
 }
 
 /// Appends memcached's `stats` reply (without the closing `END`).
-pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared) {
-    let e = shared.engine.stats();
+pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
+    let mut e = shared.engine.stats();
     let t = totals(shared);
+    let own = row(shared, view.tenant);
+    if !view.admin {
+        scope_to_tenant(&mut e, &own);
+    }
     let now_ms = shared.now_ms();
     let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
     let (user, system) = rusage();
@@ -162,8 +311,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared) {
     num("cas_badval", t.cas_badval);
     num("touch_hits", t.touch_hits);
     num("touch_misses", t.cmd_touch.saturating_sub(t.touch_hits));
-    num("auth_cmds", 0);
-    num("auth_errors", 0);
+    num("auth_cmds", t.auth_cmds);
+    num("auth_errors", t.auth_errors);
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
     num("limit_maxbytes", e.max_memory as u64);
@@ -183,6 +332,37 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared) {
     num("fifo_evictions", e.fifo_evictions);
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
+    for (name, value) in hitmap_fields(&e) {
+        memcache::write_stat(out, name.as_bytes(), value.as_bytes());
+    }
+    let name = view.tenants.name(view.tenant).unwrap_or_default();
+    memcache::write_stat(out, b"tenant", name.as_bytes());
+    memcache::write_stat_u64(out, b"tenant_id", u64::from(view.tenant.0));
+    memcache::write_stat(out, b"tenant_rank", own.rank.as_bytes());
+    for (field, n) in row_fields(&own) {
+        memcache::write_stat_u64(out, format!("tenant_{field}").as_bytes(), n);
+    }
+}
+
+/// Replaces the server-wide item, byte and lookup figures by one tenant's.
+fn scope_to_tenant(e: &mut EngineStats, own: &Row) {
+    e.items = own.engine.items;
+    e.item_bytes = own.engine.bytes;
+    e.hits = own.hits;
+    e.gets = own.hits + own.misses;
+    e.evictions = own.engine.evictions;
+}
+
+/// Appends `stats tenants` (without `END`): `STAT <name>:<field> <value>` per visible tenant.
+pub(crate) fn write_memcache_tenants(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
+    for (id, name) in view.rows() {
+        let r = row(shared, id);
+        memcache::write_stat_u64(out, format!("{name}:id").as_bytes(), u64::from(id.0));
+        memcache::write_stat(out, format!("{name}:rank").as_bytes(), r.rank.as_bytes());
+        for (field, n) in row_fields(&r) {
+            memcache::write_stat_u64(out, format!("{name}:{field}").as_bytes(), n);
+        }
+    }
 }
 
 /// Appends `stats settings` (without `END`).
@@ -198,6 +378,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
     num("key_max_len", c.max_key_len as u64);
     num("idle_timeout", c.idle_timeout);
     num("segment_size", c.engine_segment_size() as u64);
+    num("hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
     memcache::write_stat(out, b"inter", c.listen.as_bytes());
     memcache::write_stat(out, b"evictions", b"on");
     memcache::write_stat(out, b"cas_enabled", b"yes");
@@ -206,8 +387,16 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
 
 /// Appends `stats items`/`stats slabs`-style summaries: fridge has no slab classes, so the
 /// whole cache is reported as class 1.
-pub(crate) fn write_memcache_items(out: &mut Vec<u8>, shared: &Shared, slabs: bool) {
-    let e = shared.engine.stats();
+pub(crate) fn write_memcache_items(
+    out: &mut Vec<u8>,
+    shared: &Shared,
+    view: &View<'_>,
+    slabs: bool,
+) {
+    let mut e = shared.engine.stats();
+    if !view.admin {
+        scope_to_tenant(&mut e, &row(shared, view.tenant));
+    }
     let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
     if slabs {
         num("1:chunk_size", e.segment_size as u64);
@@ -238,9 +427,14 @@ fn wants(sections: &[&[u8]], name: &str, default: bool) -> bool {
 }
 
 /// Appends the text of Redis's `INFO` for the given section names (empty = default).
-pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]], tenant: TenantId) {
-    let e = shared.engine.stats();
+pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]], view: &View<'_>) {
+    let tenant = view.tenant;
+    let mut e = shared.engine.stats();
     let t = totals(shared);
+    let own = row(shared, tenant);
+    if !view.admin {
+        scope_to_tenant(&mut e, &own);
+    }
     let now_ms = shared.now_ms();
     let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
@@ -295,7 +489,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
-             total_writes:{}\r\n\r\n",
+             total_writes:{}\r\nacl_access_denied_auth:{}\r\n\r\n",
             load(&shared.total_connections),
             t.commands,
             t.bytes_read,
@@ -306,6 +500,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             e.hits,
             e.gets.saturating_sub(e.hits),
             e.sets,
+            t.auth_errors,
         );
     }
     if wants(sections, "replication", true) {
@@ -317,6 +512,29 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
     }
     if wants(sections, "cluster", true) {
         out.extend_from_slice(b"# Cluster\r\ncluster_enabled:0\r\n\r\n");
+    }
+    if wants(sections, "tenants", true) {
+        out.extend_from_slice(b"# Tenants\r\n");
+        let name = view.tenants.name(tenant).unwrap_or_default();
+        let _ = write!(out, "tenant:{name}\r\ntenant_id:{}\r\n", tenant.0);
+        for (id, name) in view.rows() {
+            let r = row(shared, id);
+            let _ = write!(out, "tenant_{name}:id={},rank={}", id.0, r.rank);
+            for (field, n) in row_fields(&r) {
+                let _ = write!(out, ",{field}={n}");
+            }
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    if wants(sections, "hitmap", true) {
+        out.extend_from_slice(b"# Hitmap\r\n");
+        let _ =
+            write!(out, "hitmap_bits_per_item_budget:{}\r\n", shared.config.hitmap_bits_per_item);
+        for (name, value) in hitmap_fields(&e) {
+            let _ = write!(out, "{name}:{value}\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "keyspace", true) {
         out.extend_from_slice(b"# Keyspace\r\n");

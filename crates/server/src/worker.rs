@@ -17,7 +17,9 @@ use fridge_proto::{memcache, resp};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
+use crate::auth::{self, McLogin};
 use crate::stats::{self, WorkerStats};
+use crate::tenants::{Login, Tenants};
 use crate::{
     ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, Protocol, READ_BUDGET, Shared,
     WRITE_BUDGET,
@@ -44,10 +46,51 @@ pub(crate) enum Wire {
 #[derive(Debug)]
 pub(crate) struct Session {
     pub id: u64,
+    /// The client's address (failed logins are counted per address).
+    pub peer: std::net::IpAddr,
+    /// The tenant the request being run uses: the logged-in tenant, or for a client that has
+    /// not logged in, `default` or the tenant its key's prefix routes to.
     pub tenant: TenantId,
+    /// The tenant the connection logged in as.
+    pub user: Option<TenantId>,
+    /// The tenants generation last checked (a removed tenant's connections are closed).
+    pub generation: u64,
+    /// Failed logins on this connection (reset by a successful one).
+    pub auth_failures: u32,
+    /// Nothing of the connection is read, run or written before this time (ms); 0 = now.
+    pub paused_until_ms: u64,
     pub version: resp::Version,
     /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
     pub closing: bool,
+}
+
+impl Session {
+    /// Whether the connection must log in before anything else.
+    #[inline]
+    pub fn must_login(&self, tenants: &Tenants) -> bool {
+        self.user.is_none() && !tenants.allow_unauthenticated
+    }
+
+    /// Whether the connection may see every tenant's figures and reload the configuration:
+    /// it runs as `default` (logged in, or allowed without logging in).
+    #[inline]
+    pub fn is_admin(&self, tenants: &Tenants) -> bool {
+        match self.user {
+            Some(t) => t == TenantId(0),
+            None => tenants.allow_unauthenticated,
+        }
+    }
+
+    /// Notices a reload: a connection whose tenant was removed is closed.
+    #[inline]
+    fn check_generation(&mut self, tenants: &Tenants) {
+        if self.generation != tenants.generation {
+            self.generation = tenants.generation;
+            if self.user.is_some_and(|t| !tenants.is_live(t)) {
+                self.closing = true;
+            }
+        }
+    }
 }
 
 /// Everything a dispatcher needs from the worker besides the connection.
@@ -59,6 +102,8 @@ pub(crate) struct Ctx<'a> {
     /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).
     pub scratch: &'a mut Vec<u8>,
     pub keys: &'a mut Vec<Vec<u8>>,
+    /// The tenants snapshot in force (replaced by `CONFIG RELOAD`).
+    pub tenants: &'a mut Arc<Tenants>,
 }
 
 #[derive(Debug)]
@@ -85,6 +130,8 @@ struct Conn {
     backlogged: bool,
     queued: bool,
     reject: bool,
+    /// A wake-up is scheduled for the end of the session's pause.
+    timer_set: bool,
     last_active_ms: u64,
     accepted_ms: u64,
 }
@@ -102,6 +149,8 @@ enum Step {
     Wait,
     /// Close the connection.
     Close,
+    /// Paused after a failed login: run again at `Session::paused_until_ms`.
+    Paused(u64),
 }
 
 struct Loop {
@@ -113,6 +162,9 @@ struct Loop {
     queue: VecDeque<usize>,
     scratch: Vec<u8>,
     keys: Vec<Vec<u8>>,
+    tenants: Arc<Tenants>,
+    /// Paused connections: (wake-up time in ms, token, connection id).
+    timers: Vec<(u64, usize, u64)>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,
@@ -141,12 +193,14 @@ pub(crate) fn run(
         queue: VecDeque::new(),
         scratch: Vec::new(),
         keys: Vec::new(),
+        tenants: shared.tenants(),
+        timers: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
     let mut drain_deadline: Option<Instant> = None;
     loop {
-        let timeout = if lp.queue.is_empty() { TICK } else { Duration::ZERO };
+        let timeout = if lp.queue.is_empty() { lp.timer_timeout() } else { Duration::ZERO };
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != io::ErrorKind::Interrupted {
                 eprintln!("fridge: worker {index}: poll failed: {e}");
@@ -172,6 +226,7 @@ pub(crate) fn run(
             }
         }
         lp.accept_new(&poll, &incoming);
+        lp.wake_timers();
         lp.run_queue();
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
@@ -228,6 +283,7 @@ impl Loop {
                     created_ms: now,
                     worker: self.index,
                     killed: false,
+                    tenant: TenantId(0),
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
             }
@@ -248,7 +304,12 @@ impl Loop {
                 args: resp::Args::new(),
                 session: Session {
                     id,
+                    peer: peer.ip(),
                     tenant: TenantId(0),
+                    user: None,
+                    generation: self.tenants.generation,
+                    auth_failures: 0,
+                    paused_until_ms: 0,
                     version: resp::Version::Resp2,
                     closing: false,
                 },
@@ -259,6 +320,7 @@ impl Loop {
                 backlogged: false,
                 queued: true,
                 reject,
+                timer_set: false,
                 last_active_ms: now,
                 accepted_ms: now,
             });
@@ -284,7 +346,42 @@ impl Loop {
         }
     }
 
+    /// How long to wait for events: the housekeeping tick, or less if a pause ends sooner.
+    fn timer_timeout(&self) -> Duration {
+        let Some(next) = self.timers.iter().map(|t| t.0).min() else { return TICK };
+        let now = self.shared.now_ms();
+        Duration::from_millis(next.saturating_sub(now)).min(TICK)
+    }
+
+    /// Queues the paused connections whose pause has ended.
+    fn wake_timers(&mut self) {
+        if self.timers.is_empty() {
+            return;
+        }
+        let now = self.shared.now_ms();
+        let conns = &mut self.conns;
+        let queue = &mut self.queue;
+        self.timers.retain(|&(at, t, id)| {
+            if at > now {
+                return true;
+            }
+            if let Some(Some(c)) = conns.get_mut(t) {
+                if c.session.id == id {
+                    c.timer_set = false;
+                    if !c.queued {
+                        c.queued = true;
+                        queue.push_back(t);
+                    }
+                }
+            }
+            false
+        });
+    }
+
     fn run_queue(&mut self) {
+        if self.shared.tenants_generation.load(Ordering::Acquire) != self.tenants.generation {
+            self.tenants = self.shared.tenants();
+        }
         for _ in 0..self.queue.len() {
             let Some(t) = self.queue.pop_front() else { break };
             let step = match self.conns.get_mut(t) {
@@ -296,6 +393,7 @@ impl Loop {
                         stats: &self.shared.workers[self.index],
                         scratch: &mut self.scratch,
                         keys: &mut self.keys,
+                        tenants: &mut self.tenants,
                     };
                     let limits = Limits {
                         mc: &self.mc_limits,
@@ -316,6 +414,14 @@ impl Loop {
                 }
                 Step::Wait => {}
                 Step::Close => self.close_later(t),
+                Step::Paused(until) => {
+                    if let Some(Some(c)) = self.conns.get_mut(t) {
+                        if !c.timer_set {
+                            c.timer_set = true;
+                            self.timers.push((until, t, c.session.id));
+                        }
+                    }
+                }
             }
         }
     }
@@ -399,6 +505,10 @@ struct Limits<'a> {
 
 /// One bounded step of a connection.
 fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
+    // 0. A connection paused after a failed login does nothing until the pause ends.
+    if let Some(until) = paused(&mut c.session, ctx) {
+        return Step::Paused(until);
+    }
     // 1. Read, unless replies are backing up or the buffer is full of unrun requests.
     if c.readable && !c.peer_closed && c.pending_out() < OUTPUT_SOFT_LIMIT {
         if let Err(()) = read_some(c, ctx, limits.query) {
@@ -411,6 +521,9 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
     }
     // 2. Run complete requests.
     process(c, ctx, limits);
+    if let Some(until) = paused(&mut c.session, ctx) {
+        return Step::Paused(until);
+    }
     // 3. Write.
     if c.pending_out() > 0 && c.writable {
         let mut budget = WRITE_BUDGET;
@@ -454,6 +567,19 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
     let can_read = c.readable && !c.peer_closed && !c.session.closing && out < OUTPUT_SOFT_LIMIT;
     let can_run = c.backlogged && out < OUTPUT_SOFT_LIMIT;
     if can_write || can_read || can_run { Step::Again } else { Step::Wait }
+}
+
+/// The end of the session's pause, if it is paused now.
+#[inline]
+fn paused(s: &mut Session, ctx: &Ctx<'_>) -> Option<u64> {
+    if s.paused_until_ms == 0 {
+        return None;
+    }
+    if ctx.shared.now_ms() >= s.paused_until_ms {
+        s.paused_until_ms = 0;
+        return None;
+    }
+    Some(s.paused_until_ms)
 }
 
 /// Reads up to [`READ_BUDGET`] bytes. `Err` means the connection failed.
@@ -506,6 +632,42 @@ fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), 
     Ok(())
 }
 
+/// Runs one request of a memcached connection that must log in first.
+fn memcache_login(req: McLogin<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    match req {
+        McLogin::Attempt(data) => {
+            stats::inc(&ctx.stats.commands);
+            let Some((user, password)) = auth::split_credentials(data) else {
+                auth::failed(s, ctx);
+                return out.extend_from_slice(b"CLIENT_ERROR bad authentication token format\r\n");
+            };
+            match ctx.tenants.login(user, password) {
+                Login::Ok(t) => {
+                    auth::logged_in(s, ctx, t);
+                    out.extend_from_slice(b"STORED\r\n");
+                }
+                Login::Denied | Login::NoDefaultPassword => {
+                    auth::failed(s, ctx);
+                    out.extend_from_slice(b"CLIENT_ERROR authentication failure\r\n");
+                }
+            }
+        }
+        McLogin::TooLarge(_) => {
+            auth::failed(s, ctx);
+            out.extend_from_slice(b"CLIENT_ERROR bad authentication token format\r\n");
+        }
+        McLogin::BadTermination => {
+            out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
+        }
+        McLogin::Quit => s.closing = true,
+        McLogin::Other => out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n"),
+        McLogin::LineTooLong => {
+            out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n");
+            s.closing = true;
+        }
+    }
+}
+
 /// Runs the complete requests in the read buffer while replies stay under the soft limit.
 fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
@@ -531,6 +693,13 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             c.backlogged = true;
             break;
         }
+        if c.session.paused_until_ms != 0 {
+            break; // a failed login: the rest waits for the pause to end
+        }
+        c.session.check_generation(ctx.tenants);
+        if c.session.closing {
+            continue;
+        }
         let first = c.rbuf[c.rstart];
         let wire = *c.wire.get_or_insert(if first == b'*' { Wire::Resp } else { Wire::Memcache });
         if c.reject {
@@ -543,6 +712,20 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         }
         let buf = &c.rbuf[c.rstart..c.rend];
         let used = match wire {
+            Wire::Memcache if c.session.must_login(ctx.tenants) => {
+                let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len)
+                else {
+                    break;
+                };
+                memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
+                if let McLogin::TooLarge(skip) = req {
+                    let avail_after = avail - used;
+                    c.discard = skip.saturating_sub(avail_after);
+                    used + skip.min(avail_after)
+                } else {
+                    used
+                }
+            }
             Wire::Memcache => match memcache::parse_request(buf, limits.mc) {
                 Ok((req, used)) => {
                     stats::inc(&ctx.stats.commands);

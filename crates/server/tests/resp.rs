@@ -169,7 +169,7 @@ fn keyspace_and_connection_commands() {
         ("CONFIG GET maxclients", b"*2\r\n$10\r\nmaxclients\r\n$4\r\n1024\r\n"),
         ("CONFIG SET save x", b"+OK\r\n"),
         ("CONFIG SET foo bar", b"-ERR Unknown option or number of arguments for CONFIG SET - 'foo'\r\n"),
-        ("COMMAND COUNT", b":48\r\n"),
+        ("COMMAND COUNT", b":49\r\n"),
         ("NOSUCH a b", b"-ERR unknown command 'NOSUCH', with args beginning with: 'a' 'b' \r\n"),
         ("GET", b"-ERR wrong number of arguments for 'get' command\r\n"),
     ];

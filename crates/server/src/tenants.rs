@@ -1,0 +1,565 @@
+//! Tenants: the applications that share the cache (Memshare §3–4), as the server knows them.
+//!
+//! The configuration file lists tenants by name, each with a hashed password and a policy
+//! (reservation, credit, rank function, idle tax, hard cap). This module turns that list into
+//!
+//! - stable engine ids: `default` is always [`TenantId`]`(0)`, configured tenants get 1, 2, …
+//!   in the order first seen, and a name keeps its id for the life of the process, across
+//!   reloads (a tenant that is removed and added back gets its old id and finds its data);
+//! - the policies pushed into the engine with `Engine::set_tenant_policy` (a removed tenant's
+//!   reservation drops to zero, so the arbiter can hand its memory to others);
+//! - an immutable [`Tenants`] snapshot that workers read without locks: credentials, names
+//!   and the key-prefix routes of unauthenticated clients. A reload builds a new snapshot with
+//!   a higher generation; each worker picks it up at its next turn.
+//!
+//! Passwords are stored as `<salt hex>$<sha256(salt ‖ password) hex>` (`fridge hash-password`
+//! prints the line) and compared in constant time. An unknown user name costs the same hash
+//! as a known one, so timing does not reveal which names exist.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use fridge_engine::item::MAX_TENANTS;
+use fridge_engine::{Engine, IdleTax, RankKind, TenantId, TenantPolicy};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+use crate::config::{Config, Millis, Size};
+
+/// The name of tenant 0, which owns all memory when no tenants are configured.
+pub const DEFAULT_TENANT: &str = "default";
+/// Longest tenant name.
+const MAX_NAME_LEN: usize = 64;
+/// Bytes of salt `fridge hash-password` draws.
+const SALT_LEN: usize = 16;
+
+/// A salted SHA-256 password hash: `sha256(salt ‖ password)`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PasswordHash {
+    salt: Vec<u8>,
+    digest: [u8; 32],
+}
+
+impl fmt::Debug for PasswordHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PasswordHash(..)")
+    }
+}
+
+impl PasswordHash {
+    /// Hashes `password` with `salt`.
+    pub fn new(salt: &[u8], password: &[u8]) -> PasswordHash {
+        PasswordHash { salt: salt.to_vec(), digest: digest(salt, password) }
+    }
+
+    /// Hashes `password` with a fresh random salt (from the operating system).
+    pub fn generate(password: &[u8]) -> std::io::Result<PasswordHash> {
+        let mut salt = [0u8; SALT_LEN];
+        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
+        Ok(PasswordHash::new(&salt, password))
+    }
+
+    /// Whether `password` is the one hashed, in time independent of where it differs.
+    pub fn verify(&self, password: &[u8]) -> bool {
+        constant_time_eq(&digest(&self.salt, password), &self.digest)
+    }
+}
+
+fn digest(salt: &[u8], password: &[u8]) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update(salt);
+    h.update(password);
+    h.finalize().into()
+}
+
+/// Compares two equally long byte strings without an early exit.
+fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
+    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
+    // black_box keeps the compiler from turning the fold back into a short-circuit compare.
+    std::hint::black_box(diff) == 0
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+impl fmt::Display for PasswordHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}${}", hex(&self.salt), hex(&self.digest))
+    }
+}
+
+impl std::str::FromStr for PasswordHash {
+    type Err = String;
+    fn from_str(s: &str) -> Result<PasswordHash, String> {
+        let bad = || "bad password_sha256: expected \"<salt hex>$<64 hex digits>\"".to_string();
+        let (salt, digest) = s.split_once('$').ok_or_else(bad)?;
+        let salt = unhex(salt).ok_or_else(bad)?;
+        let digest: [u8; 32] = unhex(digest).and_then(|d| d.try_into().ok()).ok_or_else(bad)?;
+        Ok(PasswordHash { salt, digest })
+    }
+}
+
+impl<'de> Deserialize<'de> for PasswordHash {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Memshare's idle tax as written in the file: `idle_tax = { rate = 0.5, idle_time = "60s" }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IdleTaxConfig {
+    /// Fraction of idle memory that may be taken away, 0–1 (Memshare: 0.5).
+    #[serde(default = "default_tax_rate")]
+    pub rate: f64,
+    /// How long an item must go unread to count as idle.
+    pub idle_time: Millis,
+}
+
+fn default_tax_rate() -> f64 {
+    0.5
+}
+
+/// A rank function named in the file (`hitmap`, `lru`, `lfu`, `slru`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankName(pub RankKind);
+
+impl<'de> Deserialize<'de> for RankName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map(RankName).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One `[[tenants]]` table of the configuration file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Login name; `default` configures tenant 0.
+    pub name: String,
+    /// `<salt hex>$<sha256(salt ‖ password) hex>`, as `fridge hash-password` prints it.
+    /// Without one the tenant cannot log in (only key-prefix routing reaches it).
+    pub password_sha256: Option<PasswordHash>,
+    /// Memory the tenant keeps while it wants it.
+    pub reserved: Size,
+    /// Pooled memory one shadow-queue hit moves to the tenant.
+    pub credit: Size,
+    /// How the cleaner ranks the tenant's items.
+    pub rank: RankName,
+    /// Memshare's idle tax, off when absent.
+    pub idle_tax: Option<IdleTaxConfig>,
+    /// Memory the tenant may never exceed.
+    pub hard_cap: Option<Size>,
+    /// Keys starting with one of these go to this tenant when an unauthenticated client sends
+    /// them (for clients that cannot authenticate; needs `allow_unauthenticated`).
+    pub key_prefixes: Vec<String>,
+}
+
+impl Default for TenantConfig {
+    fn default() -> Self {
+        let p = TenantPolicy::default();
+        TenantConfig {
+            name: String::new(),
+            password_sha256: None,
+            reserved: Size(p.reserved),
+            credit: Size(p.credit),
+            rank: RankName(p.rank),
+            idle_tax: None,
+            hard_cap: None,
+            key_prefixes: Vec::new(),
+        }
+    }
+}
+
+impl TenantConfig {
+    /// The engine policy this entry asks for.
+    pub fn policy(&self) -> TenantPolicy {
+        TenantPolicy {
+            reserved: self.reserved.0,
+            credit: self.credit.0,
+            rank: self.rank.0,
+            idle_tax: self
+                .idle_tax
+                .as_ref()
+                .map(|t| IdleTax { rate: t.rate, idle_ms: t.idle_time.0 }),
+            hard_cap: self.hard_cap.map(|c| c.0),
+        }
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+/// Checks the tenant part of a configuration, explaining the first problem.
+pub(crate) fn validate(config: &Config) -> Result<(), String> {
+    let mut names = HashMap::new();
+    let mut prefixes: HashMap<&str, &str> = HashMap::new();
+    let mut reserved = 0u64;
+    for t in &config.tenants {
+        let name = t.name.as_str();
+        if !valid_name(name) {
+            return Err(format!(
+                "tenant name {name:?}: use 1 to {MAX_NAME_LEN} letters, digits, '_', '-' or '.'"
+            ));
+        }
+        if names.insert(name, ()).is_some() {
+            return Err(format!("tenant {name:?} is configured twice"));
+        }
+        if t.credit.0 == 0 {
+            return Err(format!("tenant {name:?}: credit must be positive"));
+        }
+        if let Some(tax) = &t.idle_tax {
+            if !(0.0..=1.0).contains(&tax.rate) {
+                return Err(format!("tenant {name:?}: idle_tax.rate must be between 0 and 1"));
+            }
+        }
+        if let Some(cap) = t.hard_cap {
+            if cap.0 < t.reserved.0 {
+                return Err(format!("tenant {name:?}: hard_cap is below reserved"));
+            }
+        }
+        if name == DEFAULT_TENANT && !t.key_prefixes.is_empty() {
+            return Err("the default tenant takes every key no other tenant's prefix matches; \
+                        key_prefixes do not apply to it"
+                .into());
+        }
+        for p in &t.key_prefixes {
+            if p.is_empty() {
+                return Err(format!("tenant {name:?}: an empty key prefix"));
+            }
+            if let Some(other) = prefixes.insert(p, name) {
+                return Err(format!("key prefix {p:?} is given to both {other:?} and {name:?}"));
+            }
+        }
+        reserved = reserved.saturating_add(t.reserved.0);
+    }
+    if names.len() > MAX_TENANTS {
+        return Err(format!("at most {MAX_TENANTS} tenants, default included"));
+    }
+    if reserved > config.memory.0 {
+        return Err(format!(
+            "tenants reserve {} in all, more than the {} of memory",
+            Size(reserved),
+            config.memory
+        ));
+    }
+    if !prefixes.is_empty() && !config.unauthenticated_allowed() {
+        return Err(
+            "key_prefixes route unauthenticated clients: set allow_unauthenticated = true".into()
+        );
+    }
+    Ok(())
+}
+
+/// One live tenant in a snapshot.
+#[derive(Debug)]
+pub(crate) struct Entry {
+    pub name: String,
+    pub password: Option<PasswordHash>,
+    pub policy: TenantPolicy,
+}
+
+/// What a login attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Login {
+    /// The credentials name this tenant.
+    Ok(TenantId),
+    /// Wrong password, unknown or disabled user.
+    Denied,
+    /// `AUTH <password>` while the default user has no password (Redis's own error).
+    NoDefaultPassword,
+}
+
+/// An immutable view of the tenants, shared by every worker. Replaced whole on reload.
+#[derive(Debug)]
+pub(crate) struct Tenants {
+    /// Increases with every reload; sessions compare it to notice removed tenants.
+    pub generation: u64,
+    /// Whether clients that have not authenticated may use the cache (as `default`, or the
+    /// tenant whose key prefix matches).
+    pub allow_unauthenticated: bool,
+    /// First delay after a failed login, in ms; it doubles with each further failure.
+    pub auth_failure_delay_ms: u64,
+    /// Indexed by tenant id.
+    entries: Box<[Option<Entry>]>,
+    /// `(prefix, tenant)`, longest prefixes first.
+    prefixes: Vec<(Box<[u8]>, TenantId)>,
+    /// Hashed when the user is unknown, so a miss costs what a hit costs.
+    decoy: PasswordHash,
+}
+
+impl Tenants {
+    /// The tenant's name, if it is live.
+    pub fn name(&self, id: TenantId) -> Option<&str> {
+        self.entry(id).map(|e| e.name.as_str())
+    }
+
+    pub fn entry(&self, id: TenantId) -> Option<&Entry> {
+        self.entries.get(usize::from(id.0)).and_then(Option::as_ref)
+    }
+
+    /// Whether `id` names a configured (not removed) tenant.
+    pub fn is_live(&self, id: TenantId) -> bool {
+        self.entry(id).is_some()
+    }
+
+    /// Live tenants, by id.
+    pub fn iter(&self) -> impl Iterator<Item = (TenantId, &Entry)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| Some((TenantId(u8::try_from(i).ok()?), e.as_ref()?)))
+    }
+
+    /// The tenant an unauthenticated client's key belongs to: the one with the longest
+    /// matching prefix, else `default`.
+    #[inline]
+    pub fn route(&self, key: &[u8]) -> TenantId {
+        if self.prefixes.is_empty() {
+            return TenantId(0);
+        }
+        self.prefixes.iter().find(|(p, _)| key.starts_with(p)).map_or(TenantId(0), |(_, t)| *t)
+    }
+
+    /// Whether unauthenticated clients are routed by key prefix.
+    pub fn has_prefixes(&self) -> bool {
+        !self.prefixes.is_empty()
+    }
+
+    /// Checks `user`/`password`. The default user without a password accepts any password
+    /// while unauthenticated clients are allowed (Redis's `nopass`), and none otherwise.
+    pub fn login(&self, user: &[u8], password: &[u8]) -> Login {
+        let found = self.iter().find(|(_, e)| e.name.as_bytes() == user);
+        match found {
+            Some((id, e)) => match &e.password {
+                Some(hash) if hash.verify(password) => Login::Ok(id),
+                Some(_) => Login::Denied,
+                None if id == TenantId(0) && self.allow_unauthenticated => Login::Ok(id),
+                None => {
+                    self.decoy.verify(password);
+                    Login::Denied
+                }
+            },
+            None => {
+                self.decoy.verify(password);
+                Login::Denied
+            }
+        }
+    }
+
+    /// `AUTH <password>`: the default user's password.
+    pub fn login_default(&self, password: &[u8]) -> Login {
+        match self.entry(TenantId(0)).and_then(|e| e.password.as_ref()) {
+            Some(hash) if hash.verify(password) => Login::Ok(TenantId(0)),
+            Some(_) => Login::Denied,
+            None if self.allow_unauthenticated => Login::NoDefaultPassword,
+            None => {
+                self.decoy.verify(password);
+                Login::Denied
+            }
+        }
+    }
+}
+
+/// Names and ids ever assigned, and the current snapshot. Lives behind a mutex in the server;
+/// touched at start and on reload only.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    ids: HashMap<String, u8>,
+    generation: u64,
+}
+
+impl Registry {
+    pub fn new() -> Registry {
+        let mut ids = HashMap::new();
+        ids.insert(DEFAULT_TENANT.to_string(), 0);
+        Registry { ids, generation: 0 }
+    }
+
+    /// Assigns ids to `config`'s tenants (keeping every id already given), pushes their
+    /// policies into `engine`, and returns the new snapshot. On error nothing changes.
+    pub fn apply(&mut self, config: &Config, engine: &Engine) -> Result<Arc<Tenants>, String> {
+        validate(config)?;
+        let mut ids = self.ids.clone();
+        let mut next = ids.values().copied().max().map_or(1, |m| usize::from(m) + 1);
+        let mut entries: Vec<Option<Entry>> = (0..MAX_TENANTS).map(|_| None).collect();
+        let mut prefixes = Vec::new();
+        let mut default_seen = false;
+        for t in &config.tenants {
+            let id = match ids.get(&t.name) {
+                Some(&id) => id,
+                None => {
+                    let id = u8::try_from(next).ok().filter(|_| next < MAX_TENANTS).ok_or_else(
+                        || {
+                            format!(
+                                "no tenant id left for {:?}: {MAX_TENANTS} names were used since \
+                                 the server started; restart to renumber",
+                                t.name
+                            )
+                        },
+                    )?;
+                    next += 1;
+                    ids.insert(t.name.clone(), id);
+                    id
+                }
+            };
+            default_seen |= id == 0;
+            for p in &t.key_prefixes {
+                prefixes.push((p.as_bytes().into(), TenantId(id)));
+            }
+            entries[usize::from(id)] = Some(Entry {
+                name: t.name.clone(),
+                password: t.password_sha256.clone(),
+                policy: t.policy(),
+            });
+        }
+        if !default_seen {
+            entries[0] = Some(Entry {
+                name: DEFAULT_TENANT.into(),
+                password: None,
+                policy: TenantPolicy::default(),
+            });
+        }
+        prefixes.sort_by_key(|p: &(Box<[u8]>, TenantId)| std::cmp::Reverse(p.0.len()));
+        // Committed: push policies. Removed tenants keep their id and data but lose their
+        // reservation, so the arbiter can give their memory to others.
+        self.ids = ids;
+        self.generation += 1;
+        for &id in self.ids.values() {
+            let policy = entries[usize::from(id)]
+                .as_ref()
+                .map(|e| e.policy)
+                .unwrap_or(TenantPolicy { reserved: 0, ..TenantPolicy::default() });
+            engine.set_tenant_policy(TenantId(id), policy);
+        }
+        Ok(Arc::new(Tenants {
+            generation: self.generation,
+            allow_unauthenticated: config.unauthenticated_allowed(),
+            auth_failure_delay_ms: config.auth_failure_delay.0,
+            entries: entries.into_boxed_slice(),
+            prefixes,
+            decoy: PasswordHash::new(b"decoy", b""),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn password_hashes_round_trip_and_verify() {
+        let h = PasswordHash::new(b"salt", b"secret");
+        let text = h.to_string();
+        assert_eq!(text.split_once('$').unwrap().0, "73616c74");
+        let back: PasswordHash = text.parse().unwrap();
+        assert!(back.verify(b"secret"));
+        assert!(!back.verify(b"secreT"));
+        assert!(!back.verify(b""));
+        assert!("nodollar".parse::<PasswordHash>().is_err());
+        assert!("00$abcd".parse::<PasswordHash>().is_err(), "a digest is 32 bytes");
+        let g = PasswordHash::generate(b"pw").unwrap();
+        assert!(g.verify(b"pw"));
+        assert_ne!(g.to_string(), PasswordHash::generate(b"pw").unwrap().to_string());
+    }
+
+    fn tenant(name: &str, password: Option<&str>) -> TenantConfig {
+        TenantConfig {
+            name: name.into(),
+            password_sha256: password.map(|p| PasswordHash::new(b"s", p.as_bytes())),
+            ..TenantConfig::default()
+        }
+    }
+
+    fn engine() -> Engine {
+        let config = fridge_engine::EngineConfig {
+            max_memory: 64 << 20,
+            cleaner: fridge_engine::CleanerMode::Inline,
+            ..fridge_engine::EngineConfig::default()
+        };
+        Engine::with_clock(config, Arc::new(fridge_engine::ManualClock::new(1))).unwrap()
+    }
+
+    #[test]
+    fn ids_are_stable_across_reloads() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let mut c = Config {
+            tenants: vec![tenant("a", Some("pa")), tenant("b", Some("pb"))],
+            ..Config::default()
+        };
+        let t1 = reg.apply(&c, &engine).unwrap();
+        assert_eq!(t1.login(b"a", b"pa"), Login::Ok(TenantId(1)));
+        assert_eq!(t1.login(b"b", b"pb"), Login::Ok(TenantId(2)));
+        assert_eq!(t1.login(b"b", b"pa"), Login::Denied);
+        assert_eq!(t1.login(b"nobody", b"pa"), Login::Denied);
+        // Tenants exist, so unauthenticated clients are refused and default cannot log in.
+        assert!(!t1.allow_unauthenticated);
+        assert_eq!(t1.login(b"default", b"x"), Login::Denied);
+        assert_eq!(t1.login_default(b"x"), Login::Denied);
+        // Reload: a removed, b kept, c new; c gets a fresh id, not a's.
+        c.tenants = vec![tenant("c", Some("pc")), tenant("b", Some("pb2"))];
+        let t2 = reg.apply(&c, &engine).unwrap();
+        assert!(t2.generation > t1.generation);
+        assert_eq!(t2.login(b"a", b"pa"), Login::Denied);
+        assert!(!t2.is_live(TenantId(1)));
+        assert_eq!(t2.login(b"b", b"pb2"), Login::Ok(TenantId(2)));
+        assert_eq!(t2.login(b"c", b"pc"), Login::Ok(TenantId(3)));
+        // a comes back with its old id.
+        c.tenants.push(tenant("a", Some("pa")));
+        let t3 = reg.apply(&c, &engine).unwrap();
+        assert_eq!(t3.login(b"a", b"pa"), Login::Ok(TenantId(1)));
+    }
+
+    #[test]
+    fn policies_reach_the_engine_and_removed_tenants_lose_their_reservation() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let mut a = tenant("a", None);
+        a.reserved = Size(1 << 20);
+        a.rank = RankName(RankKind::Lru);
+        a.idle_tax = Some(IdleTaxConfig { rate: 0.25, idle_time: Millis(30_000) });
+        a.hard_cap = Some(Size(2 << 20));
+        let c = Config { tenants: vec![a.clone()], ..Config::default() };
+        reg.apply(&c, &engine).unwrap();
+        assert_eq!(engine.tenant_policy(TenantId(1)), a.policy());
+        reg.apply(&Config::default(), &engine).unwrap();
+        assert_eq!(engine.tenant_policy(TenantId(1)).reserved, 0);
+    }
+
+    #[test]
+    fn bad_configurations_are_refused_whole() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let bad = |tenants: Vec<TenantConfig>| Config { tenants, ..Config::default() };
+        assert!(reg.apply(&bad(vec![tenant("a b", None)]), &engine).is_err());
+        assert!(reg.apply(&bad(vec![tenant("a", None), tenant("a", None)]), &engine).is_err());
+        let mut big = tenant("big", None);
+        big.reserved = Size(1 << 40);
+        assert!(reg.apply(&bad(vec![big]), &engine).is_err());
+        let mut routed = tenant("r", None);
+        routed.key_prefixes = vec!["r:".into()];
+        assert!(reg.apply(&bad(vec![routed.clone()]), &engine).is_err(), "needs unauth");
+        let ok = Config {
+            tenants: vec![routed],
+            allow_unauthenticated: Some(true),
+            ..Config::default()
+        };
+        let t = reg.apply(&ok, &engine).unwrap();
+        assert_eq!(t.route(b"r:1"), TenantId(1));
+        assert_eq!(t.route(b"x:1"), TenantId(0));
+        assert_eq!(t.login(b"default", b"anything"), Login::Ok(TenantId(0)));
+        assert_eq!(t.login_default(b"anything"), Login::NoDefaultPassword);
+    }
+}
