@@ -15,10 +15,32 @@
 //! arena) is reported separately as [`EngineStats::overhead_bytes`]. Reference policies, by
 //! contrast, count object bytes only; a row of a report always says which meaning applies.
 //!
+//! # Eviction metadata and rank
+//! Every access (a GET, and the store after a miss) logs the key's digest in the worker's
+//! reference pool; a full pool (1024 digests) is applied to the engine's CPU hitmap at once,
+//! in the same thread ([`CleanerMode::Inline`] gives the inline metadata backend). The cleaner
+//! ranks survivors with the tenant's [`RankKind`], which the simulator sets for every tenant:
+//! `fridge` is the engine's default `hitmap` rank, `fridge-lru`, `fridge-lfu` and
+//! `fridge-slru` the others ([`FridgeOptions::rank`]).
+//!
+//! The hitmap's size is `hitmap_bits_per_item × hitmap_items` bits (levels and set counter
+//! together; the engine rounds level 1 up to a power of two, so the real footprint is up to
+//! twice that). The engine's own default for `hitmap_items` (one item per 64 bytes of
+//! `max_memory`) suits small items only, so the simulator estimates the number of items the
+//! cache can hold from the input ([`hitmap_items`]):
+//!
+//! ```text
+//! hitmap_items = max_memory / (max(mean object size, 8) + 12)
+//! ```
+//!
+//! where the mean object size is the working set's bytes over its distinct objects (the
+//! profile pass), 8 the key bytes every item carries at least and 12 the record header: the
+//! item count a cache full of average objects holds. `hitmap_bits_per_item = 0` runs without
+//! metadata (every item cold, no zombies: all ranks become recency).
+//!
 //! # Determinism
-//! The cleaner runs inline in the writer that needs a segment, the metadata sink discards
-//! access digests, and time comes only from the trace, so the same trace, seed and settings
-//! give the same hits, bit for bit.
+//! The cleaner and the hitmap run inline in the writer that needs them, and time comes only
+//! from the trace, so the same trace, seed and settings give the same hits, bit for bit.
 //!
 //! # Segment size
 //! `max_memory / segment_size` must be at least 12 segments with one writer
@@ -31,10 +53,12 @@
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Expiry, ManualClock, Store,
-    TenantId, Worker,
+    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Expiry, ManualClock, RankKind,
+    Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_workload::Request;
+
+use crate::metadata::{Compaction, SimHitmap};
 
 /// Bytes of the engine's key record header per item (`fridge_engine::item::HEADER_LEN`).
 pub const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
@@ -62,8 +86,16 @@ pub fn auto_segment_size(max_memory: u64, max_object: u64) -> usize {
     seg as usize
 }
 
+/// Items a cache of `max_memory` bytes holds when full of objects of `mean_object_size`
+/// bytes (key + value): `max_memory / (max(mean_object_size, 8) + 12)`, at least 1. The
+/// simulator sizes the hitmap for this many items (see the module docs).
+pub fn hitmap_items(max_memory: u64, mean_object_size: u64) -> usize {
+    let item = mean_object_size.max(KEY_LEN as u64) + RECORD_HEADER;
+    usize::try_from(max_memory / item).unwrap_or(usize::MAX).max(1)
+}
+
 /// Engine settings for one simulated cache.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FridgeOptions {
     /// Arena bytes (`max_memory`).
     pub max_memory: u64,
@@ -71,6 +103,38 @@ pub struct FridgeOptions {
     pub segment_size: usize,
     /// Seed of the cleaner's random choices.
     pub seed: u64,
+    /// The rank function of every tenant.
+    pub rank: RankKind,
+    /// Hitmap bits per item (0: no eviction metadata).
+    pub hitmap_bits_per_item: usize,
+    /// Items the hitmap is sized for (0: the engine's default, one per 64 bytes).
+    pub hitmap_items: usize,
+    /// Segments per evicting cleaner pass (the engine's `cleaner_candidates`).
+    pub cleaner_candidates: usize,
+    /// Free segments below which the cleaner runs (0: the engine's default rule).
+    pub free_watermark: usize,
+    /// `None`: the engine's own inline hitmap. `Some`: the same hitmap with this compaction
+    /// trigger ([`SimHitmap`], an experiment).
+    pub compaction: Option<Compaction>,
+}
+
+impl FridgeOptions {
+    /// `max_memory` bytes in segments of `segment_size`, seed 1, the engine's default rank and
+    /// hitmap budget, the hitmap sized by the engine's default rule.
+    pub fn new(max_memory: u64, segment_size: usize) -> FridgeOptions {
+        let defaults = EngineConfig::default();
+        FridgeOptions {
+            max_memory,
+            segment_size,
+            seed: 1,
+            rank: RankKind::default(),
+            hitmap_bits_per_item: defaults.hitmap_bits_per_item,
+            hitmap_items: 0,
+            cleaner_candidates: defaults.cleaner_candidates,
+            free_watermark: defaults.free_watermark,
+            compaction: None,
+        }
+    }
 }
 
 /// One engine behind the simulator's request interface.
@@ -104,10 +168,27 @@ impl FridgeCache {
             workers_hint: 1,
             max_participants: 4,
             seed: options.seed,
+            hitmap_bits_per_item: options.hitmap_bits_per_item,
+            hitmap_items: options.hitmap_items,
+            cleaner_candidates: options.cleaner_candidates,
+            free_watermark: options.free_watermark,
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);
-        let engine = Engine::with_clock(config, Arc::new(clock.clone())).map_err(|e| e.0)?;
+        let engine = match options.compaction {
+            Some(trigger) if options.hitmap_bits_per_item > 0 => {
+                let metadata =
+                    SimHitmap::new(config.hitmap_capacity(), options.hitmap_bits_per_item, trigger);
+                Engine::new(config, Arc::new(clock.clone()), Box::new(metadata))
+            }
+            _ => Engine::with_clock(config, Arc::new(clock.clone())),
+        }
+        .map_err(|e| e.0)?;
+        for t in 0..fridge_engine::item::MAX_TENANTS {
+            let tenant = TenantId(t as u8);
+            let policy = TenantPolicy { rank: options.rank, ..engine.tenant_policy(tenant) };
+            engine.set_tenant_policy(tenant, policy);
+        }
         let worker = engine.worker().map_err(|e| e.to_string())?;
         Ok(Self {
             engine,
@@ -177,8 +258,10 @@ impl FridgeCache {
         }
     }
 
-    /// The engine's statistics now.
-    pub fn stats(&self) -> EngineStats {
+    /// The engine's statistics now, after handing the worker's partly filled reference pool
+    /// to the hitmap (so `metadata.applied` counts every access made so far).
+    pub fn stats(&mut self) -> EngineStats {
+        self.worker.flush_reference_pool();
         self.engine.stats()
     }
 
@@ -216,7 +299,7 @@ mod tests {
 
     #[test]
     fn hits_after_a_miss_and_refuses_items_larger_than_a_segment() {
-        let options = FridgeOptions { max_memory: 1 << 20, segment_size: 16 << 10, seed: 1 };
+        let options = FridgeOptions::new(1 << 20, 16 << 10);
         let mut c = FridgeCache::new(options).unwrap();
         assert!(!c.get(&get(1, 100)));
         assert!(c.get(&get(1, 100)));
@@ -230,7 +313,7 @@ mod tests {
 
     #[test]
     fn ttls_expire_on_the_trace_clock() {
-        let options = FridgeOptions { max_memory: 1 << 20, segment_size: 16 << 10, seed: 1 };
+        let options = FridgeOptions::new(1 << 20, 16 << 10);
         let mut c = FridgeCache::new(options).unwrap();
         let set = Request { op: fridge_workload::Op::Set, ttl_s: Some(10), ..get(7, 50) };
         c.set(&set);
@@ -240,7 +323,69 @@ mod tests {
 
     #[test]
     fn too_few_segments_is_an_error() {
-        let options = FridgeOptions { max_memory: 32 << 10, segment_size: 4 << 10, seed: 1 };
+        let options = FridgeOptions::new(32 << 10, 4 << 10);
         assert!(FridgeCache::new(options).is_err());
+    }
+
+    #[test]
+    fn hitmap_items_counts_average_items_with_their_headers() {
+        // 272-byte objects cost 284 bytes each.
+        assert_eq!(hitmap_items(284 * 1000, 272), 1000);
+        // Objects under 8 bytes still carry an 8-byte key.
+        assert_eq!(hitmap_items(2000, 1), 100);
+        assert_eq!(hitmap_items(10, 1000), 1);
+    }
+
+    #[test]
+    fn the_rank_and_hitmap_budget_reach_the_engine() {
+        let options = FridgeOptions {
+            rank: RankKind::Slru,
+            hitmap_bits_per_item: 16,
+            hitmap_items: 1 << 14,
+            ..FridgeOptions::new(1 << 20, 16 << 10)
+        };
+        let mut c = FridgeCache::new(options).unwrap();
+        assert_eq!(c.engine.tenant_policy(TenantId(0)).rank, RankKind::Slru);
+        assert_eq!(c.engine.tenant_policy(TenantId(255)).rank, RankKind::Slru);
+        for key in 0..3000 {
+            c.get(&get(key % 500, 100));
+        }
+        let m = c.stats().metadata;
+        // 16 bits × 16384 items: level 1 gets 2^14 bits, all levels and the set counter
+        // 16 times that.
+        assert_eq!(m.bytes, 32 << 10);
+        // Every GET logs a digest, hit or miss, and so does each miss's store: 3000 + 500,
+        // the last partial pool included.
+        assert_eq!(m.applied, 3500);
+        let none = FridgeOptions { hitmap_bits_per_item: 0, ..options };
+        let mut c = FridgeCache::new(none).unwrap();
+        c.get(&get(1, 100));
+        assert_eq!(c.stats().metadata.bytes, 0);
+    }
+
+    #[test]
+    fn the_sample_trigger_replays_the_engine_backend_exactly() {
+        let options = FridgeOptions { hitmap_items: 3000, ..FridgeOptions::new(1 << 20, 16 << 10) };
+        let mut engine = FridgeCache::new(options).unwrap();
+        let sampled = FridgeOptions { compaction: Some(Compaction::Sample), ..options };
+        let mut sim = FridgeCache::new(sampled).unwrap();
+        let mut rng = fridge_workload::Rng::new(9);
+        let zipf = fridge_workload::Zipf::new(20_000, 0.99).unwrap();
+        for i in 0..100_000u64 {
+            // Zipf reads and one-time writes, as in Catalyst's Mix.
+            let r =
+                if i % 2 == 0 { get(zipf.sample(&mut rng), 200) } else { get(1 << 40 | i, 200) };
+            assert_eq!(engine.get(&r), sim.get(&r), "request {i}");
+        }
+        let (a, b) = (engine.stats(), sim.stats());
+        assert!(a.metadata.compactions > 0 && a.evictions > 0, "{a:?}");
+        assert_eq!(a.metadata, b.metadata);
+        assert_eq!((a.evictions, a.items), (b.evictions, b.items));
+        let every = FridgeOptions { compaction: Some(Compaction::Every(5000)), ..options };
+        let mut c = FridgeCache::new(every).unwrap();
+        for i in 0..20_000u64 {
+            c.get(&get(i % 4000, 200));
+        }
+        assert_eq!(c.stats().metadata.compactions, 4, "20,000 digests and the misses' stores");
     }
 }

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fridge_sim::Error;
+use fridge_sim::metadata::Compaction;
 use fridge_sim::progress::Progress;
 use fridge_sim::report;
 use fridge_sim::source::{self, GeneratorParams, Source};
@@ -99,10 +100,39 @@ struct Args {
     #[arg(long)]
     limit: Option<u64>,
 
-    /// Policies, comma-separated: all, fridge, lru, fifo, clock, s3fifo, sieve, redis5,
-    /// redis10, memcached, memcached-automove, belady, partitioned-<reference policy>.
+    /// Policies, comma-separated: all, fridge (the engine, hitmap rank), fridge-lru,
+    /// fridge-lfu, fridge-slru (the engine with that rank function), lru, fifo, clock, s3fifo,
+    /// sieve, redis5, redis10, memcached, memcached-automove, belady,
+    /// partitioned-<reference policy>. An engine policy may carry its own hitmap budget:
+    /// fridge@16, fridge-lru@0.
     #[arg(long, default_value = "all")]
     policies: String,
+
+    /// Engine hitmap bits per item (all levels and the set counter), for engine policies
+    /// without @BITS; 0 runs without eviction metadata.
+    #[arg(long, default_value_t = fridge_engine::EngineConfig::default().hitmap_bits_per_item)]
+    hitmap_bits: usize,
+
+    /// Items the engine's hitmap is sized for. Default: per cache size, max_memory /
+    /// (mean object size of the input + 12-byte record header).
+    #[arg(long)]
+    hitmap_items: Option<usize>,
+
+    /// Engine segments per evicting cleaner pass (a pass also takes no more than the free
+    /// segments and output heads it has, plus one).
+    #[arg(long, default_value_t = fridge_engine::EngineConfig::default().cleaner_candidates)]
+    cleaner_candidates: usize,
+
+    /// Engine free segments below which the cleaner runs (0: the engine's rule, max(1% of
+    /// segments, 3) with one writer).
+    #[arg(long, default_value_t = 0)]
+    free_watermark: usize,
+
+    /// Experiment: run the engine with the simulator's copy of its hitmap and this rolling
+    /// compaction trigger: sample (the engine's rule), every:N (every N digests) or fill:F
+    /// (level 1 fill rate F). Default: the engine's own hitmap backend.
+    #[arg(long)]
+    compaction: Option<String>,
 
     /// Absolute cache sizes, comma-separated (e.g. 4MiB,64MiB,1GiB; K/M/G are binary).
     #[arg(long, conflicts_with = "fractions")]
@@ -179,6 +209,11 @@ fn run(args: &Args) -> Result<(), Error> {
             .map(parse_bytes)
             .transpose()?
             .map(|b| b as usize),
+        hitmap_bits: args.hitmap_bits,
+        hitmap_items: args.hitmap_items,
+        cleaner_candidates: args.cleaner_candidates,
+        free_watermark: args.free_watermark,
+        compaction: args.compaction.as_deref().map(Compaction::parse).transpose()?,
         ..Settings::default()
     };
     let show = match args.progress.as_str() {

@@ -138,7 +138,7 @@ fn draw(
         .draw()?;
     for (i, (policy, points)) in series.iter().enumerate() {
         let color = color_of(policy, i);
-        let width = if policy == "fridge" { 3 } else { 1 };
+        let width = if policy.starts_with("fridge") { 3 } else { 1 };
         let style = ShapeStyle { color: color.to_rgba(), filled: true, stroke_width: width };
         chart.draw_series(LineSeries::new(points.iter().copied(), style).point_size(3))?;
         let y = 60 + 22 * i as i32;

@@ -11,14 +11,16 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::sweep::{OpsMode, Profile, Report, Row};
+use crate::sweep::{EngineRow, OpsMode, Profile, Report, Row};
 
 /// Columns of `results.csv`.
 const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,size_meaning,tenant,\
 requests,hits,miss_ratio,bytes_requested,bytes_hit,byte_miss_ratio,engine_segment_size,\
 engine_overhead_bytes,engine_index_bytes,engine_items,engine_item_bytes,engine_evictions,\
 engine_expired,engine_cleaner_passes,engine_relocated_items,engine_fifo_evictions,\
-engine_refused,engine_store_errors";
+engine_refused,engine_store_errors,engine_rank,engine_hitmap_bits_per_item,\
+engine_hitmap_items,engine_digests,engine_digests_applied,engine_compactions,\
+engine_pools_dropped,engine_hitmap_bytes,engine_hitmap_bits_per_resident_item,engine_zones";
 
 /// `results.csv`: one line per row.
 pub fn csv(report: &Report) -> String {
@@ -60,8 +62,24 @@ pub fn csv(report: &Report) -> String {
                     e.refused,
                     e.store_errors
                 );
+                let m = &e.metadata;
+                let zones: Vec<String> = m.zones.iter().map(u64::to_string).collect();
+                let _ = write!(
+                    out,
+                    ",{},{},{},{},{},{},{},{},{:.3},{}",
+                    e.rank,
+                    m.bits_per_item,
+                    m.sized_for_items,
+                    m.digests,
+                    m.applied,
+                    m.compactions,
+                    m.pools_dropped,
+                    m.hitmap_bytes,
+                    m.bits_per_resident_item,
+                    zones.join(";")
+                );
             }
-            None => out.push_str(",,,,,,,,,,,,"),
+            None => out.push_str(&",".repeat(22)),
         }
         out.push('\n');
     }
@@ -254,17 +272,33 @@ pub fn markdown(report: &Report) -> String {
             }
         }
         out.push('\n');
-        if policy == "fridge" {
-            out.push_str("| fridge: memory outside max_memory | index + segment headers |");
-            for &s in &sizes {
-                match cell(policy, s).and_then(|r| r.engine) {
-                    Some(e) => {
-                        let _ = write!(out, " {} |", bytes(e.overhead_bytes as u64));
+        if meaning.engine.is_some() {
+            let engine_row = |out: &mut String, label: &str, f: &dyn Fn(&EngineRow) -> String| {
+                let _ = write!(out, "| {policy}: {label} |");
+                for &s in &sizes {
+                    match cell(policy, s).and_then(|r| r.engine.as_ref()) {
+                        Some(e) => {
+                            let _ = write!(out, " {} |", f(e));
+                        }
+                        None => out.push_str(" – |"),
                     }
-                    None => out.push_str(" – |"),
                 }
-            }
-            out.push('\n');
+                out.push('\n');
+            };
+            engine_row(
+                &mut out,
+                "memory outside max_memory | index + segment headers + hitmap",
+                &|e| bytes(e.overhead_bytes as u64),
+            );
+            engine_row(&mut out, "hitmap | bytes, bits per resident item, compactions", &|e| {
+                let m = &e.metadata;
+                format!(
+                    "{}, {:.1} b/item, {} compactions",
+                    bytes(m.hitmap_bytes as u64),
+                    m.bits_per_resident_item,
+                    m.compactions
+                )
+            });
         }
     }
     out.push_str("\nSimulator throughput over all sizes (requests/s):");

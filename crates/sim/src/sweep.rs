@@ -29,11 +29,12 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
+use fridge_engine::RankKind;
 use fridge_workload::{Op, Request, mix64};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::fridge::{FridgeCache, FridgeOptions, auto_segment_size};
+use crate::fridge::{FridgeCache, FridgeOptions, auto_segment_size, hitmap_items};
 use crate::policy::{
     Access, Automove, Belady, Clock, Fifo, Lru, Memcached, MissRatio, NEVER, Partitioned, Policy,
     RedisLru, S3Fifo, Sieve,
@@ -47,8 +48,14 @@ const AUTOMOVE_WINDOW: u64 = 100_000;
 /// A cache the simulator can run, by its command-line name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicySpec {
-    /// The real engine (`fridge`).
-    Fridge,
+    /// The real engine with a rank function (`fridge` = `hitmap`, `fridge-lru`, `fridge-lfu`,
+    /// `fridge-slru`), optionally with its own hitmap budget (`fridge@16`: 16 bits per item).
+    Fridge {
+        /// Every tenant's rank function.
+        rank: RankKind,
+        /// Hitmap bits per item; `None` takes [`Settings::hitmap_bits`].
+        bits: Option<usize>,
+    },
     /// Exact LRU (`lru`).
     Lru,
     /// FIFO (`fifo`).
@@ -73,10 +80,20 @@ pub enum PolicySpec {
 }
 
 impl PolicySpec {
+    /// The engine with its default rank (`hitmap`) and the run's hitmap budget: `fridge`.
+    pub const fn fridge() -> PolicySpec {
+        PolicySpec::Fridge { rank: RankKind::Hitmap, bits: None }
+    }
+
+    /// Whether this is the engine (any rank function).
+    pub fn is_fridge(&self) -> bool {
+        matches!(self, PolicySpec::Fridge { .. })
+    }
+
     /// The reference policies and the engine, in report order (`all` on the command line).
     pub fn all() -> Vec<PolicySpec> {
         vec![
-            PolicySpec::Fridge,
+            PolicySpec::fridge(),
             PolicySpec::Lru,
             PolicySpec::Fifo,
             PolicySpec::Clock,
@@ -114,8 +131,27 @@ impl PolicySpec {
     /// # Errors
     /// An unknown name, or a partitioned engine or partitioned partitioning.
     pub fn parse(name: &str) -> Result<PolicySpec, Error> {
+        if let Some(rest) = name.strip_prefix("fridge") {
+            let (rank, bits) = match rest.split_once('@') {
+                Some((rank, bits)) => {
+                    let bits = bits.parse::<usize>().map_err(|_| {
+                        Error::Config(format!("{name}: hitmap bits per item after @"))
+                    })?;
+                    (rank, Some(bits))
+                }
+                None => (rest, None),
+            };
+            let rank = match rank {
+                "" => RankKind::Hitmap,
+                r => r
+                    .strip_prefix('-')
+                    .ok_or_else(|| Error::Config(format!("unknown policy {name:?}")))?
+                    .parse::<RankKind>()
+                    .map_err(|e| Error::Config(format!("{name}: {e}")))?,
+            };
+            return Ok(PolicySpec::Fridge { rank, bits });
+        }
         Ok(match name {
-            "fridge" => PolicySpec::Fridge,
             "lru" => PolicySpec::Lru,
             "fifo" => PolicySpec::Fifo,
             "clock" => PolicySpec::Clock,
@@ -128,7 +164,7 @@ impl PolicySpec {
             "belady" => PolicySpec::Belady,
             _ => match name.strip_prefix("partitioned-") {
                 Some(inner) => match PolicySpec::parse(inner)? {
-                    PolicySpec::Fridge | PolicySpec::Partitioned(_) => {
+                    PolicySpec::Fridge { .. } | PolicySpec::Partitioned(_) => {
                         return Err(Error::Config(format!(
                             "{name}: only reference policies can be partitioned"
                         )));
@@ -137,8 +173,9 @@ impl PolicySpec {
                 },
                 None => {
                     return Err(Error::Config(format!(
-                        "unknown policy {name:?}; one of fridge, lru, fifo, clock, s3fifo, \
-                         sieve, redis5, redis10, memcached, memcached-automove, belady, \
+                        "unknown policy {name:?}; one of fridge, fridge-lru, fridge-lfu, \
+                         fridge-slru (each optionally @BITS), lru, fifo, clock, s3fifo, sieve, \
+                         redis5, redis10, memcached, memcached-automove, belady, \
                          partitioned-<reference policy>, all"
                     )));
                 }
@@ -149,7 +186,16 @@ impl PolicySpec {
     /// The command-line name.
     pub fn id(&self) -> String {
         match self {
-            PolicySpec::Fridge => "fridge".into(),
+            PolicySpec::Fridge { rank, bits } => {
+                let mut id = String::from("fridge");
+                if *rank != RankKind::Hitmap {
+                    id = format!("{id}-{}", rank.name());
+                }
+                if let Some(b) = bits {
+                    id = format!("{id}@{b}");
+                }
+                id
+            }
             PolicySpec::Lru => "lru".into(),
             PolicySpec::Fifo => "fifo".into(),
             PolicySpec::Clock => "clock".into(),
@@ -166,7 +212,7 @@ impl PolicySpec {
     /// What "cache size" means for this policy's rows.
     pub fn size_meaning(&self) -> &'static str {
         match self {
-            PolicySpec::Fridge => {
+            PolicySpec::Fridge { .. } => {
                 "engine max_memory: items incl. 12 B record headers; index outside (overhead_bytes)"
             }
             PolicySpec::Memcached { .. } => "memcached memory limit: 1 MiB slab pages",
@@ -194,7 +240,7 @@ impl PolicySpec {
                     (0..n).map(|t| capacity / n + u64::from(t < capacity % n)).collect();
                 Box::new(Partitioned::with_capacities(&caps, |c| inner.reference(c, 1, seed)))
             }
-            PolicySpec::Fridge => unreachable!("the engine is not a reference policy"),
+            PolicySpec::Fridge { .. } => unreachable!("the engine is not a reference policy"),
         }
     }
 }
@@ -231,6 +277,18 @@ pub struct Settings {
     pub seed: u64,
     /// Engine segment size; `None` picks [`auto_segment_size`] per cache size.
     pub segment_size: Option<usize>,
+    /// Engine hitmap bits per item, for `fridge` policies without their own `@BITS`.
+    pub hitmap_bits: usize,
+    /// Items the engine's hitmap is sized for; `None` estimates them per cache size with
+    /// [`hitmap_items`] from the profile's mean object size.
+    pub hitmap_items: Option<usize>,
+    /// Engine segments per evicting cleaner pass.
+    pub cleaner_candidates: usize,
+    /// Engine free-segment watermark (0: the engine's default rule).
+    pub free_watermark: usize,
+    /// `None`: the engine's own hitmap backend; `Some`: [`crate::metadata::SimHitmap`] with
+    /// this compaction trigger.
+    pub compaction: Option<crate::metadata::Compaction>,
     /// Requests per chunk.
     pub chunk: usize,
 }
@@ -243,6 +301,11 @@ impl Default for Settings {
             ops: OpsMode::Lookaside,
             seed: 1,
             segment_size: None,
+            hitmap_bits: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
+            hitmap_items: None,
+            cleaner_candidates: fridge_engine::EngineConfig::default().cleaner_candidates,
+            free_watermark: 0,
+            compaction: None,
             chunk: 1 << 16,
         }
     }
@@ -338,8 +401,10 @@ pub fn profile(
 }
 
 /// Engine statistics at the end of a run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct EngineRow {
+    /// Rank function of every tenant (`hitmap`, `lru`, `lfu`, `slru`).
+    pub rank: String,
     /// Segment size used.
     pub segment_size: usize,
     /// Bytes outside the arena (index tables, segment headers).
@@ -364,6 +429,31 @@ pub struct EngineRow {
     pub refused: u64,
     /// Stores that failed otherwise (should be 0).
     pub store_errors: u64,
+    /// Eviction metadata (the hitmap).
+    pub metadata: MetadataRow,
+}
+
+/// The engine's eviction metadata at the end of a run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct MetadataRow {
+    /// Configured hitmap bits per item (0: no metadata).
+    pub bits_per_item: usize,
+    /// Items the hitmap was sized for.
+    pub sized_for_items: usize,
+    /// Access digests the workers produced.
+    pub digests: u64,
+    /// Digests applied to the hitmap.
+    pub applied: u64,
+    /// Rolling compactions.
+    pub compactions: u64,
+    /// Reference pools dropped because the metadata worker was behind (0 inline).
+    pub pools_dropped: u64,
+    /// Bytes of the hitmap (all levels and the set counter).
+    pub hitmap_bytes: usize,
+    /// Hitmap bits per item resident at the end of the run.
+    pub bits_per_resident_item: f64,
+    /// Survivors of the last cleaning pass per temperature zone (zone 0 first), zombies last.
+    pub zones: Vec<u64>,
 }
 
 /// One line of a report: one policy at one size, for all tenants or one.
@@ -442,7 +532,7 @@ pub struct Report {
 
 enum Cache {
     Reference(Box<dyn Policy>),
-    Fridge(Box<FridgeCache>),
+    Fridge(Box<FridgeCache>, FridgeOptions),
 }
 
 struct Runner {
@@ -468,7 +558,7 @@ impl Runner {
                         false
                     }
                 }
-                Cache::Fridge(f) => {
+                Cache::Fridge(f, _) => {
                     if counted {
                         f.get(r)
                     } else if r.op == Op::Delete {
@@ -582,16 +672,46 @@ fn build(
     settings: &Settings,
 ) -> Result<(Cache, String), String> {
     match spec {
-        PolicySpec::Fridge => {
+        PolicySpec::Fridge { rank, bits } => {
             if tenants > 256 {
                 return Err(format!("the engine has 256 tenant ids, the input has {tenants}"));
             }
             let segment_size = settings
                 .segment_size
                 .unwrap_or_else(|| auto_segment_size(size, profile.max_object_size));
-            let options = FridgeOptions { max_memory: size, segment_size, seed: settings.seed };
+            let mean_object = profile.working_set_bytes.checked_div(profile.objects).unwrap_or(0);
+            let options = FridgeOptions {
+                max_memory: size,
+                segment_size,
+                seed: settings.seed,
+                rank: *rank,
+                hitmap_bits_per_item: bits.unwrap_or(settings.hitmap_bits),
+                hitmap_items: settings
+                    .hitmap_items
+                    .unwrap_or_else(|| hitmap_items(size, mean_object)),
+                cleaner_candidates: settings.cleaner_candidates,
+                free_watermark: settings.free_watermark,
+                compaction: settings.compaction,
+            };
             let cache = FridgeCache::new(options)?;
-            Ok((Cache::Fridge(Box::new(cache)), format!("fridge(segment {segment_size} B)")))
+            let mut detail = format!(
+                "fridge(segment {segment_size} B, rank {}, hitmap {} bits x {} items",
+                rank.name(),
+                options.hitmap_bits_per_item,
+                options.hitmap_items
+            );
+            let defaults = FridgeOptions::new(size, segment_size);
+            if options.cleaner_candidates != defaults.cleaner_candidates {
+                detail += &format!(", {} candidates", options.cleaner_candidates);
+            }
+            if options.free_watermark != defaults.free_watermark {
+                detail += &format!(", watermark {}", options.free_watermark);
+            }
+            if let Some(c) = options.compaction {
+                detail += &format!(", compaction {}", c.name());
+            }
+            detail.push(')');
+            Ok((Cache::Fridge(Box::new(cache), options), detail))
         }
         _ => {
             let p = spec.reference(size, tenants, settings.seed);
@@ -642,7 +762,7 @@ fn run_pass(
 }
 
 fn collect(
-    r: Runner,
+    mut r: Runner,
     size: u64,
     profile: &Profile,
     rows: &mut Vec<Row>,
@@ -655,10 +775,27 @@ fn collect(
         requests: r.requests,
         seconds: r.seconds,
     });
-    let engine = match &r.cache {
-        Cache::Fridge(f) => {
+    let engine = match &mut r.cache {
+        Cache::Fridge(f, options) => {
             let s = f.stats();
+            let m = &s.metadata;
+            let metadata = MetadataRow {
+                bits_per_item: options.hitmap_bits_per_item,
+                sized_for_items: if m.bytes == 0 { 0 } else { options.hitmap_items },
+                digests: s.digests,
+                applied: m.applied,
+                compactions: m.compactions,
+                pools_dropped: m.pools_dropped,
+                hitmap_bytes: m.bytes,
+                bits_per_resident_item: if s.items == 0 {
+                    0.0
+                } else {
+                    m.bytes as f64 * 8.0 / s.items as f64
+                },
+                zones: m.zones.clone(),
+            };
             Some(EngineRow {
+                rank: options.rank.name().to_owned(),
                 segment_size: s.segment_size,
                 overhead_bytes: s.overhead_bytes,
                 index_bytes: s.index_bytes,
@@ -671,6 +808,7 @@ fn collect(
                 fifo_evictions: s.fifo_evictions,
                 refused: f.refused(),
                 store_errors: f.store_errors(),
+                metadata,
             })
         }
         Cache::Reference(_) => None,
@@ -704,5 +842,34 @@ fn collect(
         for (t, m) in r.per_tenant.iter().enumerate() {
             rows.push(row(t.to_string(), m, None));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_policies_name_their_rank_and_budget() {
+        for (name, rank, bits) in [
+            ("fridge", RankKind::Hitmap, None),
+            ("fridge-hitmap", RankKind::Hitmap, None),
+            ("fridge-lru", RankKind::Lru, None),
+            ("fridge-lfu@16", RankKind::Lfu, Some(16)),
+            ("fridge-slru", RankKind::Slru, None),
+            ("fridge@0", RankKind::Hitmap, Some(0)),
+        ] {
+            let spec = PolicySpec::parse(name).unwrap();
+            assert_eq!(spec, PolicySpec::Fridge { rank, bits }, "{name}");
+            assert!(spec.is_fridge());
+            let id = spec.id();
+            assert_eq!(PolicySpec::parse(&id).unwrap(), spec, "{id} round-trips");
+        }
+        assert_eq!(PolicySpec::parse("fridge-hitmap").unwrap().id(), "fridge");
+        for bad in ["fridge-mru", "fridge@x", "fridgelru", "partitioned-fridge-lru"] {
+            assert!(PolicySpec::parse(bad).is_err(), "{bad}");
+        }
+        let all = PolicySpec::parse_list("all,fridge-lru,fridge").unwrap();
+        assert_eq!(all.iter().filter(|p| p.is_fridge()).count(), 2);
     }
 }

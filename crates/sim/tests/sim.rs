@@ -72,7 +72,7 @@ fn engine_larger_than_the_working_set_misses_only_compulsorily() {
             "{policy}: only the first request of a key misses"
         );
     }
-    let e = row(&r, "fridge", size).engine.unwrap();
+    let e = row(&r, "fridge", size).engine.as_ref().unwrap();
     assert_eq!((e.evictions, e.refused, e.store_errors), (0, 0, 0));
     assert_eq!(e.items, objects);
     assert!(e.overhead_bytes > 0);
@@ -92,7 +92,7 @@ fn a_smaller_engine_misses_more_and_evicts() {
         small.miss_ratio,
         large.miss_ratio
     );
-    let e = small.engine.unwrap();
+    let e = small.engine.as_ref().unwrap();
     assert!(e.evictions > 0 && e.cleaner_passes > 0, "{e:?}");
     assert_eq!(e.store_errors, 0);
     // The engine is in LRU's neighbourhood, not wildly off, on a plain Zipf stream.
@@ -118,7 +118,7 @@ fn trace_ops_count_gets_only_and_tenants_are_reported() {
     let source = source::generator("twitter", &params).unwrap();
     let settings = Settings {
         policies: vec![
-            PolicySpec::Fridge,
+            PolicySpec::fridge(),
             PolicySpec::Lru,
             PolicySpec::parse("partitioned-lru").unwrap(),
         ],
@@ -155,7 +155,7 @@ fn cloudphysics_oracle_trace_through_the_simulator() {
     }
     let size = r.rows[0].cache_bytes;
     assert!(row(&r, "belady", size).miss_ratio <= row(&r, "lru", size).miss_ratio);
-    assert_eq!(row(&r, "fridge", size).engine.unwrap().store_errors, 0);
+    assert_eq!(row(&r, "fridge", size).engine.as_ref().unwrap().store_errors, 0);
 }
 
 #[test]
@@ -231,4 +231,53 @@ fn cli_writes_csv_json_and_png() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown generator"));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn engine_rank_functions_and_hitmap_budget_are_reported() {
+    let params = GeneratorParams {
+        keys: 5_000,
+        theta: 0.99,
+        requests: 60_000,
+        seed: 4,
+        tenants: 1,
+        key_scale: 0.001,
+    };
+    let source = source::generator("catalyst", &params).unwrap();
+    let settings = Settings {
+        policies: PolicySpec::parse_list("fridge,fridge-lru,fridge@0,fridge-slru@64").unwrap(),
+        sizes: vec![SizeSpec::Fraction(0.05)],
+        ops: OpsMode::Trace,
+        hitmap_bits: 16,
+        ..Settings::default()
+    };
+    let r = simulate(&source, &settings, &mut Progress::hidden()).unwrap();
+    let size = r.rows[0].cache_bytes;
+    let mean = r.profile.working_set_bytes / r.profile.objects;
+    for (policy, rank, bits) in [
+        ("fridge", "hitmap", 16),
+        ("fridge-lru", "lru", 16),
+        ("fridge@0", "hitmap", 0),
+        ("fridge-slru@64", "slru", 64),
+    ] {
+        let e = row(&r, policy, size).engine.as_ref().unwrap();
+        let m = &e.metadata;
+        assert_eq!((e.rank.as_str(), m.bits_per_item), (rank, bits), "{policy}");
+        assert_eq!(m.pools_dropped, 0);
+        if bits == 0 {
+            assert_eq!(m.applied, 0, "{policy}: no metadata takes the digests");
+            assert_eq!((m.hitmap_bytes, m.compactions, m.sized_for_items), (0, 0, 0));
+        } else {
+            assert_eq!(m.digests, m.applied, "{policy}: inline, every digest applied");
+            assert_eq!(m.sized_for_items, fridge_sim::fridge::hitmap_items(size, mean));
+            assert!(m.hitmap_bytes > 0 && m.bits_per_resident_item > 0.0, "{m:?}");
+            assert_eq!(m.zones.len(), 6, "zones 0-4 and zombies");
+        }
+    }
+    let csv = report::csv(&r);
+    assert!(
+        csv.lines().next().unwrap().ends_with("engine_hitmap_bits_per_resident_item,engine_zones")
+    );
+    let md = report::markdown(&r);
+    assert!(md.contains("| fridge-lru: hitmap |"), "{md}");
 }

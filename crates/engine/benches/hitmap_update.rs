@@ -1,0 +1,115 @@
+//! Digest updates per second of the hitmap on one core (Catalyst §3.2.2, Algorithm 2), with
+//! and without the prefetching of `Hitmap::record_batch`, and the time of one rolling
+//! compaction.
+//!
+//! ```text
+//! taskset -c 1 cargo bench -p fridge-engine --bench hitmap_update -- [keys] [items] [bits]
+//!                                          (default: 50M keys, 25M items, 32 bits per item)
+//! ```
+//!
+//! The hitmap is `Hitmap::for_items(items, bits, 4)`: at the defaults level 1 has 2^26 bits
+//! and the four levels with the set counter take 128 MiB. The stream is 20M accesses drawn
+//! from Zipf(0.99) over `keys` key ids; each access is the digest the engine would log for
+//! the id's 8-byte key (`digest_of(key_hash(..))`), one in ten a SET (bit 0). Digests are
+//! applied in reference pools of 1024, as the engine's metadata worker receives them.
+//!
+//! Each measurement starts from a copy of one warmed hitmap (the whole stream applied once),
+//! so every page is mapped and the fill is a steady state's; `record_batch` (prefetching
+//! level-1 words 8 digests ahead) and `record` (one digest at a time) alternate, three rounds
+//! each, and the median is printed.
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use fridge_engine::TenantId;
+use fridge_engine::hash::{digest_of, key_hash};
+use fridge_engine::hitmap::{DEFAULT_LEVELS, Hitmap};
+use fridge_workload::{Rng, Zipf};
+
+const STREAM: usize = 20_000_000;
+const POOL: usize = 1024;
+const ROUNDS: usize = 3;
+
+fn arg(i: usize, default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .nth(i)
+        .and_then(|a| a.replace('_', "").parse().ok())
+        .unwrap_or(default)
+}
+
+fn stream(keys: u64) -> Vec<u32> {
+    let zipf = Zipf::new(keys, 0.99).expect("zipf");
+    let mut rng = Rng::new(7);
+    (0..STREAM)
+        .map(|i| {
+            let id = zipf.sample(&mut rng);
+            let digest = digest_of(key_hash(TenantId(0), &id.to_le_bytes())) & !1;
+            digest | u32::from(i % 10 == 0)
+        })
+        .collect()
+}
+
+/// Digests per second applying `digests` to a copy of `warm`.
+fn measure(warm: &Hitmap, digests: &[u32], batched: bool) -> f64 {
+    let mut h = warm.clone();
+    let start = Instant::now();
+    for pool in digests.chunks(POOL) {
+        if batched {
+            h.record_batch(pool);
+        } else {
+            for &d in pool {
+                h.record(d);
+            }
+        }
+    }
+    let s = start.elapsed().as_secs_f64();
+    black_box(&h);
+    digests.len() as f64 / s
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let keys = arg(0, 50_000_000) as u64;
+    let items = arg(1, 25_000_000);
+    let bits = arg(2, 32);
+    let digests = stream(keys);
+    let mut warm = Hitmap::for_items(items, bits, DEFAULT_LEVELS);
+    for pool in digests.chunks(POOL) {
+        warm.record_batch(pool);
+    }
+    let stats = warm.stats();
+    let fill: Vec<String> = stats.fill.iter().map(|f| format!("{f:.3}")).collect();
+    println!(
+        "# hitmap_update: {} MiB hitmap ({items} items x {bits} bits, {DEFAULT_LEVELS} levels), \
+         Zipf(0.99) over {keys} keys, {STREAM} digests in pools of {POOL}, fill per level \
+         after warm-up: {}",
+        stats.bytes >> 20,
+        fill.join(" / ")
+    );
+    let (mut batch, mut single) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        batch.push(measure(&warm, &digests, true));
+        single.push(measure(&warm, &digests, false));
+    }
+    let (b, s) = (median(batch), median(single));
+    println!();
+    println!("| method | M digests/s (median of {ROUNDS}) |");
+    println!("|---|---:|");
+    println!("| `record_batch` (prefetch 8 ahead) | {:.2} |", b / 1e6);
+    println!("| `record` (one at a time) | {:.2} |", s / 1e6);
+    println!("| batch / single | {:.2}x |", b / s);
+
+    let mut h = warm.clone();
+    let start = Instant::now();
+    h.compact();
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    black_box(&h);
+    println!();
+    println!("one rolling compaction of the {} MiB hitmap: {ms:.1} ms", stats.bytes >> 20);
+}
