@@ -14,9 +14,9 @@
 //! applied in reference pools of 1024, as the engine's metadata worker receives them.
 //!
 //! Each measurement starts from a copy of one warmed hitmap (the whole stream applied once),
-//! so every page is mapped and the fill is a steady state's; `record_batch` (prefetching
-//! level-1 words 8 digests ahead) and `record` (one digest at a time) alternate, three rounds
-//! each, and the median is printed.
+//! so every page is mapped and the fill is a steady state's; `record_batch` (prefetching the
+//! key's block in every level 8 digests ahead) and `record` (one digest at a time) alternate,
+//! three rounds each, and the median is printed.
 
 use std::hint::black_box;
 use std::time::Instant;

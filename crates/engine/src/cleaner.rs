@@ -249,13 +249,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     state.digests.extend(survivors.iter().map(|s| digest_of(s.hash) & !1));
     inner.metadata.temperatures(&state.digests, &mut state.temperatures);
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
-        let input = RankInput {
-            age: s.age,
-            size: s.size,
-            tenant: s.tenant,
-            zone: t.zone,
-            zombie: t.zombie,
-        };
+        let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
         s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);
     }
     // Highest rank first; ties keep segment order, so passes are deterministic. With several

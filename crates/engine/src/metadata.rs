@@ -15,7 +15,7 @@
 //! The cleaner asks for the temperatures of all its survivors in one batch (Catalyst §3.3).
 //! Rolling compaction runs where pools are applied, as soon as level 1 is saturated
 //! ([`Hitmap::saturated`]): in the metadata worker, or inline in the submitting thread. While
-//! one runs, queries answer "unknown" (zone 0 for all, no zombies) rather than wait, so the
+//! one runs, queries answer "unknown" (zone 1 for all) rather than wait, so the
 //! ranks fall back to recency for that pass.
 //!
 //! [`Hitmap`] is the CPU backend's structure; another backend (a GPU) takes the same batches
@@ -40,11 +40,15 @@ const IDLE_SLEEP: Duration = Duration::from_millis(1);
 /// A key's temperature as the cleaner sees it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Temperature {
-    /// Levels that mark the key (0 = cold).
+    /// Levels that mark the key. Zone 0 — in no level, and so not in the set counter, which
+    /// only ever holds level-1 bits — is Catalyst's *zombie*: not read since it was stored,
+    /// through at least one compaction (§3.1.6).
     pub zone: u8,
-    /// Stored, then unread through two compactions.
-    pub zombie: bool,
 }
+
+/// What a query answers when the hitmap cannot be read (a compaction is running): no key
+/// looks like a zombie, so the ranks fall back to recency.
+const UNKNOWN: Temperature = Temperature { zone: 1 };
 
 /// Figures of the eviction metadata.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -59,7 +63,7 @@ pub struct MetadataStats {
     pub bytes: usize,
     /// Levels.
     pub levels: usize,
-    /// Items in the last temperature query, per zone (index 0 = zone 0) and zombies last.
+    /// Items in the last temperature query, per zone (index 0 = zone 0, the zombies).
     pub zones: Vec<u64>,
 }
 
@@ -75,7 +79,7 @@ pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     fn stats(&self) -> MetadataStats;
 }
 
-/// No metadata: every key is cold, none a zombie (ranks fall back to recency).
+/// No metadata: every key looks alike, none a zombie (ranks fall back to recency).
 #[derive(Debug, Default)]
 pub struct NoMetadata;
 
@@ -83,7 +87,7 @@ impl MetadataBackend for NoMetadata {
     fn submit(&self, _digests: &[u32]) {}
     fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>) {
         out.clear();
-        out.resize(digests.len(), Temperature::default());
+        out.resize(digests.len(), UNKNOWN);
     }
     fn stats(&self) -> MetadataStats {
         MetadataStats::default()
@@ -169,7 +173,7 @@ impl Shared {
     fn new(items: usize, bits_per_item: usize, queue: Option<Queue>) -> Shared {
         let hitmap = Hitmap::for_items(items, bits_per_item, DEFAULT_LEVELS);
         Shared {
-            zones: Mutex::new(vec![0; hitmap.levels() + 2]),
+            zones: Mutex::new(vec![0; hitmap.levels() + 1]),
             hitmap: Mutex::new(hitmap),
             queue,
             compacting: AtomicBool::new(false),
@@ -248,21 +252,16 @@ impl MetadataBackend for CpuHitmap {
         let s = &self.shared;
         out.clear();
         if s.compacting.load(Ordering::Acquire) {
-            out.resize(digests.len(), Temperature::default());
+            out.resize(digests.len(), UNKNOWN);
             return;
         }
         let hitmap = lock(&s.hitmap);
-        out.extend(
-            digests
-                .iter()
-                .map(|&d| Temperature { zone: hitmap.zone(d), zombie: hitmap.is_zombie(d) }),
-        );
+        out.extend(digests.iter().map(|&d| Temperature { zone: hitmap.zone(d) }));
         drop(hitmap);
         let mut zones = lock(&s.zones);
         zones.iter_mut().for_each(|z| *z = 0);
-        let zombie_slot = zones.len() - 1;
         for t in out.iter() {
-            zones[if t.zombie { zombie_slot } else { usize::from(t.zone) }] += 1;
+            zones[usize::from(t.zone)] += 1;
         }
         drop(zones);
     }

@@ -7,13 +7,13 @@
 //!
 //! | kind | keeps first | input |
 //! |---|---|---|
-//! | `hitmap` (default) | non-zombies, then higher temperature zone, then more recent | Catalyst §3.1.6, §3.3 |
+//! | `hitmap` (default) | higher temperature zone (zone 0, the zombies, go first), then more recent | Catalyst §3.1.6, §3.3 |
 //! | `lru` | more recent | the record's coarse access stamp |
-//! | `lfu` | higher hitmap count (zone), then more recent | Catalyst's hash counters as a frequency |
+//! | `lfu` | higher hitmap count (zone); ties in log order | Catalyst's hash counters as a frequency |
 //! | `slru` | items read at least twice since they cooled (zone ≥ 2), then more recent | Memshare's segmented-LRU example of `rank(t, f)` |
 //!
-//! Without eviction metadata (a zero hitmap budget) every zone reads 0 and no item is a
-//! zombie, so the hitmap-based ranks fall back to recency.
+//! Without eviction metadata (a zero hitmap budget) every item reads the same zone, so the
+//! hitmap-based ranks fall back to recency (`lfu` to log order).
 
 /// What a rank function may look at.
 #[derive(Debug, Clone, Copy, Default)]
@@ -24,10 +24,9 @@ pub struct RankInput {
     pub size: u32,
     /// Owning tenant.
     pub tenant: u8,
-    /// Temperature zone from the hitmap: how many levels mark the key (0 = cold).
+    /// Temperature zone from the hitmap: how many levels mark the key (0 = a zombie, not
+    /// read since it was stored, through at least one compaction; Catalyst §3.1.6).
     pub zone: u8,
-    /// Unmarked through two compactions: stored and never read since (Catalyst §3.1.6).
-    pub zombie: bool,
 }
 
 /// Orders items for keeping: higher is kept first.
@@ -46,23 +45,23 @@ impl Rank for Recency {
     }
 }
 
-/// Zombies first, then the coldest zone, then least recently used.
+/// The coldest zone first (zombies before all), then least recently used.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Temperature;
 
 impl Rank for Temperature {
     fn rank(&self, item: &RankInput) -> u64 {
-        u64::from(!item.zombie) << 16 | u64::from(item.zone) << 8 | recency(item)
+        u64::from(item.zone) << 8 | recency(item)
     }
 }
 
-/// Least frequently used (the hitmap count) first, ties least recently used.
+/// Least frequently used (the hitmap count) first; ties keep log order (oldest first).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Frequency;
 
 impl Rank for Frequency {
     fn rank(&self, item: &RankInput) -> u64 {
-        u64::from(item.zone) << 8 | recency(item)
+        u64::from(item.zone)
     }
 }
 
@@ -141,31 +140,32 @@ impl std::str::FromStr for RankKind {
 mod tests {
     use super::*;
 
-    fn input(age: u8, zone: u8, zombie: bool) -> RankInput {
-        RankInput { age, zone, zombie, ..RankInput::default() }
+    fn input(age: u8, zone: u8) -> RankInput {
+        RankInput { age, zone, ..RankInput::default() }
     }
 
     #[test]
     fn hitmap_keeps_warm_over_recent_and_drops_zombies_first() {
         let r = RankKind::Hitmap.function();
-        assert!(r.rank(&input(200, 2, false)) > r.rank(&input(0, 1, false)));
-        assert!(r.rank(&input(0, 1, false)) > r.rank(&input(200, 1, false)));
-        assert!(r.rank(&input(255, 0, false)) > r.rank(&input(0, 0, true)));
+        assert!(r.rank(&input(200, 2)) > r.rank(&input(0, 1)));
+        assert!(r.rank(&input(0, 1)) > r.rank(&input(200, 1)));
+        assert!(r.rank(&input(255, 1)) > r.rank(&input(0, 0)), "zombies go first");
     }
 
     #[test]
     fn lru_looks_at_recency_only() {
         let r = RankKind::Lru.function();
-        assert!(r.rank(&input(1, 0, true)) > r.rank(&input(2, 4, false)));
+        assert!(r.rank(&input(1, 0)) > r.rank(&input(2, 4)));
     }
 
     #[test]
     fn lfu_and_slru_protect_frequent_items() {
         let lfu = RankKind::Lfu.function();
-        assert!(lfu.rank(&input(9, 3, false)) > lfu.rank(&input(0, 2, false)));
+        assert!(lfu.rank(&input(9, 3)) > lfu.rank(&input(0, 2)));
+        assert_eq!(lfu.rank(&input(9, 3)), lfu.rank(&input(0, 3)), "count only");
         let slru = RankKind::Slru.function();
-        assert!(slru.rank(&input(9, 2, false)) > slru.rank(&input(0, 1, false)));
-        assert!(slru.rank(&input(0, 2, false)) > slru.rank(&input(9, 4, false)), "LRU within");
+        assert!(slru.rank(&input(9, 2)) > slru.rank(&input(0, 1)));
+        assert!(slru.rank(&input(0, 2)) > slru.rank(&input(9, 4)), "LRU within");
     }
 
     #[test]

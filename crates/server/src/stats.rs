@@ -181,13 +181,12 @@ fn hitmap_fields(e: &EngineStats) -> Vec<(String, String)> {
         ("hitmap_levels".into(), m.levels.to_string()),
         ("hitmap_bits_per_item".into(), format!("{:.2}", hitmap_bits_per_item(e))),
     ];
-    // `zones` holds one count per zone, then the zombies.
-    if let Some((zombies, zones)) = m.zones.split_last() {
-        for (i, n) in zones.iter().enumerate() {
-            v.push((format!("hitmap_zone_{i}"), n.to_string()));
-        }
-        v.push(("hitmap_zombies".into(), zombies.to_string()));
+    // `zones` holds one count per zone; zone 0 (in no level and not in the set counter) is
+    // Catalyst's zombies, also reported under that name.
+    for (i, n) in m.zones.iter().enumerate() {
+        v.push((format!("hitmap_zone_{i}"), n.to_string()));
     }
+    v.push(("hitmap_zombies".into(), m.zones.first().copied().unwrap_or(0).to_string()));
     v
 }
 

@@ -58,8 +58,6 @@ use fridge_engine::{
 };
 use fridge_workload::Request;
 
-use crate::metadata::{Compaction, SimHitmap};
-
 /// Bytes of the engine's key record header per item (`fridge_engine::item::HEADER_LEN`).
 pub const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
 /// Bytes of key each item carries: the id, little-endian.
@@ -113,9 +111,6 @@ pub struct FridgeOptions {
     pub cleaner_candidates: usize,
     /// Free segments below which the cleaner runs (0: the engine's default rule).
     pub free_watermark: usize,
-    /// `None`: the engine's own inline hitmap. `Some`: the same hitmap with this compaction
-    /// trigger ([`SimHitmap`], an experiment).
-    pub compaction: Option<Compaction>,
 }
 
 impl FridgeOptions {
@@ -132,7 +127,6 @@ impl FridgeOptions {
             hitmap_items: 0,
             cleaner_candidates: defaults.cleaner_candidates,
             free_watermark: defaults.free_watermark,
-            compaction: None,
         }
     }
 }
@@ -175,15 +169,7 @@ impl FridgeCache {
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);
-        let engine = match options.compaction {
-            Some(trigger) if options.hitmap_bits_per_item > 0 => {
-                let metadata =
-                    SimHitmap::new(config.hitmap_capacity(), options.hitmap_bits_per_item, trigger);
-                Engine::new(config, Arc::new(clock.clone()), Box::new(metadata))
-            }
-            _ => Engine::with_clock(config, Arc::new(clock.clone())),
-        }
-        .map_err(|e| e.0)?;
+        let engine = Engine::with_clock(config, Arc::new(clock.clone())).map_err(|e| e.0)?;
         for t in 0..fridge_engine::item::MAX_TENANTS {
             let tenant = TenantId(t as u8);
             let policy = TenantPolicy { rank: options.rank, ..engine.tenant_policy(tenant) };
@@ -354,38 +340,12 @@ mod tests {
         // 16 bits × 16384 items: level 1 gets 2^14 bits, all levels and the set counter
         // 16 times that.
         assert_eq!(m.bytes, 32 << 10);
-        // Every GET logs a digest, hit or miss, and so does each miss's store: 3000 + 500,
-        // the last partial pool included.
-        assert_eq!(m.applied, 3500);
+        // Every hit logs a digest, and so does each miss's store: 2500 + 500, the last
+        // partial pool included.
+        assert_eq!(m.applied, 3000);
         let none = FridgeOptions { hitmap_bits_per_item: 0, ..options };
         let mut c = FridgeCache::new(none).unwrap();
         c.get(&get(1, 100));
         assert_eq!(c.stats().metadata.bytes, 0);
-    }
-
-    #[test]
-    fn the_sample_trigger_replays_the_engine_backend_exactly() {
-        let options = FridgeOptions { hitmap_items: 3000, ..FridgeOptions::new(1 << 20, 16 << 10) };
-        let mut engine = FridgeCache::new(options).unwrap();
-        let sampled = FridgeOptions { compaction: Some(Compaction::Sample), ..options };
-        let mut sim = FridgeCache::new(sampled).unwrap();
-        let mut rng = fridge_workload::Rng::new(9);
-        let zipf = fridge_workload::Zipf::new(20_000, 0.99).unwrap();
-        for i in 0..100_000u64 {
-            // Zipf reads and one-time writes, as in Catalyst's Mix.
-            let r =
-                if i % 2 == 0 { get(zipf.sample(&mut rng), 200) } else { get(1 << 40 | i, 200) };
-            assert_eq!(engine.get(&r), sim.get(&r), "request {i}");
-        }
-        let (a, b) = (engine.stats(), sim.stats());
-        assert!(a.metadata.compactions > 0 && a.evictions > 0, "{a:?}");
-        assert_eq!(a.metadata, b.metadata);
-        assert_eq!((a.evictions, a.items), (b.evictions, b.items));
-        let every = FridgeOptions { compaction: Some(Compaction::Every(5000)), ..options };
-        let mut c = FridgeCache::new(every).unwrap();
-        for i in 0..20_000u64 {
-            c.get(&get(i % 4000, 200));
-        }
-        assert_eq!(c.stats().metadata.compactions, 4, "20,000 digests and the misses' stores");
     }
 }

@@ -21,7 +21,6 @@
 //!   generator presets, reopenable so each pass streams from the start.
 //! - [`fridge`]: the engine as a simulated lookaside cache, with what an item costs in it,
 //!   each rank function and a hitmap budget.
-//! - [`metadata`]: the engine's hitmap with another compaction trigger, an experiment.
 //! - [`sweep`]: the driver — profile, size sweep, request semantics, results and timings.
 //! - [`report`] and [`plot`]: CSV/JSON/text reports and PNG miss-ratio curves.
 //! - [`progress`]: a progress bar on stderr.
@@ -43,7 +42,6 @@
 
 pub mod error;
 pub mod fridge;
-pub mod metadata;
 pub mod plot;
 pub mod policy;
 pub mod progress;

@@ -16,7 +16,6 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use fridge_sim::Error;
-use fridge_sim::metadata::Compaction;
 use fridge_sim::progress::Progress;
 use fridge_sim::report;
 use fridge_sim::source::{self, GeneratorParams, Source};
@@ -128,12 +127,6 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     free_watermark: usize,
 
-    /// Experiment: run the engine with the simulator's copy of its hitmap and this rolling
-    /// compaction trigger: sample (the engine's rule), every:N (every N digests) or fill:F
-    /// (level 1 fill rate F). Default: the engine's own hitmap backend.
-    #[arg(long)]
-    compaction: Option<String>,
-
     /// Absolute cache sizes, comma-separated (e.g. 4MiB,64MiB,1GiB; K/M/G are binary).
     #[arg(long, conflicts_with = "fractions")]
     sizes: Option<String>,
@@ -213,7 +206,6 @@ fn run(args: &Args) -> Result<(), Error> {
         hitmap_items: args.hitmap_items,
         cleaner_candidates: args.cleaner_candidates,
         free_watermark: args.free_watermark,
-        compaction: args.compaction.as_deref().map(Compaction::parse).transpose()?,
         ..Settings::default()
     };
     let show = match args.progress.as_str() {

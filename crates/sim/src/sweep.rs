@@ -286,9 +286,6 @@ pub struct Settings {
     pub cleaner_candidates: usize,
     /// Engine free-segment watermark (0: the engine's default rule).
     pub free_watermark: usize,
-    /// `None`: the engine's own hitmap backend; `Some`: [`crate::metadata::SimHitmap`] with
-    /// this compaction trigger.
-    pub compaction: Option<crate::metadata::Compaction>,
     /// Requests per chunk.
     pub chunk: usize,
 }
@@ -305,7 +302,6 @@ impl Default for Settings {
             hitmap_items: None,
             cleaner_candidates: fridge_engine::EngineConfig::default().cleaner_candidates,
             free_watermark: 0,
-            compaction: None,
             chunk: 1 << 16,
         }
     }
@@ -452,7 +448,7 @@ pub struct MetadataRow {
     pub hitmap_bytes: usize,
     /// Hitmap bits per item resident at the end of the run.
     pub bits_per_resident_item: f64,
-    /// Survivors of the last cleaning pass per temperature zone (zone 0 first), zombies last.
+    /// Survivors of the last cleaning pass per temperature zone (zone 0, the zombies, first).
     pub zones: Vec<u64>,
 }
 
@@ -691,7 +687,6 @@ fn build(
                     .unwrap_or_else(|| hitmap_items(size, mean_object)),
                 cleaner_candidates: settings.cleaner_candidates,
                 free_watermark: settings.free_watermark,
-                compaction: settings.compaction,
             };
             let cache = FridgeCache::new(options)?;
             let mut detail = format!(
@@ -706,9 +701,6 @@ fn build(
             }
             if options.free_watermark != defaults.free_watermark {
                 detail += &format!(", watermark {}", options.free_watermark);
-            }
-            if let Some(c) = options.compaction {
-                detail += &format!(", compaction {}", c.name());
             }
             detail.push(')');
             Ok((Cache::Fridge(Box::new(cache), options), detail))
