@@ -149,9 +149,18 @@ impl CpuHitmap {
         Ok(CpuHitmap { shared, thread: Some(thread) })
     }
 
-    /// Applies every queued pool now (tests).
+    /// Applies every queued pool now and waits for any the metadata worker has taken to be
+    /// applied (tests): afterwards every submitted pool is applied or counted as dropped.
     pub fn drain(&self) {
-        self.shared.drain();
+        let Some(q) = &self.shared.queue else { return };
+        // Every buffer is free, queued, or being applied by the worker.
+        loop {
+            self.shared.drain();
+            if q.free.len() == QUEUED_POOLS {
+                return;
+            }
+            std::thread::yield_now();
+        }
     }
 }
 
