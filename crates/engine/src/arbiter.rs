@@ -29,7 +29,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::item::MAX_TENANTS;
 use crate::tenant::TenantState;
@@ -84,8 +84,6 @@ pub(crate) struct Arbiter {
     /// Memory the tenants share: usable arena bytes.
     usable: u64,
     state: Mutex<State>,
-    /// Shadow-queue checks skipped because the lock was busy.
-    pub skipped: AtomicU64,
 }
 
 impl Arbiter {
@@ -97,7 +95,6 @@ impl Arbiter {
                 shadows: (0..MAX_TENANTS).map(|_| Shadow::default()).collect(),
                 rng: seed | 1,
             }),
-            skipped: AtomicU64::new(0),
         }
     }
 
@@ -119,10 +116,7 @@ impl Arbiter {
 
     /// A GET miss of `tenant` for `hash` (Algorithm 2). Never blocks.
     pub fn on_miss(&self, tenants: &[TenantState], tenant: u8, hash: u64) {
-        let Ok(mut state) = self.state.try_lock() else {
-            self.skipped.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
+        let Ok(mut state) = self.state.try_lock() else { return };
         if !state.shadows[usize::from(tenant)].contains(hash) {
             return;
         }
@@ -134,26 +128,18 @@ impl Arbiter {
             me.credits_gained.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        // pickRandom over the tenants holding at least one credit of pooled memory.
-        let holders = tenants
-            .iter()
-            .enumerate()
-            .filter(|&(i, t)| {
+        // pickRandom over the other tenants holding at least one credit of pooled memory.
+        let holders = || {
+            tenants.iter().enumerate().filter(move |&(i, t)| {
                 i != usize::from(tenant) && t.pooled.load(Ordering::Relaxed) >= credit
             })
-            .count();
-        if holders == 0 {
+        };
+        let count = holders().count();
+        if count == 0 {
             return;
         }
-        let pick = (next_random(&mut state.rng) % holders as u64) as usize;
-        let (_, from) = tenants
-            .iter()
-            .enumerate()
-            .filter(|&(i, t)| {
-                i != usize::from(tenant) && t.pooled.load(Ordering::Relaxed) >= credit
-            })
-            .nth(pick)
-            .expect("pick < holders");
+        let pick = (next_random(&mut state.rng) % count as u64) as usize;
+        let (_, from) = holders().nth(pick).expect("pick < count");
         from.pooled.fetch_sub(credit, Ordering::Relaxed);
         from.credits_lost.fetch_add(1, Ordering::Relaxed);
         me.pooled.fetch_add(credit, Ordering::Relaxed);

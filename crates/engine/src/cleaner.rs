@@ -40,11 +40,10 @@
 //! target lose items first. Evicted items go to their tenant's shadow queue
 //! ([`crate::arbiter`]).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::TenantId;
 use crate::arbiter::{Arbiter, Need};
 use crate::engine::Inner;
 use crate::epoch::Guard;
@@ -56,6 +55,7 @@ use crate::rank::RankInput;
 use crate::segment::{CLEANER_RESERVE, SegmentHeader};
 use crate::stats::Counters;
 use crate::tenant::TenantState;
+use crate::{IdleTax, TenantId};
 
 /// Passes one call of [`clean_until_watermark`] may run before giving others a turn.
 const MAX_PASSES_PER_CALL: usize = 16;
@@ -403,18 +403,20 @@ fn sample_idle(inner: &Inner, survivors: &[Survivor], now: u64) {
     if !inner.arbiter.enabled() {
         return;
     }
-    let mut sums: HashMap<u8, (u64, u64)> = HashMap::new();
+    let taxes: Vec<Option<IdleTax>> = inner.tenants.iter().map(|t| t.policy().idle_tax).collect();
+    // Per tenant: (idle bytes, sampled bytes).
+    let mut sums = vec![(0u64, 0u64); inner.tenants.len()];
     for s in survivors {
-        let Some(tax) = inner.tenants[usize::from(s.tenant)].policy().idle_tax else { continue };
+        let Some(tax) = taxes[usize::from(s.tenant)] else { continue };
         let last_read = inner.tick_time_ms(inner.recency().wrapping_sub(s.age));
-        let e = sums.entry(s.tenant).or_default();
+        let e = &mut sums[usize::from(s.tenant)];
         e.1 += u64::from(s.size);
         if now.saturating_sub(last_read) > tax.idle_ms {
             e.0 += u64::from(s.size);
         }
     }
-    for (tenant, (idle, sampled)) in sums {
-        Arbiter::sample_idle(&inner.tenants[usize::from(tenant)], idle, sampled);
+    for (t, &(idle, sampled)) in inner.tenants.iter().zip(&sums) {
+        Arbiter::sample_idle(t, idle, sampled);
     }
 }
 

@@ -223,10 +223,10 @@ impl Hitmap {
     }
 
     /// Whether the key is a zombie: marked in no level and not in the set counter, so it was
-    /// not read since it was stored, through at least one compaction.
+    /// not read since it was stored, through at least one compaction. The set counter only
+    /// ever holds level-1 bits, so this is zone 0.
     pub fn is_zombie(&self, digest: u32) -> bool {
-        let p = positions(digest);
-        !self.set_counter.marked(&p) && self.levels.iter().all(|level| !level.marked(&p))
+        self.zone(digest) == 0
     }
 
     /// Whether level 1 is so full that fewer than [`COMPACTION_THRESHOLD`] of all keys would

@@ -47,9 +47,9 @@ impl Rank for Recency {
 
 /// The coldest zone first (zombies before all), then least recently used.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Temperature;
+pub struct Zone;
 
-impl Rank for Temperature {
+impl Rank for Zone {
     fn rank(&self, item: &RankInput) -> u64 {
         u64::from(item.zone) << 8 | recency(item)
     }
@@ -83,7 +83,7 @@ fn recency(item: &RankInput) -> u64 {
 /// The built-in rank functions, by name.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RankKind {
-    /// [`Temperature`]: zone, then recency (the default).
+    /// [`Zone`]: zone, then recency (the default).
     #[default]
     Hitmap,
     /// [`Recency`].
@@ -101,7 +101,7 @@ impl RankKind {
     /// The rank function.
     pub fn function(self) -> &'static dyn Rank {
         match self {
-            RankKind::Hitmap => &Temperature,
+            RankKind::Hitmap => &Zone,
             RankKind::Lru => &Recency,
             RankKind::Lfu => &Frequency,
             RankKind::Slru => &Segmented,

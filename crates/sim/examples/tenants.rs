@@ -32,7 +32,8 @@ use fridge_engine::{
 };
 use fridge_sim::fridge::auto_segment_size;
 use fridge_sim::policy::{Access, Automove, Lru, Memcached, Policy, SlabConfig};
-use fridge_workload::{Op, Request, SizeDist, mix64, twitter_mix};
+use fridge_sim::sweep::policy_key;
+use fridge_workload::{Op, Request, SizeDist, twitter_mix};
 
 const KEY_SCALE: f64 = 5e-3;
 /// The memcached model's slab page (`-I`): small enough that every tenant's share holds pages.
@@ -146,7 +147,7 @@ fn main() {
 }
 
 fn access(r: &Request) -> Access {
-    let key = mix64(r.key ^ mix64(u64::from(r.tenant) + 1));
+    let key = policy_key(r.tenant, r.key);
     Access { tenant: r.tenant, ..Access::new(key, r.object_size() as u32) }
 }
 

@@ -576,7 +576,7 @@ impl Runner {
 }
 
 /// The key a reference policy sees for `(tenant, key)`.
-fn policy_key(tenant: u16, key: u64) -> u64 {
+pub fn policy_key(tenant: u16, key: u64) -> u64 {
     if tenant == 0 { key } else { mix64(key ^ mix64(u64::from(tenant))) }
 }
 
