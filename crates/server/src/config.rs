@@ -172,6 +172,9 @@ pub struct Config {
     pub max_output_buffer: Size,
     /// Seconds without traffic before a connection is closed; 0 = never.
     pub idle_timeout: u64,
+    /// Most reply bytes written to one connection per event-loop turn before the other
+    /// connections of its worker are served (a large reply goes out in chunks of this size).
+    pub write_chunk: Size,
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
     /// 1 MiB.
     pub segment_size: Size,
@@ -209,6 +212,7 @@ impl Default for Config {
             max_query_buffer: Size(4 << 20),
             max_output_buffer: Size(64 << 20),
             idle_timeout: 0,
+            write_chunk: Size(128 << 10),
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
             allow_unauthenticated: None,
@@ -333,6 +337,9 @@ impl Config {
         if self.max_item_size.0 == 0 {
             return Err("max_item_size must be positive".into());
         }
+        if self.write_chunk.0 < 4096 {
+            return Err("write_chunk must be at least 4KiB".into());
+        }
         crate::tenants::validate(self)?;
         self.engine().validate().map_err(|e| e.0)
     }
@@ -430,6 +437,10 @@ pub struct Cli {
     /// Close connections idle this many seconds, 0 = never [default: 0].
     #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
+    /// Most reply bytes written to one connection per event-loop turn, at least 4KiB
+    /// [default: 128KiB].
+    #[arg(long, env = "FRIDGE_WRITE_CHUNK", value_name = "SIZE")]
+    pub write_chunk: Option<Size>,
     /// Engine segment size [default: fits the largest item, at least 1MiB].
     #[arg(long, env = "FRIDGE_SEGMENT_SIZE", value_name = "SIZE")]
     pub segment_size: Option<Size>,
@@ -487,6 +498,7 @@ impl Cli {
             max_query_buffer,
             max_output_buffer,
             idle_timeout,
+            write_chunk,
             segment_size,
             hitmap_bits_per_item,
             auth_failure_delay
@@ -590,5 +602,17 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn write_chunk_is_set_and_checked() {
+        let cli = Cli::try_parse_from(["fridge", "--write-chunk", "1MiB"]).unwrap();
+        let c = cli.into_config().unwrap();
+        assert_eq!(c.write_chunk, Size(1 << 20));
+        c.validate().unwrap();
+        let from_file: Config = toml::from_str("write_chunk = \"16KiB\"\n").unwrap();
+        assert_eq!(from_file.write_chunk, Size(16 << 10));
+        let tiny = Config { write_chunk: Size(512), ..Config::default() };
+        assert_eq!(tiny.validate().unwrap_err(), "write_chunk must be at least 4KiB");
     }
 }

@@ -26,7 +26,7 @@
 //!   on connect, `CLIENT SETNAME` and close.
 //! - Each worker turn: poll, queue connections with events, then give each queued connection
 //!   one bounded step — read at most [`READ_BUDGET`] bytes, run complete requests while fewer
-//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most [`WRITE_BUDGET`] bytes. A
+//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most `write_chunk` bytes ([`Config::write_chunk`], 128 KiB). A
 //!   connection with more to do goes to the back of the queue, so a 1 MB reply is written in
 //!   chunks between other connections' small requests.
 //! - Buffers are per connection and reused: requests are parsed in place (the proto crate
@@ -77,8 +77,6 @@ pub use tenants::{PasswordHash, TenantConfig};
 
 /// Bytes read from one connection per turn before others get theirs.
 pub const READ_BUDGET: usize = 256 * 1024;
-/// Bytes written to one connection per turn before others get theirs.
-pub const WRITE_BUDGET: usize = 128 * 1024;
 /// Requests stop being run on a connection while this many reply bytes wait to be sent.
 pub const OUTPUT_SOFT_LIMIT: usize = 256 * 1024;
 /// How long shutdown waits for replies to drain.

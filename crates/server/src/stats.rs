@@ -376,6 +376,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
     num("item_size_max", c.max_item_size.0);
     num("key_max_len", c.max_key_len as u64);
     num("idle_timeout", c.idle_timeout);
+    num("write_chunk", c.write_chunk.0);
     num("segment_size", c.engine_segment_size() as u64);
     num("hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
     memcache::write_stat(out, b"inter", c.listen.as_bytes());

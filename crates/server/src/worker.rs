@@ -1,7 +1,7 @@
 //! One worker thread: a mio poll, the connections it owns, and their bounded steps.
 //!
 //! A connection's step (see the crate doc): read up to [`READ_BUDGET`], run complete requests
-//! while fewer than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write up to [`WRITE_BUDGET`]. Events
+//! while fewer than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write up to `write_chunk` bytes. Events
 //! are edge-triggered, so the connection remembers whether its socket may still be readable or
 //! writable (until a `WouldBlock`) and goes back on the run queue while it can make progress.
 
@@ -22,7 +22,6 @@ use crate::stats::{self, WorkerStats};
 use crate::tenants::{Login, Tenants};
 use crate::{
     ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, Protocol, READ_BUDGET, Shared,
-    WRITE_BUDGET,
 };
 
 pub(crate) const WAKER: Token = Token(usize::MAX);
@@ -169,6 +168,7 @@ struct Loop {
     resp_limits: resp::Limits,
     query_limit: usize,
     output_limit: usize,
+    write_chunk: usize,
 }
 
 /// The worker thread's body.
@@ -186,6 +186,7 @@ pub(crate) fn run(
         resp_limits: config.resp_limits(),
         query_limit: config.query_buffer_limit(),
         output_limit: config.max_output_buffer.bytes().max(OUTPUT_SOFT_LIMIT),
+        write_chunk: config.write_chunk.bytes(),
         shared: Arc::clone(&shared),
         engine,
         conns: Vec::new(),
@@ -400,6 +401,7 @@ impl Loop {
                         resp: &self.resp_limits,
                         query: self.query_limit,
                         output: self.output_limit,
+                        write_chunk: self.write_chunk,
                     };
                     step(c, &mut ctx, &limits)
                 }
@@ -501,6 +503,7 @@ struct Limits<'a> {
     resp: &'a resp::Limits,
     query: usize,
     output: usize,
+    write_chunk: usize,
 }
 
 /// One bounded step of a connection.
@@ -526,7 +529,7 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
     }
     // 3. Write.
     if c.pending_out() > 0 && c.writable {
-        let mut budget = WRITE_BUDGET;
+        let mut budget = limits.write_chunk;
         while c.pending_out() > 0 && budget > 0 {
             let end = c.wbuf.len().min(c.wpos + budget);
             match c.stream.write(&c.wbuf[c.wpos..end]) {

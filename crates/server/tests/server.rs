@@ -106,6 +106,25 @@ fn large_values_round_trip_in_both_protocols() {
     assert!(r.read_n(value.len()) == value);
 }
 
+/// With the smallest write chunk a 1 MB reply goes out in 256 pieces between other
+/// connections' turns; the pipelined replies still arrive whole and in order.
+#[test]
+fn smallest_write_chunk_keeps_replies_whole_and_ordered() {
+    let server = start_with(Config { workers: 1, write_chunk: Size(4096), ..config() });
+    let mut c = Conn::open(server.local_addr());
+    let value: Vec<u8> = (0..1 << 20).map(|i| (i % 253) as u8).collect();
+    c.send(format!("set big 0 0 {}\r\n", value.len()).as_bytes()).send(&value).send(b"\r\n");
+    c.expect(b"STORED\r\n");
+    c.send(b"get big\r\nmn\r\nget big\r\nmn\r\n");
+    let mut other = Conn::open(server.local_addr());
+    for _ in 0..2 {
+        other.roundtrip(b"mn\r\n", b"MN\r\n");
+        assert_eq!(c.line(), format!("VALUE big 0 {}", value.len()));
+        assert!(c.read_n(value.len()) == value);
+        c.expect(b"\r\nEND\r\nMN\r\n");
+    }
+}
+
 /// While one client pulls 1 MB values as slowly as the socket allows, another client's small
 /// requests keep being answered (replies are written in chunks per loop turn).
 #[test]
