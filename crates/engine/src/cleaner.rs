@@ -159,13 +159,16 @@ fn is_live(inner: &Inner, guard: &Guard<'_>, hash: u64, loc: Loc) -> bool {
 }
 
 /// Removes the slot for the item at `loc` if it still points there. Returns whether it did.
+///
+/// The root's CAS (shared by the keys of its tree) is left alone: dropping an expired or
+/// evicted item changes no other key, and a new item for this key bumps it when stored. (The
+/// removal still bumps it if it moves another item up, for lock-free readers.)
 fn unlink_at(inner: &Inner, guard: &Guard<'_>, hash: u64, loc: Loc) -> bool {
     let locked = inner.lock_key(guard, hash);
     match locked.find(|l| l == loc) {
         Some((slot, _)) => {
             inner.unlinked(guard, loc);
             locked.remove(slot);
-            locked.bump_cas();
             true
         }
         None => false,
