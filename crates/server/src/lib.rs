@@ -26,9 +26,9 @@
 //!   on connect, `CLIENT SETNAME` and close.
 //! - Each worker turn: poll, queue connections with events, then give each queued connection
 //!   one bounded step — read at most [`READ_BUDGET`] bytes, run complete requests while fewer
-//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most `write_chunk` bytes ([`Config::write_chunk`], 128 KiB). A
-//!   connection with more to do goes to the back of the queue, so a 1 MB reply is written in
-//!   chunks between other connections' small requests.
+//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most [`Config::write_chunk`] bytes
+//!   (128 KiB). A connection with more to do goes to the back of the queue, so a 1 MB reply is
+//!   written in chunks between other connections' small requests.
 //! - Buffers are per connection and reused: requests are parsed in place (the proto crate
 //!   borrows from the read buffer) and replies are encoded into the write buffer, values
 //!   copied straight from engine memory. Steady state allocates nothing per request; buffers

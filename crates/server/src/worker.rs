@@ -1,9 +1,10 @@
 //! One worker thread: a mio poll, the connections it owns, and their bounded steps.
 //!
 //! A connection's step (see the crate doc): read up to [`READ_BUDGET`], run complete requests
-//! while fewer than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write up to `write_chunk` bytes. Events
-//! are edge-triggered, so the connection remembers whether its socket may still be readable or
-//! writable (until a `WouldBlock`) and goes back on the run queue while it can make progress.
+//! while fewer than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write up to the configured
+//! `write_chunk`. Events are edge-triggered, so the connection remembers whether its socket may
+//! still be readable or writable (until a `WouldBlock`) and goes back on the run queue while it
+//! can make progress.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
