@@ -1385,8 +1385,22 @@ impl Worker {
     pub fn scan(
         &mut self,
         tenant: TenantId,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) -> u64 {
+        self.scan_bounded(tenant, cursor, count, usize::MAX, out)
+    }
+
+    /// [`scan`](Self::scan) that visits at most `max_buckets` index buckets, so one call's
+    /// work is bounded even where `tenant` owns few of the keys: it may return fewer than
+    /// `count` keys, or none, with a cursor that is not 0 (as Redis's `SCAN` may).
+    pub fn scan_bounded(
+        &mut self,
+        tenant: TenantId,
         mut cursor: u64,
         count: usize,
+        max_buckets: usize,
         out: &mut Vec<Vec<u8>>,
     ) -> u64 {
         let inner = &*self.inner;
@@ -1396,7 +1410,7 @@ impl Worker {
         let mut on_evict = |l| inner.unlinked(&guard, l);
         let target = out.len() + count.max(1);
         let now = inner.now_ms();
-        loop {
+        for _ in 0..max_buckets.max(1) {
             cursor = inner.index.scan(&guard, cursor, &rehash, &mut on_evict, &mut |_, _, loc| {
                 let rec = inner.record(&guard, loc);
                 if rec.tenant() == tenant.0 && !is_expired(inner.expires_at(&rec, loc), || now) {
@@ -1404,9 +1418,10 @@ impl Worker {
                 }
             });
             if cursor == 0 || out.len() >= target {
-                return cursor;
+                break;
             }
         }
+        cursor
     }
 
     /// Runs cleaner passes now until free segments are above the watermark (inline mode does

@@ -172,6 +172,13 @@ pub struct Config {
     pub max_output_buffer: Size,
     /// Seconds without traffic before a connection is closed; 0 = never.
     pub idle_timeout: u64,
+    /// How long a request may stay half-sent (begun, not complete) before its connection is
+    /// closed; 0 = forever.
+    pub partial_request_timeout: Millis,
+    /// Most memory all client connections' buffers may take together (Redis's
+    /// `maxmemory-clients`); past it the largest are disconnected first. Unset: a quarter of
+    /// `memory`, at least 64 MiB.
+    pub max_client_memory: Option<Size>,
     /// Most reply bytes written to one connection per event-loop turn before the other
     /// connections of its worker are served (a large reply goes out in chunks of this size).
     pub write_chunk: Size,
@@ -212,6 +219,8 @@ impl Default for Config {
             max_query_buffer: Size(4 << 20),
             max_output_buffer: Size(64 << 20),
             idle_timeout: 0,
+            partial_request_timeout: Millis(30_000),
+            max_client_memory: None,
             write_chunk: Size(128 << 10),
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
@@ -309,6 +318,14 @@ impl Config {
             max_multibulk_len: self.max_multibulk_len,
             max_bulk_len: bulk,
             max_inline_len: 64 * 1024,
+        }
+    }
+
+    /// Most memory all client connections' buffers may take together.
+    pub fn client_memory_limit(&self) -> usize {
+        match self.max_client_memory {
+            Some(limit) => limit.bytes(),
+            None => (self.memory.bytes() / 4).max(64 << 20),
         }
     }
 
@@ -437,6 +454,13 @@ pub struct Cli {
     /// Close connections idle this many seconds, 0 = never [default: 0].
     #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
+    /// Close a connection whose request stays half-sent this long, 0 = never [default: 30s].
+    #[arg(long, env = "FRIDGE_PARTIAL_REQUEST_TIMEOUT", value_name = "DURATION")]
+    pub partial_request_timeout: Option<Millis>,
+    /// Most memory all connections' buffers may take together; past it the largest
+    /// connections are closed first [default: a quarter of --memory, at least 64MiB].
+    #[arg(long, env = "FRIDGE_MAX_CLIENT_MEMORY", value_name = "SIZE")]
+    pub max_client_memory: Option<Size>,
     /// Most reply bytes written to one connection per event-loop turn, at least 4KiB
     /// [default: 128KiB].
     #[arg(long, env = "FRIDGE_WRITE_CHUNK", value_name = "SIZE")]
@@ -498,6 +522,7 @@ impl Cli {
             max_query_buffer,
             max_output_buffer,
             idle_timeout,
+            partial_request_timeout,
             write_chunk,
             segment_size,
             hitmap_bits_per_item,
@@ -505,6 +530,9 @@ impl Cli {
         );
         if let Some(v) = self.allow_unauthenticated {
             c.allow_unauthenticated = Some(v);
+        }
+        if let Some(v) = self.max_client_memory {
+            c.max_client_memory = Some(v);
         }
         c.config_file = self.config.clone();
         if let Some(p) = self.resp_port {

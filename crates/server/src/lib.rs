@@ -111,6 +111,8 @@ pub(crate) struct ClientEntry {
     pub killed: bool,
     /// The tenant the connection runs as (`default` until it logs in).
     pub tenant: TenantId,
+    /// Bytes the connection's buffers take, as last reported by its worker.
+    pub memory: usize,
 }
 
 /// State shared by every thread. Written rarely: counters on the request path are per worker.
@@ -141,6 +143,8 @@ pub(crate) struct Shared {
     pub tenants: RwLock<Arc<tenants::Tenants>>,
     /// The current snapshot's generation (read once per worker turn).
     pub tenants_generation: AtomicU64,
+    /// Bytes all client connections' buffers take (each worker adds its connections' changes).
+    pub client_memory: AtomicUsize,
     /// Recent failed logins per client address; locked on failed logins only.
     pub auth_failures: Mutex<auth::FailureLog>,
 }
@@ -176,6 +180,34 @@ impl Shared {
 
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// Asks the workers to close client connections, largest buffers first, until the
+    /// clients' memory is back under `max_client_memory` (Redis's client eviction). Called by
+    /// a worker whose connection's buffers grew past the limit; counts the evictions in
+    /// `stats`. The owners close the connections at their next turn.
+    pub(crate) fn evict_clients(&self, stats: &WorkerStats) {
+        let limit = self.config.client_memory_limit();
+        let mut workers = Vec::new();
+        {
+            let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            // Connections already told to close still count until their worker closes them.
+            let mut leaving: usize = clients.values().filter(|e| e.killed).map(|e| e.memory).sum();
+            while self.client_memory.load(Ordering::Relaxed).saturating_sub(leaving) > limit {
+                let largest = clients.values_mut().filter(|e| !e.killed).max_by_key(|e| e.memory);
+                let Some(e) = largest.filter(|e| e.memory > 0) else { break };
+                e.killed = true;
+                leaving += e.memory;
+                workers.push(e.worker);
+                stats::inc(&stats.evicted_clients);
+            }
+        }
+        workers.sort_unstable();
+        workers.dedup();
+        for w in workers {
+            self.kill_pending[w].store(true, Ordering::SeqCst);
+            self.wake(w);
+        }
     }
 
     /// Wakes worker `i` (after a kill or at shutdown).
@@ -268,6 +300,7 @@ impl Server {
             rejected_connections: AtomicU64::new(0),
             next_client_id: AtomicU64::new(1),
             clients: Mutex::new(HashMap::new()),
+            client_memory: AtomicUsize::new(0),
             workers: (0..n).map(|_| WorkerStats::default()).collect(),
             kill_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             wakers: Mutex::new(Vec::new()),

@@ -17,7 +17,7 @@ use fridge_proto::memcache::{
 use fridge_proto::number::write_i64;
 
 use crate::stats;
-use crate::worker::{Ctx, Session};
+use crate::worker::{Ctx, READ_GROUP, Session};
 
 /// memcached treats exptimes above 30 days as absolute Unix times.
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
@@ -70,7 +70,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
     s.tenant = t;
     let now = ctx.shared.now_ms();
     match req {
-        Request::Retrieval(r) => retrieval(r, out, t, ctx, now),
+        Request::Retrieval(r) => retrieval(r, out, s, t, ctx, now),
         Request::Storage(st) => storage(st, out, t, ctx, now),
         Request::Delete { key, noreply } => {
             let deleted = ctx.engine.delete(t, key);
@@ -171,20 +171,44 @@ fn first_key<'a>(req: &Request<'a>) -> &'a [u8] {
     }
 }
 
-fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
+/// `get`, `gets`, `gat`, `gats`: the reply is written in steps when it grows long (see
+/// [`Session::suspend`]), so a multiget of large values never sits whole in memory.
+fn retrieval(
+    r: Retrieval<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
     let with_cas = r.command.returns_cas();
+    let mut done = s.resume_at();
+    let mut keys = r.keys.iter().skip(done).peekable();
     if !with_cas && !r.command.touches() {
-        // Plain `get`: one batched engine call, whose lookups overlap their memory misses.
-        let (mut asked, mut hits) = (0u64, 0u64);
-        ctx.engine.get_each(t, r.keys.iter().inspect(|_| asked += 1), |_, key, item| {
-            hits += 1;
-            mc::write_value_header(out, key, item.flags, item.value.len(), None);
-            mc::write_data(out, item.value);
-        });
-        stats::tenant_lookups(ctx.stats, t, hits, asked - hits);
+        // Plain `get`: batched engine calls, whose lookups overlap their memory misses. Once
+        // the reply reaches the budget, the group's later keys are left for the next run.
+        while keys.peek().is_some() {
+            let (mut asked, mut hits, mut stop) = (0, 0u64, None);
+            let group = keys.by_ref().take(READ_GROUP).inspect(|_| asked += 1);
+            ctx.engine.get_each(t, group, |j, key, item| {
+                if stop.is_some() || out.len() >= ctx.out_limit {
+                    stop = stop.or(Some(j));
+                    return;
+                }
+                hits += 1;
+                mc::write_value_header(out, key, item.flags, item.value.len(), None);
+                mc::write_data(out, item.value);
+            });
+            let answered = stop.unwrap_or(asked);
+            stats::tenant_lookups(ctx.stats, t, hits, answered as u64 - hits);
+            done += answered;
+            if stop.is_some() || (out.len() >= ctx.out_limit && keys.peek().is_some()) {
+                return s.suspend(done);
+            }
+        }
         return mc::write_reply(out, Reply::End);
     }
-    for key in r.keys.iter() {
+    while let Some(key) = keys.next() {
         let write = |item: fridge_engine::Item<'_>| {
             mc::write_value_header(
                 out,
@@ -214,6 +238,10 @@ fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>
             ctx.engine.get(t, key, write).is_some()
         };
         stats::tenant_lookups(ctx.stats, t, u64::from(hit), u64::from(!hit));
+        done += 1;
+        if out.len() >= ctx.out_limit && keys.peek().is_some() {
+            return s.suspend(done);
+        }
     }
     mc::write_reply(out, Reply::End);
 }

@@ -3,6 +3,7 @@
 //! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
 //! `INFO`'s verbatim string; everything else is the same bytes in both versions.
 
+use std::collections::HashSet;
 use std::io::Write as _;
 
 use fridge_engine::{Condition, EngineError, Expiry, Store, StoreOutcome, TenantId, Update};
@@ -14,7 +15,7 @@ use fridge_proto::resp::{
 
 use crate::stats;
 use crate::tenants::Login;
-use crate::worker::{Ctx, Session};
+use crate::worker::{Ctx, READ_GROUP, Session};
 
 const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
 const SYNTAX: &[u8] = b"ERR syntax error";
@@ -169,21 +170,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         }
         b"mget" => {
             arity!(n >= 2);
-            write_array_header(out, n - 1);
-            // One batched engine call; misses are the indices it skips.
-            let (mut next, mut hits) = (0, 0u64);
-            ctx.engine.get_each(t, (1..n).map(arg), |i, _, item| {
-                for _ in next..i {
-                    write_null(out, v);
-                }
-                write_bulk(out, item.value);
-                next = i + 1;
-                hits += 1;
-            });
-            for _ in next..n - 1 {
-                write_null(out, v);
-            }
-            stats::tenant_lookups(ctx.stats, t, hits, (n - 1) as u64 - hits);
+            mget(cmd, out, s, t, ctx);
         }
         b"mset" | b"msetnx" => {
             arity!(n >= 3 && n % 2 == 1);
@@ -325,23 +312,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         }
         b"keys" => {
             arity!(n == 2);
-            let pattern = arg(1);
-            ctx.keys.clear();
-            let mut cursor = 0;
-            loop {
-                cursor = ctx.engine.scan(t, cursor, 1024, ctx.keys);
-                ctx.keys.retain(|k| glob_match(pattern, k));
-                if cursor == 0 {
-                    break;
-                }
-            }
-            ctx.keys.sort_unstable();
-            ctx.keys.dedup();
-            write_array_header(out, ctx.keys.len());
-            for k in ctx.keys.iter() {
-                write_bulk(out, k);
-            }
-            ctx.keys.clear();
+            keys(cmd, out, s, t, ctx);
         }
         b"dbsize" => {
             arity!(n == 1);
@@ -703,7 +674,22 @@ fn scan(cmd: &Command<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>) {
         i += 2;
     }
     ctx.keys.clear();
-    let next = ctx.engine.scan(t, cursor, count, ctx.keys);
+    // The pass visits a bounded number of buckets per call and stops early once the reply
+    // is long, so one SCAN's work is bounded whatever the tenant owns.
+    let mut next = cursor;
+    let mut buckets = count.saturating_mul(SCAN_BUCKETS_PER_KEY).max(SCAN_MIN_BUCKETS);
+    let mut bytes = 0;
+    while buckets > 0 {
+        let step = buckets.min(SCAN_MIN_BUCKETS);
+        let before = ctx.keys.len();
+        let wanted = count - before.min(count);
+        next = ctx.engine.scan_bounded(t, next, wanted, step, ctx.keys);
+        bytes += ctx.keys[before..].iter().map(Vec::len).sum::<usize>();
+        buckets -= step;
+        if next == 0 || ctx.keys.len() >= count || bytes >= SCAN_REPLY_BYTES {
+            break;
+        }
+    }
     if let Some(p) = pattern {
         ctx.keys.retain(|k| glob_match(p, k));
     }
@@ -721,6 +707,121 @@ fn scan(cmd: &Command<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>) {
         write_bulk(out, k);
     }
     ctx.keys.clear();
+}
+
+/// SCAN visits up to this many index buckets per key of its COUNT…
+const SCAN_BUCKETS_PER_KEY: usize = 64;
+/// …and at least this many (a bucket holds a few keys of any tenant).
+const SCAN_MIN_BUCKETS: usize = 1024;
+/// SCAN stops early once its keys take this many bytes.
+const SCAN_REPLY_BYTES: usize = 64 * 1024;
+/// Index buckets KEYS visits per step before other connections get a turn.
+const KEYS_STEP_BUCKETS: usize = 16 * 1024;
+
+/// `MGET`: batched lookups, the reply written in steps when it grows long (see
+/// [`Session::suspend`]).
+fn mget(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx: &mut Ctx<'_>) {
+    let v = s.version;
+    let n = cmd.len();
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let mut i = s.resume_at();
+    if i == 0 {
+        write_array_header(out, n - 1);
+        i = 1;
+    }
+    while i < n {
+        let end = (i + READ_GROUP).min(n);
+        // One batched engine call per group; misses are the indices it skips. Once the
+        // reply reaches the budget, the group's later keys are left for the next run.
+        let (mut next, mut hits, mut stop) = (i, 0u64, None);
+        ctx.engine.get_each(t, (i..end).map(arg), |j, _, item| {
+            if stop.is_some() || out.len() >= ctx.out_limit {
+                stop = stop.or(Some(i + j));
+                return;
+            }
+            for _ in next..i + j {
+                write_null(out, v);
+            }
+            write_bulk(out, item.value);
+            next = i + j + 1;
+            hits += 1;
+        });
+        let answered = stop.unwrap_or(end);
+        for _ in next..answered {
+            write_null(out, v);
+        }
+        stats::tenant_lookups(ctx.stats, t, hits, (answered - i) as u64 - hits);
+        i = answered;
+        if i < n && out.len() >= ctx.out_limit {
+            return s.suspend(i);
+        }
+    }
+}
+
+/// KEYS between its steps: the pass over the index, then the reply being written.
+#[derive(Debug, Default)]
+pub(crate) struct KeysJob {
+    cursor: u64,
+    /// Matching keys found so far (a set: a key the index moved may be seen twice).
+    found: HashSet<Box<[u8]>>,
+    /// Bytes the found keys take.
+    bytes: usize,
+    /// Once the pass is over: the keys, and how many of them are written.
+    reply: Option<(Vec<Box<[u8]>>, usize)>,
+}
+
+impl KeysJob {
+    /// Memory the job holds, for the clients' memory limit.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let per_key = std::mem::size_of::<Box<[u8]>>() * 2;
+        self.bytes + (self.found.len() + self.reply.as_ref().map_or(0, |r| r.0.len())) * per_key
+    }
+}
+
+/// `KEYS pattern`: a pass over the index in bounded steps, yielding to the worker's other
+/// connections between them, then the reply written in steps. Linear in the keys visited.
+/// The keys found may take at most `max_output_buffer` bytes; a larger reply is refused
+/// (SCAN walks any key space).
+fn keys(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx: &mut Ctx<'_>) {
+    let pattern = cmd.get(1).unwrap_or_default();
+    let mut job = s.resume.keys.take().unwrap_or_default();
+    if job.reply.is_none() {
+        ctx.keys.clear();
+        job.cursor =
+            ctx.engine.scan_bounded(t, job.cursor, usize::MAX, KEYS_STEP_BUCKETS, ctx.keys);
+        for k in ctx.keys.drain(..) {
+            if glob_match(pattern, &k) {
+                let k = k.into_boxed_slice();
+                if !job.found.contains(&k) {
+                    job.bytes += k.len();
+                    job.found.insert(k);
+                }
+            }
+        }
+        if job.bytes > ctx.shared.config.max_output_buffer.bytes() {
+            return write_error(
+                out,
+                b"ERR KEYS reply would exceed max_output_buffer; use SCAN to walk the keys",
+            );
+        }
+        if job.cursor != 0 {
+            s.resume.keys = Some(job);
+            return s.suspend(1);
+        }
+        let keys: Vec<Box<[u8]>> = job.found.drain().collect();
+        write_array_header(out, keys.len());
+        job.reply = Some((keys, 0));
+    }
+    if let Some((keys, written)) = job.reply.as_mut() {
+        while let Some(k) = keys.get(*written) {
+            write_bulk(out, k);
+            *written += 1;
+            if out.len() >= ctx.out_limit && *written < keys.len() {
+                s.resume.keys = Some(job);
+                return s.suspend(1);
+            }
+        }
+    }
 }
 
 fn hello(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {

@@ -56,6 +56,12 @@ pub struct WorkerStats {
     pub output_overflows: AtomicU64,
     /// Connections closed for being idle.
     pub idle_kicks: AtomicU64,
+    /// Connections closed because their request stayed half-sent too long.
+    pub request_timeouts: AtomicU64,
+    /// Connections closed to bring the clients' memory under `max_client_memory`.
+    pub evicted_clients: AtomicU64,
+    /// Requests refused because they would exceed the query buffer limit.
+    pub query_overflows: AtomicU64,
     /// Login attempts (both protocols).
     pub auth_cmds: AtomicU64,
     /// Failed login attempts.
@@ -221,6 +227,9 @@ pub(crate) struct Totals {
     pub bytes_written: u64,
     pub output_overflows: u64,
     pub idle_kicks: u64,
+    pub request_timeouts: u64,
+    pub evicted_clients: u64,
+    pub query_overflows: u64,
     pub auth_cmds: u64,
     pub auth_errors: u64,
 }
@@ -245,6 +254,9 @@ pub(crate) fn totals(shared: &Shared) -> Totals {
         t.bytes_written += get(&w.bytes_written);
         t.output_overflows += get(&w.output_overflows);
         t.idle_kicks += get(&w.idle_kicks);
+        t.request_timeouts += get(&w.request_timeouts);
+        t.evicted_clients += get(&w.evicted_clients);
+        t.query_overflows += get(&w.query_overflows);
         t.auth_cmds += get(&w.auth_cmds);
         t.auth_errors += get(&w.auth_errors);
     }
@@ -317,6 +329,12 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("limit_maxbytes", e.max_memory as u64);
     num("threads", shared.workers.len() as u64);
     num("conn_yields", 0);
+    num("client_memory", shared.client_memory.load(Ordering::Relaxed) as u64);
+    num("client_memory_limit", shared.config.client_memory_limit() as u64);
+    num("evicted_clients", t.evicted_clients);
+    num("request_timeouts", t.request_timeouts);
+    num("query_overflows", t.query_overflows);
+    num("output_overflows", t.output_overflows);
     num("bytes", e.item_bytes);
     num("curr_items", e.items);
     num("total_items", e.sets);
@@ -470,11 +488,13 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             out,
             "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\n\
              maxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:allkeys-lru\r\n\
-             mem_fragmentation_ratio:1.00\r\n\r\n",
+             mem_fragmentation_ratio:1.00\r\nmem_clients_normal:{}\r\nmaxmemory_clients:{}\r\n\r\n",
             crate::Size(used),
             e.item_bytes,
             e.max_memory,
             crate::Size(e.max_memory as u64),
+            shared.client_memory.load(Ordering::Relaxed),
+            shared.config.client_memory_limit(),
         );
     }
     if wants(sections, "persistence", true) {
@@ -489,7 +509,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
-             total_writes:{}\r\nacl_access_denied_auth:{}\r\n\r\n",
+             total_writes:{}\r\nacl_access_denied_auth:{}\r\nevicted_clients:{}\r\n\r\n",
             load(&shared.total_connections),
             t.commands,
             t.bytes_read,
@@ -501,6 +521,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             e.gets.saturating_sub(e.hits),
             e.sets,
             t.auth_errors,
+            t.evicted_clients,
         );
     }
     if wants(sections, "replication", true) {

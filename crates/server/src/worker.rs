@@ -35,6 +35,10 @@ const SHRINK_ABOVE: usize = 256 * 1024;
 /// A refused connection gets this long to send its first bytes.
 const REJECT_WAIT_MS: u64 = 1000;
 
+/// Keys a multi-key read looks up per engine call before it checks how long its reply has
+/// grown.
+pub(crate) const READ_GROUP: usize = 64;
+
 /// Which parser a connection uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wire {
@@ -62,6 +66,26 @@ pub(crate) struct Session {
     pub version: resp::Version,
     /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
     pub closing: bool,
+    /// A request answered in steps.
+    pub resume: Resume,
+}
+
+/// A request whose reply is written in steps: a multi-key read whose reply outgrew the
+/// output budget, or KEYS yielding to the worker's other connections. The command calls
+/// [`Session::suspend`]; the worker then leaves the request in the read buffer and runs it
+/// again — parsed anew, with this state — at the connection's next step, once the client
+/// has read enough of what is written (or, with nothing written, after the other
+/// connections' turns). Requests after it wait, so replies stay in order.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// Set by a command that stopped before its end.
+    pub suspended: bool,
+    /// The request being run was run before and goes on.
+    pub resuming: bool,
+    /// Where the command goes on (for multi-key reads, the first key not yet answered).
+    pub next: usize,
+    /// KEYS's state between its steps.
+    pub keys: Option<Box<crate::resp::KeysJob>>,
 }
 
 impl Session {
@@ -79,6 +103,34 @@ impl Session {
             Some(t) => t == TenantId(0),
             None => tenants.allow_unauthenticated,
         }
+    }
+
+    /// Stops the running command here, to go on from `next` (not 0) when it runs again.
+    #[inline]
+    pub fn suspend(&mut self, next: usize) {
+        self.resume.suspended = true;
+        self.resume.next = next;
+    }
+
+    /// Where a resumed command goes on; 0 for a command run the first time.
+    #[inline]
+    pub fn resume_at(&self) -> usize {
+        if self.resume.resuming { self.resume.next } else { 0 }
+    }
+
+    /// After a command ran: whether it suspended (keep the request for another run);
+    /// otherwise any state of an earlier run is dropped.
+    #[inline]
+    fn keep_for_later(&mut self) -> bool {
+        if self.resume.suspended {
+            self.resume.suspended = false;
+            self.resume.resuming = true;
+            return true;
+        }
+        if self.resume.resuming {
+            self.resume = Resume::default();
+        }
+        false
     }
 
     /// Notices a reload: a connection whose tenant was removed is closed.
@@ -104,6 +156,9 @@ pub(crate) struct Ctx<'a> {
     pub keys: &'a mut Vec<Vec<u8>>,
     /// The tenants snapshot in force (replaced by `CONFIG RELOAD`).
     pub tenants: &'a mut Arc<Tenants>,
+    /// A command whose reply can be long suspends once the write buffer is this long
+    /// (its unsent bytes at [`OUTPUT_SOFT_LIMIT`]); see [`Session::suspend`].
+    pub out_limit: usize,
 }
 
 #[derive(Debug)]
@@ -115,6 +170,14 @@ struct Conn {
     rend: usize,
     /// Bytes of input still to drop (the rest of a refused data block).
     discard: usize,
+    /// Bytes of an incomplete memcached request already searched for its line's end.
+    scanned: usize,
+    /// When the request at the head of the input began to wait for its end (ms); 0: none.
+    partial_since_ms: u64,
+    /// The bytes of a suspended RESP request (its arguments stay parsed in `args`).
+    resume_used: usize,
+    /// Buffer memory last added to `Shared::client_memory` for this connection.
+    memory: usize,
     /// Reply bytes; `wbuf[wpos..]` are unsent.
     wbuf: Vec<u8>,
     wpos: usize,
@@ -230,6 +293,9 @@ pub(crate) fn run(
         lp.accept_new(&poll, &incoming);
         lp.wake_timers();
         lp.run_queue();
+        if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
+            lp.close_killed(&poll);
+        }
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             lp.housekeeping(&poll);
@@ -273,7 +339,7 @@ impl Loop {
             ) {
                 eprintln!("fridge: cannot register a connection: {e}");
                 self.free.push(t);
-                self.forget(reject, id);
+                self.forget(reject, id, 0);
                 continue;
             }
             let now = self.shared.now_ms();
@@ -286,6 +352,7 @@ impl Loop {
                     worker: self.index,
                     killed: false,
                     tenant: TenantId(0),
+                    memory: 0,
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
             }
@@ -300,6 +367,10 @@ impl Loop {
                 rstart: 0,
                 rend: 0,
                 discard: 0,
+                scanned: 0,
+                partial_since_ms: 0,
+                resume_used: 0,
+                memory: 0,
                 wbuf: Vec::with_capacity(READ_BUF_INITIAL),
                 wpos: 0,
                 wire,
@@ -314,6 +385,7 @@ impl Loop {
                     paused_until_ms: 0,
                     version: resp::Version::Resp2,
                     closing: false,
+                    resume: Resume::default(),
                 },
                 readable: true,
                 writable: true,
@@ -330,8 +402,10 @@ impl Loop {
         }
     }
 
-    /// Undoes the acceptor's accounting for a connection that is going away.
-    fn forget(&self, reject: bool, id: u64) {
+    /// Undoes the acceptor's accounting for a connection that is going away, and its
+    /// buffers' share of the clients' memory.
+    fn forget(&self, reject: bool, id: u64, memory: usize) {
+        self.shared.client_memory.fetch_sub(memory, Ordering::Relaxed);
         if reject {
             self.shared.rejecting.fetch_sub(1, Ordering::Relaxed);
         } else {
@@ -343,7 +417,7 @@ impl Loop {
     fn close(&mut self, poll: &Poll, t: usize) {
         if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
             let _ = poll.registry().deregister(&mut c.stream);
-            self.forget(c.reject, c.session.id);
+            self.forget(c.reject, c.session.id, c.memory);
             self.free.push(t);
         }
     }
@@ -396,6 +470,7 @@ impl Loop {
                         scratch: &mut self.scratch,
                         keys: &mut self.keys,
                         tenants: &mut self.tenants,
+                        out_limit: OUTPUT_SOFT_LIMIT,
                     };
                     let limits = Limits {
                         mc: &self.mc_limits,
@@ -433,38 +508,51 @@ impl Loop {
     /// is dropped (closing a descriptor removes it from epoll).
     fn close_later(&mut self, t: usize) {
         if let Some(c) = self.conns.get_mut(t).and_then(Option::take) {
-            self.forget(c.reject, c.session.id);
+            self.forget(c.reject, c.session.id, c.memory);
             self.free.push(t);
         }
     }
 
-    fn housekeeping(&mut self, poll: &Poll) {
-        let now = self.shared.now_ms();
-        let idle_ms = self.shared.config.idle_timeout.saturating_mul(1000);
-        let killed: Vec<u64> = if self.shared.kill_pending[self.index].swap(false, Ordering::SeqCst)
-        {
+    /// Closes the connections `CLIENT KILL` or the clients' memory limit marked.
+    fn close_killed(&mut self, poll: &Poll) {
+        let killed: Vec<u64> = {
             let clients = self.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
             clients
                 .iter()
                 .filter(|(_, e)| e.killed && e.worker == self.index)
                 .map(|(id, _)| *id)
                 .collect()
-        } else {
-            Vec::new()
         };
+        for t in 0..self.conns.len() {
+            if self.conns[t].as_ref().is_some_and(|c| killed.contains(&c.session.id)) {
+                self.close(poll, t);
+            }
+        }
+    }
+
+    fn housekeeping(&mut self, poll: &Poll) {
+        let now = self.shared.now_ms();
+        let idle_ms = self.shared.config.idle_timeout.saturating_mul(1000);
+        let partial_ms = self.shared.config.partial_request_timeout.0;
         let stats = &self.shared.workers[self.index];
         let mut to_close = Vec::new();
         for (t, slot) in self.conns.iter_mut().enumerate() {
             let Some(c) = slot else { continue };
-            if killed.contains(&c.session.id)
-                || (c.reject && now.saturating_sub(c.accepted_ms) > REJECT_WAIT_MS)
-            {
+            if c.reject && now.saturating_sub(c.accepted_ms) > REJECT_WAIT_MS {
                 to_close.push(t);
                 continue;
             }
             if idle_ms > 0 && now.saturating_sub(c.last_active_ms) > idle_ms && c.pending_out() == 0
             {
                 stats::inc(&stats.idle_kicks);
+                to_close.push(t);
+                continue;
+            }
+            if partial_ms > 0
+                && c.partial_since_ms > 0
+                && now.saturating_sub(c.partial_since_ms) > partial_ms
+            {
+                stats::inc(&stats.request_timeouts);
                 to_close.push(t);
                 continue;
             }
@@ -477,6 +565,10 @@ impl Loop {
                 c.wbuf = Vec::with_capacity(READ_BUF_INITIAL);
                 c.wpos = 0;
             }
+            if c.rstart == c.rend {
+                c.args.shrink();
+            }
+            sync_memory(c, &self.shared, stats);
         }
         for t in to_close {
             self.close(poll, t);
@@ -563,6 +655,7 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
         stats::inc(&ctx.stats.output_overflows);
         return Step::Close;
     }
+    sync_memory(c, ctx.shared, ctx.stats);
     let out = c.pending_out();
     if out == 0 && (c.session.closing || c.peer_closed) {
         return Step::Close;
@@ -571,6 +664,30 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
     let can_read = c.readable && !c.peer_closed && !c.session.closing && out < OUTPUT_SOFT_LIMIT;
     let can_run = c.backlogged && out < OUTPUT_SOFT_LIMIT;
     if can_write || can_read || can_run { Step::Again } else { Step::Wait }
+}
+
+/// Brings the connection's share of `Shared::client_memory` up to date (its buffers'
+/// sizes change rarely: when they grow for a large request or shrink back), and asks for
+/// client evictions when the total is over the limit.
+fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
+    let keys_job = c.session.resume.keys.as_ref().map_or(0, |k| k.memory_bytes());
+    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job;
+    if now == c.memory || c.reject {
+        return;
+    }
+    let total = if now > c.memory {
+        shared.client_memory.fetch_add(now - c.memory, Ordering::Relaxed) + (now - c.memory)
+    } else {
+        shared.client_memory.fetch_sub(c.memory - now, Ordering::Relaxed) - (c.memory - now)
+    };
+    c.memory = now;
+    if let Some(e) = shared.clients.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&c.session.id)
+    {
+        e.memory = now;
+    }
+    if total > shared.config.client_memory_limit() {
+        shared.evict_clients(stats);
+    }
 }
 
 /// The end of the session's pause, if it is paused now.
@@ -675,6 +792,13 @@ fn memcache_login(req: McLogin<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mu
 /// Runs the complete requests in the read buffer while replies stay under the soft limit.
 fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
+    if c.wpos > 0 && c.wpos >= c.pending_out() {
+        // Drop what was sent before appending (a reply written in steps would otherwise
+        // keep all of itself); copies at most as many bytes as were sent.
+        c.wbuf.drain(..c.wpos);
+        c.wpos = 0;
+    }
+    ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
     loop {
         if c.session.closing {
             // Nothing after `quit` or a protocol error is run.
@@ -686,6 +810,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             c.rstart += d;
             c.discard -= d;
             if c.discard > 0 {
+                c.waiting_since(ctx);
                 break;
             }
         }
@@ -719,6 +844,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             Wire::Memcache if c.session.must_login(ctx.tenants) => {
                 let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len)
                 else {
+                    c.waiting_since(ctx);
                     break;
                 };
                 memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
@@ -730,50 +856,83 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
                     used
                 }
             }
-            Wire::Memcache => match memcache::parse_request(buf, limits.mc) {
-                Ok((req, used)) => {
-                    stats::inc(&ctx.stats.commands);
-                    crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
-                    used
-                }
-                Err(memcache::ParseError::Incomplete) => {
-                    if avail >= limits.query {
-                        c.wbuf.extend_from_slice(b"SERVER_ERROR out of memory reading request\r\n");
-                        c.session.closing = true;
-                        continue;
+            Wire::Memcache => {
+                match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
+                    Ok((req, used)) => {
+                        if !c.session.resume.resuming {
+                            stats::inc(&ctx.stats.commands);
+                        }
+                        crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+                        if c.session.keep_for_later() {
+                            c.backlogged = true;
+                            c.partial_since_ms = 0;
+                            break;
+                        }
+                        used
                     }
+                    Err(memcache::ParseError::Incomplete) => {
+                        if avail >= limits.query {
+                            query_overflow(
+                                c,
+                                ctx,
+                                b"SERVER_ERROR out of memory reading request\r\n",
+                            );
+                            continue;
+                        }
+                        c.waiting_since(ctx);
+                        break;
+                    }
+                    Err(memcache::ParseError::Invalid(e)) => {
+                        if !e.noreply {
+                            c.wbuf.extend_from_slice(e.reply());
+                        }
+                        if e.closes() {
+                            c.session.closing = true;
+                        }
+                        if e.skip > avail {
+                            c.discard = e.skip - avail;
+                        }
+                        e.skip.min(avail)
+                    }
+                }
+            }
+            // A suspended request runs again on the arguments parsed the first time.
+            Wire::Resp if c.session.resume.resuming => {
+                let cmd = c.args.command(buf);
+                crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+                if c.session.keep_for_later() {
+                    c.backlogged = true;
                     break;
                 }
-                Err(memcache::ParseError::Invalid(e)) => {
-                    if !e.noreply {
-                        c.wbuf.extend_from_slice(e.reply());
-                    }
-                    if e.closes() {
-                        c.session.closing = true;
-                    }
-                    if e.skip > avail {
-                        c.discard = e.skip - avail;
-                    }
-                    e.skip.min(avail)
-                }
-            },
+                c.resume_used
+            }
             Wire::Resp => match resp::parse_command(buf, limits.resp, &mut c.args) {
                 Ok(used) => {
                     if !c.args.is_empty() {
                         stats::inc(&ctx.stats.commands);
                         let cmd = c.args.command(buf);
                         crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+                        if c.session.keep_for_later() {
+                            c.resume_used = used;
+                            c.backlogged = true;
+                            c.partial_since_ms = 0;
+                            break;
+                        }
                     }
                     used
                 }
                 Err(resp::ParseError::Incomplete) => {
-                    if avail >= limits.query {
-                        c.wbuf.extend_from_slice(
+                    // The arguments' bookkeeping counts against the limit too.
+                    if avail + c.args.arg_bytes() >= limits.query {
+                        c.args.clear();
+                        query_overflow(
+                            c,
+                            ctx,
                             b"-ERR Protocol error: query buffer limit exceeded\r\n",
                         );
-                        c.session.closing = true;
                         continue;
                     }
+                    c.waiting_since(ctx);
                     break;
                 }
                 Err(resp::ParseError::Protocol(e)) => {
@@ -784,9 +943,28 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             },
         };
         c.rstart += used;
+        c.partial_since_ms = 0;
     }
     if c.rstart == c.rend {
         c.rstart = 0;
         c.rend = 0;
+    }
+}
+
+/// A request larger than the query buffer limit: answered with the protocol's error, and
+/// the connection closed (the rest of the request cannot be told from a new one).
+fn query_overflow(c: &mut Conn, ctx: &Ctx<'_>, reply: &[u8]) {
+    stats::inc(&ctx.stats.query_overflows);
+    c.wbuf.extend_from_slice(reply);
+    c.session.closing = true;
+}
+
+impl Conn {
+    /// The request at the head of the input is incomplete: note since when (see
+    /// `partial_request_timeout`).
+    fn waiting_since(&mut self, ctx: &Ctx<'_>) {
+        if self.partial_since_ms == 0 {
+            self.partial_since_ms = ctx.shared.now_ms().max(1);
+        }
     }
 }

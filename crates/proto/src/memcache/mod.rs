@@ -84,7 +84,7 @@ pub use meta::{
 };
 pub use request::{
     ArithmeticCommand, Keys, Request, Retrieval, RetrievalCommand, Storage, StorageCommand,
-    encode_retrieval, parse_request,
+    encode_retrieval, parse_request, parse_request_resumable,
 };
 pub use response::{
     MetaStatus, Reply, Response, ResponseError, parse_response, write_client_error, write_data,

@@ -441,6 +441,40 @@ pub fn parse_request<'a>(
     Ok((request, line_len))
 }
 
+/// [`parse_request`] for a buffer that grows between calls (a connection's
+/// read buffer, from the request's first byte): `scanned` carries, from one
+/// call to the next, how many bytes were already searched for the line's end
+/// without finding it, so a long line arriving in many reads is searched
+/// once, not once per read. Start with 0; it is 0 again after any result
+/// but `Incomplete`.
+pub fn parse_request_resumable<'a>(
+    buf: &'a [u8],
+    limits: &Limits,
+    scanned: &mut usize,
+) -> Result<(Request<'a>, usize), ParseError> {
+    let from = (*scanned).min(buf.len());
+    match buf[from..].iter().position(|&c| c == b'\n') {
+        // The line is there: parse it (its bytes once more, then never again).
+        Some(_) => {}
+        // No line yet, and none too long: wait (what `parse_request` would say).
+        None if buf.len() < limits.max_line_len
+            || (is_retrieval_prefix(buf) && buf.len() < limits.max_retrieval_line_len) =>
+        {
+            *scanned = buf.len();
+            return Err(ParseError::Incomplete);
+        }
+        // Too long: `parse_request` gives the error.
+        None => {}
+    }
+    let result = parse_request(buf, limits);
+    *scanned = match result {
+        // A storage command waiting for its data block: its line is short.
+        Err(ParseError::Incomplete) => from,
+        _ => 0,
+    };
+    result
+}
+
 fn checked_key<'a>(
     key: &'a [u8],
     skip: usize,
@@ -693,6 +727,47 @@ mod tests {
             }
             Err(e) => panic!("{:?}: {e:?}", String::from_utf8_lossy(input)),
         }
+    }
+
+    #[test]
+    fn a_resumed_line_search_starts_where_the_last_stopped() {
+        let limits = Limits::default();
+        let mut scanned = 0;
+        // A long multiget line arriving in pieces: each piece is searched once.
+        let mut line = b"get".to_vec();
+        for i in 0..2000 {
+            line.extend_from_slice(format!(" key{i}").as_bytes());
+            let r = parse_request_resumable(&line, &limits, &mut scanned);
+            assert_eq!(r.unwrap_err(), ParseError::Incomplete);
+            assert_eq!(scanned, line.len());
+        }
+        // Proof that old bytes are not searched again: a newline planted among them is
+        // not seen; the one that arrives is.
+        line[10] = b'\n';
+        assert_eq!(
+            parse_request_resumable(&line, &limits, &mut scanned),
+            Err(ParseError::Incomplete)
+        );
+        line.extend_from_slice(b"\r\n");
+        let (req, used) = parse_request_resumable(&line, &limits, &mut scanned).unwrap();
+        assert_eq!((used, scanned), (11, 0), "parsed whole, up to the planted newline");
+        assert!(matches!(req, Request::Retrieval(_)));
+        // A storage command waits for its block, then parses like `parse_request`.
+        let wire = b"set k 0 0 5\r\nhello\r\n";
+        for cut in 1..wire.len() {
+            let mut scanned = 0;
+            for end in 1..=cut {
+                let r = parse_request_resumable(&wire[..end], &limits, &mut scanned);
+                assert_eq!(r.unwrap_err(), ParseError::Incomplete);
+            }
+            let whole = parse_request_resumable(wire, &limits, &mut scanned);
+            assert_eq!(whole, parse_request(wire, &limits));
+        }
+        // Too long a line still gets memcached's error.
+        let mut scanned = 0;
+        let long = vec![b'x'; limits.max_line_len + 1];
+        let r = parse_request_resumable(&long, &limits, &mut scanned);
+        assert!(matches!(r, Err(ParseError::Invalid(_))));
     }
 
     fn err(input: &[u8]) -> RequestError {

@@ -14,6 +14,10 @@ const INITIAL_ARGS: usize = 1024;
 /// buffer (or, for inline arguments with quotes, into an internal scratch
 /// buffer). Keep one per connection and reuse it: after warm-up a parse
 /// allocates nothing.
+///
+/// While a request is incomplete, `Args` also remembers how far the parse
+/// got (see [`parse_command`]), so a request that arrives in many small
+/// reads is parsed in time linear in its length, not quadratic.
 #[derive(Clone, Debug, Default)]
 pub struct Args {
     ranges: Vec<Range<usize>>,
@@ -21,6 +25,20 @@ pub struct Args {
     scratch: Vec<u8>,
     /// Whether `ranges` index `scratch` rather than the parsed buffer.
     in_scratch: bool,
+    /// Where the last call stopped, when it answered `Incomplete`.
+    partial: Option<Partial>,
+}
+
+/// How far an incomplete request was parsed. Offsets are from the start of
+/// the request.
+#[derive(Clone, Copy, Debug, Default)]
+struct Partial {
+    /// The argument count of a multibulk request, once its header was read.
+    count: Option<usize>,
+    /// Where the next unparsed header line (or the inline line) starts.
+    pos: usize,
+    /// Bytes from `pos` already searched without finding the line's end.
+    scanned: usize,
 }
 
 impl Args {
@@ -29,10 +47,33 @@ impl Args {
         Self::default()
     }
 
-    fn clear(&mut self) {
+    /// Forgets the arguments and any partly parsed request: the next
+    /// [`parse_command`] starts afresh.
+    pub fn clear(&mut self) {
         self.ranges.clear();
         self.scratch.clear();
         self.in_scratch = false;
+        self.partial = None;
+    }
+
+    /// Bytes of bookkeeping the arguments parsed so far take (their ranges
+    /// and unescaped inline copies): a request's cost beyond its own bytes.
+    pub fn arg_bytes(&self) -> usize {
+        self.ranges.len() * std::mem::size_of::<Range<usize>>() + self.scratch.len()
+    }
+
+    /// Bytes of heap the holder keeps (what it grew to for the largest
+    /// request since the last [`shrink`](Self::shrink)).
+    pub fn heap_bytes(&self) -> usize {
+        self.ranges.capacity() * std::mem::size_of::<Range<usize>>() + self.scratch.capacity()
+    }
+
+    /// Gives back the memory of a large request, unless one is partly
+    /// parsed.
+    pub fn shrink(&mut self) {
+        if self.partial.is_none() && self.heap_bytes() > INITIAL_ARGS * 16 {
+            *self = Args::default();
+        }
     }
 
     /// Number of arguments, the command name included.
@@ -101,53 +142,105 @@ pub fn eq_ignore_ascii_case(a: &[u8], b: &[u8]) -> bool {
 /// Parses one request from the start of `buf` into `args`, returning the
 /// bytes it used.
 ///
-/// `args` is cleared first. An empty `args` after `Ok` means the request had
-/// no argument: consume it and reply nothing. On
-/// [`ParseError::Incomplete`] nothing is consumed and `args` is unspecified.
+/// An empty `args` after `Ok` means the request had no argument: consume it
+/// and reply nothing. On [`ParseError::Incomplete`] nothing is consumed and
+/// `args` keeps how far the parse got: the next call **must** pass the same
+/// request again, with more bytes after it (a connection's read buffer from
+/// the request's first byte), and resumes there, so each byte is examined
+/// about once however the request is split into reads. To parse something
+/// else after `Incomplete`, call [`Args::clear`] first. `Ok` and protocol
+/// errors leave no partial state.
 pub fn parse_command(buf: &[u8], limits: &Limits, args: &mut Args) -> Result<usize, ParseError> {
-    args.clear();
-    match buf.first() {
-        None => Err(ParseError::Incomplete),
-        Some(b'*') => parse_multibulk(buf, limits, args),
-        Some(_) => parse_inline(buf, limits, args),
+    let resume = args.partial.take();
+    if resume.is_none() {
+        args.clear();
     }
+    let result = match buf.first() {
+        None => Err(ParseError::Incomplete),
+        Some(b'*') => parse_multibulk(buf, limits, args, resume.unwrap_or_default()),
+        Some(_) => parse_inline(buf, limits, args, resume.map_or(0, |p| p.scanned)),
+    };
+    if !matches!(result, Err(ParseError::Incomplete)) {
+        args.partial = None;
+    }
+    result
 }
 
 /// Finds the `\r` that ends a header line starting at `start`, the way Redis
-/// does (`strchr(…, '\r')`, then trusting the next byte to be `\n`). Returns
-/// its index; `Incomplete` while the line may still arrive; `too_big` once
-/// more than `max` bytes have come without one.
+/// does (`strchr(…, '\r')`, then trusting the next byte to be `\n`). The
+/// first `scanned` bytes of the line are known to hold no `\r`. Returns its
+/// index; `Incomplete` while the line may still arrive; `too_big` once more
+/// than `max` bytes have come without one.
 fn header_end(
     buf: &[u8],
     start: usize,
+    scanned: usize,
     max: usize,
     too_big: ProtocolError,
 ) -> Result<usize, ParseError> {
     let rest = &buf[start..];
     let window = &rest[..rest.len().min(max.saturating_add(1))];
-    match window.iter().position(|&c| c == b'\r') {
-        Some(i) if start + i + 1 < buf.len() => Ok(start + i),
+    let from = scanned.min(window.len());
+    match window[from..].iter().position(|&c| c == b'\r') {
+        Some(i) if start + from + i + 1 < buf.len() => Ok(start + from + i),
         Some(_) => Err(ParseError::Incomplete),
         None if rest.len() > max => Err(ParseError::Protocol(too_big)),
         None => Err(ParseError::Incomplete),
     }
 }
 
-fn parse_multibulk(buf: &[u8], limits: &Limits, args: &mut Args) -> Result<usize, ParseError> {
-    let cr = header_end(buf, 0, limits.max_inline_len, ProtocolError::TooBigMultibulkCount)?;
-    let count = match parse_redis_i64(&buf[1..cr]) {
-        Some(n) if n <= i64::try_from(limits.max_multibulk_len).unwrap_or(i64::MAX) => n,
-        _ => return Err(ParseError::Protocol(ProtocolError::InvalidMultibulkLength)),
-    };
-    let mut pos = cr + 2;
-    // `*0` and `*-1` are requests with no argument.
-    let count = usize::try_from(count).unwrap_or(0);
-    args.ranges.reserve(count.min(INITIAL_ARGS));
-    for _ in 0..count {
-        if pos >= buf.len() {
-            return Err(ParseError::Incomplete);
+/// Bytes of the line at `start` that a later call need not search again:
+/// all but the last (which may be a `\r` whose `\n` has not come yet).
+fn searched(buf: &[u8], start: usize) -> usize {
+    buf.len().saturating_sub(start).saturating_sub(1)
+}
+
+fn parse_multibulk(
+    buf: &[u8],
+    limits: &Limits,
+    args: &mut Args,
+    resume: Partial,
+) -> Result<usize, ParseError> {
+    let (count, mut pos, mut scanned) = match resume.count {
+        Some(count) => (count, resume.pos, resume.scanned),
+        None => {
+            let max = limits.max_inline_len;
+            let cr = match header_end(
+                buf,
+                0,
+                resume.scanned,
+                max,
+                ProtocolError::TooBigMultibulkCount,
+            ) {
+                Err(ParseError::Incomplete) => {
+                    args.partial = Some(Partial { scanned: searched(buf, 0), ..resume });
+                    return Err(ParseError::Incomplete);
+                }
+                other => other?,
+            };
+            let count = match parse_redis_i64(&buf[1..cr]) {
+                Some(n) if n <= i64::try_from(limits.max_multibulk_len).unwrap_or(i64::MAX) => n,
+                _ => return Err(ParseError::Protocol(ProtocolError::InvalidMultibulkLength)),
+            };
+            // `*0` and `*-1` are requests with no argument.
+            let count = usize::try_from(count).unwrap_or(0);
+            args.ranges.reserve(count.min(INITIAL_ARGS));
+            (count, cr + 2, 0)
         }
-        let cr = header_end(buf, pos, limits.max_inline_len, ProtocolError::TooBigBulkCount)?;
+    };
+    while args.ranges.len() < count {
+        let incomplete = |args: &mut Args, pos: usize, scanned: usize| {
+            args.partial = Some(Partial { count: Some(count), pos, scanned });
+            Err(ParseError::Incomplete)
+        };
+        if pos >= buf.len() {
+            return incomplete(args, pos, 0);
+        }
+        let max = limits.max_inline_len;
+        let cr = match header_end(buf, pos, scanned, max, ProtocolError::TooBigBulkCount) {
+            Err(ParseError::Incomplete) => return incomplete(args, pos, searched(buf, pos)),
+            other => other?,
+        };
         if buf[pos] != b'$' {
             return Err(ParseError::Protocol(ProtocolError::ExpectedDollar(buf[pos])));
         }
@@ -159,10 +252,12 @@ fn parse_multibulk(buf: &[u8], limits: &Limits, args: &mut Args) -> Result<usize
         // Like Redis, the two bytes after the argument are skipped unchecked.
         let end = start + len + 2;
         if end > buf.len() {
-            return Err(ParseError::Incomplete);
+            // The header is parsed again when the argument has come (a few bytes).
+            return incomplete(args, pos, 0);
         }
         args.ranges.push(start..start + len);
         pos = end;
+        scanned = 0;
     }
     Ok(pos)
 }
@@ -172,14 +267,23 @@ const fn is_space(c: u8) -> bool {
     matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
 }
 
-fn parse_inline(buf: &[u8], limits: &Limits, args: &mut Args) -> Result<usize, ParseError> {
+fn parse_inline(
+    buf: &[u8],
+    limits: &Limits,
+    args: &mut Args,
+    scanned: usize,
+) -> Result<usize, ParseError> {
     let window = &buf[..buf.len().min(limits.max_inline_len.saturating_add(1))];
-    let newline = match window.iter().position(|&c| c == b'\n') {
-        Some(i) => i,
+    let from = scanned.min(window.len());
+    let newline = match window[from..].iter().position(|&c| c == b'\n') {
+        Some(i) => from + i,
         None if buf.len() > limits.max_inline_len => {
             return Err(ParseError::Protocol(ProtocolError::TooBigInline));
         }
-        None => return Err(ParseError::Incomplete),
+        None => {
+            args.partial = Some(Partial { count: None, pos: 0, scanned: window.len() });
+            return Err(ParseError::Incomplete);
+        }
     };
     let mut line = &buf[..newline];
     if let Some(stripped) = line.strip_suffix(b"\r") {
@@ -331,6 +435,69 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Feeds `wire` in pieces of `step` bytes, as reads from a socket would,
+    /// reusing one `Args`; returns the parsed arguments.
+    fn parse_in_pieces(wire: &[u8], step: usize) -> Vec<Vec<u8>> {
+        let mut args = Args::new();
+        let limits = Limits::default();
+        let mut end = 0;
+        loop {
+            end = (end + step).min(wire.len());
+            match parse_command(&wire[..end], &limits, &mut args) {
+                Ok(n) => {
+                    assert_eq!(n, wire.len());
+                    return args.command(wire).iter().map(<[u8]>::to_vec).collect();
+                }
+                Err(ParseError::Incomplete) => assert!(end < wire.len(), "complete at {end}"),
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_request_split_into_reads_parses_as_a_whole() {
+        let values: Vec<Vec<u8>> = (0..300).map(|i| vec![b'a' + (i % 26) as u8; i]).collect();
+        let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+        let mut wire = Vec::new();
+        encode_command(&mut wire, &refs);
+        for step in [1, 2, 3, 7, 64, 1000, wire.len()] {
+            assert_eq!(parse_in_pieces(&wire, step), values, "step {step}");
+        }
+        let inline = b"set key some-value\r\n";
+        for step in 1..inline.len() {
+            assert_eq!(parse_in_pieces(inline, step), [&b"set"[..], b"key", b"some-value"]);
+        }
+    }
+
+    #[test]
+    fn a_resumed_parse_does_not_search_old_bytes_again() {
+        // Proof by construction: bytes already searched are changed before the
+        // next call; a parse that started over would see the change.
+        let limits = Limits::default();
+        let mut args = Args::new();
+        let mut line = b"get aaaaaaaa".to_vec();
+        assert_eq!(parse_command(&line, &limits, &mut args), Err(ParseError::Incomplete));
+        line[5] = b'\n'; // searched already: not seen again
+        line.extend_from_slice(b"bb\n");
+        assert_eq!(parse_command(&line, &limits, &mut args), Ok(line.len()));
+        // Multibulk: arguments parsed before are kept, not parsed again.
+        let mut wire = b"*3\r\n$3\r\nget\r\n$1\r\nk\r\n$".to_vec();
+        assert_eq!(parse_command(&wire, &limits, &mut args), Err(ParseError::Incomplete));
+        wire[5] = b'9'; // `$3` of `get`, parsed already: a fresh parse would fail
+        wire.extend_from_slice(b"2\r\nk2\r\n");
+        assert_eq!(parse_command(&wire, &limits, &mut args), Ok(wire.len()));
+        let got: Vec<&[u8]> = args.command(&wire).iter().collect();
+        assert_eq!(got, [&b"get"[..], b"k", b"k2"], "ranges kept");
+        // `clear` starts afresh.
+        assert_eq!(
+            parse_command(b"*2\r\n$3\r\nget\r\n", &limits, &mut args),
+            Err(ParseError::Incomplete)
+        );
+        args.clear();
+        assert_eq!(parse_command(b"ping\r\n", &limits, &mut args), Ok(6));
+        assert_eq!(args.len(), 1);
+    }
 
     fn parse_with(input: &[u8], limits: &Limits) -> Result<(Vec<Vec<u8>>, usize), ParseError> {
         let mut args = Args::new();
