@@ -232,6 +232,10 @@ impl Default for Config {
     }
 }
 
+/// Room in the output buffer beyond one value: the replies written before a long reply
+/// suspends (the soft limit) and one value's header.
+const MIN_OUTPUT_ROOM: usize = crate::OUTPUT_SOFT_LIMIT + 64 * 1024;
+
 /// Largest per-item overhead (key record and key) added to a value's size.
 const ITEM_OVERHEAD: usize = 1024;
 
@@ -353,6 +357,13 @@ impl Config {
         }
         if self.max_item_size.0 == 0 {
             return Err("max_item_size must be positive".into());
+        }
+        if self.max_output_buffer.bytes() < self.max_item_size.bytes() + MIN_OUTPUT_ROOM {
+            return Err(format!(
+                "max_output_buffer must be at least max_item_size + {}: a reply of one value \
+                 must fit",
+                Size(MIN_OUTPUT_ROOM as u64)
+            ));
         }
         if self.write_chunk.0 < 4096 {
             return Err("write_chunk must be at least 4KiB".into());

@@ -3,7 +3,8 @@
 //! - Raw bytes under random limits, parsed as a pipeline: every request
 //!   respects the limits, consumes no more than it was given, re-encodes to
 //!   bytes that parse back to the same request, and every strict prefix of
-//!   its bytes is `Incomplete`; every error skips at least one byte.
+//!   its bytes is `Incomplete`; every error skips at least one byte; fed in
+//!   growing pieces, the resumable parser answers what the plain one does.
 //! - Structured requests (classic and meta) built from `Arbitrary` values:
 //!   encode → parse gives the same request, the typed meta accessors return
 //!   what was put in, and the canonical bytes are stable.
@@ -13,6 +14,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use fridge_proto::memcache::{
     ArithmeticCommand, Keys, Limits, MetaCommand, ParseError, Request, Retrieval, RetrievalCommand,
     Storage, StorageCommand, base64_decoded_len, base64_encode, parse_request,
+    parse_request_resumable,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -187,6 +189,25 @@ fn check_limits(request: &Request<'_>, limits: &Limits) {
     }
 }
 
+/// `parse_request_resumable`, given growing prefixes of `buf` (as reads fill
+/// a connection's buffer), answers each exactly as `parse_request` does.
+fn check_resumable(buf: &[u8], limits: &Limits) {
+    let mut scanned = 0;
+    let mut end = 0;
+    let mut piece = 1;
+    while end < buf.len() {
+        end = (end + piece).min(buf.len());
+        piece = piece % 7 + 1;
+        let prefix = &buf[..end];
+        let resumed = parse_request_resumable(prefix, limits, &mut scanned);
+        assert_eq!(resumed, parse_request(prefix, limits), "prefix {end}");
+        if resumed != Err(ParseError::Incomplete) {
+            assert_eq!(scanned, 0);
+            return;
+        }
+    }
+}
+
 fn check_raw(data: &[u8], limits: &Limits) {
     // The canonical form may be a byte longer per line (`\n` becomes `\r\n`).
     let relaxed =
@@ -194,6 +215,7 @@ fn check_raw(data: &[u8], limits: &Limits) {
     let mut pos = 0;
     while pos < data.len() {
         let buf = &data[pos..];
+        check_resumable(buf, limits);
         match parse_request(buf, limits) {
             Ok((request, n)) => {
                 assert!(n > 0 && n <= buf.len());
