@@ -18,10 +18,10 @@ def fridge_binary():
     return os.path.join(target, "debug", "fridge")
 
 
-def launch(*args):
+def launch(*args, workers=2):
     """Starts fridge with `args`; returns (process, port) once it serves."""
     proc = subprocess.Popen(
-        [fridge_binary(), "-p", "0", "-m", "64", "-t", "2", *args],
+        [fridge_binary(), "-p", "0", "-m", "64", "-t", str(workers), *args],
         stderr=subprocess.PIPE,
         text=True,
     )

@@ -12,12 +12,12 @@
 use fridge_engine::{Condition, EngineError, Expiry, StoreOutcome, TenantId};
 use fridge_proto::memcache::{
     self as mc, ArithmeticCommand, MetaCommand, MetaRequest, MetaStatus, Reply, Request, Retrieval,
-    Storage, StorageCommand,
+    SpaceSplit, Storage, StorageCommand,
 };
 use fridge_proto::number::write_i64;
 
 use crate::stats;
-use crate::worker::{Ctx, READ_GROUP, Session};
+use crate::worker::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 
 /// memcached treats exptimes above 30 days as absolute Unix times.
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
@@ -65,6 +65,8 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
     // allowed) uses `default`, or the tenant its first key's prefix routes to.
     let t = match s.user {
         Some(t) => t,
+        // A resumed multiget keeps the tenant its first run was routed to.
+        None if s.resume.resuming => s.tenant,
         None => ctx.tenants.route(first_key(&req)),
     };
     s.tenant = t;
@@ -171,8 +173,10 @@ fn first_key<'a>(req: &Request<'a>) -> &'a [u8] {
     }
 }
 
-/// `get`, `gets`, `gat`, `gats`: the reply is written in steps when it grows long (see
-/// [`Session::suspend`]), so a multiget of large values never sits whole in memory.
+/// `get`, `gets`, `gat`, `gats`: answered in steps (see [`Session::suspend`]) once the reply
+/// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up, so a multiget of any
+/// size never sits whole in memory or holds the worker. A resumed run is given only the keys
+/// not yet answered; the suspension records the bytes of the key list that were.
 fn retrieval(
     r: Retrieval<'_>,
     out: &mut Vec<u8>,
@@ -181,13 +185,19 @@ fn retrieval(
     ctx: &mut Ctx<'_>,
     now: u64,
 ) {
+    let raw = r.keys.as_bytes();
+    let mut keys = r.keys.iter();
+    let mut looked_up = 0;
+    let suspend = |s: &mut Session, rest: &SpaceSplit<'_>| {
+        s.resume.retrieval = Some((r.command, r.exptime));
+        s.suspend(s.resume_at() + raw.len() - rest.remainder().len());
+    };
     let with_cas = r.command.returns_cas();
-    let mut done = s.resume_at();
-    let mut keys = r.keys.iter().skip(done).peekable();
     if !with_cas && !r.command.touches() {
         // Plain `get`: batched engine calls, whose lookups overlap their memory misses. Once
         // the reply reaches the budget, the group's later keys are left for the next run.
-        while keys.peek().is_some() {
+        loop {
+            let group_start = keys.clone();
             let (mut asked, mut hits, mut stop) = (0, 0u64, None);
             let group = keys.by_ref().take(READ_GROUP).inspect(|_| asked += 1);
             ctx.engine.get_each(t, group, |j, key, item| {
@@ -199,11 +209,19 @@ fn retrieval(
                 mc::write_value_header(out, key, item.flags, item.value.len(), None);
                 mc::write_data(out, item.value);
             });
+            if asked == 0 {
+                break;
+            }
+            if let Some(j) = stop {
+                keys = group_start;
+                keys.by_ref().take(j).for_each(drop);
+            }
             let answered = stop.unwrap_or(asked);
             stats::tenant_lookups(ctx.stats, t, hits, answered as u64 - hits);
-            done += answered;
-            if stop.is_some() || (out.len() >= ctx.out_limit && keys.peek().is_some()) {
-                return s.suspend(done);
+            looked_up += answered;
+            let more = keys.clone().next().is_some();
+            if more && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
+                return suspend(s, &keys);
             }
         }
         return mc::write_reply(out, Reply::End);
@@ -238,9 +256,10 @@ fn retrieval(
             ctx.engine.get(t, key, write).is_some()
         };
         stats::tenant_lookups(ctx.stats, t, u64::from(hit), u64::from(!hit));
-        done += 1;
-        if out.len() >= ctx.out_limit && keys.peek().is_some() {
-            return s.suspend(done);
+        looked_up += 1;
+        let more = keys.clone().next().is_some();
+        if more && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
+            return suspend(s, &keys);
         }
     }
     mc::write_reply(out, Reply::End);

@@ -15,7 +15,7 @@ use fridge_proto::resp::{
 
 use crate::stats;
 use crate::tenants::Login;
-use crate::worker::{Ctx, READ_GROUP, Session};
+use crate::worker::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 
 const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
 const SYNTAX: &[u8] = b"ERR syntax error";
@@ -716,10 +716,10 @@ const SCAN_MIN_BUCKETS: usize = 1024;
 /// SCAN stops early once its keys take this many bytes.
 const SCAN_REPLY_BYTES: usize = 64 * 1024;
 /// Index buckets KEYS visits per step before other connections get a turn.
-const KEYS_STEP_BUCKETS: usize = 16 * 1024;
+const KEYS_STEP_BUCKETS: usize = 1024;
 
-/// `MGET`: batched lookups, the reply written in steps when it grows long (see
-/// [`Session::suspend`]).
+/// `MGET`: batched lookups, answered in steps (see [`Session::suspend`]) once the reply
+/// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up.
 fn mget(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx: &mut Ctx<'_>) {
     let v = s.version;
     let n = cmd.len();
@@ -729,6 +729,7 @@ fn mget(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx:
         write_array_header(out, n - 1);
         i = 1;
     }
+    let mut looked_up = 0;
     while i < n {
         let end = (i + READ_GROUP).min(n);
         // One batched engine call per group; misses are the indices it skips. Once the
@@ -751,8 +752,9 @@ fn mget(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx:
             write_null(out, v);
         }
         stats::tenant_lookups(ctx.stats, t, hits, (answered - i) as u64 - hits);
+        looked_up += answered - i;
         i = answered;
-        if i < n && out.len() >= ctx.out_limit {
+        if i < n && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
             return s.suspend(i);
         }
     }

@@ -38,6 +38,9 @@ const REJECT_WAIT_MS: u64 = 1000;
 /// Keys a multi-key read looks up per engine call before it checks how long its reply has
 /// grown.
 pub(crate) const READ_GROUP: usize = 64;
+/// Keys a multi-key read looks up in one run before it lets the worker's other connections
+/// have a turn (see [`Session::suspend`]).
+pub(crate) const KEYS_PER_RUN: usize = 4096;
 
 /// Which parser a connection uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,8 +85,11 @@ pub(crate) struct Resume {
     pub suspended: bool,
     /// The request being run was run before and goes on.
     pub resuming: bool,
-    /// Where the command goes on (for multi-key reads, the first key not yet answered).
+    /// Where the command goes on: for `MGET`, the first argument not yet answered; for a
+    /// memcached multiget, the bytes of its key list already answered.
     pub next: usize,
+    /// A memcached multiget's command and exptime: a resumed run is not parsed again.
+    pub retrieval: Option<(memcache::RetrievalCommand, i32)>,
     /// KEYS's state between its steps.
     pub keys: Option<Box<crate::resp::KeysJob>>,
 }
@@ -174,8 +180,10 @@ struct Conn {
     scanned: usize,
     /// When the request at the head of the input began to wait for its end (ms); 0: none.
     partial_since_ms: u64,
-    /// The bytes of a suspended RESP request (its arguments stay parsed in `args`).
+    /// The bytes of a suspended request: RESP's arguments stay parsed in `args`; a
+    /// memcached multiget's key list is `resume_keys` (offsets from the request's start).
     resume_used: usize,
+    resume_keys: std::ops::Range<usize>,
     /// Buffer memory last added to `Shared::client_memory` for this connection.
     memory: usize,
     /// Reply bytes; `wbuf[wpos..]` are unsent.
@@ -370,6 +378,7 @@ impl Loop {
                 scanned: 0,
                 partial_since_ms: 0,
                 resume_used: 0,
+                resume_keys: 0..0,
                 memory: 0,
                 wbuf: Vec::with_capacity(READ_BUF_INITIAL),
                 wpos: 0,
@@ -856,14 +865,34 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
                     used
                 }
             }
+            // A suspended multiget runs again on the keys it has not answered.
+            Wire::Memcache if c.session.resume.resuming => {
+                let Some((command, exptime)) = c.session.resume.retrieval else {
+                    c.session.resume = Resume::default();
+                    continue;
+                };
+                let keys = &buf[c.resume_keys.start + c.session.resume.next..c.resume_keys.end];
+                let keys = memcache::Keys::new(keys);
+                let req =
+                    memcache::Request::Retrieval(memcache::Retrieval { command, exptime, keys });
+                crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+                if c.session.keep_for_later() {
+                    c.backlogged = true;
+                    break;
+                }
+                c.resume_used
+            }
             Wire::Memcache => {
                 match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
                     Ok((req, used)) => {
-                        if !c.session.resume.resuming {
-                            stats::inc(&ctx.stats.commands);
-                        }
+                        stats::inc(&ctx.stats.commands);
+                        let keys = match &req {
+                            memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
+                            _ => 0..0,
+                        };
                         crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
                         if c.session.keep_for_later() {
+                            (c.resume_used, c.resume_keys) = (used, keys);
                             c.backlogged = true;
                             c.partial_since_ms = 0;
                             break;
@@ -949,6 +978,14 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         c.rstart = 0;
         c.rend = 0;
     }
+}
+
+/// Where `part`, a subslice of `whole`, lies in it.
+fn offsets(whole: &[u8], part: &[u8]) -> std::ops::Range<usize> {
+    // Address arithmetic on two slices of one buffer; nothing is dereferenced.
+    let start = (part.as_ptr() as usize).saturating_sub(whole.as_ptr() as usize);
+    debug_assert!(start + part.len() <= whole.len());
+    start..start + part.len()
 }
 
 /// A request larger than the query buffer limit: answered with the protocol's error, and

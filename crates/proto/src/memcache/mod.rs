@@ -83,8 +83,8 @@ pub use meta::{
     base64_decoded_len, base64_encode, encode_meta,
 };
 pub use request::{
-    ArithmeticCommand, Keys, Request, Retrieval, RetrievalCommand, Storage, StorageCommand,
-    encode_retrieval, parse_request, parse_request_resumable,
+    ArithmeticCommand, Keys, Request, Retrieval, RetrievalCommand, SpaceSplit, Storage,
+    StorageCommand, encode_retrieval, parse_request, parse_request_resumable,
 };
 pub use response::{
     MetaStatus, Reply, Response, ResponseError, parse_response, write_client_error, write_data,

@@ -247,6 +247,13 @@ pub struct SpaceSplit<'a> {
     rest: &'a [u8],
 }
 
+impl<'a> SpaceSplit<'a> {
+    /// The bytes not yet split (a server answering a multiget in steps resumes from them).
+    pub const fn remainder(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
 impl<'a> Iterator for SpaceSplit<'a> {
     type Item = &'a [u8];
     fn next(&mut self) -> Option<&'a [u8]> {
