@@ -89,18 +89,34 @@ class Bystander:
         with Bystander(port) as b:
             attack()
         b.report("name")   # prints median / p99 / max; asserts it was served, never stalled
+
+    On a server that requires a login, pass `login=(user, password)`: the bystander logs in
+    with memcached's `set` carrying them before its first request. `source` picks the loopback
+    address it connects from; `ready` is set once its first request was answered.
     """
 
-    def __init__(self, port, host="127.0.0.1", key=b"bystander", pause=0.002):
+    def __init__(self, port, host="127.0.0.1", key=b"bystander", pause=0.002, login=None,
+                 source=None):
         self.port, self.host, self.key, self.pause = port, host, key, pause
+        self.login, self.source = login, source
         self.latencies = []
         self.errors = []
+        self.ready = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
+    def _log_in(self, sock):
+        data = ("%s %s" % self.login).encode()
+        sock.sendall(b"set auth 0 0 %d\r\n%s\r\n" % (len(data), data))
+        reply = read_until(sock, b"\r\n")
+        if reply != b"STORED\r\n":
+            raise AssertionError(f"login refused: {reply!r}")
+
     def _run(self):
         try:
-            sock = connect(self.port, self.host, timeout=STALL_S * 5)
+            sock = connect(self.port, self.host, source=self.source, timeout=STALL_S * 5)
+            if self.login:
+                self._log_in(sock)
             value = b"v" * 32
             sock.sendall(b"set %s 0 0 %d\r\n%s\r\n" % (self.key, len(value), value))
             read_until(sock, b"\r\n")
@@ -110,6 +126,7 @@ class Bystander:
                 sock.sendall(b"get %s\r\n" % self.key)
                 reply = read_until(sock, b"END\r\n")
                 self.latencies.append(time.monotonic() - start)
+                self.ready.set()
                 if reply != expected:
                     self.errors.append(f"unexpected reply {reply[:80]!r}")
                     return
@@ -119,7 +136,10 @@ class Bystander:
             self.errors.append(repr(e))
 
     def __enter__(self):
+        # The attack starts once the bystander is being served, so a stall shows in its
+        # latencies rather than in its setup.
         self._thread.start()
+        self.ready.wait(STALL_S * 5)
         return self
 
     def __exit__(self, *exc):

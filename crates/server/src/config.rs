@@ -188,11 +188,15 @@ pub struct Config {
     /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off.
     pub hitmap_bits_per_item: usize,
     /// Whether clients that have not authenticated may use the cache (as tenant `default`, or
-    /// the tenant whose key prefix matches). Unset: yes without tenants, no with tenants.
+    /// the tenant whose key prefix matches). Unset: yes only while nothing asks for a password
+    /// (no tenant besides `default`, and `default` without a password).
     pub allow_unauthenticated: Option<bool>,
-    /// Delay after a failed login before the connection is served again; it doubles with
-    /// each further failure on the connection (at most 64 times this).
-    pub auth_failure_delay: Millis,
+    /// Failed logins per second allowed, per client address and per user name: the refill
+    /// rate of each token bucket (see `docs/tenants.md`).
+    pub auth_failure_rate: f64,
+    /// Failed logins allowed at once, per client address and per user name: each token
+    /// bucket's size. Once a bucket is empty, logins are refused unchecked.
+    pub auth_failure_burst: u32,
     /// Tenants (`[[tenants]]` tables). Without any, `default` owns all memory.
     pub tenants: Vec<TenantConfig>,
     /// The file the configuration came from; SIGHUP and `CONFIG RELOAD` reread its tenants.
@@ -225,7 +229,8 @@ impl Default for Config {
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
             allow_unauthenticated: None,
-            auth_failure_delay: Millis(100),
+            auth_failure_rate: 1.0,
+            auth_failure_burst: 10,
             tenants: Vec::new(),
             config_file: None,
         }
@@ -259,18 +264,24 @@ impl Config {
         self.resp_port.map(|p| socket_addr(&self.listen, p)).transpose()
     }
 
-    /// Reads a TOML configuration file (keys as in this struct).
+    /// Reads a TOML configuration file (keys as in this struct). Errors are one line (they
+    /// go to a log on SIGHUP, and into an error reply on `CONFIG RELOAD`).
     pub fn from_file(path: &std::path::Path) -> Result<Config, String> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        toml::from_str::<Config>(&text).map_err(|e| format!("bad config {}: {e}", path.display()))
+        toml::from_str::<Config>(&text).map_err(|e| {
+            let at = e.span().map(|span| position(&text, span.start)).unwrap_or_default();
+            let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            format!("bad config {}{at}: {message}", path.display())
+        })
     }
 
-    /// Whether unauthenticated clients are served: as configured, else only when no tenant
-    /// other than `default` is configured.
+    /// Whether unauthenticated clients are served: as configured, else only when nothing
+    /// asks for a password (no tenant besides `default`, and `default` without one).
     pub fn unauthenticated_allowed(&self) -> bool {
-        self.allow_unauthenticated
-            .unwrap_or_else(|| self.tenants.iter().all(|t| t.name == DEFAULT_TENANT))
+        self.allow_unauthenticated.unwrap_or_else(|| {
+            self.tenants.iter().all(|t| t.name == DEFAULT_TENANT && t.password_sha256.is_none())
+        })
     }
 
     /// Idle timeout, if any.
@@ -373,6 +384,14 @@ impl Config {
     }
 }
 
+/// `, line L column C` of byte `offset` in `text`.
+fn position(text: &str, offset: usize) -> String {
+    let before = text.as_bytes().get(..offset).unwrap_or(text.as_bytes());
+    let line = before.iter().filter(|&&c| c == b'\n').count() + 1;
+    let column = before.iter().rev().take_while(|&&c| c != b'\n').count() + 1;
+    format!(", line {line} column {column}")
+}
+
 fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
     use std::net::ToSocketAddrs;
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -399,9 +418,13 @@ fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
                   name, password_sha256 (print one with `fridge hash-password`), reserved, \
                   credit, rank (hitmap, lru, lfu, slru), idle_tax = { rate, idle_time }, \
                   hard_cap, key_prefixes. Clients log in with AUTH user pass, HELLO 3 AUTH user \
-                  pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. SIGHUP or \
-                  CONFIG RELOAD rereads the tenants without losing cached data. See \
-                  docs/tenants.md."
+                  pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. Failed logins \
+                  are limited per client address and per user name (--auth-failure-rate, \
+                  --auth-failure-burst); past the limit a login is refused unchecked. SIGHUP \
+                  or CONFIG RELOAD rereads the tenants and login settings without losing \
+                  cached data; a file that does not parse, or that would let clients in \
+                  without a password where one is required now, is refused and the running \
+                  configuration stays. See docs/tenants.md."
 )]
 pub struct Cli {
     /// A tool instead of the server.
@@ -483,12 +506,17 @@ pub struct Cli {
     #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
     pub hitmap_bits_per_item: Option<usize>,
     /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)
-    /// [default: true without tenants, false with tenants].
+    /// [default: true unless a tenant besides `default` is configured or `default` has a
+    /// password].
     #[arg(long, env = "FRIDGE_ALLOW_UNAUTHENTICATED", value_name = "BOOL")]
     pub allow_unauthenticated: Option<bool>,
-    /// Pause after a failed login; doubles with each further failure [default: 100ms].
-    #[arg(long, env = "FRIDGE_AUTH_FAILURE_DELAY", value_name = "DURATION")]
-    pub auth_failure_delay: Option<Millis>,
+    /// Failed logins per second allowed per client address and per user name, once the
+    /// burst is spent; further logins are refused unchecked [default: 1.0].
+    #[arg(long, env = "FRIDGE_AUTH_FAILURE_RATE", value_name = "PER_SECOND")]
+    pub auth_failure_rate: Option<f64>,
+    /// Failed logins allowed at once per client address and per user name [default: 10].
+    #[arg(long, env = "FRIDGE_AUTH_FAILURE_BURST", value_name = "COUNT")]
+    pub auth_failure_burst: Option<u32>,
 }
 
 /// Tools run instead of the server.
@@ -537,7 +565,8 @@ impl Cli {
             write_chunk,
             segment_size,
             hitmap_bits_per_item,
-            auth_failure_delay
+            auth_failure_rate,
+            auth_failure_burst
         );
         if let Some(v) = self.allow_unauthenticated {
             c.allow_unauthenticated = Some(v);
@@ -612,7 +641,8 @@ mod tests {
     fn tenants_parse_from_toml() {
         let hash = crate::tenants::PasswordHash::new(b"s", b"pw");
         let text = format!(
-            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\nauth_failure_delay = \"250ms\"\n\
+            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\nauth_failure_rate = 0.5\n\
+             auth_failure_burst = 3\n\
              [[tenants]]\nname = \"billing\"\npassword_sha256 = \"{hash}\"\n\
              reserved = \"8MiB\"\ncredit = \"32KiB\"\nrank = \"slru\"\n\
              idle_tax = {{ rate = 0.25, idle_time = \"2m\" }}\nhard_cap = \"16MiB\"\n"
@@ -621,7 +651,7 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.hitmap_bits_per_item, 16);
         assert_eq!(c.engine().hitmap_bits_per_item, 16);
-        assert_eq!(c.auth_failure_delay, Millis(250));
+        assert_eq!((c.auth_failure_rate, c.auth_failure_burst), (0.5, 3));
         assert!(!c.unauthenticated_allowed(), "tenants exist");
         let p = c.tenants[0].policy();
         assert_eq!((p.reserved, p.credit, p.hard_cap), (8 << 20, 32 << 10, Some(16 << 20)));
@@ -631,6 +661,12 @@ mod tests {
         assert!(c.tenants[0].password_sha256.as_ref().unwrap().verify(b"pw"));
         let bad_rank = "[[tenants]]\nname = \"a\"\nrank = \"random\"\n";
         assert!(toml::from_str::<Config>(bad_rank).is_err());
+        let path = std::env::temp_dir().join(format!("fridge-config-{}.toml", std::process::id()));
+        std::fs::write(&path, bad_rank).unwrap();
+        let err = Config::from_file(&path).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert!(!err.contains('\n'), "one line: {err}");
+        assert!(err.contains(", line 3 column 8: "), "{err}");
         let unknown = "[[tenants]]\nname = \"a\"\npassword = \"plain\"\n";
         assert!(toml::from_str::<Config>(unknown).is_err(), "plain passwords are refused");
         assert_eq!("90".parse::<Millis>(), Ok(Millis(90_000)));
@@ -653,5 +689,29 @@ mod tests {
         assert_eq!(from_file.write_chunk, Size(16 << 10));
         let tiny = Config { write_chunk: Size(512), ..Config::default() };
         assert_eq!(tiny.validate().unwrap_err(), "write_chunk must be at least 4KiB");
+    }
+
+    #[test]
+    fn login_limits_are_set_and_checked() {
+        let cli = Cli::try_parse_from([
+            "fridge",
+            "--auth-failure-rate",
+            "0.25",
+            "--auth-failure-burst",
+            "4",
+        ])
+        .unwrap();
+        let c = cli.into_config().unwrap();
+        assert_eq!((c.auth_failure_rate, c.auth_failure_burst), (0.25, 4));
+        let whole: Config = toml::from_str("auth_failure_rate = 2\n").unwrap();
+        assert_eq!(whole.auth_failure_rate, 2.0, "a whole number is a rate too");
+        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let bad = Config { auth_failure_rate: rate, ..Config::default() };
+            assert!(bad.validate().unwrap_err().starts_with("auth_failure_rate must be"), "{rate}");
+        }
+        let bad = Config { auth_failure_burst: 0, ..Config::default() };
+        assert_eq!(bad.validate().unwrap_err(), "auth_failure_burst must be at least 1");
+        let old = toml::from_str::<Config>("auth_failure_delay = \"100ms\"\n");
+        assert!(old.is_err(), "the pause after a failed login is gone");
     }
 }

@@ -48,8 +48,11 @@
 //! or, for clients that have not logged in where that is allowed, `default` or the tenant
 //! whose key prefix matches. Workers read an immutable snapshot of the tenants; a reload
 //! (SIGHUP, `CONFIG RELOAD`) publishes a new one and bumps a generation counter that each
-//! worker checks once per turn. A failed login pauses its connection (not the worker) for a
-//! delay that doubles with each failure.
+//! worker checks once per turn, and fails closed: a file that does not parse, or that would
+//! let clients in without a password where the running configuration makes them log in,
+//! changes nothing. Every login is answered at once; failed logins are limited by token
+//! buckets per client address and per user name, past which a login is refused unchecked
+//! (see the `auth` module).
 
 mod auth;
 mod config;
@@ -145,8 +148,11 @@ pub(crate) struct Shared {
     pub tenants_generation: AtomicU64,
     /// Bytes all client connections' buffers take (each worker adds its connections' changes).
     pub client_memory: AtomicUsize,
-    /// Recent failed logins per client address; locked on failed logins only.
+    /// Recent failed logins per client address and per user name; locked once or twice per
+    /// login attempt, never per request.
     pub auth_failures: Mutex<auth::FailureLog>,
+    /// Reloads refused (SIGHUP or `CONFIG RELOAD`).
+    pub reload_failures: AtomicU64,
 }
 
 impl Shared {
@@ -156,9 +162,20 @@ impl Shared {
     }
 
     /// Rereads the configuration file's tenant settings (`tenants`, `allow_unauthenticated`,
-    /// `auth_failure_delay`) and publishes them; the rest of the file needs a restart. Cached
-    /// data stays. On error nothing changes.
+    /// `auth_failure_rate`, `auth_failure_burst`) and publishes them; the rest of the file
+    /// needs a restart. Cached data stays. On error nothing changes, and the failure is
+    /// counted: the file cannot be read or parsed, does not validate (as at start), or would
+    /// let clients in without a password where the running configuration makes them log in
+    /// ([`tenants::check_reload`]).
     pub(crate) fn reload(&self) -> Result<Arc<tenants::Tenants>, String> {
+        let result = self.try_reload();
+        if result.is_err() {
+            self.reload_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn try_reload(&self) -> Result<Arc<tenants::Tenants>, String> {
         let path = self
             .config
             .config_file
@@ -168,10 +185,13 @@ impl Shared {
         let config = Config {
             tenants: file.tenants,
             allow_unauthenticated: file.allow_unauthenticated,
-            auth_failure_delay: file.auth_failure_delay,
+            auth_failure_rate: file.auth_failure_rate,
+            auth_failure_burst: file.auth_failure_burst,
             ..self.config.clone()
         };
+        // Under the registry lock, so two reloads cannot both judge against the same snapshot.
         let mut registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        tenants::check_reload(&self.tenants(), &config)?;
         let table = registry.apply(&config, &self.engine)?;
         *self.tenants.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&table);
         self.tenants_generation.store(table.generation, Ordering::Release);
@@ -251,16 +271,19 @@ impl ShutdownHandle {
     }
 }
 
-/// Rereads the tenant settings of the configuration file: existing names keep their ids and
-/// their cached data, new names get new ids, removed tenants can no longer log in (their open
-/// connections are closed at their next request). Other settings need a restart.
+/// Rereads the tenant and login settings of the configuration file: existing names keep their
+/// ids and their cached data, new names get new ids, removed tenants can no longer log in
+/// (their open connections are closed at their next request). Other settings need a restart.
+/// A file that fails to parse or validate, or that would let clients in without a password
+/// where a login is required now, is refused and the running configuration stays.
 #[derive(Debug, Clone)]
 pub struct ReloadHandle {
     shared: Arc<Shared>,
 }
 
 impl ReloadHandle {
-    /// Reloads; on error (unreadable or invalid file) the tenants in force stay.
+    /// Reloads; on error (unreadable, invalid or unsafe file, explained) the tenants in force
+    /// stay.
     pub fn reload(&self) -> Result<(), String> {
         self.shared.reload().map(drop)
     }
@@ -290,6 +313,7 @@ impl Server {
             tenants: RwLock::new(table),
             registry: Mutex::new(registry),
             auth_failures: Mutex::new(auth::FailureLog::default()),
+            reload_failures: AtomicU64::new(0),
             started_ms: clock.now_ms(),
             clock,
             engine,

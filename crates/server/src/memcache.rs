@@ -137,7 +137,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
                 mc::write_reply(out, Reply::End);
             }
             b"settings" => {
-                crate::stats::write_memcache_settings(out, ctx.shared);
+                crate::stats::write_memcache_settings(out, ctx.shared, ctx.tenants);
                 mc::write_reply(out, Reply::End);
             }
             b"items" | b"slabs" => {

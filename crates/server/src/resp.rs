@@ -21,6 +21,9 @@ const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
 const SYNTAX: &[u8] = b"ERR syntax error";
 const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
 const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
+/// A login refused unchecked (see `auth`). Deliberately not `WRONGPASS`: nothing was checked,
+/// and clients (redis-py) raise a plain error for it rather than an authentication failure.
+const REFUSED: &[u8] = b"ERR too many failed login attempts; try again later";
 const NO_DEFAULT_PASSWORD: &[u8] = b"ERR AUTH <password> called without any password configured \
     for the default user. Are you sure your configuration is correct?";
 const HELLO_NOAUTH: &[u8] = b"NOAUTH HELLO must be called with the client already \
@@ -348,21 +351,12 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             if n > 3 {
                 return write_error(out, SYNTAX);
             }
-            let login = if n == 2 {
-                ctx.tenants.login_default(arg(1))
-            } else {
-                ctx.tenants.login(arg(1), arg(2))
-            };
-            match login {
-                Login::Ok(t) => {
-                    crate::auth::logged_in(s, ctx, t);
-                    write_simple(out, b"OK");
-                }
-                Login::Denied => {
-                    crate::auth::failed(s, ctx);
-                    write_error(out, WRONGPASS);
-                }
-                Login::NoDefaultPassword => write_error(out, NO_DEFAULT_PASSWORD),
+            let (user, password) = if n == 2 { (None, arg(1)) } else { (Some(arg(1)), arg(2)) };
+            match crate::auth::attempt(s, ctx, user, password) {
+                Ok(Login::Ok(_)) => write_simple(out, b"OK"),
+                Ok(Login::Denied) => write_error(out, WRONGPASS),
+                Ok(Login::NoDefaultPassword) => write_error(out, NO_DEFAULT_PASSWORD),
+                Err(crate::auth::Refused) => write_error(out, REFUSED),
             }
         }
         b"acl" => {
@@ -858,12 +852,10 @@ fn hello(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_
         }
     }
     match login {
-        Some((user, password)) => match ctx.tenants.login(user, password) {
-            Login::Ok(t) => crate::auth::logged_in(s, ctx, t),
-            Login::Denied | Login::NoDefaultPassword => {
-                crate::auth::failed(s, ctx);
-                return write_error(out, WRONGPASS);
-            }
+        Some((user, password)) => match crate::auth::attempt(s, ctx, Some(user), password) {
+            Ok(Login::Ok(_)) => {}
+            Ok(Login::Denied | Login::NoDefaultPassword) => return write_error(out, WRONGPASS),
+            Err(crate::auth::Refused) => return write_error(out, REFUSED),
         },
         None if s.must_login(ctx.tenants) => return write_error(out, HELLO_NOAUTH),
         None => {}
@@ -1016,11 +1008,6 @@ fn client_line(out: &mut Vec<u8>, id: u64, e: &crate::ClientEntry, user: &str, n
     );
 }
 
-/// Whether the session may see (and kill) a client: its own tenant's, or any as admin.
-fn may_see(s: &Session, ctx: &Ctx<'_>, e: &crate::ClientEntry) -> bool {
-    s.is_admin(ctx.tenants) || s.user == Some(e.tenant)
-}
-
 fn client(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let n = cmd.len();
@@ -1051,6 +1038,7 @@ fn client(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'
     } else if is(b"info") || is(b"list") {
         ctx.scratch.clear();
         {
+            let view = stats::View::of(s, ctx.tenants);
             let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
             let mut ids: Vec<&u64> = clients.keys().collect();
             ids.sort_unstable();
@@ -1058,7 +1046,7 @@ fn client(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'
                 if is(b"info") && *id != s.id {
                     continue;
                 }
-                if let Some(e) = clients.get(id).filter(|e| *id == s.id || may_see(s, ctx, e)) {
+                if let Some(e) = clients.get(id).filter(|e| view.sees_client(*id, e)) {
                     let user = ctx.tenants.name(e.tenant).unwrap_or_default();
                     client_line(ctx.scratch, *id, e, user, now, resp);
                 }
@@ -1110,16 +1098,18 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
     } else {
         return write_error(out, SYNTAX);
     }
+    // A client the session may not see (another tenant's, or anyone else's for a client that
+    // has not logged in) does not exist for it: `No such client`, or 0 killed.
     let mut killed = 0;
     let mut workers = Vec::new();
     {
+        let view = stats::View::of(s, ctx.tenants);
         let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
         for (id, e) in clients.iter_mut() {
             let addr_ok = by_addr.is_none_or(|a| e.peer.to_string().as_bytes() == a);
             let id_ok = by_id.is_none_or(|want| want == *id);
             let me = *id == s.id;
-            let visible = me || s.is_admin(ctx.tenants) || s.user == Some(e.tenant);
-            if visible && addr_ok && id_ok && !(me && skipme && n != 3) {
+            if view.sees_client(*id, e) && addr_ok && id_ok && !(me && skipme && n != 3) {
                 killed += 1;
                 if me {
                     s.closing = true;

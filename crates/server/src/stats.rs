@@ -2,12 +2,20 @@
 //!
 //! Each worker owns a [`WorkerStats`] in its own cache lines and is its only writer, so a
 //! count is a plain load and store, not a locked add. Readers sum all workers; a snapshot may
-//! be a few requests stale, which both reference servers allow too. Hits and misses are also
-//! counted per tenant there (two 2 KiB arrays per worker, indexed by tenant id).
+//! be a few requests stale, which both reference servers allow too. Hits, misses and login
+//! attempts are also counted per tenant there (arrays of 2 KiB per worker, indexed by tenant
+//! id).
 //!
-//! What a connection sees depends on its tenant ([`View`]): the admin view (`default`) has the
-//! server-wide figures and every tenant's row; any other tenant sees its own items, bytes,
-//! hits, misses and evictions in place of the server's, and only its own row.
+//! What a connection sees depends on who asks ([`View`]). The admin (see
+//! `Session::is_admin`) sees the server-wide figures, every tenant's row and every client.
+//! Any other view is built from zero ([`Figures::of`]), so a counter added later stays
+//! hidden until it is given a tenant's value: it holds the settings and the process's public
+//! facts (version, pid, uptime, ports, limits, memory size), the tenant's own items, bytes,
+//! lookups and evictions, the login attempts naming the user it logged in as, and the
+//! connections it may list. Every other counter — commands, bytes on the wire, connections
+//! received, other tenants' logins, the cleaner's and the hitmap's work, CPU time — is
+//! server-wide activity and reads 0, under memcached's and Redis's own names so tools still
+//! parse the reply.
 
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,7 +26,7 @@ use fridge_proto::memcache;
 
 use crate::tenants::Tenants;
 use crate::worker::Session;
-use crate::{MEMCACHED_VERSION, REDIS_VERSION, Shared};
+use crate::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 
 /// Counters of one worker. Written only by that worker.
 #[derive(Debug, Default)]
@@ -62,28 +70,74 @@ pub struct WorkerStats {
     pub evicted_clients: AtomicU64,
     /// Requests refused because they would exceed the query buffer limit.
     pub query_overflows: AtomicU64,
-    /// Login attempts (both protocols).
+    /// Login attempts (both protocols), refused ones included.
     pub auth_cmds: AtomicU64,
-    /// Failed login attempts.
+    /// Login attempts checked and failed.
     pub auth_errors: AtomicU64,
-    /// Lookups per tenant.
+    /// Login attempts refused unchecked (too many failures).
+    pub auth_refused: AtomicU64,
+    /// Lookups and logins per tenant.
     pub tenants: TenantCounters,
 }
 
-/// Per-tenant lookup counters of one worker, indexed by tenant id.
+/// Per-tenant counters of one worker, indexed by tenant id.
 #[derive(Debug)]
 pub struct TenantCounters {
     /// Lookups that found a live item.
     pub hits: [AtomicU64; MAX_TENANTS],
     /// Lookups that found none.
     pub misses: [AtomicU64; MAX_TENANTS],
+    /// Login attempts naming the tenant.
+    pub auth_cmds: [AtomicU64; MAX_TENANTS],
+    /// Of those, checked and failed.
+    pub auth_errors: [AtomicU64; MAX_TENANTS],
+    /// Of those, refused unchecked.
+    pub auth_refused: [AtomicU64; MAX_TENANTS],
 }
 
 impl Default for TenantCounters {
     fn default() -> Self {
+        let zeros = || std::array::from_fn(|_| AtomicU64::new(0));
         TenantCounters {
-            hits: std::array::from_fn(|_| AtomicU64::new(0)),
-            misses: std::array::from_fn(|_| AtomicU64::new(0)),
+            hits: zeros(),
+            misses: zeros(),
+            auth_cmds: zeros(),
+            auth_errors: zeros(),
+            auth_refused: zeros(),
+        }
+    }
+}
+
+/// What became of a login attempt, for the counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LoginCount {
+    /// Checked and answered: a success, or Redis's error for `AUTH <password>` without one.
+    Answered,
+    /// Checked and failed.
+    Failed,
+    /// Refused unchecked.
+    Refused,
+}
+
+/// Counts a login attempt on the calling worker: server-wide, and for the tenant it names
+/// (`None`: an unknown user, or no user at all).
+pub(crate) fn count_login(stats: &WorkerStats, named: Option<TenantId>, what: LoginCount) {
+    let per_tenant = |counters: &[AtomicU64; MAX_TENANTS]| {
+        if let Some(t) = named {
+            inc(&counters[usize::from(t.0)]);
+        }
+    };
+    inc(&stats.auth_cmds);
+    per_tenant(&stats.tenants.auth_cmds);
+    match what {
+        LoginCount::Answered => {}
+        LoginCount::Failed => {
+            inc(&stats.auth_errors);
+            per_tenant(&stats.tenants.auth_errors);
+        }
+        LoginCount::Refused => {
+            inc(&stats.auth_refused);
+            per_tenant(&stats.tenants.auth_refused);
         }
     }
 }
@@ -111,19 +165,30 @@ pub(crate) fn tenant_hits_misses(shared: &Shared, tenant: TenantId) -> (u64, u64
     })
 }
 
-/// Whose figures a stats request reports.
+/// Whose figures a stats request reports, and which clients a connection may list or kill.
 #[derive(Debug)]
 pub(crate) struct View<'a> {
-    /// The connection's tenant.
+    /// The tenant the request runs as (logged in, or routed).
     pub tenant: TenantId,
-    /// Server-wide figures and every tenant (the `default` tenant), or only its own.
+    /// Server-wide figures, every tenant and every client; else only its own.
     pub admin: bool,
+    /// The asking connection.
+    pub session: u64,
+    /// The tenant the connection logged in as.
+    pub user: Option<TenantId>,
     pub tenants: &'a Tenants,
 }
 
 impl<'a> View<'a> {
     pub fn of(s: &Session, tenants: &'a Tenants) -> View<'a> {
-        View { tenant: s.tenant, admin: s.is_admin(tenants), tenants }
+        View { tenant: s.tenant, admin: s.is_admin(tenants), session: s.id, user: s.user, tenants }
+    }
+
+    /// Whether client `id` is visible: every client to the admin; to others, the connection
+    /// itself and those logged in as the tenant it logged in as (a client that has not
+    /// logged in sees only itself). An invisible client is, to the asker, no client at all.
+    pub fn sees_client(&self, id: u64, e: &ClientEntry) -> bool {
+        self.admin || id == self.session || self.user.is_some_and(|u| u == e.tenant)
     }
 
     /// The tenants whose rows this view shows.
@@ -232,6 +297,7 @@ pub(crate) struct Totals {
     pub query_overflows: u64,
     pub auth_cmds: u64,
     pub auth_errors: u64,
+    pub auth_refused: u64,
 }
 
 pub(crate) fn totals(shared: &Shared) -> Totals {
@@ -259,8 +325,97 @@ pub(crate) fn totals(shared: &Shared) -> Totals {
         t.query_overflows += get(&w.query_overflows);
         t.auth_cmds += get(&w.auth_cmds);
         t.auth_errors += get(&w.auth_errors);
+        t.auth_refused += get(&w.auth_refused);
     }
     t
+}
+
+/// The counters a non-admin view shows: the login attempts naming the tenant `user` logged
+/// in as (none for a client that has not logged in); every other counter 0.
+fn user_totals(shared: &Shared, user: Option<TenantId>) -> Totals {
+    let Some(i) = user.map(|t| usize::from(t.0)) else { return Totals::default() };
+    let sum = |pick: fn(&TenantCounters) -> &[AtomicU64; MAX_TENANTS]| -> u64 {
+        shared.workers.iter().map(|w| pick(&w.tenants)[i].load(Ordering::Relaxed)).sum()
+    };
+    Totals {
+        auth_cmds: sum(|c| &c.auth_cmds),
+        auth_errors: sum(|c| &c.auth_errors),
+        auth_refused: sum(|c| &c.auth_refused),
+        ..Totals::default()
+    }
+}
+
+/// Everything the two exports print, as one [`View`] may see it.
+#[derive(Debug)]
+struct Figures {
+    engine: EngineStats,
+    totals: Totals,
+    /// The viewer's tenant's row.
+    own: Row,
+    curr_connections: u64,
+    total_connections: u64,
+    rejected_connections: u64,
+    reload_failures: u64,
+    /// Bytes all clients' buffers take.
+    client_memory: u64,
+    /// User and system CPU seconds.
+    cpu: (f64, f64),
+}
+
+impl Figures {
+    /// The admin's figures as they are; anyone else's built from zero (see the module doc).
+    fn of(shared: &Shared, view: &View<'_>) -> Figures {
+        let own = row(shared, view.tenant);
+        let all = shared.engine.stats();
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        if view.admin {
+            return Figures {
+                engine: all,
+                totals: totals(shared),
+                own,
+                curr_connections: shared.connections.load(Ordering::Relaxed) as u64,
+                total_connections: load(&shared.total_connections),
+                rejected_connections: load(&shared.rejected_connections),
+                reload_failures: load(&shared.reload_failures),
+                client_memory: shared.client_memory.load(Ordering::Relaxed) as u64,
+                cpu: rusage(),
+            };
+        }
+        let clients = shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        let visible = clients.iter().filter(|(id, e)| view.sees_client(**id, e)).count();
+        drop(clients);
+        Figures {
+            engine: tenant_engine(&all, &own),
+            totals: user_totals(shared, view.user),
+            own,
+            curr_connections: visible as u64,
+            total_connections: 0,
+            rejected_connections: 0,
+            reload_failures: 0,
+            client_memory: 0,
+            cpu: (0.0, 0.0),
+        }
+    }
+}
+
+/// The engine figures of one tenant's view: the memory's size and shape (settings), the
+/// tenant's own items, bytes, lookups and evictions, and nothing else.
+fn tenant_engine(all: &EngineStats, own: &Row) -> EngineStats {
+    EngineStats {
+        max_memory: all.max_memory,
+        segment_size: all.segment_size,
+        segments: all.segments,
+        items: own.engine.items,
+        item_bytes: own.engine.bytes,
+        hits: own.hits,
+        gets: own.hits + own.misses,
+        evictions: own.engine.evictions,
+        metadata: fridge_engine::MetadataStats {
+            zones: vec![0; all.metadata.zones.len()],
+            ..fridge_engine::MetadataStats::default()
+        },
+        ..EngineStats::default()
+    }
 }
 
 fn rusage() -> (f64, f64) {
@@ -274,15 +429,11 @@ fn rusage() -> (f64, f64) {
 
 /// Appends memcached's `stats` reply (without the closing `END`).
 pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
-    let mut e = shared.engine.stats();
-    let t = totals(shared);
-    let own = row(shared, view.tenant);
-    if !view.admin {
-        scope_to_tenant(&mut e, &own);
-    }
+    let f = Figures::of(shared, view);
+    let (e, t, own) = (&f.engine, &f.totals, &f.own);
     let now_ms = shared.now_ms();
     let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
-    let (user, system) = rusage();
+    let (user, system) = f.cpu;
     let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
     num("pid", u64::from(std::process::id()));
     num("uptime", uptime);
@@ -295,14 +446,12 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     text(out, "pointer_size", &(usize::BITS).to_string());
     text(out, "rusage_user", &format!("{user:.6}"));
     text(out, "rusage_system", &format!("{system:.6}"));
-    let conns = shared.connections.load(std::sync::atomic::Ordering::Relaxed) as u64;
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
     num("max_connections", shared.config.max_connections as u64);
-    num("curr_connections", conns);
-    num("total_connections", load(&shared.total_connections));
-    num("rejected_connections", load(&shared.rejected_connections));
-    num("connection_structures", conns);
+    num("curr_connections", f.curr_connections);
+    num("total_connections", f.total_connections);
+    num("rejected_connections", f.rejected_connections);
+    num("connection_structures", f.curr_connections);
     num("cmd_get", e.gets);
     num("cmd_set", t.cmd_set);
     num("cmd_flush", t.cmd_flush);
@@ -324,12 +473,14 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("touch_misses", t.cmd_touch.saturating_sub(t.touch_hits));
     num("auth_cmds", t.auth_cmds);
     num("auth_errors", t.auth_errors);
+    num("auth_refused", t.auth_refused);
+    num("reload_failures", f.reload_failures);
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
     num("limit_maxbytes", e.max_memory as u64);
     num("threads", shared.workers.len() as u64);
     num("conn_yields", 0);
-    num("client_memory", shared.client_memory.load(Ordering::Relaxed) as u64);
+    num("client_memory", f.client_memory);
     num("client_memory_limit", shared.config.client_memory_limit() as u64);
     num("evicted_clients", t.evicted_clients);
     num("request_timeouts", t.request_timeouts);
@@ -349,25 +500,16 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("fifo_evictions", e.fifo_evictions);
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
-    for (name, value) in hitmap_fields(&e) {
+    for (name, value) in hitmap_fields(e) {
         memcache::write_stat(out, name.as_bytes(), value.as_bytes());
     }
     let name = view.tenants.name(view.tenant).unwrap_or_default();
     memcache::write_stat(out, b"tenant", name.as_bytes());
     memcache::write_stat_u64(out, b"tenant_id", u64::from(view.tenant.0));
     memcache::write_stat(out, b"tenant_rank", own.rank.as_bytes());
-    for (field, n) in row_fields(&own) {
+    for (field, n) in row_fields(own) {
         memcache::write_stat_u64(out, format!("tenant_{field}").as_bytes(), n);
     }
-}
-
-/// Replaces the server-wide item, byte and lookup figures by one tenant's.
-fn scope_to_tenant(e: &mut EngineStats, own: &Row) {
-    e.items = own.engine.items;
-    e.item_bytes = own.engine.bytes;
-    e.hits = own.hits;
-    e.gets = own.hits + own.misses;
-    e.evictions = own.engine.evictions;
 }
 
 /// Appends `stats tenants` (without `END`): `STAT <name>:<field> <value>` per visible tenant.
@@ -383,7 +525,7 @@ pub(crate) fn write_memcache_tenants(out: &mut Vec<u8>, shared: &Shared, view: &
 }
 
 /// Appends `stats settings` (without `END`).
-pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
+pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenants: &Tenants) {
     let c = &shared.config;
     let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
     num("maxbytes", c.memory.0);
@@ -397,6 +539,9 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
     num("write_chunk", c.write_chunk.0);
     num("segment_size", c.engine_segment_size() as u64);
     num("hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
+    num("auth_failure_burst", u64::from(tenants.failure_limit.burst));
+    let rate = tenants.failure_limit.rate.to_string();
+    memcache::write_stat(out, b"auth_failure_rate", rate.as_bytes());
     memcache::write_stat(out, b"inter", c.listen.as_bytes());
     memcache::write_stat(out, b"evictions", b"on");
     memcache::write_stat(out, b"cas_enabled", b"yes");
@@ -411,15 +556,14 @@ pub(crate) fn write_memcache_items(
     view: &View<'_>,
     slabs: bool,
 ) {
-    let mut e = shared.engine.stats();
-    if !view.admin {
-        scope_to_tenant(&mut e, &row(shared, view.tenant));
-    }
+    let e = Figures::of(shared, view).engine;
+    // Segment use is everyone's: a tenant's view shows the arena's shape only.
+    let used = if view.admin { e.segments - e.segments_free } else { 0 };
     let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
     if slabs {
         num("1:chunk_size", e.segment_size as u64);
         num("1:total_pages", e.segments as u64);
-        num("1:used_chunks", (e.segments - e.segments_free) as u64);
+        num("1:used_chunks", used as u64);
         num("1:free_chunks", e.segments_free as u64);
         num("active_slabs", 1);
         num("total_malloced", e.max_memory as u64);
@@ -447,16 +591,11 @@ fn wants(sections: &[&[u8]], name: &str, default: bool) -> bool {
 /// Appends the text of Redis's `INFO` for the given section names (empty = default).
 pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]], view: &View<'_>) {
     let tenant = view.tenant;
-    let mut e = shared.engine.stats();
-    let t = totals(shared);
-    let own = row(shared, tenant);
-    if !view.admin {
-        scope_to_tenant(&mut e, &own);
-    }
+    let f = Figures::of(shared, view);
+    let (e, t) = (&f.engine, &f.totals);
     let now_ms = shared.now_ms();
     let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
-    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let conns = shared.connections.load(Ordering::Relaxed);
+    let conns = f.curr_connections;
     if wants(sections, "server", true) {
         let _ = write!(
             out,
@@ -493,7 +632,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             e.item_bytes,
             e.max_memory,
             crate::Size(e.max_memory as u64),
-            shared.client_memory.load(Ordering::Relaxed),
+            f.client_memory,
             shared.config.client_memory_limit(),
         );
     }
@@ -509,18 +648,21 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
-             total_writes:{}\r\nacl_access_denied_auth:{}\r\nevicted_clients:{}\r\n\r\n",
-            load(&shared.total_connections),
+             total_writes:{}\r\nacl_access_denied_auth:{}\r\nauth_refused:{}\r\n\
+             reload_failures:{}\r\nevicted_clients:{}\r\n\r\n",
+            f.total_connections,
             t.commands,
             t.bytes_read,
             t.bytes_written,
-            load(&shared.rejected_connections),
+            f.rejected_connections,
             e.expired,
             e.evictions,
             e.hits,
             e.gets.saturating_sub(e.hits),
             e.sets,
             t.auth_errors,
+            t.auth_refused,
+            f.reload_failures,
             t.evicted_clients,
         );
     }
@@ -528,7 +670,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
         out.extend_from_slice(b"# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
     }
     if wants(sections, "cpu", true) {
-        let (user, system) = rusage();
+        let (user, system) = f.cpu;
         let _ = write!(out, "# CPU\r\nused_cpu_sys:{system:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
     }
     if wants(sections, "cluster", true) {
@@ -552,7 +694,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
         out.extend_from_slice(b"# Hitmap\r\n");
         let _ =
             write!(out, "hitmap_bits_per_item_budget:{}\r\n", shared.config.hitmap_bits_per_item);
-        for (name, value) in hitmap_fields(&e) {
+        for (name, value) in hitmap_fields(e) {
             let _ = write!(out, "{name}:{value}\r\n");
         }
         out.extend_from_slice(b"\r\n");

@@ -8,9 +8,16 @@
 //!   reloads (a tenant that is removed and added back gets its old id and finds its data);
 //! - the policies pushed into the engine with `Engine::set_tenant_policy` (a removed tenant's
 //!   reservation drops to zero, so the arbiter can hand its memory to others);
-//! - an immutable [`Tenants`] snapshot that workers read without locks: credentials, names
-//!   and the key-prefix routes of unauthenticated clients. A reload builds a new snapshot with
-//!   a higher generation; each worker picks it up at its next turn.
+//! - an immutable `Tenants` snapshot that workers read without locks: credentials, names,
+//!   the key-prefix routes of unauthenticated clients, whether those clients are the admin,
+//!   and the limit on failed logins. A reload builds a new snapshot with a higher
+//!   generation; each worker picks it up at its next turn.
+//!
+//! A reload fails closed: besides everything a start checks (among it, that somebody can log
+//! in at all), `check_reload` refuses a file that would let clients in without a password
+//! while the running configuration makes them log in, unless the file says
+//! `allow_unauthenticated = true` itself — an empty or truncated file must not turn
+//! authentication off.
 //!
 //! Passwords are stored as `<salt hex>$<sha256(salt ‖ password) hex>` (`fridge hash-password`
 //! prints the line) and compared in constant time. An unknown user name costs the same hash
@@ -25,12 +32,13 @@ use fridge_engine::{Engine, IdleTax, RankKind, TenantId, TenantPolicy};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::auth::FailureLimit;
 use crate::config::{Config, Millis, Size};
 
 /// The name of tenant 0, which owns all memory when no tenants are configured.
 pub const DEFAULT_TENANT: &str = "default";
 /// Longest tenant name.
-const MAX_NAME_LEN: usize = 64;
+pub(crate) const MAX_NAME_LEN: usize = 64;
 /// Bytes of salt `fridge hash-password` draws.
 const SALT_LEN: usize = 16;
 
@@ -201,7 +209,8 @@ fn valid_name(name: &str) -> bool {
         && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
 }
 
-/// Checks the tenant part of a configuration, explaining the first problem.
+/// Checks the part of a configuration a reload rereads (tenants and the login settings),
+/// explaining the first problem.
 pub(crate) fn validate(config: &Config) -> Result<(), String> {
     let mut names = HashMap::new();
     let mut prefixes: HashMap<&str, &str> = HashMap::new();
@@ -259,7 +268,58 @@ pub(crate) fn validate(config: &Config) -> Result<(), String> {
             "key_prefixes route unauthenticated clients: set allow_unauthenticated = true".into()
         );
     }
+    validate_logins(config)
+}
+
+/// Checks the failed-login limit, and that somebody can log in at all.
+fn validate_logins(config: &Config) -> Result<(), String> {
+    let rate = config.auth_failure_rate;
+    if !rate.is_finite() || rate <= 0.0 {
+        return Err(format!(
+            "auth_failure_rate must be a positive number of failed logins per second, not {rate}"
+        ));
+    }
+    if config.auth_failure_burst == 0 {
+        return Err("auth_failure_burst must be at least 1".into());
+    }
+    if !config.unauthenticated_allowed()
+        && config.tenants.iter().all(|t| t.password_sha256.is_none())
+    {
+        let why = if config.allow_unauthenticated == Some(false) {
+            "allow_unauthenticated = false"
+        } else {
+            "tenants are configured, so allow_unauthenticated defaults to false"
+        };
+        return Err(format!(
+            "nobody could log in: {why}, and no tenant has a password_sha256 (give one a \
+             password, or set allow_unauthenticated = true)"
+        ));
+    }
     Ok(())
+}
+
+/// Refuses a reload that would let clients in without a password while the running
+/// configuration makes them log in — what an empty or truncated file would do, since
+/// `allow_unauthenticated` defaults to true in a file that asks for no password — unless the
+/// file says `allow_unauthenticated = true` itself. (A file that leaves nobody able to log
+/// in is refused by [`validate`], as at start.)
+pub(crate) fn check_reload(running: &Tenants, new: &Config) -> Result<(), String> {
+    if !running.requires_login()
+        || !new.unauthenticated_allowed()
+        || new.allow_unauthenticated == Some(true)
+    {
+        return Ok(());
+    }
+    let what = if new.tenants.is_empty() {
+        "configures no tenant"
+    } else {
+        "configures no tenant besides a default without a password"
+    };
+    Err(format!(
+        "the file {what}, so allow_unauthenticated would default to true and clients could use \
+         the cache without logging in, which the running configuration does not allow; the \
+         running configuration stays (write allow_unauthenticated = true if this is meant)"
+    ))
 }
 
 /// One live tenant in a snapshot.
@@ -289,8 +349,12 @@ pub(crate) struct Tenants {
     /// Whether clients that have not authenticated may use the cache (as `default`, or the
     /// tenant whose key prefix matches).
     pub allow_unauthenticated: bool,
-    /// First delay after a failed login, in ms; it doubles with each further failure.
-    pub auth_failure_delay_ms: u64,
+    /// Whether clients that have not authenticated are the admin: only on a plain
+    /// single-user server (no tenant besides `default`, and `default` without a password),
+    /// like Redis without `requirepass`.
+    pub anonymous_admin: bool,
+    /// Failed logins allowed per client address and per user name.
+    pub failure_limit: FailureLimit,
     /// Indexed by tenant id.
     entries: Box<[Option<Entry>]>,
     /// `(prefix, tenant)`, longest prefixes first.
@@ -337,10 +401,21 @@ impl Tenants {
         !self.prefixes.is_empty()
     }
 
+    /// The live tenant called `user`.
+    pub fn find(&self, user: &[u8]) -> Option<TenantId> {
+        self.iter().find(|(_, e)| e.name.as_bytes() == user).map(|(id, _)| id)
+    }
+
+    /// Whether some client must log in for something: unauthenticated clients are refused,
+    /// or `default` (the admin) has a password.
+    pub fn requires_login(&self) -> bool {
+        !self.allow_unauthenticated || self.entry(TenantId(0)).is_some_and(|e| e.password.is_some())
+    }
+
     /// Checks `user`/`password`. The default user without a password accepts any password
     /// while unauthenticated clients are allowed (Redis's `nopass`), and none otherwise.
     pub fn login(&self, user: &[u8], password: &[u8]) -> Login {
-        let found = self.iter().find(|(_, e)| e.name.as_bytes() == user);
+        let found = self.find(user).and_then(|id| Some((id, self.entry(id)?)));
         match found {
             Some((id, e)) => match &e.password {
                 Some(hash) if hash.verify(password) => Login::Ok(id),
@@ -432,6 +507,9 @@ impl Registry {
             });
         }
         prefixes.sort_by_key(|p: &(Box<[u8]>, TenantId)| std::cmp::Reverse(p.0.len()));
+        let allow_unauthenticated = config.unauthenticated_allowed();
+        let single_user = entries.iter().skip(1).all(Option::is_none)
+            && entries[0].as_ref().is_some_and(|e| e.password.is_none());
         // Committed: push policies. Removed tenants keep their id and data but lose their
         // reservation, so the arbiter can give their memory to others.
         self.ids = ids;
@@ -445,8 +523,12 @@ impl Registry {
         }
         Ok(Arc::new(Tenants {
             generation: self.generation,
-            allow_unauthenticated: config.unauthenticated_allowed(),
-            auth_failure_delay_ms: config.auth_failure_delay.0,
+            allow_unauthenticated,
+            anonymous_admin: allow_unauthenticated && single_user,
+            failure_limit: FailureLimit {
+                rate: config.auth_failure_rate,
+                burst: config.auth_failure_burst,
+            },
             entries: entries.into_boxed_slice(),
             prefixes,
             decoy: PasswordHash::new(b"decoy", b""),
@@ -526,7 +608,7 @@ mod tests {
     fn policies_reach_the_engine_and_removed_tenants_lose_their_reservation() {
         let engine = engine();
         let mut reg = Registry::new();
-        let mut a = tenant("a", None);
+        let mut a = tenant("a", Some("pa"));
         a.reserved = Size(1 << 20);
         a.rank = RankName(RankKind::Lru);
         a.idle_tax = Some(IdleTaxConfig { rate: 0.25, idle_time: Millis(30_000) });
@@ -561,5 +643,86 @@ mod tests {
         assert_eq!(t.route(b"x:1"), TenantId(0));
         assert_eq!(t.login(b"default", b"anything"), Login::Ok(TenantId(0)));
         assert_eq!(t.login_default(b"anything"), Login::NoDefaultPassword);
+    }
+
+    #[test]
+    fn a_configuration_nobody_can_log_in_to_is_refused() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let nopass = Config { tenants: vec![tenant("a", None)], ..Config::default() };
+        let err = reg.apply(&nopass, &engine).unwrap_err();
+        assert!(err.starts_with("nobody could log in: tenants are configured"), "{err}");
+        let closed = Config { allow_unauthenticated: Some(false), ..Config::default() };
+        let err = reg.apply(&closed, &engine).unwrap_err();
+        assert!(err.starts_with("nobody could log in: allow_unauthenticated = false"), "{err}");
+        let routed_only = Config { allow_unauthenticated: Some(true), ..nopass };
+        assert!(reg.apply(&routed_only, &engine).is_ok(), "served without logging in");
+    }
+
+    #[test]
+    fn a_password_anywhere_turns_unauthenticated_access_off_by_default() {
+        let only_default =
+            Config { tenants: vec![tenant("default", Some("r"))], ..Config::default() };
+        assert!(!only_default.unauthenticated_allowed(), "a password on default is requirepass");
+        let plain = Config { tenants: vec![tenant("default", None)], ..Config::default() };
+        assert!(plain.unauthenticated_allowed());
+        assert!(Config::default().unauthenticated_allowed());
+    }
+
+    #[test]
+    fn anonymous_clients_are_admin_only_on_a_plain_server() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let admin = |c: &Config, reg: &mut Registry| reg.apply(c, &engine).unwrap().anonymous_admin;
+        assert!(admin(&Config::default(), &mut reg), "no tenants, no password");
+        let open_default = Config {
+            tenants: vec![tenant("default", Some("r"))],
+            allow_unauthenticated: Some(true),
+            ..Config::default()
+        };
+        assert!(!admin(&open_default, &mut reg), "default has a password");
+        let mut routed = tenant("r", Some("pr"));
+        routed.key_prefixes = vec!["r:".into()];
+        let with_tenants = Config {
+            tenants: vec![routed],
+            allow_unauthenticated: Some(true),
+            ..Config::default()
+        };
+        assert!(!admin(&with_tenants, &mut reg), "other tenants exist");
+    }
+
+    #[test]
+    fn reloads_that_would_let_clients_in_without_a_password_are_refused() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let locked = Config {
+            tenants: vec![tenant("default", Some("r")), tenant("a", Some("pa"))],
+            ..Config::default()
+        };
+        let running = reg.apply(&locked, &engine).unwrap();
+        assert!(running.requires_login());
+        // An empty file, or one cut after a password-less default.
+        let empty = Config::default();
+        let err = check_reload(&running, &empty).unwrap_err();
+        assert!(
+            err.starts_with("the file configures no tenant, so allow_unauthenticated"),
+            "{err}"
+        );
+        let cut = Config { tenants: vec![tenant("default", None)], ..Config::default() };
+        assert!(check_reload(&running, &cut).is_err());
+        // Saying so explicitly is allowed; so is anything that still asks for a login.
+        let meant = Config { allow_unauthenticated: Some(true), ..Config::default() };
+        assert_eq!(check_reload(&running, &meant), Ok(()));
+        let fewer = Config { tenants: vec![tenant("default", Some("r"))], ..Config::default() };
+        assert_eq!(check_reload(&running, &fewer), Ok(()));
+        // A running server that asks for no login may reload to the same.
+        let plain = reg.apply(&Config::default(), &engine).unwrap();
+        assert!(!plain.requires_login());
+        assert_eq!(check_reload(&plain, &empty), Ok(()));
+        // A default with a password requires a login even with unauthenticated access on.
+        let open = Config { allow_unauthenticated: Some(true), ..fewer };
+        let open = reg.apply(&open, &engine).unwrap();
+        assert!(open.requires_login());
+        assert!(check_reload(&open, &empty).is_err());
     }
 }

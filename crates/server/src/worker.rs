@@ -53,7 +53,7 @@ pub(crate) enum Wire {
 #[derive(Debug)]
 pub(crate) struct Session {
     pub id: u64,
-    /// The client's address (failed logins are counted per address).
+    /// The client's address (failed logins are limited per address).
     pub peer: std::net::IpAddr,
     /// The tenant the request being run uses: the logged-in tenant, or for a client that has
     /// not logged in, `default` or the tenant its key's prefix routes to.
@@ -62,10 +62,6 @@ pub(crate) struct Session {
     pub user: Option<TenantId>,
     /// The tenants generation last checked (a removed tenant's connections are closed).
     pub generation: u64,
-    /// Failed logins on this connection (reset by a successful one).
-    pub auth_failures: u32,
-    /// Nothing of the connection is read, run or written before this time (ms); 0 = now.
-    pub paused_until_ms: u64,
     pub version: resp::Version,
     /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
     pub closing: bool,
@@ -101,13 +97,15 @@ impl Session {
         self.user.is_none() && !tenants.allow_unauthenticated
     }
 
-    /// Whether the connection may see every tenant's figures and reload the configuration:
-    /// it runs as `default` (logged in, or allowed without logging in).
+    /// Whether the connection is the admin — sees every tenant's figures and every client,
+    /// may kill any client and reload the configuration: it logged in as `default`, or it
+    /// has not logged in on a plain single-user server (no tenant besides `default`, which
+    /// has no password), like any client of a Redis without `requirepass`.
     #[inline]
     pub fn is_admin(&self, tenants: &Tenants) -> bool {
         match self.user {
             Some(t) => t == TenantId(0),
-            None => tenants.allow_unauthenticated,
+            None => tenants.anonymous_admin,
         }
     }
 
@@ -201,8 +199,6 @@ struct Conn {
     backlogged: bool,
     queued: bool,
     reject: bool,
-    /// A wake-up is scheduled for the end of the session's pause.
-    timer_set: bool,
     last_active_ms: u64,
     accepted_ms: u64,
 }
@@ -220,8 +216,6 @@ enum Step {
     Wait,
     /// Close the connection.
     Close,
-    /// Paused after a failed login: run again at `Session::paused_until_ms`.
-    Paused(u64),
 }
 
 struct Loop {
@@ -234,8 +228,6 @@ struct Loop {
     scratch: Vec<u8>,
     keys: Vec<Vec<u8>>,
     tenants: Arc<Tenants>,
-    /// Paused connections: (wake-up time in ms, token, connection id).
-    timers: Vec<(u64, usize, u64)>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,
@@ -267,13 +259,12 @@ pub(crate) fn run(
         scratch: Vec::new(),
         keys: Vec::new(),
         tenants: shared.tenants(),
-        timers: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
     let mut drain_deadline: Option<Instant> = None;
     loop {
-        let timeout = if lp.queue.is_empty() { lp.timer_timeout() } else { Duration::ZERO };
+        let timeout = if lp.queue.is_empty() { TICK } else { Duration::ZERO };
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != io::ErrorKind::Interrupted {
                 eprintln!("fridge: worker {index}: poll failed: {e}");
@@ -299,7 +290,6 @@ pub(crate) fn run(
             }
         }
         lp.accept_new(&poll, &incoming);
-        lp.wake_timers();
         lp.run_queue();
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
@@ -390,8 +380,6 @@ impl Loop {
                     tenant: TenantId(0),
                     user: None,
                     generation: self.tenants.generation,
-                    auth_failures: 0,
-                    paused_until_ms: 0,
                     version: resp::Version::Resp2,
                     closing: false,
                     resume: Resume::default(),
@@ -403,7 +391,6 @@ impl Loop {
                 backlogged: false,
                 queued: true,
                 reject,
-                timer_set: false,
                 last_active_ms: now,
                 accepted_ms: now,
             });
@@ -429,38 +416,6 @@ impl Loop {
             self.forget(c.reject, c.session.id, c.memory);
             self.free.push(t);
         }
-    }
-
-    /// How long to wait for events: the housekeeping tick, or less if a pause ends sooner.
-    fn timer_timeout(&self) -> Duration {
-        let Some(next) = self.timers.iter().map(|t| t.0).min() else { return TICK };
-        let now = self.shared.now_ms();
-        Duration::from_millis(next.saturating_sub(now)).min(TICK)
-    }
-
-    /// Queues the paused connections whose pause has ended.
-    fn wake_timers(&mut self) {
-        if self.timers.is_empty() {
-            return;
-        }
-        let now = self.shared.now_ms();
-        let conns = &mut self.conns;
-        let queue = &mut self.queue;
-        self.timers.retain(|&(at, t, id)| {
-            if at > now {
-                return true;
-            }
-            if let Some(Some(c)) = conns.get_mut(t) {
-                if c.session.id == id {
-                    c.timer_set = false;
-                    if !c.queued {
-                        c.queued = true;
-                        queue.push_back(t);
-                    }
-                }
-            }
-            false
-        });
     }
 
     fn run_queue(&mut self) {
@@ -501,14 +456,6 @@ impl Loop {
                 }
                 Step::Wait => {}
                 Step::Close => self.close_later(t),
-                Step::Paused(until) => {
-                    if let Some(Some(c)) = self.conns.get_mut(t) {
-                        if !c.timer_set {
-                            c.timer_set = true;
-                            self.timers.push((until, t, c.session.id));
-                        }
-                    }
-                }
             }
         }
     }
@@ -610,10 +557,6 @@ struct Limits<'a> {
 
 /// One bounded step of a connection.
 fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
-    // 0. A connection paused after a failed login does nothing until the pause ends.
-    if let Some(until) = paused(&mut c.session, ctx) {
-        return Step::Paused(until);
-    }
     // 1. Read, unless replies are backing up or the buffer is full of unrun requests.
     if c.readable && !c.peer_closed && c.pending_out() < OUTPUT_SOFT_LIMIT {
         if let Err(()) = read_some(c, ctx, limits.query) {
@@ -626,9 +569,6 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
     }
     // 2. Run complete requests.
     process(c, ctx, limits);
-    if let Some(until) = paused(&mut c.session, ctx) {
-        return Step::Paused(until);
-    }
     // 3. Write.
     if c.pending_out() > 0 && c.writable {
         let mut budget = limits.write_chunk;
@@ -699,19 +639,6 @@ fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
     }
 }
 
-/// The end of the session's pause, if it is paused now.
-#[inline]
-fn paused(s: &mut Session, ctx: &Ctx<'_>) -> Option<u64> {
-    if s.paused_until_ms == 0 {
-        return None;
-    }
-    if ctx.shared.now_ms() >= s.paused_until_ms {
-        s.paused_until_ms = 0;
-        return None;
-    }
-    Some(s.paused_until_ms)
-}
-
 /// Reads up to [`READ_BUDGET`] bytes. `Err` means the connection failed.
 fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), ()> {
     let mut budget = READ_BUDGET;
@@ -768,24 +695,23 @@ fn memcache_login(req: McLogin<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mu
         McLogin::Attempt(data) => {
             stats::inc(&ctx.stats.commands);
             let Some((user, password)) = auth::split_credentials(data) else {
-                auth::failed(s, ctx);
-                return out.extend_from_slice(b"CLIENT_ERROR bad authentication token format\r\n");
+                return out.extend_from_slice(match auth::malformed(s, ctx) {
+                    Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
+                    Err(auth::Refused) => auth::MC_REFUSED,
+                });
             };
-            match ctx.tenants.login(user, password) {
-                Login::Ok(t) => {
-                    auth::logged_in(s, ctx, t);
-                    out.extend_from_slice(b"STORED\r\n");
+            out.extend_from_slice(match auth::attempt(s, ctx, Some(user), password) {
+                Ok(Login::Ok(_)) => b"STORED\r\n",
+                Ok(Login::Denied | Login::NoDefaultPassword) => {
+                    b"CLIENT_ERROR authentication failure\r\n"
                 }
-                Login::Denied | Login::NoDefaultPassword => {
-                    auth::failed(s, ctx);
-                    out.extend_from_slice(b"CLIENT_ERROR authentication failure\r\n");
-                }
-            }
+                Err(auth::Refused) => auth::MC_REFUSED,
+            });
         }
-        McLogin::TooLarge(_) => {
-            auth::failed(s, ctx);
-            out.extend_from_slice(b"CLIENT_ERROR bad authentication token format\r\n");
-        }
+        McLogin::TooLarge(_) => out.extend_from_slice(match auth::malformed(s, ctx) {
+            Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
+            Err(auth::Refused) => auth::MC_REFUSED,
+        }),
         McLogin::BadTermination => {
             out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
         }
@@ -830,9 +756,6 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         if c.pending_out() >= OUTPUT_SOFT_LIMIT {
             c.backlogged = true;
             break;
-        }
-        if c.session.paused_until_ms != 0 {
-            break; // a failed login: the rest waits for the pause to end
         }
         c.session.check_generation(ctx.tenants);
         if c.session.closing {

@@ -1,12 +1,12 @@
-//! Tenants: logging in with each protocol (every failure path, byte for byte), isolation of
-//! keys, counts, flushes and stats between tenants, key-prefix routing, and reloading.
+//! Tenants: logging in with each protocol (every failure path, byte for byte), the limit on
+//! failed logins, isolation of keys, counts, flushes, clients and stats between tenants,
+//! what clients that have not logged in may do, key-prefix routing, and reloading (a bad file
+//! changes nothing).
 
 mod common;
 
-use std::time::{Duration, Instant};
-
 use common::{Conn, cmd, config, start_with};
-use fridge_server::{Config, Millis, PasswordHash, Size, TenantConfig};
+use fridge_server::{Config, PasswordHash, Server, Size, TenantConfig};
 
 fn c(args: &str) -> Vec<u8> {
     let parts: Vec<&[u8]> = args.split(' ').map(str::as_bytes).collect();
@@ -21,18 +21,22 @@ fn tenant(name: &str, password: &str) -> TenantConfig {
     }
 }
 
-/// Two tenants, `alpha` and `beta`, and an admin password for `default`; no delay after a
-/// failed login unless a test asks for one.
+/// Two tenants, `alpha` and `beta`, and an admin password for `default`; room for many
+/// failed logins unless a test asks for a tight limit.
 fn tenants_config() -> Config {
     Config {
         tenants: vec![tenant("default", "root"), tenant("alpha", "apw"), tenant("beta", "bpw")],
-        auth_failure_delay: Millis(0),
+        auth_failure_burst: 1000,
         ..config()
     }
 }
 
 const WRONGPASS: &[u8] = b"-WRONGPASS invalid username-password pair or user is disabled.\r\n";
 const NOAUTH: &[u8] = b"-NOAUTH Authentication required.\r\n";
+const REFUSED: &[u8] = b"-ERR too many failed login attempts; try again later\r\n";
+const MC_REFUSED: &[u8] = b"CLIENT_ERROR too many failed login attempts\r\n";
+const NOPERM_RELOAD: &[u8] =
+    b"-NOPERM this user has no permissions to run the 'config|reload' command\r\n";
 
 /// Reads a RESP bulk string reply.
 fn bulk(k: &mut Conn) -> String {
@@ -169,34 +173,63 @@ fn memcache_login_failures_reply_like_memcached() {
     assert!(stats.contains(&"STAT auth_cmds 6".to_string()), "{stats:?}");
 }
 
+/// `INFO <section>` as (field, value) pairs.
+fn info(k: &mut Conn, section: &str) -> Vec<(String, String)> {
+    k.send(&c(&format!("INFO {section}")));
+    let text = bulk(k);
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(f, v)| (f.to_string(), v.to_string()))
+        .collect()
+}
+
+fn field(info: &[(String, String)], name: &str) -> String {
+    info.iter()
+        .find(|(f, _)| f == name)
+        .unwrap_or_else(|| panic!("no {name} in {info:?}"))
+        .1
+        .clone()
+}
+
 #[test]
-fn failed_logins_pause_the_connection_not_the_worker() {
-    let server =
-        start_with(Config { workers: 1, auth_failure_delay: Millis(300), ..tenants_config() });
+fn failed_logins_are_answered_at_once_then_refused_unchecked() {
+    let server = start_with(Config {
+        workers: 1,
+        auth_failure_burst: 3,
+        auth_failure_rate: 0.001,
+        ..tenants_config()
+    });
     let addr = server.local_addr();
-    let mut bad = Conn::open(addr);
+    let mut admin = resp_login(addr, "default", "root");
+    let mut madmin = mc_login(addr, "default", "root");
     let mut good = resp_login(addr, "alpha", "apw");
-    let start = Instant::now();
-    bad.send(&c("AUTH alpha wrong"));
-    // Same worker, served meanwhile.
-    good.roundtrip(&c("SET x 1"), b"+OK\r\n").roundtrip(&c("GET x"), b"$1\r\n1\r\n");
-    assert!(start.elapsed() < Duration::from_millis(250), "the worker was blocked");
-    bad.expect(WRONGPASS);
-    let first = start.elapsed();
-    assert!(first >= Duration::from_millis(290), "no pause: {first:?}");
-    // The next failure waits twice as long; requests sent meanwhile wait too.
-    let start = Instant::now();
-    bad.send(&c("AUTH alpha wrong")).send(&c("PING"));
-    bad.expect(WRONGPASS).expect(NOAUTH);
-    let second = start.elapsed();
-    assert!(second >= Duration::from_millis(590), "the delay did not grow: {second:?}");
-    // Memcached logins are paused the same way.
+    // Each failure is answered at once and the connection goes on (no pause): a request sent
+    // after it is answered too. Three failures spend the address's bucket.
+    let mut bad = Conn::open(addr);
+    bad.roundtrip(&c("AUTH alpha wrong"), WRONGPASS)
+        .roundtrip(&c("PING"), NOAUTH)
+        .roundtrip(&c("AUTH nobody wrong"), WRONGPASS)
+        .roundtrip(&c("HELLO 3 AUTH beta wrong"), WRONGPASS);
+    // Refused unchecked from now on, right password or not, in every form.
+    bad.roundtrip(&c("AUTH alpha apw"), REFUSED)
+        .roundtrip(&c("AUTH alpha wrong"), REFUSED)
+        .roundtrip(&c("AUTH root"), REFUSED)
+        .roundtrip(&c("HELLO 3 AUTH beta bpw"), REFUSED)
+        .roundtrip(&c("GET k"), NOAUTH);
     let mut m = Conn::open(addr);
-    let start = Instant::now();
-    m.roundtrip(b"set a 0 0 7\r\nalpha x\r\n", b"CLIENT_ERROR authentication failure\r\n");
-    assert!(start.elapsed() >= Duration::from_millis(290));
-    // A successful login resets the delay.
-    m.roundtrip(b"set a 0 0 9\r\nalpha apw\r\n", b"STORED\r\n");
+    m.roundtrip(b"set a 0 0 9\r\nalpha apw\r\n", MC_REFUSED)
+        .roundtrip(b"set a 0 0 1\r\nx\r\n", MC_REFUSED)
+        .roundtrip(b"get k\r\n", b"CLIENT_ERROR unauthenticated\r\n");
+    // Connections logged in before are untouched, and the worker serves them.
+    good.roundtrip(&c("SET x 1"), b"+OK\r\n").roundtrip(&c("GET x"), b"$1\r\n1\r\n");
+    // Counted: three checked failures, six refusals (which are not failures).
+    let stats = info(&mut admin, "stats");
+    assert_eq!(field(&stats, "acl_access_denied_auth"), "3");
+    assert_eq!(field(&stats, "auth_refused"), "6");
+    let s = stat_lines(&mut madmin, b"stats\r\n");
+    assert_eq!(stat(&s, "auth_errors"), "3");
+    assert_eq!(stat(&s, "auth_refused"), "6");
+    assert_eq!(stat(&s, "auth_cmds"), "12", "3 logins, 3 failures, 6 refusals");
 }
 
 #[test]
@@ -371,7 +404,7 @@ fn unauthenticated_clients_are_default_without_tenants() {
 }
 
 fn write_config(path: &std::path::Path, tenants: &[(&str, &str)]) {
-    let mut text = String::from("auth_failure_delay = \"0ms\"\n");
+    let mut text = String::from("auth_failure_burst = 1000\n");
     for (name, password) in tenants {
         let hash = PasswordHash::new(b"pepper", password.as_bytes());
         text.push_str(&format!("[[tenants]]\nname = \"{name}\"\npassword_sha256 = \"{hash}\"\n"));
@@ -393,10 +426,7 @@ fn reload_keeps_data_and_ids() {
     let mut a = resp_login(addr, "alpha", "apw");
     a.roundtrip(&c("SET kept 1"), b"+OK\r\n");
     // A tenant may not reload.
-    a.roundtrip(
-        &c("CONFIG RELOAD"),
-        b"-NOPERM this user has no permissions to run the 'config|reload' command\r\n",
-    );
+    a.roundtrip(&c("CONFIG RELOAD"), NOPERM_RELOAD);
     // New password for alpha, a new tenant gamma.
     write_config(&path, &[("default", "root"), ("gamma", "gpw"), ("alpha", "apw2")]);
     let mut admin = resp_login(addr, "default", "root");
@@ -431,4 +461,205 @@ fn reload_keeps_data_and_ids() {
     let mut a = resp_login(addr, "alpha", "apw3");
     a.roundtrip(&c("GET kept"), b"$1\r\n1\r\n");
     let _ = std::fs::remove_file(&path);
+}
+
+/// The tenants of [`bad_reloads_keep_the_running_configuration`]'s file, `alpha` first.
+fn alpha_then_default() -> String {
+    let hash = |p: &str| PasswordHash::new(b"pepper", p.as_bytes());
+    format!(
+        "auth_failure_burst = 1000\n[[tenants]]\nname = \"alpha\"\npassword_sha256 = \"{}\"\n\
+         [[tenants]]\nname = \"default\"\npassword_sha256 = \"{}\"\n",
+        hash("apw"),
+        hash("root")
+    )
+}
+
+#[test]
+fn bad_reloads_keep_the_running_configuration() {
+    let path = std::env::temp_dir().join(format!("fridge-badreload-{}.toml", std::process::id()));
+    let good = alpha_then_default();
+    std::fs::write(&path, &good).unwrap();
+    let server = start_with(Config { config_file: Some(path.clone()), ..tenants_config() });
+    server.reload().unwrap();
+    let addr = server.local_addr();
+    let mut admin = resp_login(addr, "default", "root");
+    let cut_in_hash = good.find("password_sha256").unwrap() + 30;
+    let cut_before_password = good.find("password_sha256").unwrap();
+    let cases: [(&str, &[u8], &str); 5] = [
+        ("empty", b"", "the file configures no tenant, so allow_unauthenticated would default"),
+        ("cut in a hash", &good.as_bytes()[..cut_in_hash], "bad config"),
+        ("cut before a password", &good.as_bytes()[..cut_before_password], "nobody could log in"),
+        ("binary garbage", b"\x00\xff\xfe garbage", "cannot read"),
+        ("text garbage", b"[[[ not toml", "bad config"),
+    ];
+    for (what, text, why) in cases {
+        std::fs::write(&path, text).unwrap();
+        let err = server.reload().unwrap_err();
+        assert!(err.starts_with(why), "{what}: {err}");
+        admin.send(&c("CONFIG RELOAD"));
+        let line = admin.line();
+        assert!(line.starts_with(&format!("-ERR CONFIG RELOAD failed: {why}")), "{what}: {line}");
+        // A login is still required, and the old passwords still work.
+        let mut anon = Conn::open(addr);
+        anon.roundtrip(&c("GET k"), NOAUTH).roundtrip(&c("CLIENT LIST"), NOAUTH);
+        let mut m = Conn::open(addr);
+        m.roundtrip(b"get k\r\n", b"CLIENT_ERROR unauthenticated\r\n");
+        resp_login(addr, "alpha", "apw").roundtrip(&c("ACL WHOAMI"), b"$5\r\nalpha\r\n");
+        mc_login(addr, "default", "root");
+    }
+    assert_eq!(field(&info(&mut admin, "stats"), "reload_failures"), "10");
+    // Saying so explicitly is a reload like any other.
+    std::fs::write(&path, "allow_unauthenticated = true\n").unwrap();
+    server.reload().unwrap();
+    Conn::open(addr).roundtrip(&c("SET k v"), b"+OK\r\n");
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn a_configuration_nobody_can_log_in_to_does_not_start() {
+    let nopass = TenantConfig { name: "alpha".into(), ..TenantConfig::default() };
+    let err = Server::start(Config { tenants: vec![nopass], ..config() }).unwrap_err();
+    assert!(err.to_string().starts_with("nobody could log in"), "{err}");
+    let closed = Config { allow_unauthenticated: Some(false), ..config() };
+    assert!(Server::start(closed).is_err());
+}
+
+/// Reads a RESP integer reply.
+fn integer(k: &mut Conn) -> i64 {
+    let line = k.line();
+    line.strip_prefix(':').and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line}"))
+}
+
+#[test]
+fn anonymous_clients_are_not_admin_where_a_password_is_set() {
+    let mut alpha = tenant("alpha", "apw");
+    alpha.key_prefixes = vec!["a:".into()];
+    let config = Config {
+        tenants: vec![tenant("default", "root"), alpha],
+        allow_unauthenticated: Some(true),
+        ..tenants_config()
+    };
+    let server = start_with(config);
+    let addr = server.local_addr();
+    let mut a = resp_login(addr, "alpha", "apw");
+    a.roundtrip(&c("SET a:1 x"), b"+OK\r\n").roundtrip(&c("GET a:1"), b"$1\r\nx\r\n");
+    a.send(&c("CLIENT ID"));
+    let a_id = integer(&mut a);
+    let a_addr = a.stream.local_addr().unwrap().to_string();
+    let mut anon = Conn::open(addr);
+    anon.roundtrip(&c("SET plain 1"), b"+OK\r\n").roundtrip(&c("GET nope"), b"$-1\r\n");
+    anon.send(&c("CLIENT ID"));
+    let anon_id = integer(&mut anon);
+    // Another tenant's connection does not exist for it: it can neither list nor kill it.
+    anon.roundtrip(&c(&format!("CLIENT KILL ID {a_id}")), b":0\r\n")
+        .roundtrip(&c(&format!("CLIENT KILL {a_addr}")), b"-ERR No such client\r\n");
+    a.roundtrip(&c("PING"), b"+PONG\r\n");
+    anon.send(&c("CLIENT LIST"));
+    let list = bulk(&mut anon);
+    assert_eq!(list.lines().count(), 1, "{list}");
+    assert!(list.starts_with(&format!("id={anon_id} ")), "{list}");
+    anon.roundtrip(&c("CONFIG RELOAD"), NOPERM_RELOAD).roundtrip(
+        &c("CONFIG SET save x"),
+        b"-NOPERM this user has no permissions to run the 'config|set' command\r\n",
+    );
+    // Its figures are those of the tenant its request routes to (`default`), and only those.
+    let tenants = info(&mut anon, "tenants");
+    assert_eq!(field(&tenants, "tenant"), "default");
+    assert!(tenants.iter().all(|(f, _)| f != "tenant_alpha"), "{tenants:?}");
+    let stats = info(&mut anon, "stats");
+    assert_eq!(field(&stats, "keyspace_hits"), "0");
+    assert_eq!(field(&stats, "keyspace_misses"), "1");
+    assert_eq!(field(&stats, "acl_access_denied_auth"), "0");
+    assert_eq!(field(&info(&mut anon, "clients"), "connected_clients"), "1");
+    let mut m = Conn::open(addr);
+    let s = stat_lines(&mut m, b"stats\r\n");
+    assert_eq!(stat(&s, "tenant"), "default");
+    assert_eq!(stat(&s, "curr_items"), "1", "default's item only");
+    assert_eq!(stat(&s, "curr_connections"), "1");
+    let rows = stat_lines(&mut m, b"stats tenants\r\n");
+    assert!(rows.iter().all(|l| l.starts_with("STAT default:")), "{rows:?}");
+    // The admin logs in, and sees and may kill everyone.
+    let mut admin = resp_login(addr, "default", "root");
+    admin.send(&c("CLIENT LIST"));
+    let list = bulk(&mut admin);
+    assert!(list.contains(&format!("id={a_id} ")) && list.contains(&format!("id={anon_id} ")));
+    admin.roundtrip(&c(&format!("CLIENT KILL ID {a_id}")), b":1\r\n");
+    assert!(a.is_closed());
+}
+
+#[test]
+fn anonymous_clients_are_admin_on_a_plain_server() {
+    let server = start_with(config());
+    let addr = server.local_addr();
+    let mut other = Conn::open(addr);
+    other.send(&c("CLIENT ID"));
+    let other_id = integer(&mut other);
+    let mut anon = Conn::open(addr);
+    anon.send(&c("CLIENT LIST"));
+    assert!(bulk(&mut anon).contains(&format!("id={other_id} ")));
+    anon.roundtrip(&c(&format!("CLIENT KILL ID {other_id}")), b":1\r\n");
+    assert!(other.is_closed());
+}
+
+#[test]
+fn tenants_see_only_their_own_counters() {
+    let server = start_with(tenants_config());
+    let addr = server.local_addr();
+    let mut admin = resp_login(addr, "default", "root");
+    let mut b = resp_login(addr, "beta", "bpw");
+    let before = info(&mut b, "stats");
+    // alpha works, and someone fails to log in as alpha.
+    let mut a = resp_login(addr, "alpha", "apw");
+    for _ in 0..5 {
+        a.roundtrip(&c("SET x 1"), b"+OK\r\n").roundtrip(&c("INCR n"), b":1\r\n");
+        a.roundtrip(&c("DEL n"), b":1\r\n").roundtrip(&c("GET x"), b"$1\r\n1\r\n");
+    }
+    Conn::open(addr).roundtrip(&c("AUTH alpha wrong"), WRONGPASS);
+    Conn::open(addr)
+        .roundtrip(b"set a 0 0 11\r\nalpha wrong\r\n", b"CLIENT_ERROR authentication failure\r\n");
+    let mut ma = mc_login(addr, "alpha", "apw");
+    ma.roundtrip(b"set y 0 0 1\r\n1\r\n", b"STORED\r\n")
+        .roundtrip(b"touch y 10\r\n", b"TOUCHED\r\n");
+    // beta sees none of it: its own figures and the server's settings, the rest zero.
+    let after = info(&mut b, "stats");
+    assert_eq!(after, before, "beta's INFO stats moved with alpha's work");
+    for (name, value) in [
+        ("total_commands_processed", "0"),
+        ("total_connections_received", "0"),
+        ("total_net_input_bytes", "0"),
+        ("acl_access_denied_auth", "0"),
+        ("keyspace_hits", "0"),
+        ("reload_failures", "0"),
+    ] {
+        assert_eq!(field(&after, name), value, "{name}");
+    }
+    assert_eq!(field(&info(&mut b, "clients"), "connected_clients"), "1");
+    let mut mb = mc_login(addr, "beta", "bpw");
+    let s = stat_lines(&mut mb, b"stats\r\n");
+    for (name, value) in [
+        ("cmd_set", "0"),
+        ("cmd_touch", "0"),
+        ("incr_hits", "0"),
+        ("delete_hits", "0"),
+        ("auth_errors", "0"),
+        ("auth_cmds", "2"), // beta's own two logins
+        ("bytes_read", "0"),
+        ("curr_connections", "2"),
+        ("total_connections", "0"),
+        ("curr_items", "0"),
+        ("rusage_user", "0.000000"),
+        ("hitmap_digests_applied", "0"),
+    ] {
+        assert_eq!(stat(&s, name), value, "{name}");
+    }
+    assert_eq!(stat(&s, "max_connections"), "1024", "settings are public");
+    // alpha sees the failed logins naming it; the admin sees everything.
+    let s = stat_lines(&mut ma, b"stats\r\n");
+    assert_eq!(stat(&s, "auth_errors"), "2");
+    assert_eq!(stat(&s, "auth_cmds"), "4");
+    assert_eq!(stat(&s, "curr_items"), "2");
+    let all = info(&mut admin, "stats");
+    assert_eq!(field(&all, "acl_access_denied_auth"), "2");
+    let commands: u64 = field(&all, "total_commands_processed").parse().unwrap();
+    assert!(commands > 20, "{commands}");
 }
