@@ -3,7 +3,9 @@
 //! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
 //! `INFO`'s verbatim string; everything else is the same bytes in both versions.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::collections::hash_map::{DefaultHasher, Entry};
+use std::hash::{Hash, Hasher};
 use std::io::Write as _;
 
 use fridge_engine::{Condition, EngineError, Expiry, Store, StoreOutcome, TenantId, Update};
@@ -710,7 +712,7 @@ const SCAN_MIN_BUCKETS: usize = 1024;
 /// SCAN stops early once its keys take this many bytes.
 const SCAN_REPLY_BYTES: usize = 64 * 1024;
 /// Index buckets KEYS visits per step before other connections get a turn.
-const KEYS_STEP_BUCKETS: usize = 1024;
+const KEYS_STEP_BUCKETS: usize = 256;
 
 /// `MGET`: batched lookups, answered in steps (see [`Session::suspend`]) once the reply
 /// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up.
@@ -758,19 +760,38 @@ fn mget(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx:
 #[derive(Debug, Default)]
 pub(crate) struct KeysJob {
     cursor: u64,
-    /// Matching keys found so far (a set: a key the index moved may be seen twice).
-    found: HashSet<Box<[u8]>>,
-    /// Bytes the found keys take.
+    /// Matching keys found so far.
+    keys: Vec<Box<[u8]>>,
+    /// The keys' hashes, each to the index of a key with that hash: a key the index moved
+    /// during the pass may be seen twice, and is kept once. (Hashes, not keys, so growing
+    /// the map rehashes eight bytes per key; a hash shared by two different keys keeps both.)
+    seen: HashMap<u64, u32>,
+    /// Bytes the keys take.
     bytes: usize,
-    /// Once the pass is over: the keys, and how many of them are written.
-    reply: Option<(Vec<Box<[u8]>>, usize)>,
+    /// Once the pass is over: how many keys are written.
+    written: Option<usize>,
 }
 
 impl KeysJob {
     /// Memory the job holds, for the clients' memory limit.
     pub(crate) fn memory_bytes(&self) -> usize {
-        let per_key = std::mem::size_of::<Box<[u8]>>() * 2;
-        self.bytes + (self.found.len() + self.reply.as_ref().map_or(0, |r| r.0.len())) * per_key
+        let per_key = std::mem::size_of::<Box<[u8]>>() + 16;
+        self.bytes + self.keys.capacity() * per_key
+    }
+
+    fn add(&mut self, key: Vec<u8>) {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        let index = u32::try_from(self.keys.len()).unwrap_or(u32::MAX);
+        match self.seen.entry(h.finish()) {
+            Entry::Occupied(e) if *self.keys[*e.get() as usize] == key[..] => return,
+            Entry::Occupied(_) => {}
+            Entry::Vacant(e) => {
+                e.insert(index);
+            }
+        }
+        self.bytes += key.len();
+        self.keys.push(key.into_boxed_slice());
     }
 }
 
@@ -781,17 +802,13 @@ impl KeysJob {
 fn keys(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx: &mut Ctx<'_>) {
     let pattern = cmd.get(1).unwrap_or_default();
     let mut job = s.resume.keys.take().unwrap_or_default();
-    if job.reply.is_none() {
+    if job.written.is_none() {
         ctx.keys.clear();
         job.cursor =
             ctx.engine.scan_bounded(t, job.cursor, usize::MAX, KEYS_STEP_BUCKETS, ctx.keys);
         for k in ctx.keys.drain(..) {
             if glob_match(pattern, &k) {
-                let k = k.into_boxed_slice();
-                if !job.found.contains(&k) {
-                    job.bytes += k.len();
-                    job.found.insert(k);
-                }
+                job.add(k);
             }
         }
         if job.bytes > ctx.shared.config.max_output_buffer.bytes() {
@@ -804,18 +821,18 @@ fn keys(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx:
             s.resume.keys = Some(job);
             return s.suspend(1);
         }
-        let keys: Vec<Box<[u8]>> = job.found.drain().collect();
-        write_array_header(out, keys.len());
-        job.reply = Some((keys, 0));
+        job.seen = HashMap::new();
+        write_array_header(out, job.keys.len());
+        job.written = Some(0);
     }
-    if let Some((keys, written)) = job.reply.as_mut() {
-        while let Some(k) = keys.get(*written) {
-            write_bulk(out, k);
-            *written += 1;
-            if out.len() >= ctx.out_limit && *written < keys.len() {
-                s.resume.keys = Some(job);
-                return s.suspend(1);
-            }
+    let mut written = job.written.unwrap_or(0);
+    while let Some(k) = job.keys.get(written) {
+        write_bulk(out, k);
+        written += 1;
+        if out.len() >= ctx.out_limit && written < job.keys.len() {
+            job.written = Some(written);
+            s.resume.keys = Some(job);
+            return s.suspend(1);
         }
     }
 }

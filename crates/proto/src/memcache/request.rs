@@ -460,23 +460,20 @@ pub fn parse_request_resumable<'a>(
     scanned: &mut usize,
 ) -> Result<(Request<'a>, usize), ParseError> {
     let from = (*scanned).min(buf.len());
-    match buf[from..].iter().position(|&c| c == b'\n') {
-        // The line is there: parse it (its bytes once more, then never again).
-        Some(_) => {}
-        // No line yet, and none too long: wait (what `parse_request` would say).
-        None if buf.len() < limits.max_line_len
-            || (is_retrieval_prefix(buf) && buf.len() < limits.max_retrieval_line_len) =>
+    if from > 0 && !buf[from..].contains(&b'\n') {
+        // Still no line, and none too long: wait (what `parse_request` would say).
+        if buf.len() < limits.max_line_len
+            || (is_retrieval_prefix(buf) && buf.len() < limits.max_retrieval_line_len)
         {
             *scanned = buf.len();
             return Err(ParseError::Incomplete);
         }
-        // Too long: `parse_request` gives the error.
-        None => {}
     }
     let result = parse_request(buf, limits);
     *scanned = match result {
-        // A storage command waiting for its data block: its line is short.
-        Err(ParseError::Incomplete) => from,
+        // No line yet: all of `buf` was searched. (With a line, a storage command waits
+        // for its data block; its line is short and is parsed again.)
+        Err(ParseError::Incomplete) if !buf.contains(&b'\n') => buf.len(),
         _ => 0,
     };
     result
