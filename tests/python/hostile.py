@@ -13,7 +13,7 @@ import threading
 import time
 
 # A bystander request unanswered this long means the server stalled (not a timing figure).
-STALL_S = 2.0
+STALL_S = 1.0
 
 
 def rss_bytes(pid):
