@@ -1017,11 +1017,12 @@ fn client_line(out: &mut Vec<u8>, id: u64, e: &crate::ClientEntry, user: &str, n
         out,
         "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db=0 sub=0 psub=0 \
          ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 \
-         tot-mem=0 events=r cmd=client user={user} redir=-1 resp={resp}",
+         tot-mem={} events=r cmd=client user={user} redir=-1 resp={resp}",
         e.peer,
         e.local,
         e.name,
-        now.saturating_sub(e.created_ms) / 1000
+        now.saturating_sub(e.created_ms) / 1000,
+        e.memory,
     );
 }
 
