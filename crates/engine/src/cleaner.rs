@@ -45,7 +45,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::arbiter::{Arbiter, Need};
-use crate::engine::Inner;
+use crate::engine::{Inner, is_expired};
 use crate::epoch::Guard;
 use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
@@ -230,7 +230,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             if !is_live(inner, &guard, hash, loc) {
                 return;
             }
-            if inner.expires_at(&rec, loc).is_some_and(|at| now >= at) {
+            if is_expired(inner.expires_at(&rec, loc), || now) {
                 expired += u64::from(unlink_at(inner, &guard, hash, loc));
                 return;
             }
@@ -491,7 +491,7 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
     let (mut evicted, mut expired) = (Vec::new(), 0);
     for_each_record(inner, segment, |loc, rec| {
         let hash = key_hash(TenantId(rec.tenant()), rec.key());
-        let was_expired = inner.expires_at(&rec, loc).is_some_and(|at| now >= at);
+        let was_expired = is_expired(inner.expires_at(&rec, loc), || now);
         if unlink_at(inner, &guard, hash, loc) {
             if was_expired {
                 expired += 1;

@@ -666,8 +666,13 @@ impl Drop for Worker {
     }
 }
 
-fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u64) -> bool {
-    expires_at_ms.is_some_and(|at| now_ms() >= at)
+/// Whether an item that expires at `expires_at_ms` is gone at the time `now_ms` gives (read
+/// only if the item has an expiry). Redis's rule: a key expires once the time is *past* its
+/// deadline (`now > at`), so a key set with `PX 200` is still there at exactly 200 ms. With the
+/// server's coarse clock, which may lag real time but never leads it, this also means a key is
+/// never gone before its deadline.
+pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u64) -> bool {
+    expires_at_ms.is_some_and(|at| now_ms() > at)
 }
 
 impl Worker {

@@ -83,11 +83,11 @@ fn expiry_is_millisecond_precise_on_the_virtual_clock() {
     let mut w = engine.worker().unwrap();
     let at = clock_now(&clock) + 1500;
     w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v") }).unwrap();
-    clock.advance(1499);
-    assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()));
+    clock.advance(1500);
+    assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()), "still there at its deadline (Redis)");
     assert_eq!(w.get(T, b"k", |i| i.expires_at_ms), Some(Some(at)));
     clock.advance(1);
-    assert_eq!(get(&mut w, b"k"), None);
+    assert_eq!(get(&mut w, b"k"), None, "gone once the time is past it");
     assert_eq!(engine.item_count(T), 0, "the expired item is reclaimed when found");
     assert_eq!(engine.stats().expired, 1);
     engine.validate();
@@ -154,7 +154,7 @@ fn touch_persist_and_get_and_touch() {
     assert_eq!(w.set_expiry(T, b"nope", None), Ok(None));
     let got = w.get_and_touch(T, b"k", Some(now + 50), |i| i.value.to_vec()).unwrap();
     assert_eq!(got, Some(b"v".to_vec()));
-    clock.advance(50);
+    clock.advance(51);
     assert_eq!(get(&mut w, b"k"), None);
     engine.validate();
 }
@@ -268,7 +268,7 @@ fn get_many_agrees_with_get() {
             }
         }
     }
-    clock.advance(10); // the i % 3 == 2 items expire
+    clock.advance(11); // the i % 3 == 2 items expire
     let mut got = Vec::new();
     w.get_many(T, &keys, |i, item| got.push((i, item.value.to_vec(), item.flags)));
     let want: Vec<_> = keys

@@ -23,7 +23,9 @@ use crate::worker::{Ctx, Session};
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
 
 /// Converts a memcached exptime to an absolute expiry: 0 never, negative already expired,
-/// up to 30 days relative seconds, beyond that an absolute Unix time.
+/// up to 30 days relative seconds, beyond that an absolute Unix time. `now_ms` is the coarse
+/// clock; relative deadlines count from the precise one ([`crate::precise_now_ms`]), so an
+/// item is never gone before its time.
 pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
     let e = i64::from(exptime);
     if e == 0 {
@@ -34,7 +36,7 @@ pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
         // An absolute Unix time; one in the past expires at once.
         Expiry::At(e as u64 * 1000)
     } else {
-        Expiry::At(now_ms + e as u64 * 1000)
+        Expiry::At(crate::precise_now_ms(now_ms) + e as u64 * 1000)
     }
 }
 
@@ -273,11 +275,15 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     }
 }
 
-/// Seconds left before `expires_at_ms`, memcached style: -1 for never.
+/// Seconds left before `expires_at_ms`, memcached style: -1 for never. Counted from the
+/// precise clock deadlines are set from (the coarse `now` may lag it and add a second).
 fn ttl_secs(expires_at_ms: Option<u64>, now: u64) -> i64 {
     match expires_at_ms {
         None => -1,
-        Some(at) => i64::try_from(at.saturating_sub(now).div_ceil(1000)).unwrap_or(i64::MAX),
+        Some(at) => {
+            let left = at.saturating_sub(crate::precise_now_ms(now));
+            i64::try_from(left.div_ceil(1000)).unwrap_or(i64::MAX)
+        }
     }
 }
 
