@@ -363,6 +363,12 @@ impl Inner {
         self.clock.now_ms()
     }
 
+    /// Whether a value of `len` bytes is within `max_value_len`.
+    #[inline]
+    fn value_fits(&self, len: usize) -> bool {
+        self.config.max_value_len == 0 || len <= self.config.max_value_len
+    }
+
     /// A GET miss: the arbiter checks the tenant's shadow queue (never waiting).
     #[inline]
     fn missed(&self, tenant: TenantId, hash: u64) {
@@ -914,7 +920,10 @@ impl Worker {
         if item.key.len() > item::MAX_KEY_LEN {
             return Err(EngineError::KeyTooLong);
         }
-        if size > inner.config.max_item_size || size > inner.config.segment_size {
+        if size > inner.config.max_item_size
+            || size > inner.config.segment_size
+            || !inner.value_fits(value_len)
+        {
             return Err(EngineError::TooLarge);
         }
         let large = value_len >= inner.config.large_value_threshold;
@@ -1267,7 +1276,9 @@ impl Worker {
 
     /// Appends (or prepends) `data` to a live item. With `create`, a missing key is created
     /// with `data` as its value (Redis `APPEND`); without, it is left missing (memcached).
-    /// Returns the new length, or `None` if nothing was stored.
+    /// Returns the new length, or `None` if nothing was stored. A result longer than
+    /// `max_value_len` (or an item over `max_item_size`) is [`EngineError::TooLarge`], and the
+    /// item is left as it was.
     pub fn append(
         &mut self,
         tenant: TenantId,
@@ -1276,8 +1287,13 @@ impl Worker {
         prepend: bool,
         create: bool,
     ) -> Result<Option<usize>, EngineError> {
+        let max = self.inner.config.max_value_len;
         self.update(tenant, key, |current, buf| match current {
             None if !create => Ok(Update::Done(None)),
+            _ if max > 0 && current.map_or(0, |c| c.value.len()) + data.len() > max => {
+                // Refused before copying anything.
+                Err(EngineError::TooLarge)
+            }
             None => {
                 buf.extend_from_slice(data);
                 Ok(Update::Write { flags: 0, expires_at_ms: None, result: Some(data.len()) })

@@ -225,10 +225,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     let result = match st.command {
         StorageCommand::Append | StorageCommand::Prepend => {
             let prepend = st.command == StorageCommand::Prepend;
-            ctx.engine.append(t, st.key, st.data, prepend, false).map(|r| match r {
-                Some(_) => StoreOutcome::Stored,
-                None => StoreOutcome::NotStored,
-            })
+            append(ctx, t, st.key, st.data, prepend)
         }
         command => {
             let condition = match command {
@@ -272,6 +269,23 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     };
     if !st.noreply {
         mc::write_reply(out, reply);
+    }
+}
+
+/// `append`/`prepend` (text, and meta `MA`/`MP`). A result over the item size limit is not
+/// stored and the old value stays: memcached 1.6.18 answers `NOT_STORED` (`NS`) there, not an
+/// error.
+fn append(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    data: &[u8],
+    prepend: bool,
+) -> Result<StoreOutcome, EngineError> {
+    match ctx.engine.append(t, key, data, prepend, false) {
+        Ok(Some(_)) => Ok(StoreOutcome::Stored),
+        Ok(None) | Err(EngineError::TooLarge) => Ok(StoreOutcome::NotStored),
+        Err(e) => Err(e),
     }
 }
 
@@ -457,10 +471,7 @@ fn meta_set(
     let f = m.flags;
     let mode = f.mode().unwrap_or(b'S').to_ascii_uppercase();
     let result = match mode {
-        b'A' | b'P' => ctx.engine.append(t, key, m.data, mode == b'P', false).map(|r| match r {
-            Some(_) => StoreOutcome::Stored,
-            None => StoreOutcome::NotStored,
-        }),
+        b'A' | b'P' => append(ctx, t, key, m.data, mode == b'P'),
         _ => {
             let condition = match (f.compare_cas(), mode) {
                 (Some(cas), _) => Condition::IfCas(cas),
