@@ -37,6 +37,7 @@ mod cleaner;
 pub mod clock;
 mod engine;
 pub mod epoch;
+mod expiry;
 pub mod hash;
 pub mod hitmap;
 pub mod index;

@@ -155,3 +155,65 @@ fn keys_are_never_gone_before_their_deadline_under_load() {
     );
     assert!(watched.iter().all(|w| w.gone), "every key expires in the end");
 }
+
+fn stat(c: &mut Conn, name: &str) -> u64 {
+    c.send(b"stats\r\n");
+    let mut value = None;
+    loop {
+        let line = c.line();
+        if line == "END" {
+            break;
+        }
+        if let Some(v) = line.strip_prefix(&format!("STAT {name} ")) {
+            value = Some(v.parse().expect("a number"));
+        }
+    }
+    value.unwrap_or_else(|| panic!("no stat {name}"))
+}
+
+fn dbsize(k: &mut Conn) -> u64 {
+    k.send(&cmd(&[b"DBSIZE"]));
+    k.line()[1..].parse().expect("an integer reply")
+}
+
+fn keyspace(k: &mut Conn) -> String {
+    k.send(&cmd(&[b"INFO", b"keyspace"]));
+    let len: usize = k.line()[1..].parse().expect("bulk length");
+    String::from_utf8(k.read_n(len + 2)).expect("text")
+}
+
+/// Expired keys leave DBSIZE, INFO keyspace and `curr_items` within a few seconds with no
+/// traffic that touches them (only the counters are read). The background thread sweeps the
+/// index about once a second while items are due; the bound asserted is a liveness bound, not a
+/// timing figure.
+#[test]
+fn expired_keys_stop_being_counted_without_traffic() {
+    let server = start();
+    let mut k = Conn::open(server.local_addr());
+    let mut m = Conn::open(server.local_addr());
+    for i in 0..1000 {
+        k.roundtrip(&cmd(&[b"SET", format!("r{i}").as_bytes(), b"v", b"PX", b"300"]), b"+OK\r\n");
+        m.roundtrip(format!("set m{i} 0 1 1\r\nv\r\n").as_bytes(), b"STORED\r\n");
+    }
+    k.roundtrip(&cmd(&[b"SET", b"stays", b"v"]), b"+OK\r\n");
+    let stored = std::time::Instant::now();
+    assert_eq!(dbsize(&mut k), 2001);
+    assert!(keyspace(&mut k).contains("db0:keys=2001,expires=2000,"), "{}", keyspace(&mut k));
+    // Every key has expired 1 s after the last store; allow the sweep a few seconds more.
+    let deadline = stored + std::time::Duration::from_secs(6);
+    loop {
+        let (size, items) = (dbsize(&mut k), stat(&mut m, "curr_items"));
+        if size == 1 && items == 1 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "expired keys still counted 5 s after expiring: DBSIZE {size}, curr_items {items}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    eprintln!("counts dropped {:?} after the last store", stored.elapsed());
+    assert!(keyspace(&mut k).contains("db0:keys=1,expires=0,"));
+    assert_eq!(stat(&mut m, "crawler_reclaimed"), 2000, "the sweep reclaimed them");
+    k.roundtrip(&cmd(&[b"GET", b"stays"]), b"$1\r\nv\r\n");
+}
