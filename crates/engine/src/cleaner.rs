@@ -45,8 +45,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::arbiter::{Arbiter, Need};
-use crate::engine::Inner;
+use crate::engine::{Inner, is_expired};
 use crate::epoch::Guard;
+use crate::expiry;
 use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
 use crate::item::{NewItem, Record};
@@ -61,6 +62,10 @@ use crate::{IdleTax, TenantId};
 const MAX_PASSES_PER_CALL: usize = 16;
 /// Index maintenance steps the background thread runs per wake-up.
 const BACKGROUND_MAINTENANCE_STEPS: usize = 128;
+/// How long the background thread sleeps with nothing under way and no item due to expire
+/// (writers short of free segments wake it at once). Retired index tables and segments are
+/// freed at the latest this much after readers leave them.
+const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The cleaner's own state, under the engine's cleaner mutex (one pass at a time).
 #[derive(Debug)]
@@ -117,18 +122,32 @@ pub(crate) fn clean_until_watermark(inner: &Inner) {
     inner.segments.reclaim(&inner.epochs);
 }
 
-/// The background cleaner's loop: sleeps until a writer reports low free memory (or 10 ms
-/// pass), then cleans and does a bounded step of index growth.
+/// The background thread's loop: cleans when a writer reports low free memory, and does
+/// bounded steps of index growth and of the expiry sweep ([`crate::expiry`]). While growth or
+/// a sweep pass is under way it wakes every [`expiry::STEP_INTERVAL`]; otherwise it sleeps
+/// until the earliest expiry is due or a writer wakes it, at most [`IDLE_WAIT`].
 pub(crate) fn run_background(inner: &Arc<Inner>) {
-    // Index maintenance runs outside the cleaner mutex, so it needs an epoch slot of its own
-    // (the cleaner's slot may be in use by a pass that a worker runs).
+    // Index maintenance and the sweep run outside the cleaner mutex, so they need an epoch
+    // slot of their own (the cleaner's slot may be in use by a pass that a worker runs).
     let Some(participant) = inner.epochs.register() else { return };
-    while inner.wait_for_work() {
+    let mut wait = IDLE_WAIT;
+    while inner.wait_for_work(wait) {
         clean_until_watermark(inner);
+        let mut growing = false;
         for _ in 0..BACKGROUND_MAINTENANCE_STEPS {
             // Pinned one step at a time, so retired segments are not held back.
-            inner.maintain_index(&inner.epochs.pin(participant));
+            growing = inner.maintain_index(&inner.epochs.pin(participant));
+            if !growing {
+                break;
+            }
         }
+        let work = expiry::work_per_step(inner.index.roots(&inner.epochs.pin(participant)));
+        let sweep = expiry::step(inner, participant, work);
+        wait = if growing || sweep.in_pass {
+            expiry::STEP_INTERVAL
+        } else {
+            expiry::idle_wait(inner, IDLE_WAIT)
+        };
     }
     inner.epochs.unregister(participant);
 }
@@ -230,7 +249,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             if !is_live(inner, &guard, hash, loc) {
                 return;
             }
-            if inner.expires_at(&rec, loc).is_some_and(|at| now >= at) {
+            if is_expired(inner.expires_at(&rec, loc), || now) {
                 expired += u64::from(unlink_at(inner, &guard, hash, loc));
                 return;
             }
@@ -278,6 +297,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 if relocate(inner, &guard, s.hash, s.loc, new) {
                     relocated.0 += 1;
                     relocated.1 += size as u64;
+                    // The copy is a record the expiry sweep's pass under way may not
+                    // account for (see `crate::expiry`).
+                    inner.note_expiry(inner.expires_at(&inner.record(&guard, new), new));
                 } else {
                     inner.segments.header(new.segment).add_dead(size);
                 }
@@ -491,7 +513,7 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
     let (mut evicted, mut expired) = (Vec::new(), 0);
     for_each_record(inner, segment, |loc, rec| {
         let hash = key_hash(TenantId(rec.tenant()), rec.key());
-        let was_expired = inner.expires_at(&rec, loc).is_some_and(|at| now >= at);
+        let was_expired = is_expired(inner.expires_at(&rec, loc), || now);
         if unlink_at(inner, &guard, hash, loc) {
             if was_expired {
                 expired += 1;

@@ -11,7 +11,7 @@
 //! Accounting: an item's size is its key record plus its value. A tenant's bytes are the sizes
 //! of its live items; a segment's dead bytes are the sizes of its unreachable ones.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
@@ -20,11 +20,12 @@ use crate::arena::Arena;
 use crate::cleaner::{self, CleanerState};
 use crate::clock::Clock;
 use crate::epoch::{self, Epochs, Guard};
+use crate::expiry::{self, SweepState};
 use crate::hash::{digest_of, key_hash};
 use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
 use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata, POOL_LEN};
-use crate::segment::{CLEANER_RESERVE, Segments};
+use crate::segment::{CLEANER_RESERVE, NO_EXPIRY, Segments};
 use crate::stats::{Counters, EngineStats};
 use crate::tenant::{NO_FLUSH, TenantPolicy, TenantState, TenantStats};
 use crate::{CleanerMode, ConfigError, EngineConfig, EngineError, TenantId};
@@ -161,6 +162,14 @@ pub(crate) struct Inner {
     segment_fills: AtomicU64,
     pub(crate) watermark: usize,
     pub(crate) cleaner: Mutex<CleanerState>,
+    /// A lower bound on the expiry of every live item (`u64::MAX`: none has one); see
+    /// [`crate::expiry`].
+    pub(crate) next_expiry_ms: AtomicU64,
+    /// The expiry sweep's cursor (one step at a time).
+    pub(crate) sweep: Mutex<SweepState>,
+    /// Set when the background thread is asked to run; guards `wake` (a leaf lock, so a
+    /// wake-up between the thread's last look and its wait is never lost).
+    wake_requested: Mutex<bool>,
     wake: Condvar,
     shutdown: AtomicBool,
 }
@@ -224,6 +233,9 @@ impl Engine {
             segment_fills: AtomicU64::new(0),
             watermark,
             cleaner: Mutex::new(CleanerState::new(cleaner_id, config.seed)),
+            next_expiry_ms: AtomicU64::new(NO_EXPIRY),
+            sweep: Mutex::new(SweepState::new()),
+            wake_requested: Mutex::new(false),
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
             clock,
@@ -284,6 +296,40 @@ impl Engine {
         self.inner.tenants[usize::from(tenant.0)].items.load(Ordering::Relaxed)
     }
 
+    /// Live items of `tenant` that have an expiry (Redis's `expires` in `INFO keyspace`).
+    pub fn expiring_count(&self, tenant: TenantId) -> u64 {
+        self.inner.tenants[usize::from(tenant.0)].expiring.load(Ordering::Relaxed)
+    }
+
+    /// Reclaims expired items now: completes the expiry sweep's pass under way, or runs a
+    /// whole one if an item may have expired (the sweep is described in `src/expiry.rs`).
+    /// Returns the items removed. With [`CleanerMode::Inline`] this is the only way expired
+    /// items that nothing reads leave the counts before the cleaner meets them; in the
+    /// background mode the cleaner thread sweeps by itself, a step at a time.
+    pub fn reclaim_expired(&self) -> u64 {
+        let inner = &*self.inner;
+        inner.with_participant(|id| {
+            // One step without a bound completes a pass. If it finished one begun earlier (by
+            // the background thread), items it had passed may have expired since: run another.
+            let first = expiry::step(inner, id, usize::MAX);
+            let mut reclaimed = first.reclaimed;
+            if first.continued {
+                reclaimed += expiry::step(inner, id, usize::MAX).reclaimed;
+            }
+            reclaimed
+        })
+    }
+
+    /// One bounded step of the expiry sweep, as the background thread runs every 10 ms:
+    /// starts a pass if an item may have expired, then does about `work` units (a root bucket
+    /// or a key record read is one). Returns the items removed and whether the pass is still
+    /// under way. For the simulator and tests that interleave the sweep with other operations.
+    pub fn reclaim_expired_step(&self, work: usize) -> (u64, bool) {
+        let inner = &*self.inner;
+        let step = inner.with_participant(|id| expiry::step(inner, id, work.max(1)));
+        (step.reclaimed, step.in_pass)
+    }
+
     /// Bytes of `tenant`'s live items.
     pub fn tenant_bytes(&self, tenant: TenantId) -> u64 {
         self.inner.tenants[usize::from(tenant.0)].bytes.load(Ordering::Relaxed)
@@ -334,7 +380,7 @@ impl Drop for Engine {
         // The last Engine clone stops the cleaner thread (Background's drop joins it).
         if Arc::strong_count(&self.background) == 1 {
             self.inner.shutdown.store(true, Ordering::SeqCst);
-            self.inner.wake.notify_all();
+            self.inner.wake_background();
         }
     }
 }
@@ -361,6 +407,12 @@ impl Inner {
 
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
+    }
+
+    /// Whether a value of `len` bytes is within `max_value_len`.
+    #[inline]
+    fn value_fits(&self, len: usize) -> bool {
+        self.config.max_value_len == 0 || len <= self.config.max_value_len
     }
 
     /// A GET miss: the arbiter checks the tenant's shadow queue (never waiting).
@@ -402,12 +454,35 @@ impl Inner {
         let t = &self.tenants[usize::from(rec.tenant())];
         t.items.fetch_sub(1, Ordering::Relaxed);
         t.bytes.fetch_sub(size, Ordering::Relaxed);
+        if rec.has_expiry() {
+            t.expiring.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 
-    fn linked(&self, tenant: TenantId, size: usize) {
+    /// Accounts for a new item just published (under its root's lock).
+    fn linked(&self, tenant: TenantId, size: usize, expires_at_ms: Option<u64>) {
         let t = &self.tenants[usize::from(tenant.0)];
         t.items.fetch_add(1, Ordering::Relaxed);
         t.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        if expires_at_ms.is_some() {
+            t.expiring.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Tells the expiry sweep about an item published with an expiry (stored, or copied by
+    /// the cleaner), after its root is unlocked. Keeps [`Inner::next_expiry_ms`] a lower
+    /// bound on every live item's expiry: either the sweep pass that reset the bound sees the
+    /// new slot, or this lowers the bound (see `expiry::begin_pass`, whose fence pairs with
+    /// this one). Costs a fence and a load per store with an expiry; the shared line is
+    /// written only when the bound drops.
+    #[inline]
+    pub(crate) fn note_expiry(&self, expires_at_ms: Option<u64>) {
+        if let Some(at) = expires_at_ms {
+            fence(Ordering::SeqCst);
+            if at < self.next_expiry_ms.load(Ordering::Relaxed) {
+                self.next_expiry_ms.fetch_min(at, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Runs a due delayed flush of `tenant`, if any.
@@ -440,12 +515,12 @@ impl Inner {
         Counters::add(&self.counters.flushed, flushed);
     }
 
-    /// Bounded index maintenance on the write path.
-    pub(crate) fn maintain_index(&self, guard: &Guard<'_>) {
+    /// Bounded index maintenance on the write path. Returns true while a growth is under way.
+    pub(crate) fn maintain_index(&self, guard: &Guard<'_>) -> bool {
         let rehash = |loc| self.rehash(guard, loc);
         let mut on_evict = |loc| self.unlinked(guard, loc);
         let items = || self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
-        self.index.maintain(guard, &self.epochs, MIGRATE_PER_WRITE, &items, &rehash, &mut on_evict);
+        self.index.maintain(guard, &self.epochs, MIGRATE_PER_WRITE, &items, &rehash, &mut on_evict)
     }
 
     /// Appends an item to `seg`, which the caller owns (a worker's head or the cleaner's
@@ -470,6 +545,9 @@ impl Inner {
         } else {
             (bottom - value_len, top + record_len, bottom - value_len)
         };
+        if let Some(at) = item.expires_at_ms {
+            h.note_expiry(at);
+        }
         let base = self.arena.segment_ptr(seg);
         // SAFETY: the caller owns `seg`: nobody else writes it. [top, top + record_len) and
         // [value_offset, value_offset + value_len) lie in the unpublished middle of the
@@ -501,7 +579,7 @@ impl Inner {
                 self.segments.reclaim(&self.epochs);
                 match self.config.cleaner {
                     CleanerMode::Inline => cleaner::clean_until_watermark(self),
-                    CleanerMode::Background => self.wake.notify_one(),
+                    CleanerMode::Background => self.wake_background(),
                 }
             }
             if let Some(seg) = self.segments.take_free(self.now_ms(), CLEANER_RESERVE) {
@@ -544,17 +622,24 @@ impl Inner {
         }
     }
 
-    pub(crate) fn wait_for_work(&self) -> bool {
-        let cleaner = self.cleaner.lock().unwrap_or_else(|e| e.into_inner());
-        if self.shutdown.load(Ordering::SeqCst) {
-            return false;
+    /// Asks the background thread to run now (writers short of free segments, shutdown).
+    fn wake_background(&self) {
+        *self.wake_requested.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    /// The background thread's wait: returns at once if woken since it last looked or if
+    /// free segments are short, otherwise after `timeout` or a wake-up. False at shutdown.
+    pub(crate) fn wait_for_work(&self, timeout: std::time::Duration) -> bool {
+        let mut requested = self.wake_requested.lock().unwrap_or_else(|e| e.into_inner());
+        if !*requested
+            && !self.shutdown.load(Ordering::SeqCst)
+            && self.segments.free_count() > self.watermark
+        {
+            requested =
+                self.wake.wait_timeout(requested, timeout).unwrap_or_else(|e| e.into_inner()).0;
         }
-        if self.segments.free_count() > self.watermark {
-            let _unused = self
-                .wake
-                .wait_timeout(cleaner, std::time::Duration::from_millis(10))
-                .unwrap_or_else(|e| e.into_inner());
-        }
+        *requested = false;
         !self.shutdown.load(Ordering::SeqCst)
     }
 
@@ -583,6 +668,9 @@ impl Inner {
             sets: self.epochs.sum(|c| &c.sets),
             evictions: load(&c.evictions),
             expired: load(&c.expired),
+            expired_swept: load(&c.swept),
+            sweep_passes: load(&c.sweep_passes),
+            sweep_checked: load(&c.sweep_checked),
             cleaner_passes: load(&c.cleaner_passes),
             relocated_items: load(&c.relocated_items),
             relocated_bytes: load(&c.relocated_bytes),
@@ -596,13 +684,19 @@ impl Inner {
     /// Runs `f` pinned under a participant slot of its own (for control-path callers that
     /// have no worker). Spins if every slot is taken.
     fn with_guard<R>(&self, f: impl FnOnce(&Guard<'_>) -> R) -> R {
+        self.with_participant(|id| f(&self.epochs.pin(id)))
+    }
+
+    /// Runs `f` with an epoch participant slot of its own, unpinned. Spins if every slot is
+    /// taken.
+    fn with_participant<R>(&self, f: impl FnOnce(usize) -> R) -> R {
         let id = loop {
             match self.epochs.register() {
                 Some(id) => break id,
                 None => std::thread::yield_now(),
             }
         };
-        let r = f(&self.epochs.pin(id));
+        let r = f(id);
         self.epochs.unregister(id);
         r
     }
@@ -616,6 +710,8 @@ impl Inner {
         let mut on_evict = |loc| self.unlinked(guard, loc);
         let mut items = vec![0u64; item::MAX_TENANTS];
         let mut bytes = vec![0u64; item::MAX_TENANTS];
+        let mut expiring = vec![0u64; item::MAX_TENANTS];
+        let mut earliest = NO_EXPIRY;
         let mut seen = std::collections::HashSet::new();
         self.index.for_each(guard, &rehash, &mut on_evict, &mut |_, _, loc| {
             assert!((loc.segment as usize) < self.segments.count(), "slot names segment {loc:?}");
@@ -628,10 +724,31 @@ impl Inner {
             assert!(seen.insert((rec.tenant(), rec.key().to_vec())), "key indexed twice: {loc:?}");
             items[usize::from(rec.tenant())] += 1;
             bytes[usize::from(rec.tenant())] += rec.size() as u64;
+            if let Some(at) = self.expires_at(&rec, loc) {
+                expiring[usize::from(rec.tenant())] += 1;
+                earliest = earliest.min(at);
+                assert!(
+                    h.min_expiry_ms.load(Ordering::Relaxed) <= at,
+                    "segment {} claims no expiry before {at}",
+                    loc.segment
+                );
+            }
         });
+        // The bound may be above a live item's expiry only while a pass is under way.
+        if !self.sweep.lock().unwrap_or_else(|e| e.into_inner()).in_pass() {
+            assert!(
+                self.next_expiry_ms.load(Ordering::Relaxed) <= earliest,
+                "the expiry bound passes over a live item"
+            );
+        }
         for (t, state) in self.tenants.iter().enumerate() {
             assert_eq!(state.items.load(Ordering::Relaxed), items[t], "tenant {t} item count");
             assert_eq!(state.bytes.load(Ordering::Relaxed), bytes[t], "tenant {t} byte count");
+            assert_eq!(
+                state.expiring.load(Ordering::Relaxed),
+                expiring[t],
+                "tenant {t} expiring count"
+            );
         }
         let total: u64 = bytes.iter().sum();
         assert!(total as usize <= self.config.max_memory, "live bytes exceed max_memory");
@@ -666,8 +783,13 @@ impl Drop for Worker {
     }
 }
 
-fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u64) -> bool {
-    expires_at_ms.is_some_and(|at| now_ms() >= at)
+/// Whether an item that expires at `expires_at_ms` is gone at the time `now_ms` gives (read
+/// only if the item has an expiry). Redis's rule: a key expires once the time is *past* its
+/// deadline (`now > at`), so a key set with `PX 200` is still there at exactly 200 ms. With the
+/// server's coarse clock, which may lag real time but never leads it, this also means a key is
+/// never gone before its deadline.
+pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u64) -> bool {
+    expires_at_ms.is_some_and(|at| now_ms() > at)
 }
 
 impl Worker {
@@ -909,7 +1031,10 @@ impl Worker {
         if item.key.len() > item::MAX_KEY_LEN {
             return Err(EngineError::KeyTooLong);
         }
-        if size > inner.config.max_item_size || size > inner.config.segment_size {
+        if size > inner.config.max_item_size
+            || size > inner.config.segment_size
+            || !inner.value_fits(value_len)
+        {
             return Err(EngineError::TooLarge);
         }
         let large = value_len >= inner.config.large_value_threshold;
@@ -1012,8 +1137,10 @@ impl Worker {
                 }
             }
         }
-        inner.linked(tenant, size);
+        inner.linked(tenant, size, expires_at_ms);
         locked.bump_cas();
+        drop(locked);
+        inner.note_expiry(expires_at_ms);
         Ok(StoreOutcome::Stored)
     }
 
@@ -1145,7 +1272,7 @@ impl Worker {
                 Err(e) => break Err(e),
             };
             drop(guard);
-            let (new, result) = match step {
+            let (new, result, expires_at_ms) = match step {
                 Update::Done(r) => break Ok(r),
                 Update::Delete(r) => {
                     if let Some(loc) = seen {
@@ -1168,7 +1295,7 @@ impl Worker {
                         access: inner.recency(),
                     };
                     match self.write_item(&item, &[&buf]) {
-                        Ok(new) => (new, result),
+                        Ok(new) => (new, result, expires_at_ms),
                         Err(e) => break Err(e),
                     }
                 }
@@ -1199,8 +1326,10 @@ impl Worker {
                     }
                 }
             }
-            inner.linked(tenant, size);
+            inner.linked(tenant, size, expires_at_ms);
             locked.bump_cas();
+            drop(locked);
+            inner.note_expiry(expires_at_ms);
             break Ok(result);
         };
         self.scratch = buf;
@@ -1262,7 +1391,9 @@ impl Worker {
 
     /// Appends (or prepends) `data` to a live item. With `create`, a missing key is created
     /// with `data` as its value (Redis `APPEND`); without, it is left missing (memcached).
-    /// Returns the new length, or `None` if nothing was stored.
+    /// Returns the new length, or `None` if nothing was stored. A result longer than
+    /// `max_value_len` (or an item over `max_item_size`) is [`EngineError::TooLarge`], and the
+    /// item is left as it was.
     pub fn append(
         &mut self,
         tenant: TenantId,
@@ -1271,8 +1402,13 @@ impl Worker {
         prepend: bool,
         create: bool,
     ) -> Result<Option<usize>, EngineError> {
+        let max = self.inner.config.max_value_len;
         self.update(tenant, key, |current, buf| match current {
             None if !create => Ok(Update::Done(None)),
+            _ if max > 0 && current.map_or(0, |c| c.value.len()) + data.len() > max => {
+                // Refused before copying anything.
+                Err(EngineError::TooLarge)
+            }
             None => {
                 buf.extend_from_slice(data);
                 Ok(Update::Write { flags: 0, expires_at_ms: None, result: Some(data.len()) })

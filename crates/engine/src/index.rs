@@ -63,6 +63,8 @@ const GROUP: usize = 4;
 const GROW_LOAD: u64 = 3;
 /// Depth limit of a sub-bucket tree: each level consumes two tag bits.
 const MAX_DEPTH: u32 = 8;
+/// Roots ahead of its position that a sweep prefetches.
+const SWEEP_PREFETCH: usize = 8;
 
 /// The largest segment id a slot can name.
 pub const MAX_SEGMENTS: usize = (SEGMENT_MASK - 1) as usize;
@@ -779,10 +781,83 @@ impl Index {
         on_evict: &mut impl FnMut(Loc),
         visit: &mut impl FnMut(&Locked<'_>, &AtomicU64, Loc),
     ) -> u64 {
+        let mask = self.visit_position(guard, cursor as usize, rehash, on_evict, visit);
+        let mut v = cursor | !(mask as u64);
+        v = v.reverse_bits().wrapping_add(1);
+        v.reverse_bits()
+    }
+
+    /// Like [`Index::scan`], but positions go in root order (0, 1, 2, …), which the CPU's
+    /// prefetchers follow, instead of the reverse-binary order that lets a client's cursor
+    /// skip nothing across growths. Returns the next position, 0 when the pass is complete.
+    /// Every key present for a whole pass is still visited at least once: positions count
+    /// roots of the smaller live table and tables only grow; growing from `n` roots to `2n`
+    /// sends the keys of root `p` to roots `p` and `p + n`, so any key found later at a
+    /// position below the cursor was at that same position when the cursor passed it (keys
+    /// of visited roots may be visited again at `p + n`). For background sweeps.
+    ///
+    /// A root with no sub-buckets is first read without its lock: if `pass` says each of its
+    /// items may be passed over (having accounted for it), the root is not locked at all.
+    /// Reading it unlocked may miss only items published meanwhile (an item moves between
+    /// slots of a tree only when the tree has sub-buckets), which a sweep accounts for by
+    /// other means. Otherwise `visit` sees the whole tree, locked, as in [`Index::scan`].
+    #[expect(clippy::too_many_arguments, reason = "the callbacks of one visit, passed once")]
+    pub fn sweep(
+        &self,
+        guard: &Guard<'_>,
+        position: usize,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+        pass: &mut impl FnMut(Loc) -> bool,
+        visit: &mut impl FnMut(&Locked<'_>, &AtomicU64, Loc),
+        ahead: &mut impl FnMut(Loc),
+    ) -> usize {
+        let (current, old) = self.tables(guard);
+        let unlocked = old.is_none() && {
+            let root = &current.roots[position & current.mask];
+            let h = root.header();
+            header_child(h) == 0
+                && h & MIGRATED_BIT == 0
+                && root.slots().iter().all(|slot| {
+                    let s = slot.load(Ordering::Acquire);
+                    s == 0 || pass(Loc::unpack(s))
+                })
+        };
+        let mask = if unlocked {
+            current.mask
+        } else {
+            self.visit_position(guard, position, rehash, on_evict, visit)
+        };
+        let (current, old) = self.tables(guard);
+        let table = old.unwrap_or(current);
+        // Start loading the root a few positions ahead (the prefetchers stop at page
+        // boundaries), and tell `ahead` about the root slots of one nearer, whose line should
+        // be in by now, so the caller can prefetch what they point to.
+        prefetch(&table.roots[(position + SWEEP_PREFETCH) & table.mask]);
+        for slot in table.roots[(position + SWEEP_PREFETCH / 2) & table.mask].slots() {
+            let s = slot.load(Ordering::Relaxed);
+            if s != 0 {
+                ahead(Loc::unpack(s));
+            }
+        }
+        if position >= mask { 0 } else { position + 1 }
+    }
+
+    /// Visits position `position` of the smaller live table (its tree, and during a growth
+    /// the trees it migrates to), each root locked while `visit` runs. Returns the smaller
+    /// table's mask.
+    fn visit_position(
+        &self,
+        guard: &Guard<'_>,
+        position: usize,
+        rehash: &impl Fn(Loc) -> u64,
+        on_evict: &mut impl FnMut(Loc),
+        visit: &mut impl FnMut(&Locked<'_>, &AtomicU64, Loc),
+    ) -> usize {
         'retry: loop {
             let (current, old) = self.tables(guard);
             let small = old.unwrap_or(current);
-            let i = cursor as usize & small.mask;
+            let i = position & small.mask;
             if let Some(old) = old {
                 self.migrate_root(old, current, i, rehash, on_evict);
             }
@@ -807,9 +882,7 @@ impl Index {
                 };
                 locked.for_each_slot(|slot, loc| visit(&locked, slot, loc));
             }
-            let mut v = cursor | !(small.mask as u64);
-            v = v.reverse_bits().wrapping_add(1);
-            return v.reverse_bits();
+            return small.mask;
         }
     }
 
@@ -828,6 +901,11 @@ impl Index {
                 break;
             }
         }
+    }
+
+    /// Root buckets of the current table.
+    pub fn roots(&self, guard: &Guard<'_>) -> usize {
+        self.tables(guard).0.roots.len()
     }
 
     /// Current statistics.

@@ -277,6 +277,12 @@ impl Record {
         self.record_len() + self.value_len()
     }
 
+    /// Whether the item has an expiry (without decoding it).
+    #[inline]
+    pub fn has_expiry(&self) -> bool {
+        self.expiry >> EXPIRY_UNIT_SHIFT != UNIT_NONE
+    }
+
     /// Absolute expiry, given the segment's base time.
     #[inline]
     pub fn expires_at_ms(&self, base_ms: u64) -> Option<u64> {
@@ -359,6 +365,7 @@ mod tests {
             assert_eq!(rec.tenant(), 9);
             assert_eq!(rec.access(), 3);
             assert_eq!(rec.expires_at_ms(1000), Some(1234));
+            assert!(rec.has_expiry());
             assert_eq!(rec.record_len(), item.record_len());
         }
     }

@@ -37,6 +37,7 @@ mod cleaner;
 pub mod clock;
 mod engine;
 pub mod epoch;
+mod expiry;
 pub mod hash;
 pub mod hitmap;
 pub mod index;
@@ -78,6 +79,10 @@ pub struct EngineConfig {
     pub segment_size: usize,
     /// Largest item (key record + value) accepted.
     pub max_item_size: usize,
+    /// Largest value accepted, however it is written (a store, an append that grows a value,
+    /// any update); 0 = only `max_item_size` limits values. The server sets it to its item
+    /// size limit (`-I`), so a value can never grow past what a SET may store.
+    pub max_value_len: usize,
     /// Values at least this large go to large-value segments.
     pub large_value_threshold: usize,
     /// Values at most this large are placed right after their key record instead of at the
@@ -111,6 +116,7 @@ impl Default for EngineConfig {
             max_memory: 1 << 30,
             segment_size: 1 << 20,
             max_item_size: 1 << 20,
+            max_value_len: 0,
             large_value_threshold: 256 << 10,
             inline_value_max: 64,
             cleaner: CleanerMode::Background,
@@ -168,7 +174,8 @@ impl EngineConfig {
 /// Why an operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EngineError {
-    /// The item (key record + value) exceeds `max_item_size` or a segment.
+    /// The item (key record + value) exceeds `max_item_size` or a segment, or the value
+    /// exceeds `max_value_len`. Nothing was changed.
     TooLarge,
     /// The key is longer than 65535 bytes.
     KeyTooLong,

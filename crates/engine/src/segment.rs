@@ -36,9 +36,19 @@ pub struct SegmentHeader {
     pub value_bottom: AtomicU32,
     /// Bytes of items no longer reachable from the index.
     pub dead_bytes: AtomicU32,
+    /// Times the segment has been taken from the free list (tells its lives apart).
+    pub generation: AtomicU32,
     /// Base time (ms) that expiry deltas of this segment's items are relative to.
     pub base_ms: AtomicU64,
+    /// The earliest expiry of any item written into the segment since it was last taken
+    /// ([`NO_EXPIRY`] if none): nothing in the segment has expired while the time is not past
+    /// it, so the expiry sweep skips the segment's items without reading them. Written only by
+    /// the segment's owner, before it publishes the item.
+    pub min_expiry_ms: AtomicU64,
 }
+
+/// [`SegmentHeader::min_expiry_ms`] of a segment with no expiring item.
+pub const NO_EXPIRY: u64 = u64::MAX;
 
 const _: () = assert!(std::mem::size_of::<SegmentHeader>() == 64);
 
@@ -47,6 +57,13 @@ impl SegmentHeader {
     pub fn used_bytes(&self, segment_size: usize) -> usize {
         self.key_top.load(Ordering::Relaxed) as usize + segment_size
             - self.value_bottom.load(Ordering::Relaxed) as usize
+    }
+
+    /// Lowers the earliest expiry to `at` (owner only, before publishing an item).
+    pub fn note_expiry(&self, at: u64) {
+        if at < self.min_expiry_ms.load(Ordering::Relaxed) {
+            self.min_expiry_ms.store(at, Ordering::Relaxed);
+        }
     }
 
     /// Records that `bytes` of this segment's items became unreachable.
@@ -130,6 +147,8 @@ impl Segments {
         h.value_bottom.store(self.segment_size as u32, Ordering::Relaxed);
         h.dead_bytes.store(0, Ordering::Relaxed);
         h.base_ms.store(now_ms, Ordering::Relaxed);
+        h.min_expiry_ms.store(NO_EXPIRY, Ordering::Relaxed);
+        h.generation.fetch_add(1, Ordering::Relaxed);
         Some(id)
     }
 

@@ -12,6 +12,12 @@ pub struct Counters {
     pub evictions: AtomicU64,
     /// Items found expired and reclaimed.
     pub expired: AtomicU64,
+    /// Expired items reclaimed by the expiry sweep (also counted in `expired`).
+    pub swept: AtomicU64,
+    /// Expiry sweep passes completed.
+    pub sweep_passes: AtomicU64,
+    /// Key records the expiry sweep read.
+    pub sweep_checked: AtomicU64,
     /// Cleaner passes completed.
     pub cleaner_passes: AtomicU64,
     /// Items copied by the cleaner.
@@ -73,6 +79,12 @@ pub struct EngineStats {
     pub evictions: u64,
     /// Expired items reclaimed.
     pub expired: u64,
+    /// Expired items reclaimed by the expiry sweep (included in `expired`).
+    pub expired_swept: u64,
+    /// Expiry sweep passes completed.
+    pub sweep_passes: u64,
+    /// Key records the expiry sweep read (items it could not skip by their segment).
+    pub sweep_checked: u64,
     /// Cleaner passes.
     pub cleaner_passes: u64,
     /// Items relocated by the cleaner.

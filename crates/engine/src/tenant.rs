@@ -61,6 +61,8 @@ impl Default for TenantPolicy {
 pub struct TenantStats {
     /// Live items.
     pub items: u64,
+    /// Live items with an expiry (Redis's `expires` in `INFO keyspace`).
+    pub expiring: u64,
     /// Bytes of live items (`actual` memory).
     pub bytes: u64,
     /// Reserved bytes.
@@ -82,6 +84,8 @@ pub struct TenantStats {
 pub(crate) struct TenantState {
     pub items: AtomicU64,
     pub bytes: AtomicU64,
+    /// Live items with an expiry (next to `items`: the same cache line is written).
+    pub expiring: AtomicU64,
     pub flush_at_ms: AtomicU64,
     pub reserved: AtomicU64,
     pub credit: AtomicU64,
@@ -105,6 +109,7 @@ impl Default for TenantState {
         let state = TenantState {
             items: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
+            expiring: AtomicU64::new(0),
             flush_at_ms: AtomicU64::new(NO_FLUSH),
             reserved: AtomicU64::new(0),
             credit: AtomicU64::new(0),
@@ -163,6 +168,7 @@ impl TenantState {
         let reserved = load(&self.reserved);
         TenantStats {
             items: load(&self.items),
+            expiring: load(&self.expiring),
             bytes: load(&self.bytes),
             reserved,
             target: crate::arbiter::Arbiter::target(self),

@@ -83,11 +83,11 @@ fn expiry_is_millisecond_precise_on_the_virtual_clock() {
     let mut w = engine.worker().unwrap();
     let at = clock_now(&clock) + 1500;
     w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v") }).unwrap();
-    clock.advance(1499);
-    assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()));
+    clock.advance(1500);
+    assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()), "still there at its deadline (Redis)");
     assert_eq!(w.get(T, b"k", |i| i.expires_at_ms), Some(Some(at)));
     clock.advance(1);
-    assert_eq!(get(&mut w, b"k"), None);
+    assert_eq!(get(&mut w, b"k"), None, "gone once the time is past it");
     assert_eq!(engine.item_count(T), 0, "the expired item is reclaimed when found");
     assert_eq!(engine.stats().expired, 1);
     engine.validate();
@@ -154,7 +154,7 @@ fn touch_persist_and_get_and_touch() {
     assert_eq!(w.set_expiry(T, b"nope", None), Ok(None));
     let got = w.get_and_touch(T, b"k", Some(now + 50), |i| i.value.to_vec()).unwrap();
     assert_eq!(got, Some(b"v".to_vec()));
-    clock.advance(50);
+    clock.advance(51);
     assert_eq!(get(&mut w, b"k"), None);
     engine.validate();
 }
@@ -228,6 +228,38 @@ fn too_large_items_fail_and_nothing_else_does() {
 }
 
 #[test]
+fn values_never_grow_past_max_value_len() {
+    let clock = fridge_engine::ManualClock::new(1_700_000_000_000);
+    let config = fridge_engine::EngineConfig {
+        max_memory: 4 << 20,
+        segment_size: 64 << 10,
+        max_item_size: 64 << 10,
+        max_value_len: 1000,
+        cleaner: fridge_engine::CleanerMode::Inline,
+        ..fridge_engine::EngineConfig::default()
+    };
+    let engine = fridge_engine::Engine::with_clock(config, std::sync::Arc::new(clock)).unwrap();
+    let mut w = engine.worker().unwrap();
+    assert_eq!(w.store(Store::new(T, b"k", &[b'a'; 1001])), Err(EngineError::TooLarge));
+    assert_eq!(w.store(Store::new(T, b"k", &[b'a'; 1000])), Ok(StoreOutcome::Stored));
+    assert_eq!(w.append(T, b"k", b"b", false, false), Err(EngineError::TooLarge));
+    assert_eq!(w.append(T, b"k", b"b", true, true), Err(EngineError::TooLarge));
+    assert_eq!(get(&mut w, b"k"), Some(vec![b'a'; 1000]), "a refused append changes nothing");
+    w.store(Store::new(T, b"k", &[b'a'; 990])).unwrap();
+    assert_eq!(w.append(T, b"k", &[b'b'; 10], false, false), Ok(Some(1000)), "exactly fits");
+    assert_eq!(w.append(T, b"new", &[b'c'; 1001], false, true), Err(EngineError::TooLarge));
+    assert_eq!(get(&mut w, b"new"), None, "Redis APPEND creating a key obeys it too");
+    // Any update that writes a longer value.
+    let r = w.update(T, b"k", |_, buf| {
+        buf.resize(1001, b'z');
+        Ok(fridge_engine::Update::Write { flags: 0, expires_at_ms: None, result: () })
+    });
+    assert_eq!(r, Err(EngineError::TooLarge));
+    assert_eq!(w.get(T, b"k", |i| i.value.len()), Some(1000));
+    engine.validate();
+}
+
+#[test]
 fn scan_returns_every_key_once_per_pass_without_churn() {
     let (engine, _) = small_engine(8 << 20, 64 << 10);
     let mut w = engine.worker().unwrap();
@@ -268,7 +300,7 @@ fn get_many_agrees_with_get() {
             }
         }
     }
-    clock.advance(10); // the i % 3 == 2 items expire
+    clock.advance(11); // the i % 3 == 2 items expire
     let mut got = Vec::new();
     w.get_many(T, &keys, |i, item| got.push((i, item.value.to_vec(), item.flags)));
     let want: Vec<_> = keys

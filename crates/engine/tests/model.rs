@@ -89,7 +89,8 @@ impl Model {
             self.flush_at.remove(&t);
             self.items.retain(|&(tt, _), _| tt != t);
         }
-        if self.items.get(&(t, k)).is_some_and(|i| i.expires_at.is_some_and(|at| now >= at)) {
+        // Redis's rule: an item is gone once the time is past its deadline.
+        if self.items.get(&(t, k)).is_some_and(|i| i.expires_at.is_some_and(|at| now > at)) {
             self.items.remove(&(t, k));
         }
         self.items.get_mut(&(t, k))

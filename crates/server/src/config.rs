@@ -304,6 +304,7 @@ impl Config {
             max_memory: self.memory.bytes(),
             segment_size,
             max_item_size: (self.max_item_size.bytes() + ITEM_OVERHEAD).min(segment_size),
+            max_value_len: self.max_item_size.bytes(),
             workers_hint: self.worker_count(),
             cleaner: fridge_engine::CleanerMode::Background,
             max_participants: self.worker_count() + 16,

@@ -70,7 +70,7 @@ use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use fridge_engine::{Clock, CoarseClock, Engine, TenantId};
+use fridge_engine::{Clock, CoarseClock, Engine, SystemClock, TenantId};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
@@ -198,6 +198,8 @@ impl Shared {
         Ok(table)
     }
 
+    /// The coarse clock: one load, may lag real time (its ticker can be descheduled), never
+    /// leads it. Expiry checks use it, so a key is never gone before its deadline.
     pub(crate) fn now_ms(&self) -> u64 {
         self.clock.now_ms()
     }
@@ -237,6 +239,14 @@ impl Shared {
             let _ = w.wake();
         }
     }
+}
+
+/// The time a relative expiry counts from: the system clock, read only by requests that set
+/// an expiry (GETs never pay for it), and never below the coarse reading `coarse_ms` the
+/// request already has. The coarse clock may lag real time by a tick or more under load; a
+/// deadline counted from it would come early by that lag.
+pub(crate) fn precise_now_ms(coarse_ms: u64) -> u64 {
+    SystemClock.now_ms().max(coarse_ms)
 }
 
 const ACCEPT_WAKER: Token = Token(usize::MAX);

@@ -23,7 +23,9 @@ use crate::worker::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
 
 /// Converts a memcached exptime to an absolute expiry: 0 never, negative already expired,
-/// up to 30 days relative seconds, beyond that an absolute Unix time.
+/// up to 30 days relative seconds, beyond that an absolute Unix time. `now_ms` is the coarse
+/// clock; relative deadlines count from the precise one ([`crate::precise_now_ms`]), so an
+/// item is never gone before its time.
 pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
     let e = i64::from(exptime);
     if e == 0 {
@@ -34,7 +36,7 @@ pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
         // An absolute Unix time; one in the past expires at once.
         Expiry::At(e as u64 * 1000)
     } else {
-        Expiry::At(now_ms + e as u64 * 1000)
+        Expiry::At(crate::precise_now_ms(now_ms) + e as u64 * 1000)
     }
 }
 
@@ -270,10 +272,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     let result = match st.command {
         StorageCommand::Append | StorageCommand::Prepend => {
             let prepend = st.command == StorageCommand::Prepend;
-            ctx.engine.append(t, st.key, st.data, prepend, false).map(|r| match r {
-                Some(_) => StoreOutcome::Stored,
-                None => StoreOutcome::NotStored,
-            })
+            append(ctx, t, st.key, st.data, prepend)
         }
         command => {
             let condition = match command {
@@ -320,11 +319,32 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     }
 }
 
-/// Seconds left before `expires_at_ms`, memcached style: -1 for never.
+/// `append`/`prepend` (text, and meta `MA`/`MP`). A result over the item size limit is not
+/// stored and the old value stays: memcached 1.6.18 answers `NOT_STORED` (`NS`) there, not an
+/// error.
+fn append(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    data: &[u8],
+    prepend: bool,
+) -> Result<StoreOutcome, EngineError> {
+    match ctx.engine.append(t, key, data, prepend, false) {
+        Ok(Some(_)) => Ok(StoreOutcome::Stored),
+        Ok(None) | Err(EngineError::TooLarge) => Ok(StoreOutcome::NotStored),
+        Err(e) => Err(e),
+    }
+}
+
+/// Seconds left before `expires_at_ms`, memcached style: -1 for never. Counted from the
+/// precise clock deadlines are set from (the coarse `now` may lag it and add a second).
 fn ttl_secs(expires_at_ms: Option<u64>, now: u64) -> i64 {
     match expires_at_ms {
         None => -1,
-        Some(at) => i64::try_from(at.saturating_sub(now).div_ceil(1000)).unwrap_or(i64::MAX),
+        Some(at) => {
+            let left = at.saturating_sub(crate::precise_now_ms(now));
+            i64::try_from(left.div_ceil(1000)).unwrap_or(i64::MAX)
+        }
     }
 }
 
@@ -498,10 +518,7 @@ fn meta_set(
     let f = m.flags;
     let mode = f.mode().unwrap_or(b'S').to_ascii_uppercase();
     let result = match mode {
-        b'A' | b'P' => ctx.engine.append(t, key, m.data, mode == b'P', false).map(|r| match r {
-            Some(_) => StoreOutcome::Stored,
-            None => StoreOutcome::NotStored,
-        }),
+        b'A' | b'P' => append(ctx, t, key, m.data, mode == b'P'),
         _ => {
             let condition = match (f.compare_cas(), mode) {
                 (Some(cas), _) => Condition::IfCas(cas),

@@ -86,7 +86,9 @@ fn float_arg(a: &[u8]) -> Option<f64> {
 }
 
 /// A relative or absolute expire argument turned into absolute ms. `unit_ms` is 1000 for
-/// seconds; `absolute` for the `…AT` forms. `None` on overflow.
+/// seconds; `absolute` for the `…AT` forms. `now` must be the precise clock
+/// ([`crate::precise_now_ms`]): a deadline counted from the coarse one could come early.
+/// `None` on overflow.
 fn expire_at(n: i64, unit_ms: i64, absolute: bool, now: u64) -> Option<i64> {
     let ms = n.checked_mul(unit_ms)?;
     if absolute { Some(ms) } else { ms.checked_add(i64::try_from(now).ok()?) }
@@ -160,7 +162,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             arity!(n == 4);
             let Some(ttl) = int_arg(arg(2)) else { return write_error(out, NOT_INTEGER) };
             let unit = if lname == b"setex" { 1000 } else { 1 };
-            let at = match expire_at(ttl, unit, false, now) {
+            let at = match expire_at(ttl, unit, false, crate::precise_now_ms(now)) {
                 Some(at) if ttl > 0 => at as u64,
                 _ => return invalid_expire(out, lname),
             };
@@ -295,7 +297,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
                 None => -2,
                 Some(None) => -1,
                 Some(Some(at)) => {
-                    let ms = at.saturating_sub(now);
+                    let ms = at.saturating_sub(crate::precise_now_ms(now));
                     let left = if lname == b"ttl" { (ms + 500) / 1000 } else { ms };
                     i64::try_from(left).unwrap_or(i64::MAX)
                 }
@@ -472,7 +474,7 @@ fn set(cmd: &Command<'_>, out: &mut Vec<u8>, t: TenantId, v: Version, ctx: &mut 
             let Some(n) = int_arg(arg(i)) else { return write_error(out, NOT_INTEGER) };
             let unit = if is(b"ex") || is(b"exat") { 1000 } else { 1 };
             let absolute = is(b"exat") || is(b"pxat");
-            match expire_at(n, unit, absolute, now) {
+            match expire_at(n, unit, absolute, crate::precise_now_ms(now)) {
                 Some(at) if n > 0 => expiry = Expiry::At(at as u64),
                 _ => return invalid_expire(out, b"set"),
             }
@@ -558,7 +560,7 @@ fn getex(
             }
             let Some(n) = int_arg(arg(3)) else { return write_error(out, NOT_INTEGER) };
             let unit = if is(b"ex") || is(b"exat") { 1000 } else { 1 };
-            match expire_at(n, unit, is(b"exat") || is(b"pxat"), now) {
+            match expire_at(n, unit, is(b"exat") || is(b"pxat"), crate::precise_now_ms(now)) {
                 Some(at) if n > 0 => Some(Some(at as u64)),
                 _ => return invalid_expire(out, b"getex"),
             }
@@ -588,6 +590,8 @@ fn expire(
     now: u64,
 ) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    // The deadline and the "already past" check both count from the precise clock.
+    let now = crate::precise_now_ms(now);
     let Some(n) = int_arg(arg(2)) else { return write_error(out, NOT_INTEGER) };
     let unit = if lname.starts_with(b"p") { 1 } else { 1000 };
     let absolute = lname.ends_with(b"at");

@@ -493,6 +493,9 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("evicted_unfetched", 0);
     num("evictions", e.evictions);
     num("reclaimed", e.expired);
+    num("crawler_reclaimed", e.expired_swept);
+    num("crawler_items_checked", e.sweep_checked);
+    num("expiry_sweep_passes", e.sweep_passes);
     num("segments", e.segments as u64);
     num("segments_free", e.segments_free as u64);
     num("cleaner_passes", e.cleaner_passes);
@@ -702,8 +705,9 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
     if wants(sections, "keyspace", true) {
         out.extend_from_slice(b"# Keyspace\r\n");
         let keys = shared.engine.item_count(tenant);
+        let expires = shared.engine.expiring_count(tenant);
         if keys > 0 {
-            let _ = write!(out, "db0:keys={keys},expires=0,avg_ttl=0\r\n");
+            let _ = write!(out, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
         }
     }
     while out.ends_with(b"\r\n\r\n") {
