@@ -198,12 +198,13 @@ fn retrieval(
     if !with_cas && !r.command.touches() {
         // Plain `get`: batched engine calls, whose lookups overlap their memory misses. Once
         // the reply reaches the budget, the group's later keys are left for the next run.
+        let limit = ctx.out_limit;
         loop {
             let group_start = keys.clone();
             let (mut asked, mut hits, mut stop) = (0, 0u64, None);
             let group = keys.by_ref().take(READ_GROUP).inspect(|_| asked += 1);
             ctx.engine.get_each(t, group, |j, key, item| {
-                if stop.is_some() || out.len() >= ctx.out_limit {
+                if stop.is_some() || out.len() >= limit {
                     stop = stop.or(Some(j));
                     return;
                 }
@@ -211,9 +212,6 @@ fn retrieval(
                 mc::write_value_header(out, key, item.flags, item.value.len(), None);
                 mc::write_data(out, item.value);
             });
-            if asked == 0 {
-                break;
-            }
             if let Some(j) = stop {
                 keys = group_start;
                 keys.by_ref().take(j).for_each(drop);
@@ -221,12 +219,13 @@ fn retrieval(
             let answered = stop.unwrap_or(asked);
             stats::tenant_lookups(ctx.stats, t, hits, answered as u64 - hits);
             looked_up += answered;
-            let more = keys.clone().next().is_some();
-            if more && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
+            if keys.clone().next().is_none() {
+                return mc::write_reply(out, Reply::End);
+            }
+            if out.len() >= limit || looked_up >= KEYS_PER_RUN {
                 return suspend(s, &keys);
             }
         }
-        return mc::write_reply(out, Reply::End);
     }
     while let Some(key) = keys.next() {
         let write = |item: fridge_engine::Item<'_>| {

@@ -454,6 +454,7 @@ pub fn parse_request<'a>(
 /// without finding it, so a long line arriving in many reads is searched
 /// once, not once per read. Start with 0; it is 0 again after any result
 /// but `Incomplete`.
+#[inline]
 pub fn parse_request_resumable<'a>(
     buf: &'a [u8],
     limits: &Limits,
