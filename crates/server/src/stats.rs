@@ -334,6 +334,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("fifo_evictions", e.fifo_evictions);
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
+    num("index_bytes", e.index_bytes as u64);
+    num("segments_lent", e.segments_lent as u64);
     for (name, value) in hitmap_fields(&e) {
         memcache::write_stat(out, name.as_bytes(), value.as_bytes());
     }
@@ -382,6 +384,11 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared) {
     num("write_chunk", c.write_chunk.0);
     num("segment_size", c.engine_segment_size() as u64);
     num("hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
+    memcache::write_stat(
+        out,
+        b"memory_includes_index",
+        if c.memory_includes_index { b"yes" } else { b"no" },
+    );
     memcache::write_stat(out, b"inter", c.listen.as_bytes());
     memcache::write_stat(out, b"evictions", b"on");
     memcache::write_stat(out, b"cas_enabled", b"yes");
