@@ -29,9 +29,18 @@ unsafe impl Send for Mapping {}
 // SAFETY: as above.
 unsafe impl Sync for Mapping {}
 
+/// Size of a transparent huge page on x86-64 (and the alignment the kernel gives large
+/// anonymous mappings).
+pub const HUGE_PAGE: usize = 2 << 20;
+
 impl Mapping {
-    /// Maps `len` zeroed bytes (at least one page).
+    /// Maps `len` zeroed bytes (at least one page), advised for transparent huge pages.
     pub fn new(len: usize) -> std::io::Result<Self> {
+        Self::with_huge_pages(len, true)
+    }
+
+    /// Maps `len` zeroed bytes (at least one page), advised for transparent huge pages or not.
+    pub fn with_huge_pages(len: usize, huge: bool) -> std::io::Result<Self> {
         let len = len.max(4096);
         // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
         // result is checked against MAP_FAILED below.
@@ -48,9 +57,10 @@ impl Mapping {
         if ptr == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
+        let advice = if huge { libc::MADV_HUGEPAGE } else { libc::MADV_NOHUGEPAGE };
         // SAFETY: `ptr` is the start of the `len`-byte mapping created above. The advice is a
         // hint; its failure is harmless and ignored.
-        unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+        unsafe { libc::madvise(ptr, len, advice) };
         let base = NonNull::new(ptr.cast::<u8>()).ok_or_else(|| std::io::Error::other("null"))?;
         Ok(Mapping { base, len })
     }
@@ -90,11 +100,16 @@ pub struct Arena {
 
 impl Arena {
     /// Maps `segments × segment_size` bytes. Fails if the kernel refuses the mapping.
-    pub fn new(segments: usize, segment_size: usize) -> std::io::Result<Self> {
+    ///
+    /// `releasable`: segments will be released one by one ([`Arena::release`]). Segments
+    /// smaller than a huge page then get no huge pages: touching a segment next to a released
+    /// one would bring the released one back whole inside a fresh huge page.
+    pub fn new(segments: usize, segment_size: usize, releasable: bool) -> std::io::Result<Self> {
         let len = segments
             .checked_mul(segment_size)
             .ok_or_else(|| std::io::Error::other("arena size overflows usize"))?;
-        Ok(Arena { mapping: Mapping::new(len)?, segment_size })
+        let huge = !releasable || segment_size % HUGE_PAGE == 0;
+        Ok(Arena { mapping: Mapping::with_huge_pages(len, huge)?, segment_size })
     }
 
     /// The first byte of segment `id`.
@@ -111,5 +126,19 @@ impl Arena {
     #[inline]
     pub fn segment_size(&self) -> usize {
         self.segment_size
+    }
+
+    /// Gives segment `id`'s pages back to the kernel: it reads as zeros and takes no memory
+    /// until written again. The caller must own the segment (taken from the free list and on
+    /// no other), so that no reader can still hold a reference into it and no writer is
+    /// filling it.
+    pub fn release(&self, id: u32) {
+        let base = self.segment_ptr(id);
+        // SAFETY: `base .. base + segment_size` lies inside the mapping (`segment_ptr` checks
+        // the start; segments tile the mapping). MADV_DONTNEED on a private anonymous mapping
+        // keeps the range mapped and zero-fills it on the next touch, so later accesses stay
+        // valid; the caller owns the segment, so no one reads or writes it meanwhile. Failure
+        // only leaves the pages resident, which is harmless.
+        unsafe { libc::madvise(base.cast(), self.segment_size, libc::MADV_DONTNEED) };
     }
 }

@@ -75,9 +75,15 @@ pub struct CleanerState {
     rng: u64,
     /// Output head segments for small and large values.
     heads: [Option<u32>; 2],
-    /// Survivors' digests and temperatures (reused between passes).
+    /// A pass's survivors, their digests and temperatures, the order to keep them in (with
+    /// tenants) and the items it evicts: reused between passes, so their memory is what the
+    /// largest pass needed ([`CleanerState::scratch_bytes`], reported with the memory outside
+    /// the arena).
+    survivors: Vec<Survivor>,
     digests: Vec<u32>,
     temperatures: Vec<Temperature>,
+    order: Vec<(usize, bool)>,
+    evicted: Vec<(u8, u64, u32)>,
 }
 
 impl CleanerState {
@@ -86,9 +92,23 @@ impl CleanerState {
             participant,
             rng: seed | 1,
             heads: [None, None],
+            survivors: Vec::new(),
             digests: Vec::new(),
             temperatures: Vec::new(),
+            order: Vec::new(),
+            evicted: Vec::new(),
         }
+    }
+
+    /// Bytes of the buffers reused between passes. An evicting pass holds one entry of about
+    /// 40 bytes per live item of its `n` candidate segments.
+    fn scratch_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.survivors.capacity() * size_of::<Survivor>()
+            + self.digests.capacity() * size_of::<u32>()
+            + self.temperatures.capacity() * size_of::<Temperature>()
+            + self.order.capacity() * size_of::<(usize, bool)>()
+            + self.evicted.capacity() * size_of::<(u8, u64, u32)>()
     }
 
     fn next_random(&mut self) -> u64 {
@@ -100,6 +120,7 @@ impl CleanerState {
     }
 }
 
+#[derive(Debug)]
 struct Survivor {
     loc: Loc,
     hash: u64,
@@ -120,6 +141,9 @@ pub(crate) fn clean_until_watermark(inner: &Inner) {
         }
     }
     inner.segments.reclaim(&inner.epochs);
+    // With `memory_includes_index`, a pass may have grown the cleaner's buffers: cover them
+    // from what it freed before a writer takes it.
+    inner.settle_lending(usize::MAX);
 }
 
 /// The background thread's loop: cleans when a writer reports low free memory, and does
@@ -141,9 +165,10 @@ pub(crate) fn run_background(inner: &Arc<Inner>) {
                 break;
             }
         }
+        let lending_short = inner.settle_lending(usize::MAX);
         let work = expiry::work_per_step(inner.index.roots(&inner.epochs.pin(participant)));
         let sweep = expiry::step(inner, participant, work);
-        wait = if growing || sweep.in_pass {
+        wait = if growing || sweep.in_pass || lending_short {
             expiry::STEP_INTERVAL
         } else {
             expiry::idle_wait(inner, IDLE_WAIT)
@@ -241,7 +266,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     let now = inner.now_ms();
     let recency = inner.recency();
 
-    let mut survivors = Vec::new();
+    let mut survivors = std::mem::take(&mut state.survivors);
+    survivors.clear();
     let mut expired = 0;
     for &segment in &candidates {
         for_each_record(inner, segment, |loc, rec| {
@@ -277,15 +303,21 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // Highest rank first; ties keep segment order, so passes are deterministic. With several
     // tenants, Algorithm 1 interleaves them by need.
     survivors.sort_by_key(|s| std::cmp::Reverse(s.rank));
-    let order = if inner.arbiter.enabled() {
-        by_need(inner, &survivors)
-    } else {
-        (0..survivors.len()).map(|i| (i, true)).collect()
-    };
+    let mut order = std::mem::take(&mut state.order);
+    order.clear();
+    let by_need_order = inner.arbiter.enabled();
+    if by_need_order {
+        by_need(inner, &survivors, &mut order);
+    }
 
     let mut relocated = (0u64, 0u64);
-    let mut evicted = Vec::new();
-    for (i, keep) in order {
+    let mut evicted = std::mem::take(&mut state.evicted);
+    evicted.clear();
+    // Best rank first, or (with tenants) in order of need.
+    let (mut needy, mut ranked) = (order.iter().copied(), 0..survivors.len());
+    loop {
+        let next = if by_need_order { needy.next() } else { ranked.next().map(|i| (i, true)) };
+        let Some((i, keep)) = next else { break };
         let s = &survivors[i];
         let copied = if keep {
             copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
@@ -325,6 +357,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     Counters::add(&c.relocated_items, relocated.0);
     Counters::add(&c.relocated_bytes, relocated.1);
     Counters::add(&c.cleaner_passes, 1);
+    (state.survivors, state.order, state.evicted) = (survivors, order, evicted);
+    inner.cleaner_scratch.store(state.scratch_bytes(), Ordering::Relaxed);
     true
 }
 
@@ -386,7 +420,7 @@ fn need_of(t: &TenantState) -> Need {
 /// Repeatedly serve the tenant with the highest need — counting each tenant's actual memory
 /// without its items in this pass, plus what is kept so far — with its best remaining item.
 /// Items that would take a tenant over its hard cap are marked for eviction (`false`).
-fn by_need(inner: &Inner, survivors: &[Survivor]) -> Vec<(usize, bool)> {
+fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<(usize, bool)>) {
     let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); inner.tenants.len()];
     let mut actual: Vec<u64> =
         inner.tenants.iter().map(|t| t.bytes.load(Ordering::Relaxed)).collect();
@@ -399,7 +433,7 @@ fn by_need(inner: &Inner, survivors: &[Survivor]) -> Vec<(usize, bool)> {
     let cap: Vec<u64> =
         inner.tenants.iter().map(|t| t.policy().hard_cap.unwrap_or(u64::MAX)).collect();
     let need = |t: usize, actual: &[u64]| Need { target: target[t], actual: actual[t] };
-    let mut order = Vec::with_capacity(survivors.len());
+    order.reserve(survivors.len());
     let mut active: Vec<usize> = (0..queues.len()).filter(|&t| !queues[t].is_empty()).collect();
     while !active.is_empty() {
         // Highest need; ties go to the lower tenant id (deterministic).
@@ -419,7 +453,6 @@ fn by_need(inner: &Inner, survivors: &[Survivor]) -> Vec<(usize, bool)> {
             active.swap_remove(pos);
         }
     }
-    order
 }
 
 /// With several tenants, folds the survivors' idleness into the estimates of tenants with an

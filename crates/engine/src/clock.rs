@@ -54,8 +54,11 @@ impl Clock for ManualClock {
 }
 
 /// The system clock read through an atomic that a ticker thread refreshes every millisecond:
-/// one relaxed load per read instead of a clock call. Readings may lag by up to a tick. The
-/// ticker stops once the last clone is dropped.
+/// one relaxed load per read instead of a clock call. Readings never lead the system clock and
+/// lag it by up to a tick, more while the ticker waits for a CPU (several ms on a loaded
+/// machine): good for checking whether a deadline has passed, not for computing one (the
+/// server counts deadlines from the system clock). The ticker stops once the last clone is
+/// dropped.
 #[derive(Debug, Clone)]
 pub struct CoarseClock {
     now: Arc<AtomicU64>,

@@ -11,12 +11,13 @@
 //! Accounting: an item's size is its key record plus its value. A tenant's bytes are the sizes
 //! of its live items; a segment's dead bytes are the sizes of its unreachable ones.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::arbiter::Arbiter;
 use crate::arena::Arena;
+use crate::budget::{self, LEND_AHEAD, LEND_PER_WRITE};
 use crate::cleaner::{self, CleanerState};
 use crate::clock::Clock;
 use crate::epoch::{self, Epochs, Guard};
@@ -150,6 +151,16 @@ pub(crate) struct Inner {
     pub(crate) arena: Arena,
     pub(crate) segments: Segments,
     pub(crate) index: Index,
+    /// Bytes outside the arena that do not change: segment headers, the eviction metadata,
+    /// the expiry sweep's per-segment state.
+    pub(crate) fixed_overhead: usize,
+    /// Bytes of the cleaner's buffers, kept between passes (as of the last pass).
+    pub(crate) cleaner_scratch: AtomicUsize,
+    /// With `memory_includes_index`: bytes lent for the cleaner's buffers from the start.
+    pub(crate) scratch_allowance: usize,
+    /// Held while settling the segments lent to the memory outside the arena
+    /// (`memory_includes_index`; see `budget.rs`).
+    pub(crate) lending: Mutex<()>,
     pub(crate) epochs: Epochs,
     pub(crate) counters: Counters,
     pub(crate) metadata: Box<dyn MetadataBackend>,
@@ -202,7 +213,7 @@ impl Engine {
     ) -> Result<Engine, ConfigError> {
         config.validate()?;
         let segment_count = config.max_memory / config.segment_size;
-        let arena = Arena::new(segment_count, config.segment_size)
+        let arena = Arena::new(segment_count, config.segment_size, config.memory_includes_index)
             .map_err(|e| ConfigError(format!("cannot map {} bytes: {e}", config.max_memory)))?;
         let watermark = if config.free_watermark > 0 {
             config.free_watermark
@@ -216,18 +227,35 @@ impl Engine {
         };
         let epochs = Epochs::new(config.max_participants + 2);
         let cleaner_id = epochs.register().ok_or_else(|| ConfigError("no epoch slot".into()))?;
+        let fixed_overhead = fixed_overhead(segment_count, metadata.stats().bytes);
+        let index = Index::new(initial_buckets, config.max_memory / 64);
+        // The tenants share the arena less what is lent at the start (the index's growth
+        // later is not taken off).
+        let scratch_allowance = if config.memory_includes_index {
+            budget::scratch_allowance(config.max_memory, config.segment_size)
+        } else {
+            0
+        };
+        let lent_at_start = if config.memory_includes_index {
+            (fixed_overhead + scratch_allowance + index.resident_bytes() + LEND_AHEAD)
+                .div_ceil(config.segment_size)
+        } else {
+            0
+        };
+        let usable = segment_count.saturating_sub(watermark + lent_at_start);
         let inner = Arc::new(Inner {
             arena,
             segments: Segments::new(segment_count, config.segment_size),
-            index: Index::new(initial_buckets, config.max_memory / 64),
+            index,
+            fixed_overhead,
+            cleaner_scratch: AtomicUsize::new(0),
+            scratch_allowance,
+            lending: Mutex::new(()),
             epochs,
             counters: Counters::default(),
             metadata,
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
-            arbiter: Arbiter::new(
-                (segment_count.saturating_sub(watermark) * config.segment_size) as u64,
-                config.seed,
-            ),
+            arbiter: Arbiter::new((usable * config.segment_size) as u64, config.seed),
             tick_ms: (0..256).map(|_| AtomicU64::new(clock.now_ms())).collect(),
             recency: AtomicU64::new(0),
             segment_fills: AtomicU64::new(0),
@@ -241,6 +269,24 @@ impl Engine {
             clock,
             config,
         });
+        if inner.settle_lending(usize::MAX) {
+            return Err(ConfigError(format!(
+                "max_memory {} cannot hold the index and the engine's other structures \
+                 ({} bytes) with memory_includes_index",
+                inner.config.max_memory,
+                inner.fixed_overhead + inner.index.resident_bytes()
+            )));
+        }
+        let usable = segment_count - inner.segments.lent_count();
+        let needed = 4 * inner.config.workers_hint.max(1) + 8;
+        if usable < needed {
+            return Err(ConfigError(format!(
+                "max_memory {} leaves {usable} segments for items once the index and the \
+                 engine's other structures are counted in it (memory_includes_index); at least \
+                 {needed} are needed for {} workers",
+                inner.config.max_memory, inner.config.workers_hint
+            )));
+        }
         let background = Arc::new(Background::default());
         if inner.config.cleaner == CleanerMode::Background {
             let bg = Arc::clone(&inner);
@@ -515,12 +561,22 @@ impl Inner {
         Counters::add(&self.counters.flushed, flushed);
     }
 
-    /// Bounded index maintenance on the write path. Returns true while a growth is under way.
+    /// Bounded index maintenance on the write path, and the lending of segments to the index
+    /// it may call for. Returns true while a growth is under way.
     pub(crate) fn maintain_index(&self, guard: &Guard<'_>) -> bool {
         let rehash = |loc| self.rehash(guard, loc);
         let mut on_evict = |loc| self.unlinked(guard, loc);
         let items = || self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
-        self.index.maintain(guard, &self.epochs, MIGRATE_PER_WRITE, &items, &rehash, &mut on_evict)
+        let growing = self.index.maintain(
+            guard,
+            &self.epochs,
+            MIGRATE_PER_WRITE,
+            &items,
+            &rehash,
+            &mut on_evict,
+        );
+        self.settle_lending(LEND_PER_WRITE);
+        growing
     }
 
     /// Appends an item to `seg`, which the caller owns (a worker's head or the cleaner's
@@ -647,16 +703,18 @@ impl Inner {
         let c = &self.counters;
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let index = self.with_guard(|guard| self.index.stats(guard));
-        let headers = self.segments.count() * std::mem::size_of::<crate::segment::SegmentHeader>();
         let metadata = self.metadata.stats();
+        let (segments, lent) = (self.segments.count(), self.segments.lent_count());
         EngineStats {
-            max_memory: self.segments.count() * self.config.segment_size,
+            max_memory: segments * self.config.segment_size,
             segment_size: self.config.segment_size,
-            segments: self.segments.count(),
+            segments,
             segments_free: self.segments.free_count(),
             segments_sealed: self.segments.sealed_count(),
             segments_retired: self.segments.retired_count(),
-            overhead_bytes: index.bytes + headers + metadata.bytes,
+            segments_lent: lent,
+            arena_bytes: (segments - lent) * self.config.segment_size,
+            overhead_bytes: index.bytes + self.outside_fixed(),
             index_bytes: index.bytes,
             index_buckets: index.buckets,
             index_resizes: index.resizes,
@@ -752,7 +810,24 @@ impl Inner {
         }
         let total: u64 = bytes.iter().sum();
         assert!(total as usize <= self.config.max_memory, "live bytes exceed max_memory");
+        if self.config.memory_includes_index {
+            let s = self.stats();
+            assert!(
+                s.arena_bytes + s.overhead_bytes <= s.max_memory,
+                "arena {} + outside {} exceed max_memory {}",
+                s.arena_bytes,
+                s.overhead_bytes,
+                s.max_memory
+            );
+        }
     }
+}
+
+/// Bytes outside the arena that do not change: a header per segment, the eviction metadata
+/// (`metadata_bytes`), the expiry sweep's per-segment state.
+fn fixed_overhead(segments: usize, metadata_bytes: usize) -> usize {
+    segments * (std::mem::size_of::<crate::segment::SegmentHeader>() + expiry::BYTES_PER_SEGMENT)
+        + metadata_bytes
 }
 
 /// One thread's handle: its own head segments, reference pool and scratch buffer.

@@ -70,6 +70,8 @@ pub(crate) const STEP_INTERVAL: Duration = Duration::from_millis(10);
 const MIN_WORK_PER_STEP: usize = 256;
 /// Most work a background step does: about a millisecond (`examples/expiry_sweep.rs`).
 pub(crate) const MAX_WORK_PER_STEP: usize = 16 << 10;
+/// Bytes of the sweep's state per segment (its three vectors).
+pub(crate) const BYTES_PER_SEGMENT: usize = 24;
 /// Roots visited per pin.
 const ROOTS_PER_PIN: usize = 1024;
 /// Work units of reading one key record, a root bucket being one. Measured, a root costs

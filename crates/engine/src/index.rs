@@ -33,6 +33,13 @@
 //! so a CAS value read with an item never matches once that item is modified. Migration gives
 //! new roots a CAS above every value the old root handed out.
 //!
+//! **Memory.** The index counts what it keeps resident: each live table's roots and its pool
+//! up to the last group ever handed out (the rest of a pool is mapped but never touched), and
+//! tables waiting for readers to leave them ([`Index::resident_bytes`]). An owner may limit it
+//! ([`Index::set_memory_limit`]): a group past the limit is refused like an exhausted pool,
+//! and a growth whose table would pass it waits, noting its size ([`Index::wanted_bytes`]).
+//! With transparent huge pages a pool may be resident up to 2 MiB past its mark.
+//!
 //! Costs: a slot is 8 bytes; buckets hold 7 slots, so roots cost 64/7 ≈ 9.1 bytes per item at
 //! full load. Hashing never fills every slot: the pool reaches half use at about five items
 //! per root, when the table doubles, so roots hold 2.5–5 items and cost 13–26 bytes per item,
@@ -183,11 +190,12 @@ impl Table {
         (self.pool.len() / GROUP) as u32
     }
 
-    /// Bytes in use: the roots and the sub-bucket groups handed out. (The rest of the pool is
-    /// zeroed on allocation, so its pages are not resident until groups are handed out.)
-    fn bytes(&self) -> usize {
-        let groups = self.groups_in_use() as usize * GROUP;
-        (self.roots.len() + groups) * 64
+    /// Bytes resident: the roots and the pool up to the last group ever handed out (a given
+    /// back group's lines stay resident for reuse; the pool past the mark is mapped but was
+    /// never touched).
+    fn resident_bytes(&self) -> usize {
+        let groups = self.pool_next.load(Ordering::Relaxed).min(self.groups()) as usize;
+        (self.roots.len() + groups * GROUP) * 64
     }
 
     #[inline]
@@ -200,7 +208,9 @@ impl Table {
         &self.pool[group as usize * GROUP + sub_bucket(tag, depth)]
     }
 
-    fn alloc_group(&self) -> Option<u32> {
+    /// A sub-bucket group: a given back one, or the next never used, if `memory` allows
+    /// the bytes it takes.
+    fn alloc_group(&self, memory: &MemoryBudget) -> Option<u32> {
         if self.free_group_count.load(Ordering::Relaxed) > 0 {
             let mut free = self.free_groups.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(g) = free.pop() {
@@ -208,8 +218,16 @@ impl Table {
                 return Some(g);
             }
         }
+        if self.pool_next.load(Ordering::Relaxed) >= self.groups() || !memory.reserve(GROUP_BYTES) {
+            return None;
+        }
         let g = self.pool_next.fetch_add(1, Ordering::Relaxed);
-        (g < self.groups()).then_some(g)
+        if g < self.groups() {
+            Some(g)
+        } else {
+            memory.release(GROUP_BYTES);
+            None
+        }
     }
 
     fn free_group(&self, g: u32) {
@@ -295,7 +313,7 @@ fn unlock_root(root: &Bucket) {
 /// Index statistics.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct IndexStats {
-    /// Bytes of all live tables (roots and pools).
+    /// Bytes resident ([`Index::resident_bytes`]).
     pub bytes: usize,
     /// Root buckets of the current table.
     pub buckets: usize,
@@ -303,6 +321,40 @@ pub struct IndexStats {
     pub resizes: u64,
     /// Items dropped because a full path found no sub-bucket to grow into.
     pub evictions: u64,
+}
+
+/// Bytes of one sub-bucket group.
+const GROUP_BYTES: usize = GROUP * std::mem::size_of::<Bucket>();
+
+/// The memory the index may keep resident, and what it keeps. Without a limit (the default)
+/// it only counts; with one (`memory_includes_index`), a new group or table that would pass
+/// the limit is refused: an insert then evicts as when the pool is used up, and a growth waits
+/// until the owner raises the limit.
+#[derive(Debug)]
+struct MemoryBudget {
+    /// Bytes the tables may have resident (`usize::MAX`: no limit).
+    limit: AtomicUsize,
+    /// Bytes resident: each live table's roots and its pool up to the last group handed
+    /// out, tables waiting to be freed included.
+    resident: AtomicUsize,
+    /// Bytes of a table that a growth is waiting to map (0: none waits).
+    wanted: AtomicUsize,
+}
+
+impl MemoryBudget {
+    /// Counts `bytes` more if the limit allows; returns whether it did.
+    fn reserve(&self, bytes: usize) -> bool {
+        let before = self.resident.fetch_add(bytes, Ordering::Relaxed);
+        if before + bytes > self.limit.load(Ordering::Relaxed) {
+            self.resident.fetch_sub(bytes, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    fn release(&self, bytes: usize) {
+        self.resident.fetch_sub(bytes, Ordering::Relaxed);
+    }
 }
 
 /// The hash index. All methods that return or use references into tables take a [`Guard`].
@@ -320,6 +372,7 @@ pub struct Index {
     has_retired: AtomicBool,
     resizes: AtomicU64,
     evictions: AtomicU64,
+    memory: MemoryBudget,
 }
 
 // SAFETY: the raw table pointers are owned by the index (created from Box, freed once) and
@@ -338,6 +391,7 @@ pub struct Locked<'g> {
     /// which see the whole tree; their removals leave empty groups to the next rebuild).
     prune_path: bool,
     evictions: &'g AtomicU64,
+    memory: &'g MemoryBudget,
 }
 
 impl Drop for Locked<'_> {
@@ -425,7 +479,8 @@ impl<'g> Locked<'g> {
     /// Adds a slot for `loc`. Returns the location of an item the index had to drop to make
     /// room (see the module doc), if any.
     pub fn insert(&self, loc: Loc) -> Option<Loc> {
-        let evicted = insert_locked(self.table, self.root, self.tag, loc.pack(self.tag));
+        let evicted =
+            insert_locked(self.table, self.root, self.tag, loc.pack(self.tag), self.memory);
         if evicted.is_some() {
             self.evictions.fetch_add(1, Ordering::Relaxed);
         }
@@ -456,7 +511,13 @@ impl<'g> Locked<'g> {
 }
 
 /// Stores `packed` on `tag`'s path under `root` (locked by the caller).
-fn insert_locked(table: &Table, root: &Bucket, tag: u16, packed: u64) -> Option<Loc> {
+fn insert_locked(
+    table: &Table,
+    root: &Bucket,
+    tag: u16,
+    packed: u64,
+    memory: &MemoryBudget,
+) -> Option<Loc> {
     let mut bucket = root;
     let mut depth = 0;
     loop {
@@ -469,7 +530,7 @@ fn insert_locked(table: &Table, root: &Bucket, tag: u16, packed: u64) -> Option<
         let header = bucket.header();
         let mut child = header_child(header);
         if child == 0 {
-            match (depth < MAX_DEPTH).then(|| table.alloc_group()).flatten() {
+            match (depth < MAX_DEPTH).then(|| table.alloc_group(memory)).flatten() {
                 Some(g) => {
                     // Only the lock holder writes CHILD, so a load-modify-store is enough; the
                     // store keeps LOCK and CAS as they are.
@@ -496,7 +557,13 @@ impl Index {
     /// never grows beyond `max_roots`.
     pub fn new(roots: usize, max_roots: usize) -> Index {
         let roots = roots.next_power_of_two().max(16);
-        let table = Box::into_raw(Box::new(Table::new(roots)));
+        let table = Box::new(Table::new(roots));
+        let memory = MemoryBudget {
+            limit: AtomicUsize::new(usize::MAX),
+            resident: AtomicUsize::new(table.resident_bytes()),
+            wanted: AtomicUsize::new(0),
+        };
+        let table = Box::into_raw(table);
         Index {
             current: AtomicPtr::new(table),
             old: AtomicPtr::new(std::ptr::null_mut()),
@@ -507,6 +574,7 @@ impl Index {
             has_retired: AtomicBool::new(false),
             resizes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            memory,
         }
     }
 
@@ -616,6 +684,7 @@ impl Index {
                 tag: tag_of(hash),
                 prune_path: true,
                 evictions: &self.evictions,
+                memory: &self.memory,
             };
         }
     }
@@ -656,7 +725,7 @@ impl Index {
                 let hash = rehash(Loc::unpack(s));
                 let r = new.root(hash);
                 lock_root(r);
-                if let Some(evicted) = insert_locked(new, r, tag_of(hash), s) {
+                if let Some(evicted) = insert_locked(new, r, tag_of(hash), s, &self.memory) {
                     self.evictions.fetch_add(1, Ordering::Relaxed);
                     on_evict(evicted);
                 }
@@ -691,10 +760,11 @@ impl Index {
                 let loaded = items() > GROW_LOAD * current.roots.len() as u64;
                 let roots = current.roots.len() * if loaded { 2 } else { 1 };
                 if roots <= self.max_roots {
-                    self.start_growth(current, roots);
-                    return true;
+                    return self.start_growth(current, roots);
                 }
             }
+            // No growth is called for (any longer): nothing to wait for.
+            self.memory.wanted.store(0, Ordering::Relaxed);
             return false;
         };
         for _ in 0..budget {
@@ -708,7 +778,10 @@ impl Index {
         true
     }
 
-    fn start_growth(&self, current: &Table, roots: usize) {
+    /// Starts a growth into a table of `roots` roots, if none started meanwhile and the
+    /// memory budget allows the new table (otherwise the bytes it needs are noted as
+    /// wanted). Returns whether a growth is under way.
+    fn start_growth(&self, current: &Table, roots: usize) -> bool {
         // Serialized, and re-checked under the lock: between reading the tables and here,
         // another thread may have started and even finished a growth, and publishing the
         // table we read as `old` again would resurrect a retired table.
@@ -717,12 +790,37 @@ impl Index {
         if self.current.load(Ordering::SeqCst) != current_ptr
             || !self.old.load(Ordering::SeqCst).is_null()
         {
-            return;
+            return !self.old.load(Ordering::SeqCst).is_null();
         }
+        // A new table starts with its roots and pool group 0 (never handed out) counted.
+        let bytes = (roots + GROUP) * std::mem::size_of::<Bucket>();
+        if !self.memory.reserve(bytes) {
+            self.memory.wanted.store(bytes, Ordering::Relaxed);
+            return false;
+        }
+        self.memory.wanted.store(0, Ordering::Relaxed);
         let new = Box::into_raw(Box::new(Table::new(roots)));
         self.migrate_next.store(0, Ordering::SeqCst);
         self.old.store(current_ptr, Ordering::SeqCst);
         self.current.store(new, Ordering::SeqCst);
+        true
+    }
+
+    /// Limits the bytes the index may keep resident (see [`Index::resident_bytes`]); tables
+    /// and groups it already has stay.
+    pub fn set_memory_limit(&self, bytes: usize) {
+        self.memory.limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Bytes resident: every live table's roots and its pool up to the last group ever
+    /// handed out, tables waiting for readers to leave them included.
+    pub fn resident_bytes(&self) -> usize {
+        self.memory.resident.load(Ordering::Relaxed)
+    }
+
+    /// Bytes a growth waits for the memory limit to allow (0: none waits).
+    pub fn wanted_bytes(&self) -> usize {
+        self.memory.wanted.load(Ordering::Relaxed)
     }
 
     fn finish_growth(
@@ -760,7 +858,9 @@ impl Index {
                 // SAFETY: the table was unpublished before `epoch` and no pinned participant
                 // is older than that epoch, so nobody references it; it came from Box::into_raw
                 // and is in the retired list exactly once.
-                drop(unsafe { Box::from_raw(table) });
+                let table = unsafe { Box::from_raw(table) };
+                self.memory.release(table.resident_bytes());
+                drop(table);
                 false
             } else {
                 self.has_retired.store(true, Ordering::Relaxed);
@@ -879,6 +979,7 @@ impl Index {
                     tag: 0,
                     prune_path: false,
                     evictions: &self.evictions,
+                    memory: &self.memory,
                 };
                 locked.for_each_slot(|slot, loc| visit(&locked, slot, loc));
             }
@@ -910,9 +1011,9 @@ impl Index {
 
     /// Current statistics.
     pub fn stats(&self, guard: &Guard<'_>) -> IndexStats {
-        let (current, old) = self.tables(guard);
+        let (current, _) = self.tables(guard);
         IndexStats {
-            bytes: current.bytes() + old.map_or(0, Table::bytes),
+            bytes: self.resident_bytes(),
             buckets: current.roots.len(),
             resizes: self.resizes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),

@@ -22,7 +22,9 @@
 //! Memory: item memory is exactly the arena, `max_memory` bytes (rounded down to whole
 //! segments), mapped once and touched lazily. Outside it: the index tables (64 bytes per root
 //! bucket plus a pool a quarter that size; they grow by doubling), one 64-byte header per
-//! segment, and a few fixed structures; [`EngineStats::overhead_bytes`] reports them.
+//! segment, the hitmap, and a few fixed structures; [`EngineStats::overhead_bytes`] reports
+//! them. With [`EngineConfig::memory_includes_index`] the arena lends segments to all of that
+//! instead, so the whole stays within `max_memory` (`budget.rs`).
 //!
 //! `unsafe` lives in [`arena`] (the mapping), [`item`] (reading and writing records),
 //! [`index`] (zeroed tables, table pointers under epochs) and the two places that write
@@ -33,6 +35,7 @@
 
 mod arbiter;
 pub mod arena;
+mod budget;
 mod cleaner;
 pub mod clock;
 mod engine;
@@ -108,6 +111,11 @@ pub struct EngineConfig {
     pub hitmap_bits_per_item: usize,
     /// Items the hitmap is sized for; 0 = one per 64 bytes of `max_memory`.
     pub hitmap_items: usize,
+    /// Count the index and the engine's other memory outside the arena (segment headers,
+    /// eviction metadata) within `max_memory`: the arena lends them whole segments, so fewer
+    /// items fit and resident memory stays within `max_memory`. Off: `max_memory` is the
+    /// arena alone and the rest comes on top ([`EngineStats::overhead_bytes`]).
+    pub memory_includes_index: bool,
 }
 
 impl Default for EngineConfig {
@@ -128,6 +136,7 @@ impl Default for EngineConfig {
             seed: 0x5eed,
             hitmap_bits_per_item: 32,
             hitmap_items: 0,
+            memory_includes_index: false,
         }
     }
 }

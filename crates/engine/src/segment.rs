@@ -4,8 +4,9 @@
 //!
 //! ```text
 //!   free ──► head (one writer appends) ──► sealed ──► cleaning ──► retired ──► free
-//!                                           │                        ▲
-//!                                           └── FIFO eviction ───────┘
+//!    │ ▲                                    │                        ▲
+//!    ▼ │                                    └── FIFO eviction ───────┘
+//!   lent (pages released; only with `memory_includes_index`)
 //! ```
 //!
 //! Inside a segment, key records grow from offset 0 up to `key_top` and values grow from the
@@ -79,6 +80,9 @@ struct Lists {
     sealed: VecDeque<u32>,
     /// Segments waiting for their retirement epoch to pass.
     retired: Vec<(u64, u32)>,
+    /// Segments lent to the memory outside the arena (`memory_includes_index`): their pages
+    /// are released and they hold nothing.
+    lent: Vec<u32>,
 }
 
 /// All segments' headers and lists.
@@ -87,6 +91,7 @@ pub struct Segments {
     headers: Box<[SegmentHeader]>,
     lists: Mutex<Lists>,
     free_count: AtomicUsize,
+    lent_count: AtomicUsize,
     segment_size: usize,
 }
 
@@ -100,6 +105,7 @@ impl Segments {
             headers,
             lists: Mutex::new(Lists { free, ..Lists::default() }),
             free_count: AtomicUsize::new(count),
+            lent_count: AtomicUsize::new(0),
             segment_size,
         }
     }
@@ -276,5 +282,42 @@ impl Segments {
     /// Retired segments waiting for their epoch.
     pub fn retired_count(&self) -> usize {
         self.lists().retired.len()
+    }
+
+    /// Takes up to `n` free segments to lend, leaving at least `keep` free. The caller owns
+    /// them until it passes them to [`Segments::add_lent`] (after releasing their pages).
+    pub fn take_for_lending(&self, n: usize, keep: usize) -> Vec<u32> {
+        let mut lists = self.lists();
+        let n = n.min(lists.free.len().saturating_sub(keep));
+        let at = lists.free.len() - n;
+        let taken = lists.free.split_off(at);
+        self.free_count.store(lists.free.len(), Ordering::Relaxed);
+        taken
+    }
+
+    /// Records segments taken with [`Segments::take_for_lending`] as lent. Returns how many
+    /// are lent now.
+    pub fn add_lent(&self, ids: &[u32]) -> usize {
+        let mut lists = self.lists();
+        lists.lent.extend_from_slice(ids);
+        self.lent_count.store(lists.lent.len(), Ordering::Relaxed);
+        lists.lent.len()
+    }
+
+    /// Returns up to `n` lent segments to the free list. Returns how many are lent now.
+    pub fn return_lent(&self, n: usize) -> usize {
+        let mut lists = self.lists();
+        let Lists { free, lent, .. } = &mut *lists;
+        let at = lent.len().saturating_sub(n);
+        free.extend(lent.drain(at..));
+        self.free_count.store(free.len(), Ordering::Relaxed);
+        self.lent_count.store(lent.len(), Ordering::Relaxed);
+        lent.len()
+    }
+
+    /// Segments lent right now.
+    #[inline]
+    pub fn lent_count(&self) -> usize {
+        self.lent_count.load(Ordering::Relaxed)
     }
 }

@@ -55,9 +55,16 @@ pub struct EngineStats {
     pub segments_sealed: usize,
     /// Segments waiting for readers to leave their epoch.
     pub segments_retired: usize,
-    /// Bytes of memory outside the arena: index tables, segment headers and the hitmap.
+    /// Segments lent to the memory outside the arena (`memory_includes_index`).
+    pub segments_lent: usize,
+    /// Bytes of the arena that may be resident: every segment but the lent ones. With
+    /// `memory_includes_index`, this plus `overhead_bytes` stays within `max_memory`.
+    pub arena_bytes: usize,
+    /// Bytes of memory outside the arena: index tables, segment headers, the hitmap and the
+    /// expiry sweep's per-segment state.
     pub overhead_bytes: usize,
-    /// Index tables' bytes.
+    /// Index tables' resident bytes: roots, and pools up to the last sub-bucket group handed
+    /// out, tables waiting to be freed included.
     pub index_bytes: usize,
     /// Root buckets in the current index table.
     pub index_buckets: usize,

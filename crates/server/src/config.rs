@@ -147,8 +147,14 @@ pub struct Config {
     pub resp_port: Option<u16>,
     /// What the main port speaks.
     pub protocol: Protocol,
-    /// Item memory (the engine's arena).
+    /// Item memory (the engine's arena). The index, the hitmap and the rest of the engine's
+    /// bookkeeping come on top unless `memory_includes_index` is set; connection buffers
+    /// always do.
     pub memory: Size,
+    /// Count the index and the engine's other bookkeeping (segment headers, hitmap, the
+    /// cleaner's buffers) within `memory`, as memcached users expect of `-m`: fewer items
+    /// fit, and the server's resident memory stays near `memory` plus connection buffers.
+    pub memory_includes_index: bool,
     /// Worker threads (event loops); 0 = one per core.
     pub workers: usize,
     /// Most client connections at once; more are refused with the protocol's error.
@@ -212,6 +218,7 @@ impl Default for Config {
             resp_port: None,
             protocol: Protocol::Auto,
             memory: Size(1 << 30),
+            memory_includes_index: false,
             workers: 0,
             max_connections: 1024,
             max_item_size: Size(1 << 20),
@@ -309,6 +316,7 @@ impl Config {
             cleaner: fridge_engine::CleanerMode::Background,
             max_participants: self.worker_count() + 16,
             hitmap_bits_per_item: self.hitmap_bits_per_item,
+            memory_includes_index: self.memory_includes_index,
             ..fridge_engine::EngineConfig::default()
         }
     }
@@ -415,6 +423,16 @@ fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
     after_help = "memcached compatibility: -p -l -m -t -c -I and -U 0 mean what they mean to \
                   memcached. Sizes accept units: 64MiB, 1g, 512k, or bytes; durations 250ms, \
                   30s, 5m.\n\n\
+                  Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
+                  bytes per item, about 19 with small items), the hitmap (--hitmap-bits-per-item \
+                  bits per 64 bytes of memory: 1/16 of it at 32), a 64-byte header per segment, \
+                  the cleaner's buffers (about 40 bytes per item of a cleaning pass), and for \
+                  each connection 32 KiB of buffers, growing with large requests and replies up \
+                  to --max-query-buffer and --max-output-buffer. Measured at -m 256 filled with \
+                  16-byte keys and 32-byte values: 1.5x the setting. With \
+                  --memory-includes-index the index, hitmap, headers and cleaner buffers come \
+                  out of --memory instead (fewer items fit; connection buffers still come on \
+                  top). See docs/design.md.\n\n\
                   Tenants are configured in the --config file, one [[tenants]] table each: \
                   name, password_sha256 (print one with `fridge hash-password`), reserved, \
                   credit, rank (hitmap, lru, lfu, slru), idle_tax = { rate, idle_time }, \
@@ -446,12 +464,23 @@ pub struct Cli {
     /// Protocol of the main port [default: auto].
     #[arg(long, env = "FRIDGE_PROTOCOL", value_enum)]
     pub protocol: Option<Protocol>,
-    /// Item memory [default: 1GiB].
+    /// Item memory [default: 1GiB]. The index, hitmap and other bookkeeping come on top
+    /// (about 0.5× more with small items) unless --memory-includes-index; see below.
     #[arg(long, env = "FRIDGE_MEMORY", value_name = "SIZE")]
     pub memory: Option<Size>,
     /// Item memory in megabytes (memcached's -m).
     #[arg(short = 'm', long = "memory-mb", value_name = "MB", conflicts_with = "memory")]
     pub memory_mb: Option<u64>,
+    /// Count the index and the engine's other bookkeeping within --memory, so the server's
+    /// memory stays near it (plus connection buffers); fewer items fit [default: false].
+    #[arg(
+        long,
+        env = "FRIDGE_MEMORY_INCLUDES_INDEX",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_missing_value = "true"
+    )]
+    pub memory_includes_index: Option<bool>,
     /// Worker threads, 0 = one per core (memcached's -t) [default: 0].
     #[arg(short = 't', long, visible_alias = "threads", env = "FRIDGE_WORKERS")]
     pub workers: Option<usize>,
@@ -574,6 +603,9 @@ impl Cli {
         }
         if let Some(v) = self.max_client_memory {
             c.max_client_memory = Some(v);
+        }
+        if let Some(v) = self.memory_includes_index {
+            c.memory_includes_index = v;
         }
         c.config_file = self.config.clone();
         if let Some(p) = self.resp_port {
@@ -714,5 +746,18 @@ mod tests {
         assert_eq!(bad.validate().unwrap_err(), "auth_failure_burst must be at least 1");
         let old = toml::from_str::<Config>("auth_failure_delay = \"100ms\"\n");
         assert!(old.is_err(), "the pause after a failed login is gone");
+    }
+
+    #[test]
+    fn memory_includes_index_from_flag_and_file() {
+        assert!(!Config::default().memory_includes_index);
+        let cli = Cli::try_parse_from(["fridge", "-m", "64", "--memory-includes-index"]).unwrap();
+        let c = cli.into_config().unwrap();
+        assert!(c.memory_includes_index && c.engine().memory_includes_index);
+        let cli = Cli::try_parse_from(["fridge", "--memory-includes-index", "false"]).unwrap();
+        assert!(!cli.into_config().unwrap().memory_includes_index);
+        let file: Config = toml::from_str("memory_includes_index = true\n").unwrap();
+        assert!(file.memory_includes_index);
+        file.validate().unwrap();
     }
 }

@@ -503,6 +503,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("fifo_evictions", e.fifo_evictions);
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
+    num("index_bytes", e.index_bytes as u64);
+    num("segments_lent", e.segments_lent as u64);
     for (name, value) in hitmap_fields(e) {
         memcache::write_stat(out, name.as_bytes(), value.as_bytes());
     }
@@ -545,6 +547,11 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num("auth_failure_burst", u64::from(tenants.failure_limit.burst));
     let rate = tenants.failure_limit.rate.to_string();
     memcache::write_stat(out, b"auth_failure_rate", rate.as_bytes());
+    memcache::write_stat(
+        out,
+        b"memory_includes_index",
+        if c.memory_includes_index { b"yes" } else { b"no" },
+    );
     memcache::write_stat(out, b"inter", c.listen.as_bytes());
     memcache::write_stat(out, b"evictions", b"on");
     memcache::write_stat(out, b"cas_enabled", b"yes");
