@@ -823,15 +823,8 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
                         used
                     }
                     Err(memcache::ParseError::Incomplete) => {
-                        if avail >= limits.query {
-                            query_overflow(
-                                c,
-                                ctx,
-                                b"SERVER_ERROR out of memory reading request\r\n",
-                            );
-                            continue;
-                        }
-                        c.waiting_since(ctx);
+                        const TOO_LARGE: &[u8] = b"SERVER_ERROR out of memory reading request\r\n";
+                        c.incomplete(ctx, avail, limits.query, TOO_LARGE);
                         break;
                     }
                     Err(memcache::ParseError::Invalid(e)) => {
@@ -874,17 +867,11 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
                     used
                 }
                 Err(resp::ParseError::Incomplete) => {
+                    const TOO_LARGE: &[u8] =
+                        b"-ERR Protocol error: query buffer limit exceeded\r\n";
                     // The arguments' bookkeeping counts against the limit too.
-                    if avail + c.args.arg_bytes() >= limits.query {
-                        c.args.clear();
-                        query_overflow(
-                            c,
-                            ctx,
-                            b"-ERR Protocol error: query buffer limit exceeded\r\n",
-                        );
-                        continue;
-                    }
-                    c.waiting_since(ctx);
+                    let size = avail + c.args.arg_bytes();
+                    c.incomplete(ctx, size, limits.query, TOO_LARGE);
                     break;
                 }
                 Err(resp::ParseError::Protocol(e)) => {
@@ -911,15 +898,22 @@ fn offsets(whole: &[u8], part: &[u8]) -> std::ops::Range<usize> {
     start..start + part.len()
 }
 
-/// A request larger than the query buffer limit: answered with the protocol's error, and
-/// the connection closed (the rest of the request cannot be told from a new one).
-fn query_overflow(c: &mut Conn, ctx: &Ctx<'_>, reply: &[u8]) {
-    stats::inc(&ctx.stats.query_overflows);
-    c.wbuf.extend_from_slice(reply);
-    c.session.closing = true;
-}
-
 impl Conn {
+    /// The request at the head of the input, `size` bytes with its bookkeeping, is
+    /// incomplete: wait for the rest, unless it has outgrown the query buffer limit — then
+    /// the protocol's error, and the connection closes (the rest of the request could not be
+    /// told from a new one).
+    fn incomplete(&mut self, ctx: &Ctx<'_>, size: usize, limit: usize, too_large: &[u8]) {
+        if size >= limit {
+            stats::inc(&ctx.stats.query_overflows);
+            self.args.clear();
+            self.wbuf.extend_from_slice(too_large);
+            self.session.closing = true;
+        } else {
+            self.waiting_since(ctx);
+        }
+    }
+
     /// The request at the head of the input is incomplete: note since when (see
     /// `partial_request_timeout`).
     fn waiting_since(&mut self, ctx: &Ctx<'_>) {
