@@ -173,8 +173,8 @@ pub struct Config {
     pub max_bulk_len: Size,
     /// Most unprocessed request bytes buffered per connection.
     pub max_query_buffer: Size,
-    /// Most reply bytes buffered per connection; a client that lets more pile up is
-    /// disconnected.
+    /// Most reply bytes buffered per connection. Long replies are written in steps and never
+    /// held whole (see `docs/protocol.md`); `KEYS` whose keys would take more is refused.
     pub max_output_buffer: Size,
     /// Seconds without traffic before a connection is closed; 0 = never.
     pub idle_timeout: u64,
@@ -512,7 +512,8 @@ pub struct Cli {
     /// [default: 4MiB].
     #[arg(long, env = "FRIDGE_MAX_QUERY_BUFFER", value_name = "SIZE")]
     pub max_query_buffer: Option<Size>,
-    /// Most unsent reply bytes per connection before it is dropped [default: 64MiB].
+    /// Most unsent reply bytes per connection; long replies are written in steps, never held
+    /// whole [default: 64MiB].
     #[arg(long, env = "FRIDGE_MAX_OUTPUT_BUFFER", value_name = "SIZE")]
     pub max_output_buffer: Option<Size>,
     /// Close connections idle this many seconds, 0 = never [default: 0].
@@ -710,6 +711,25 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
+    }
+
+    /// `config/example.toml` lists every key with its default, and its commented tenant table
+    /// is valid once uncommented.
+    #[test]
+    fn the_example_file_is_the_defaults() {
+        let text = include_str!("../../../config/example.toml");
+        let parsed: Config = toml::from_str(text).unwrap();
+        assert_eq!(parsed, Config::default());
+        let hash = crate::tenants::PasswordHash::new(b"s", b"pw").to_string();
+        let tenant: String = text[text.find("# [[tenants]]").unwrap()..]
+            .lines()
+            .map(|l| l.trim_start_matches("# ").replace("<salt hex>$<hex>", &hash) + "\n")
+            .collect();
+        let with_tenant: Config = toml::from_str(&format!("{text}{tenant}")).unwrap();
+        assert_eq!(with_tenant.tenants.len(), 1);
+        let uncommented =
+            toml::from_str::<Config>(&text.replace("# max_client_memory", "max_client_memory"));
+        assert_eq!(uncommented.unwrap().max_client_memory, Some(Size(256 << 20)));
     }
 
     #[test]
