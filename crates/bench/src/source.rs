@@ -9,11 +9,9 @@
 
 use std::path::PathBuf;
 
-use fridge_workload::trace::{
-    CsvFormat, CsvReader, KeyOnlyReader, KeyWidth, OracleReader, SizeModel,
-};
+use fridge_workload::trace::{CsvFormat, Format, KeyWidth, SizeModel, TraceStream};
 use fridge_workload::{
-    KEY_ID_DIGITS, KeySampler, Op, OpMix, Popularity, Request, Rng, SizeDist, TtlDist, mix64,
+    KEY_ID_DIGITS, KeySampler, Op, OpMix, Popularity, Rng, SizeDist, TtlDist, mix64,
 };
 
 use crate::protocol::Command;
@@ -132,6 +130,25 @@ pub enum TraceFormat {
     KeysI64Xz,
 }
 
+impl TraceFormat {
+    /// The workload crate's reader for this format, with sizes from `space` for formats
+    /// that carry none.
+    pub fn reader(self, space: &KeySpace) -> Format {
+        let sizes = || SizeModel {
+            key_size: space.key_size.clone(),
+            value_size: space.value_size.clone(),
+            seed: space.seed,
+        };
+        match self {
+            TraceFormat::Oracle => Format::Oracle,
+            TraceFormat::Csv => Format::Csv(CsvFormat::fridge()),
+            TraceFormat::Twitter => Format::Csv(CsvFormat::twitter()),
+            TraceFormat::KeysI32Xz => Format::KeyOnlyXz(KeyWidth::I32, sizes()),
+            TraceFormat::KeysI64Xz => Format::KeyOnlyXz(KeyWidth::I64, sizes()),
+        }
+    }
+}
+
 /// A trace to replay.
 #[derive(Clone, Debug)]
 pub struct TraceSpec {
@@ -141,30 +158,13 @@ pub struct TraceSpec {
     pub format: TraceFormat,
 }
 
-type TraceIter = Box<dyn Iterator<Item = Result<Request, fridge_workload::Error>> + Send>;
-
 impl TraceSpec {
     /// Opens the trace, with sizes from `space` for formats that carry none.
     ///
     /// # Errors
     /// The file cannot be opened or its header is bad.
-    pub fn open(&self, space: &KeySpace) -> Result<TraceIter, fridge_workload::Error> {
-        let sizes = SizeModel {
-            key_size: space.key_size.clone(),
-            value_size: space.value_size.clone(),
-            seed: space.seed,
-        };
-        Ok(match self.format {
-            TraceFormat::Oracle => Box::new(OracleReader::open(&self.path)?),
-            TraceFormat::Csv => Box::new(CsvReader::open(&self.path, CsvFormat::fridge())?),
-            TraceFormat::Twitter => Box::new(CsvReader::open(&self.path, CsvFormat::twitter())?),
-            TraceFormat::KeysI32Xz => {
-                Box::new(KeyOnlyReader::open_xz(&self.path, KeyWidth::I32, sizes)?)
-            }
-            TraceFormat::KeysI64Xz => {
-                Box::new(KeyOnlyReader::open_xz(&self.path, KeyWidth::I64, sizes)?)
-            }
-        })
+    pub fn open(&self, space: &KeySpace) -> Result<TraceStream, fridge_workload::Error> {
+        self.format.reader(space).open(&self.path)
     }
 }
 
@@ -189,7 +189,7 @@ pub enum Source {
     /// Every `stride`-th request of a trace, starting at `offset`.
     Trace {
         /// The reader.
-        reader: TraceIter,
+        reader: TraceStream,
         /// Threads sharing the trace.
         stride: u64,
         /// This thread's index.

@@ -21,7 +21,9 @@
 //!   generator presets, reopenable so each pass streams from the start.
 //! - [`fridge`]: the engine as a simulated lookaside cache, with what an item costs in it,
 //!   each rank function and a hitmap budget.
-//! - [`sweep`]: the driver — profile, size sweep, request semantics, results and timings.
+//! - [`sweep`]: the driver — profile, size sweep, request semantics, timings.
+//! - [`results`]: what a run produces (profile, rows, engine statistics, timings), shared by
+//!   the driver and the writers so that neither imports the other.
 //! - [`report`] and [`plot`]: CSV/JSON/text reports and PNG miss-ratio curves.
 //! - [`progress`]: a progress bar on stderr.
 //! - [`policy`]: the reference policies (exact LRU, FIFO, CLOCK, S3-FIFO, SIEVE, Redis's sampled
@@ -46,6 +48,7 @@ pub mod plot;
 pub mod policy;
 pub mod progress;
 pub mod report;
+pub mod results;
 pub mod source;
 pub mod sweep;
 

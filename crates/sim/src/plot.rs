@@ -12,8 +12,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use crate::error::Error;
-use crate::report::bytes;
-use crate::sweep::Report;
+use crate::results::{Report, bytes};
 
 static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSansMono.ttf");
 static REGISTER: Once = Once::new();

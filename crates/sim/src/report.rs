@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::sweep::{EngineRow, OpsMode, Profile, Report, Row};
+use crate::results::{EngineRow, OpsMode, Profile, Report, Row, bytes};
 
 /// Columns of `results.csv`.
 const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,size_meaning,tenant,\
@@ -157,18 +157,6 @@ pub fn throughput_by_policy(report: &Report) -> Vec<(String, f64)> {
         }
     }
     out.into_iter().map(|(p, n, s)| (p, if s > 0.0 { n as f64 / s } else { 0.0 })).collect()
-}
-
-/// Human-readable bytes (binary units).
-pub fn bytes(b: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = b as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[unit]) }
 }
 
 /// A text summary: the profile, a policy × size table of miss ratios (all tenants), and

@@ -7,9 +7,7 @@
 
 use std::path::PathBuf;
 
-use fridge_workload::trace::{
-    CsvFormat, CsvReader, KeyOnlyReader, KeyWidth, OracleReader, SizeModel,
-};
+use fridge_workload::trace::{CsvFormat, Format, KeyWidth, SizeModel};
 use fridge_workload::{Popularity, Request, TenantMix, Workload, twitter_mix};
 
 use crate::error::Error;
@@ -20,12 +18,8 @@ pub type RequestStream = Box<dyn Iterator<Item = Result<Request, fridge_workload
 /// What a [`Source`] reads or generates.
 #[derive(Debug, Clone)]
 pub enum Input {
-    /// libCacheSim oracleGeneral binary (carries sizes and next-access times).
-    Oracle(PathBuf),
-    /// Delimited text with the given column mapping.
-    Csv(PathBuf, CsvFormat),
-    /// xz-compressed big-endian keys, sizes from a model.
-    KeyOnly(PathBuf, KeyWidth, SizeModel),
+    /// A trace file in this format.
+    Trace(PathBuf, Box<Format>),
     /// A single-tenant generator, `requests` long.
     Workload(Box<Workload>, u64),
     /// A multi-tenant generator, `requests` long.
@@ -52,13 +46,7 @@ impl Source {
     /// The trace cannot be opened, or the generator's description is invalid.
     pub fn open(&self) -> Result<RequestStream, Error> {
         let stream: RequestStream = match &self.input {
-            Input::Oracle(path) => Box::new(OracleReader::open(path).map_err(|e| at(path, e))?),
-            Input::Csv(path, format) => {
-                Box::new(CsvReader::open(path, format.clone()).map_err(|e| at(path, e))?)
-            }
-            Input::KeyOnly(path, width, sizes) => Box::new(
-                KeyOnlyReader::open_xz(path, *width, sizes.clone()).map_err(|e| at(path, e))?,
-            ),
+            Input::Trace(path, format) => format.open(path).map_err(|e| at(path, e))?,
             Input::Workload(w, n) => Box::new(w.requests()?.take(to_usize(*n)).map(Ok)),
             Input::Mix(m, n) => Box::new(m.requests()?.take(to_usize(*n)).map(Ok)),
         };
@@ -71,7 +59,7 @@ impl Source {
     /// Whether requests carry `next_access` from the input itself (oracleGeneral), so Belady
     /// needs no pre-pass.
     pub fn carries_next_access(&self) -> bool {
-        matches!(self.input, Input::Oracle(_))
+        matches!(&self.input, Input::Trace(_, format) if format.carries_next_access())
     }
 
     /// Tenant names, where the input has them (multi-tenant generators).
@@ -203,10 +191,12 @@ pub fn trace(
         .unwrap_or_else(|| "trace".to_owned());
     let file = path.display().to_string();
     let (input, description) = match format {
-        "oracle" => (Input::Oracle(path), format!("oracleGeneral trace {file}")),
+        "oracle" => {
+            (Input::Trace(path, Box::new(Format::Oracle)), format!("oracleGeneral trace {file}"))
+        }
         "csv" => {
             let f = csv_format.ok_or_else(|| Error::Config("csv needs a column mapping".into()))?;
-            (Input::Csv(path, f), format!("CSV trace {file}"))
+            (Input::Trace(path, Box::new(Format::Csv(f))), format!("CSV trace {file}"))
         }
         "keyonly-i32" | "keyonly-i64" => {
             let (model, what) = sizes.ok_or_else(|| {
@@ -215,7 +205,10 @@ pub fn trace(
                 )
             })?;
             let width = if format == "keyonly-i32" { KeyWidth::I32 } else { KeyWidth::I64 };
-            (Input::KeyOnly(path, width, model), format!("key-only trace {file}, sizes: {what}"))
+            (
+                Input::Trace(path, Box::new(Format::KeyOnlyXz(width, model))),
+                format!("key-only trace {file}, sizes: {what}"),
+            )
         }
         other => {
             return Err(Error::Config(format!(

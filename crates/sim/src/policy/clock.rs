@@ -10,19 +10,19 @@
 //! Each eviction is O(1) amortised: every lap past an object costs one decrement of a counter
 //! that only hits can raise.
 
-use super::hash::KeyMap;
 use super::list::{Arena, List};
-use super::{Access, Policy};
+use super::queue::{QueuePolicy, QueueRule};
 
 /// CLOCK over a byte capacity.
-#[derive(Debug)]
-pub struct Clock {
-    capacity: u64,
+pub type Clock = QueuePolicy<ClockRule>;
+
+/// CLOCK's rule: a hit increments the object's counter (saturating); an eviction gives each
+/// oldest object with a non-zero counter another lap, one decrement each, and evicts the
+/// first whose counter is zero.
+#[derive(Debug, Clone, Copy)]
+pub struct ClockRule {
     max_freq: u16,
     bits: u32,
-    map: KeyMap<u32>,
-    arena: Arena,
-    queue: List,
 }
 
 impl Clock {
@@ -34,85 +34,30 @@ impl Clock {
     /// CLOCK with a `bits`-bit counter per object (`1..=15`).
     pub fn with_bits(capacity: u64, bits: u32) -> Self {
         assert!((1..=15).contains(&bits), "counter bits must be 1..=15");
-        Self {
-            capacity,
-            max_freq: (1u16 << bits) - 1,
-            bits,
-            map: KeyMap::default(),
-            arena: Arena::new(),
-            queue: List::default(),
-        }
-    }
-
-    fn evict_one(&mut self) {
-        loop {
-            let idx = self.queue.oldest;
-            let node = &mut self.arena[idx];
-            if node.meta == 0 {
-                self.queue.unlink(&mut self.arena, idx);
-                self.map.remove(&self.arena[idx].key);
-                self.arena.free(idx);
-                return;
-            }
-            node.meta -= 1;
-            self.queue.move_to_newest(&mut self.arena, idx);
-        }
-    }
-
-    fn shrink_to_fit(&mut self, incoming: u64) {
-        while self.queue.bytes + incoming > self.capacity && self.queue.len > 0 {
-            self.evict_one();
-        }
+        Self::with_rule(capacity, ClockRule { max_freq: (1u16 << bits) - 1, bits })
     }
 }
 
-impl Policy for Clock {
+impl QueueRule for ClockRule {
     fn name(&self) -> String {
         if self.bits == 1 { "CLOCK".to_owned() } else { format!("CLOCK-{}bit", self.bits) }
     }
 
-    fn access(&mut self, a: &Access) -> bool {
-        if let Some(&idx) = self.map.get(&a.key) {
-            let node = &mut self.arena[idx];
-            node.meta = (node.meta + 1).min(self.max_freq);
-            if node.size != a.size {
-                self.queue.set_size(&mut self.arena, idx, a.size);
-                self.shrink_to_fit(0);
+    fn on_hit(&mut self, _queue: &mut List, arena: &mut Arena, idx: u32) {
+        let node = &mut arena[idx];
+        node.meta = (node.meta + 1).min(self.max_freq);
+    }
+
+    fn victim(&mut self, queue: &mut List, arena: &mut Arena) -> u32 {
+        loop {
+            let idx = queue.oldest;
+            let node = &mut arena[idx];
+            if node.meta == 0 {
+                return idx;
             }
-            return true;
+            node.meta -= 1;
+            queue.move_to_newest(arena, idx);
         }
-        if u64::from(a.size) > self.capacity {
-            return false;
-        }
-        self.shrink_to_fit(u64::from(a.size));
-        let idx = self.arena.alloc(a.key, a.size);
-        self.queue.push_newest(&mut self.arena, idx);
-        self.map.insert(a.key, idx);
-        false
-    }
-
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    fn used(&self) -> u64 {
-        self.queue.bytes
-    }
-
-    fn len(&self) -> usize {
-        self.queue.len
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
-    }
-
-    #[cfg(test)]
-    fn validate(&self) {
-        self.queue.validate(&self.arena);
-        assert_eq!(self.map.len(), self.queue.len);
-        assert_eq!(self.arena.live(), self.queue.len);
-        assert!(self.queue.bytes <= self.capacity);
     }
 }
 

@@ -4,80 +4,32 @@
 //! end, and a hit leaves the order alone. As libCacheSim's `FIFO.c`. Same structure and costs
 //! as [`super::Lru`], minus the relinking on a hit.
 
-use super::hash::KeyMap;
 use super::list::{Arena, List};
-use super::{Access, Policy};
+use super::queue::{QueuePolicy, QueueRule};
 
 /// FIFO over a byte capacity.
-#[derive(Debug)]
-pub struct Fifo {
-    capacity: u64,
-    map: KeyMap<u32>,
-    arena: Arena,
-    queue: List,
-}
+pub type Fifo = QueuePolicy<FifoRule>;
+
+/// FIFO's rule: a hit changes nothing; evict the oldest.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct FifoRule;
 
 impl Fifo {
     /// An empty cache holding at most `capacity` bytes of objects.
     pub fn new(capacity: u64) -> Self {
-        Self { capacity, map: KeyMap::default(), arena: Arena::new(), queue: List::default() }
-    }
-
-    fn shrink_to_fit(&mut self, incoming: u64) {
-        while self.queue.bytes + incoming > self.capacity && self.queue.len > 0 {
-            let idx = self.queue.oldest;
-            self.queue.unlink(&mut self.arena, idx);
-            self.map.remove(&self.arena[idx].key);
-            self.arena.free(idx);
-        }
+        Self::with_rule(capacity, FifoRule)
     }
 }
 
-impl Policy for Fifo {
+impl QueueRule for FifoRule {
     fn name(&self) -> String {
         "FIFO".to_owned()
     }
 
-    fn access(&mut self, a: &Access) -> bool {
-        if let Some(&idx) = self.map.get(&a.key) {
-            if self.arena[idx].size != a.size {
-                self.queue.set_size(&mut self.arena, idx, a.size);
-                self.shrink_to_fit(0);
-            }
-            return true;
-        }
-        if u64::from(a.size) > self.capacity {
-            return false;
-        }
-        self.shrink_to_fit(u64::from(a.size));
-        let idx = self.arena.alloc(a.key, a.size);
-        self.queue.push_newest(&mut self.arena, idx);
-        self.map.insert(a.key, idx);
-        false
-    }
+    fn on_hit(&mut self, _queue: &mut List, _arena: &mut Arena, _idx: u32) {}
 
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    fn used(&self) -> u64 {
-        self.queue.bytes
-    }
-
-    fn len(&self) -> usize {
-        self.queue.len
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
-    }
-
-    #[cfg(test)]
-    fn validate(&self) {
-        self.queue.validate(&self.arena);
-        assert_eq!(self.map.len(), self.queue.len);
-        assert_eq!(self.arena.live(), self.queue.len);
-        assert!(self.queue.bytes <= self.capacity);
+    fn victim(&mut self, queue: &mut List, _arena: &mut Arena) -> u32 {
+        queue.oldest
     }
 }
 

@@ -6,85 +6,34 @@
 //! O(1): a hit is one map lookup and four link writes. Memory: a 24-byte node plus a map slot
 //! (~16 bytes at load factor 7/8) per object. As libCacheSim's `LRU.c`.
 
-use super::hash::KeyMap;
 use super::list::{Arena, List};
-use super::{Access, Policy};
+use super::queue::{QueuePolicy, QueueRule};
 
 /// Exact LRU over a byte capacity.
-#[derive(Debug)]
-pub struct Lru {
-    capacity: u64,
-    map: KeyMap<u32>,
-    arena: Arena,
-    queue: List,
-}
+pub type Lru = QueuePolicy<LruRule>;
+
+/// LRU's rule: a hit moves the object to the newest end; evict the oldest.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LruRule;
 
 impl Lru {
     /// An empty cache holding at most `capacity` bytes of objects.
     pub fn new(capacity: u64) -> Self {
-        Self { capacity, map: KeyMap::default(), arena: Arena::new(), queue: List::default() }
-    }
-
-    fn evict_one(&mut self) {
-        let idx = self.queue.oldest;
-        self.queue.unlink(&mut self.arena, idx);
-        self.map.remove(&self.arena[idx].key);
-        self.arena.free(idx);
-    }
-
-    fn shrink_to_fit(&mut self, incoming: u64) {
-        while self.queue.bytes + incoming > self.capacity && self.queue.len > 0 {
-            self.evict_one();
-        }
+        Self::with_rule(capacity, LruRule)
     }
 }
 
-impl Policy for Lru {
+impl QueueRule for LruRule {
     fn name(&self) -> String {
         "LRU".to_owned()
     }
 
-    fn access(&mut self, a: &Access) -> bool {
-        if let Some(&idx) = self.map.get(&a.key) {
-            self.queue.move_to_newest(&mut self.arena, idx);
-            if self.arena[idx].size != a.size {
-                self.queue.set_size(&mut self.arena, idx, a.size);
-                self.shrink_to_fit(0);
-            }
-            return true;
-        }
-        if u64::from(a.size) > self.capacity {
-            return false;
-        }
-        self.shrink_to_fit(u64::from(a.size));
-        let idx = self.arena.alloc(a.key, a.size);
-        self.queue.push_newest(&mut self.arena, idx);
-        self.map.insert(a.key, idx);
-        false
+    fn on_hit(&mut self, queue: &mut List, arena: &mut Arena, idx: u32) {
+        queue.move_to_newest(arena, idx);
     }
 
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    fn used(&self) -> u64 {
-        self.queue.bytes
-    }
-
-    fn len(&self) -> usize {
-        self.queue.len
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
-    }
-
-    #[cfg(test)]
-    fn validate(&self) {
-        self.queue.validate(&self.arena);
-        assert_eq!(self.map.len(), self.queue.len);
-        assert_eq!(self.arena.live(), self.queue.len);
-        assert!(self.queue.bytes <= self.capacity);
+    fn victim(&mut self, queue: &mut List, _arena: &mut Arena) -> u32 {
+        queue.oldest
     }
 }
 

@@ -38,6 +38,10 @@
 //! | [`Memcached`] | memcached 1.4-style slab classes with per-class LRU, optional automove | O(1) + O(classes) per automove window |
 //! | [`Partitioned`] | static per-tenant partitions, one inner policy each | inner's |
 //! | [`Belady`] | Belady's MIN (offline): evict the object reused furthest in the future | O(log n) |
+//!
+//! [`Lru`], [`Fifo`], [`Clock`] and [`Sieve`] are one [`QueuePolicy`] each: one queue and a key
+//! map that serve requests the same way, with a rule that says what a hit does and which object
+//! an eviction takes (`queue.rs`).
 
 mod belady;
 mod clock;
@@ -47,6 +51,7 @@ mod list;
 mod lru;
 mod memcached;
 mod partition;
+mod queue;
 mod redis;
 mod s3fifo;
 mod sieve;
@@ -55,14 +60,15 @@ mod sieve;
 mod testutil;
 
 pub use belady::Belady;
-pub use clock::Clock;
-pub use fifo::Fifo;
-pub use lru::Lru;
+pub use clock::{Clock, ClockRule};
+pub use fifo::{Fifo, FifoRule};
+pub use lru::{Lru, LruRule};
 pub use memcached::{Automove, Memcached, SlabConfig};
 pub use partition::Partitioned;
+pub use queue::QueuePolicy;
 pub use redis::RedisLru;
 pub use s3fifo::S3Fifo;
-pub use sieve::Sieve;
+pub use sieve::{Sieve, SieveRule};
 
 /// One request of a trace, as the reference policies see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

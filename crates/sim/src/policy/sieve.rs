@@ -10,17 +10,17 @@
 //!
 //! Each eviction is O(1) amortised: the hand clears one bit per step and only hits set them.
 
+#[cfg(test)]
 use super::hash::KeyMap;
 use super::list::{Arena, List, NIL};
-use super::{Access, Policy};
+use super::queue::{QueuePolicy, QueueRule};
 
 /// SIEVE over a byte capacity.
-#[derive(Debug)]
-pub struct Sieve {
-    capacity: u64,
-    map: KeyMap<u32>,
-    arena: Arena,
-    queue: List,
+pub type Sieve = QueuePolicy<SieveRule>;
+
+/// SIEVE's rule: a hit sets the visited bit; an eviction walks the hand.
+#[derive(Debug, Clone, Copy)]
+pub struct SieveRule {
     /// The next object to examine, or `NIL` to start from the oldest.
     hand: u32,
 }
@@ -28,85 +28,36 @@ pub struct Sieve {
 impl Sieve {
     /// An empty cache holding at most `capacity` bytes of objects.
     pub fn new(capacity: u64) -> Self {
-        Self {
-            capacity,
-            map: KeyMap::default(),
-            arena: Arena::new(),
-            queue: List::default(),
-            hand: NIL,
-        }
-    }
-
-    fn evict_one(&mut self) {
-        let mut idx = if self.hand == NIL { self.queue.oldest } else { self.hand };
-        while self.arena[idx].meta != 0 {
-            self.arena[idx].meta = 0;
-            idx = match self.arena[idx].newer {
-                NIL => self.queue.oldest,
-                newer => newer,
-            };
-        }
-        self.hand = self.arena[idx].newer;
-        self.queue.unlink(&mut self.arena, idx);
-        self.map.remove(&self.arena[idx].key);
-        self.arena.free(idx);
-    }
-
-    fn shrink_to_fit(&mut self, incoming: u64) {
-        while self.queue.bytes + incoming > self.capacity && self.queue.len > 0 {
-            self.evict_one();
-        }
+        Self::with_rule(capacity, SieveRule { hand: NIL })
     }
 }
 
-impl Policy for Sieve {
+impl QueueRule for SieveRule {
     fn name(&self) -> String {
         "SIEVE".to_owned()
     }
 
-    fn access(&mut self, a: &Access) -> bool {
-        if let Some(&idx) = self.map.get(&a.key) {
-            self.arena[idx].meta = 1;
-            if self.arena[idx].size != a.size {
-                self.queue.set_size(&mut self.arena, idx, a.size);
-                self.shrink_to_fit(0);
-            }
-            return true;
+    fn on_hit(&mut self, _queue: &mut List, arena: &mut Arena, idx: u32) {
+        arena[idx].meta = 1;
+    }
+
+    fn victim(&mut self, queue: &mut List, arena: &mut Arena) -> u32 {
+        let mut idx = if self.hand == NIL { queue.oldest } else { self.hand };
+        while arena[idx].meta != 0 {
+            arena[idx].meta = 0;
+            idx = match arena[idx].newer {
+                NIL => queue.oldest,
+                newer => newer,
+            };
         }
-        if u64::from(a.size) > self.capacity {
-            return false;
-        }
-        self.shrink_to_fit(u64::from(a.size));
-        let idx = self.arena.alloc(a.key, a.size);
-        self.queue.push_newest(&mut self.arena, idx);
-        self.map.insert(a.key, idx);
-        false
-    }
-
-    fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
-    fn used(&self) -> u64 {
-        self.queue.bytes
-    }
-
-    fn len(&self) -> usize {
-        self.queue.len
-    }
-
-    fn contains(&self, key: u64) -> bool {
-        self.map.contains_key(&key)
+        self.hand = arena[idx].newer;
+        idx
     }
 
     #[cfg(test)]
-    fn validate(&self) {
-        self.queue.validate(&self.arena);
-        assert_eq!(self.map.len(), self.queue.len);
-        assert_eq!(self.arena.live(), self.queue.len);
-        assert!(self.queue.bytes <= self.capacity);
+    fn validate(&self, map: &KeyMap<u32>, arena: &Arena) {
         if self.hand != NIL {
-            assert_eq!(self.map.get(&self.arena[self.hand].key), Some(&self.hand));
+            assert_eq!(map.get(&arena[self.hand].key), Some(&self.hand));
         }
     }
 }

@@ -10,6 +10,10 @@
 //! | libCacheSim oracleGeneral (binary, 24-byte records) | [`OracleReader`] | [`OracleWriter`], [`write_oracle_general`] |
 //! | CSV with caller-mapped columns (incl. Twitter's and CloudPhysics's) | [`CsvReader`] | [`CsvWriter`] |
 //! | key-only big-endian `i32`/`i64` streams, xz-compressed or not (cache2k, scarab) | [`KeyOnlyReader`] | — |
+//!
+//! [`Format`] names a file's format with what reading it needs, and [`Format::open`] picks the
+//! reader: the one place where the simulator and the load generator turn a trace file into
+//! requests.
 
 mod csv;
 mod keyonly;
@@ -21,8 +25,45 @@ pub use oracle::{OracleReader, OracleWriter, annotate_next_access, write_oracle_
 
 use std::collections::HashMap;
 use std::io::{self, Read};
+use std::path::Path;
 
+use crate::error::Error;
 use crate::request::Request;
+
+/// A stream of trace requests; the first error ends it.
+pub type TraceStream = Box<dyn Iterator<Item = Result<Request, Error>> + Send>;
+
+/// A trace file's format, with what reading it needs.
+#[derive(Debug, Clone)]
+pub enum Format {
+    /// libCacheSim oracleGeneral binary: sizes and next-access times included.
+    Oracle,
+    /// Delimited text with this column mapping.
+    Csv(CsvFormat),
+    /// xz-compressed big-endian keys of this width, sizes from the model.
+    KeyOnlyXz(KeyWidth, SizeModel),
+}
+
+impl Format {
+    /// Opens `path` with this format's reader.
+    ///
+    /// # Errors
+    /// The file cannot be opened, or its header (CSV) is bad.
+    pub fn open(&self, path: &Path) -> Result<TraceStream, Error> {
+        Ok(match self {
+            Format::Oracle => Box::new(OracleReader::open(path)?),
+            Format::Csv(format) => Box::new(CsvReader::open(path, format.clone())?),
+            Format::KeyOnlyXz(width, sizes) => {
+                Box::new(KeyOnlyReader::open_xz(path, *width, sizes.clone())?)
+            }
+        })
+    }
+
+    /// Whether requests carry `next_access` from the file itself (oracleGeneral).
+    pub fn carries_next_access(&self) -> bool {
+        matches!(self, Format::Oracle)
+    }
+}
 
 /// Reads until `buf` is full or the input ends; returns the bytes read (less than
 /// `buf.len()` only at the end of input). Retries on `Interrupted`.
