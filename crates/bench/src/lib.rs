@@ -36,6 +36,8 @@
 //!   2 ms away and reports how late it was (`send_lag`); a lag near the latency means the
 //!   client, not the server, was the bottleneck.
 
+#![forbid(unsafe_code)]
+
 pub mod cli;
 pub mod compare;
 pub mod histogram;

@@ -1,5 +1,7 @@
 //! `fridge-bench`: see the library docs and `fridge-bench --help`.
 
+#![forbid(unsafe_code)]
+
 use clap::Parser;
 use fridge_bench::cli::{Cli, Cmd};
 

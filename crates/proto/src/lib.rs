@@ -45,6 +45,7 @@
 //! [`memcache::RequestError::reply`] and [`resp::ProtocolError::write_reply`]
 //! give the exact bytes the reference server sends.
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod memcache;

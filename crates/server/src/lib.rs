@@ -54,6 +54,8 @@
 //! buckets per client address and per user name, past which a login is refused unchecked
 //! (see the `auth` module).
 
+#![forbid(unsafe_code)]
+
 mod auth;
 mod config;
 mod memcache;

@@ -2,6 +2,8 @@
 //! shuts it down gracefully on SIGTERM or SIGINT. `fridge hash-password` prints a tenant's
 //! password line instead.
 
+#![forbid(unsafe_code)]
+
 use std::io::BufRead;
 
 use clap::Parser;

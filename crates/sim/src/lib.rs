@@ -42,6 +42,8 @@
 //! the engine, `max_memory` (items with their 12-byte record headers; the index is outside
 //! and reported as overhead bytes); for reference policies, bytes of objects.
 
+#![forbid(unsafe_code)]
+
 pub mod error;
 pub mod fridge;
 pub mod plot;

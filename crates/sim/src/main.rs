@@ -10,6 +10,8 @@
 //! ```
 //! Run with `--help` for every option.
 
+#![forbid(unsafe_code)]
+
 use std::io::{BufRead, BufReader, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -42,6 +42,8 @@
 //! Memory is constant in the number of requests; [`write_oracle_general`] and
 //! [`annotate_next_access`] are the exceptions, with one map entry per distinct key.
 
+#![forbid(unsafe_code)]
+
 mod arrivals;
 mod discrete;
 mod error;

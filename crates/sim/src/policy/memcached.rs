@@ -114,7 +114,10 @@ pub enum Automove {
     /// Pages stay with the class that first took them (memcached's default before 1.5).
     Off,
     /// Run memcached 1.4's `slab_automove=1` decision every `window` requests.
-    Every { window: u64 },
+    Every {
+        /// Requests between two decisions.
+        window: u64,
+    },
 }
 
 #[derive(Debug)]

@@ -154,9 +154,13 @@ impl<P: Policy + ?Sized> Policy for Box<P> {
 /// Counts requests and hits, in objects and in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MissRatio {
+    /// Requests seen.
     pub requests: u64,
+    /// Requests that hit.
     pub hits: u64,
+    /// Bytes of the objects requested.
     pub bytes_requested: u64,
+    /// Bytes of the objects that hit.
     pub bytes_hit: u64,
 }
 
@@ -171,6 +175,7 @@ impl MissRatio {
         }
     }
 
+    /// Requests that missed.
     pub fn misses(&self) -> u64 {
         self.requests - self.hits
     }
