@@ -64,9 +64,9 @@ use std::net::IpAddr;
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
 
+use crate::session::{Ctx, Session};
 use crate::stats::{self, LoginCount};
 use crate::tenants::{DEFAULT_TENANT, Login, MAX_NAME_LEN};
-use crate::worker::{Ctx, Session};
 
 /// Largest memcached login data block read; a larger one is refused and skipped.
 const MAX_LOGIN_DATA: usize = 1024;

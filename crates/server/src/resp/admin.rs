@@ -10,8 +10,8 @@ use fridge_proto::resp::{
 use super::connection::{BAD_NAME, set_client_name};
 use super::glob::glob_match_nocase;
 use super::{COMMANDS, REPORTED_FLAGS, SYNTAX, Spec, find, no_permission, unknown_subcommand};
+use crate::session::{Ctx, Session};
 use crate::stats;
-use crate::worker::{Ctx, Session};
 
 pub(super) fn info(
     cmd: &Command<'_>,
@@ -23,7 +23,7 @@ pub(super) fn info(
     let sections: [&[u8]; 8] = std::array::from_fn(|i| cmd.get(i + 1).unwrap_or_default());
     let count = (cmd.len() - 1).min(sections.len());
     ctx.scratch.clear();
-    let view = stats::View::of(s, ctx.tenants);
+    let view = s.view(ctx.tenants);
     stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view);
     r::write_verbatim(out, s.version, b"txt", ctx.scratch);
 }
@@ -207,7 +207,7 @@ pub(super) fn client(
     } else if is(b"info") || is(b"list") {
         ctx.scratch.clear();
         {
-            let view = stats::View::of(s, ctx.tenants);
+            let view = s.view(ctx.tenants);
             let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
             let mut ids: Vec<&u64> = clients.keys().collect();
             ids.sort_unstable();
@@ -272,7 +272,7 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
     let mut killed = 0;
     let mut workers = Vec::new();
     {
-        let view = stats::View::of(s, ctx.tenants);
+        let view = s.view(ctx.tenants);
         let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
         for (id, e) in clients.iter_mut() {
             let addr_ok = by_addr.is_none_or(|a| e.peer.to_string().as_bytes() == a);

@@ -7,8 +7,8 @@ use fridge_proto::resp::{
 };
 
 use super::{NOT_INTEGER, SYNTAX, Spec, int_arg, unknown_subcommand};
+use crate::session::{Ctx, Session};
 use crate::tenants::Login;
-use crate::worker::{Ctx, Session};
 
 const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
 /// A login refused unchecked (see `auth`). Deliberately not `WRONGPASS`: nothing was checked,

@@ -2,8 +2,6 @@
 //! SCAN, KEYS, DBSIZE and FLUSHDB/FLUSHALL.
 
 use std::collections::HashMap;
-use std::collections::hash_map::{DefaultHasher, Entry};
-use std::hash::{Hash, Hasher};
 use std::io::Write as _;
 
 use fridge_engine::Update;
@@ -14,8 +12,8 @@ use fridge_proto::resp::{
 
 use super::glob::glob_match;
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire};
+use crate::session::{Ctx, Session};
 use crate::stats;
-use crate::worker::{Ctx, Session};
 
 /// `DEL` and `UNLINK`.
 pub(super) fn del(
@@ -282,45 +280,6 @@ const SCAN_MIN_BUCKETS: usize = 1024;
 const SCAN_REPLY_BYTES: usize = 64 * 1024;
 /// Index buckets KEYS visits per step before other connections get a turn.
 const KEYS_STEP_BUCKETS: usize = 256;
-
-/// KEYS between its steps: the pass over the index, then the reply being written.
-#[derive(Debug, Default)]
-pub(crate) struct KeysJob {
-    cursor: u64,
-    /// Matching keys found so far.
-    keys: Vec<Box<[u8]>>,
-    /// The keys' hashes, each to the index of a key with that hash: a key the index moved
-    /// during the pass may be seen twice, and is kept once. (Hashes, not keys, so growing
-    /// the map rehashes eight bytes per key; a hash shared by two different keys keeps both.)
-    seen: HashMap<u64, u32>,
-    /// Bytes the keys take.
-    bytes: usize,
-    /// Once the pass is over: how many keys are written.
-    written: Option<usize>,
-}
-
-impl KeysJob {
-    /// Memory the job holds, for the clients' memory limit.
-    pub(crate) fn memory_bytes(&self) -> usize {
-        let per_key = std::mem::size_of::<Box<[u8]>>() + 16;
-        self.bytes + self.keys.capacity() * per_key
-    }
-
-    fn add(&mut self, key: Vec<u8>) {
-        let mut h = DefaultHasher::new();
-        key.hash(&mut h);
-        let index = u32::try_from(self.keys.len()).unwrap_or(u32::MAX);
-        match self.seen.entry(h.finish()) {
-            Entry::Occupied(e) if *self.keys[*e.get() as usize] == key[..] => return,
-            Entry::Occupied(_) => {}
-            Entry::Vacant(e) => {
-                e.insert(index);
-            }
-        }
-        self.bytes += key.len();
-        self.keys.push(key.into_boxed_slice());
-    }
-}
 
 /// `KEYS pattern`: a pass over the index in bounded steps, yielding to the worker's other
 /// connections between them, then the reply written in steps. Linear in the keys visited.

@@ -25,9 +25,7 @@ use fridge_engine::{EngineError, TenantId};
 use fridge_proto::number::parse_redis_i64;
 use fridge_proto::resp::{self as r, Command, write_error, write_wrong_arity};
 
-pub(crate) use keys::KeysJob;
-
-use crate::worker::{Ctx, Session};
+use crate::session::{Ctx, Session};
 
 const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
 const SYNTAX: &[u8] = b"ERR syntax error";

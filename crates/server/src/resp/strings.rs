@@ -8,8 +8,8 @@ use fridge_proto::resp::{
 };
 
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire};
+use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
-use crate::worker::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 
 pub(super) fn get(
     cmd: &Command<'_>,
