@@ -649,115 +649,14 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             c.session.closing = true;
             continue;
         }
-        let buf = &c.rbuf[c.rstart..c.rend];
-        let used = match wire {
-            Wire::Memcache if c.session.must_login(ctx.tenants) => {
-                let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len)
-                else {
-                    c.waiting_since(ctx);
-                    break;
-                };
-                memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
-                if let McLogin::TooLarge(skip) = req {
-                    let avail_after = avail - used;
-                    c.discard = skip.saturating_sub(avail_after);
-                    used + skip.min(avail_after)
-                } else {
-                    used
-                }
-            }
-            // A suspended multiget runs again on the keys it has not answered.
-            Wire::Memcache if c.session.resume.resuming => {
-                let Some((command, exptime)) = c.session.resume.retrieval else {
-                    c.session.resume = Resume::default();
-                    continue;
-                };
-                let keys = &buf[c.resume_keys.start + c.session.resume.next..c.resume_keys.end];
-                let keys = memcache::Keys::new(keys);
-                let req =
-                    memcache::Request::Retrieval(memcache::Retrieval { command, exptime, keys });
-                crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
-                if c.session.keep_for_later() {
-                    c.backlogged = true;
-                    break;
-                }
-                c.resume_used
-            }
-            Wire::Memcache => {
-                match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
-                    Ok((req, used)) => {
-                        stats::inc(&ctx.stats.commands);
-                        let keys = match &req {
-                            memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
-                            _ => 0..0,
-                        };
-                        crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
-                        if c.session.keep_for_later() {
-                            (c.resume_used, c.resume_keys) = (used, keys);
-                            c.backlogged = true;
-                            c.partial_since_ms = 0;
-                            break;
-                        }
-                        used
-                    }
-                    Err(memcache::ParseError::Incomplete) => {
-                        const TOO_LARGE: &[u8] = b"SERVER_ERROR out of memory reading request\r\n";
-                        c.incomplete(ctx, avail, limits.query, TOO_LARGE);
-                        break;
-                    }
-                    Err(memcache::ParseError::Invalid(e)) => {
-                        if !e.noreply {
-                            c.wbuf.extend_from_slice(e.reply());
-                        }
-                        if e.closes() {
-                            c.session.closing = true;
-                        }
-                        if e.skip > avail {
-                            c.discard = e.skip - avail;
-                        }
-                        e.skip.min(avail)
-                    }
-                }
-            }
-            // A suspended request runs again on the arguments parsed the first time.
-            Wire::Resp if c.session.resume.resuming => {
-                let cmd = c.args.command(buf);
-                crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
-                if c.session.keep_for_later() {
-                    c.backlogged = true;
-                    break;
-                }
-                c.resume_used
-            }
-            Wire::Resp => match resp::parse_command(buf, limits.resp, &mut c.args) {
-                Ok(used) => {
-                    if !c.args.is_empty() {
-                        stats::inc(&ctx.stats.commands);
-                        let cmd = c.args.command(buf);
-                        crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
-                        if c.session.keep_for_later() {
-                            c.resume_used = used;
-                            c.backlogged = true;
-                            c.partial_since_ms = 0;
-                            break;
-                        }
-                    }
-                    used
-                }
-                Err(resp::ParseError::Incomplete) => {
-                    const TOO_LARGE: &[u8] =
-                        b"-ERR Protocol error: query buffer limit exceeded\r\n";
-                    // The arguments' bookkeeping counts against the limit too.
-                    let size = avail + c.args.arg_bytes();
-                    c.incomplete(ctx, size, limits.query, TOO_LARGE);
-                    break;
-                }
-                Err(resp::ParseError::Protocol(e)) => {
-                    e.write_reply(&mut c.wbuf);
-                    c.session.closing = true;
-                    avail
-                }
-            },
+        let ran = match wire {
+            Wire::Memcache => run_memcache(c, ctx, limits, avail),
+            Wire::Resp => run_resp(c, ctx, limits, avail),
+        };
+        let used = match ran {
+            Ran::Used(used) => used,
+            Ran::Stop => break,
+            Ran::Again => continue,
         };
         c.rstart += used;
         c.partial_since_ms = 0;
@@ -766,6 +665,131 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         c.rstart = 0;
         c.rend = 0;
     }
+}
+
+/// What running the request at the head of the input came to.
+enum Ran {
+    /// It was answered (or skipped): drop this many input bytes and go on.
+    Used(usize),
+    /// Stop this turn: the request is incomplete, or suspended, or the reply backlogged.
+    Stop,
+    /// Look at the input again (a stale resumed state was dropped).
+    Again,
+}
+
+/// Runs the memcached request at the head of the input (`avail` bytes of it).
+fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) -> Ran {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    let used = if c.session.must_login(ctx.tenants) {
+        let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len) else {
+            c.waiting_since(ctx);
+            return Ran::Stop;
+        };
+        memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
+        if let McLogin::TooLarge(skip) = req {
+            let avail_after = avail - used;
+            c.discard = skip.saturating_sub(avail_after);
+            used + skip.min(avail_after)
+        } else {
+            used
+        }
+    } else if c.session.resume.resuming {
+        // A suspended multiget runs again on the keys it has not answered.
+        let Some((command, exptime)) = c.session.resume.retrieval else {
+            c.session.resume = Resume::default();
+            return Ran::Again;
+        };
+        let keys = &buf[c.resume_keys.start + c.session.resume.next..c.resume_keys.end];
+        let keys = memcache::Keys::new(keys);
+        let req = memcache::Request::Retrieval(memcache::Retrieval { command, exptime, keys });
+        crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+        if c.session.keep_for_later() {
+            c.backlogged = true;
+            return Ran::Stop;
+        }
+        c.resume_used
+    } else {
+        match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
+            Ok((req, used)) => {
+                stats::inc(&ctx.stats.commands);
+                let keys = match &req {
+                    memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
+                    _ => 0..0,
+                };
+                crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+                if c.session.keep_for_later() {
+                    (c.resume_used, c.resume_keys) = (used, keys);
+                    c.backlogged = true;
+                    c.partial_since_ms = 0;
+                    return Ran::Stop;
+                }
+                used
+            }
+            Err(memcache::ParseError::Incomplete) => {
+                const TOO_LARGE: &[u8] = b"SERVER_ERROR out of memory reading request\r\n";
+                c.incomplete(ctx, avail, limits.query, TOO_LARGE);
+                return Ran::Stop;
+            }
+            Err(memcache::ParseError::Invalid(e)) => {
+                if !e.noreply {
+                    c.wbuf.extend_from_slice(e.reply());
+                }
+                if e.closes() {
+                    c.session.closing = true;
+                }
+                if e.skip > avail {
+                    c.discard = e.skip - avail;
+                }
+                e.skip.min(avail)
+            }
+        }
+    };
+    Ran::Used(used)
+}
+
+/// Runs the RESP request at the head of the input (`avail` bytes of it).
+fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) -> Ran {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    // A suspended request runs again on the arguments parsed the first time.
+    let used = if c.session.resume.resuming {
+        let cmd = c.args.command(buf);
+        crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+        if c.session.keep_for_later() {
+            c.backlogged = true;
+            return Ran::Stop;
+        }
+        c.resume_used
+    } else {
+        match resp::parse_command(buf, limits.resp, &mut c.args) {
+            Ok(used) => {
+                if !c.args.is_empty() {
+                    stats::inc(&ctx.stats.commands);
+                    let cmd = c.args.command(buf);
+                    crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+                    if c.session.keep_for_later() {
+                        c.resume_used = used;
+                        c.backlogged = true;
+                        c.partial_since_ms = 0;
+                        return Ran::Stop;
+                    }
+                }
+                used
+            }
+            Err(resp::ParseError::Incomplete) => {
+                const TOO_LARGE: &[u8] = b"-ERR Protocol error: query buffer limit exceeded\r\n";
+                // The arguments' bookkeeping counts against the limit too.
+                let size = avail + c.args.arg_bytes();
+                c.incomplete(ctx, size, limits.query, TOO_LARGE);
+                return Ran::Stop;
+            }
+            Err(resp::ParseError::Protocol(e)) => {
+                e.write_reply(&mut c.wbuf);
+                c.session.closing = true;
+                avail
+            }
+        }
+    };
+    Ran::Used(used)
 }
 
 /// Where `part`, a subslice of `whole`, lies in it.
