@@ -401,6 +401,46 @@ pub(crate) fn split_credentials(data: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((w.next()?, w.next()?))
 }
 
+/// Runs one request of a memcached connection that must log in first.
+pub(crate) fn memcache_login(
+    req: McLogin<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) {
+    match req {
+        McLogin::Attempt(data) => {
+            stats::inc(&ctx.stats.commands);
+            let Some((user, password)) = split_credentials(data) else {
+                return out.extend_from_slice(match malformed(s, ctx) {
+                    Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
+                    Err(Refused) => MC_REFUSED,
+                });
+            };
+            out.extend_from_slice(match attempt(s, ctx, Some(user), password) {
+                Ok(Login::Ok(_)) => b"STORED\r\n",
+                Ok(Login::Denied | Login::NoDefaultPassword) => {
+                    b"CLIENT_ERROR authentication failure\r\n"
+                }
+                Err(Refused) => MC_REFUSED,
+            });
+        }
+        McLogin::TooLarge(_) => out.extend_from_slice(match malformed(s, ctx) {
+            Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
+            Err(Refused) => MC_REFUSED,
+        }),
+        McLogin::BadTermination => {
+            out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
+        }
+        McLogin::Quit => s.closing = true,
+        McLogin::Other => out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n"),
+        McLogin::LineTooLong => {
+            out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n");
+            s.closing = true;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,7 +21,7 @@ use mio::{Events, Interest, Poll, Token};
 use crate::auth::{self, McLogin};
 use crate::session::{Ctx, Resume, Session};
 use crate::stats::{self, WorkerStats};
-use crate::tenants::{Login, Tenants};
+use crate::tenants::Tenants;
 use crate::{
     ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, Protocol, READ_BUDGET, Shared,
 };
@@ -567,41 +567,6 @@ fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), 
     Ok(())
 }
 
-/// Runs one request of a memcached connection that must log in first.
-fn memcache_login(req: McLogin<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
-    match req {
-        McLogin::Attempt(data) => {
-            stats::inc(&ctx.stats.commands);
-            let Some((user, password)) = auth::split_credentials(data) else {
-                return out.extend_from_slice(match auth::malformed(s, ctx) {
-                    Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
-                    Err(auth::Refused) => auth::MC_REFUSED,
-                });
-            };
-            out.extend_from_slice(match auth::attempt(s, ctx, Some(user), password) {
-                Ok(Login::Ok(_)) => b"STORED\r\n",
-                Ok(Login::Denied | Login::NoDefaultPassword) => {
-                    b"CLIENT_ERROR authentication failure\r\n"
-                }
-                Err(auth::Refused) => auth::MC_REFUSED,
-            });
-        }
-        McLogin::TooLarge(_) => out.extend_from_slice(match auth::malformed(s, ctx) {
-            Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
-            Err(auth::Refused) => auth::MC_REFUSED,
-        }),
-        McLogin::BadTermination => {
-            out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
-        }
-        McLogin::Quit => s.closing = true,
-        McLogin::Other => out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n"),
-        McLogin::LineTooLong => {
-            out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n");
-            s.closing = true;
-        }
-    }
-}
-
 /// Runs the complete requests in the read buffer while replies stay under the soft limit.
 fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
@@ -685,7 +650,7 @@ fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usi
             c.waiting_since(ctx);
             return Ran::Stop;
         };
-        memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
+        auth::memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
         if let McLogin::TooLarge(skip) = req {
             let avail_after = avail - used;
             c.discard = skip.saturating_sub(avail_after);
