@@ -64,9 +64,9 @@ use std::net::IpAddr;
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
 
+use crate::session::{Ctx, Session};
 use crate::stats::{self, LoginCount};
 use crate::tenants::{DEFAULT_TENANT, Login, MAX_NAME_LEN};
-use crate::worker::{Ctx, Session};
 
 /// Largest memcached login data block read; a larger one is refused and skipped.
 const MAX_LOGIN_DATA: usize = 1024;
@@ -399,6 +399,46 @@ pub(crate) fn parse_memcache_login(buf: &[u8], max_line: usize) -> Option<(McLog
 pub(crate) fn split_credentials(data: &[u8]) -> Option<(&[u8], &[u8])> {
     let mut w = words(data);
     Some((w.next()?, w.next()?))
+}
+
+/// Runs one request of a memcached connection that must log in first.
+pub(crate) fn memcache_login(
+    req: McLogin<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) {
+    match req {
+        McLogin::Attempt(data) => {
+            stats::inc(&ctx.stats.commands);
+            let Some((user, password)) = split_credentials(data) else {
+                return out.extend_from_slice(match malformed(s, ctx) {
+                    Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
+                    Err(Refused) => MC_REFUSED,
+                });
+            };
+            out.extend_from_slice(match attempt(s, ctx, Some(user), password) {
+                Ok(Login::Ok(_)) => b"STORED\r\n",
+                Ok(Login::Denied | Login::NoDefaultPassword) => {
+                    b"CLIENT_ERROR authentication failure\r\n"
+                }
+                Err(Refused) => MC_REFUSED,
+            });
+        }
+        McLogin::TooLarge(_) => out.extend_from_slice(match malformed(s, ctx) {
+            Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
+            Err(Refused) => MC_REFUSED,
+        }),
+        McLogin::BadTermination => {
+            out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
+        }
+        McLogin::Quit => s.closing = true,
+        McLogin::Other => out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n"),
+        McLogin::LineTooLong => {
+            out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n");
+            s.closing = true;
+        }
+    }
 }
 
 #[cfg(test)]

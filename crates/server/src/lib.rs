@@ -60,6 +60,7 @@ mod auth;
 mod config;
 mod memcache;
 mod resp;
+mod session;
 mod stats;
 pub mod tenants;
 mod worker;

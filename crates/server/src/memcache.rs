@@ -16,8 +16,8 @@ use fridge_proto::memcache::{
 };
 use fridge_proto::number::write_i64;
 
+use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
-use crate::worker::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 
 /// memcached treats exptimes above 30 days as absolute Unix times.
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
@@ -129,12 +129,12 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         }
         Request::Stats { args } => match args {
             b"" => {
-                let view = stats::View::of(s, ctx.tenants);
+                let view = s.view(ctx.tenants);
                 stats::write_memcache_stats(out, ctx.shared, &view);
                 mc::write_reply(out, Reply::End);
             }
             b"tenants" => {
-                let view = stats::View::of(s, ctx.tenants);
+                let view = s.view(ctx.tenants);
                 stats::write_memcache_tenants(out, ctx.shared, &view);
                 mc::write_reply(out, Reply::End);
             }
@@ -143,7 +143,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
                 mc::write_reply(out, Reply::End);
             }
             b"items" | b"slabs" => {
-                let view = stats::View::of(s, ctx.tenants);
+                let view = s.view(ctx.tenants);
                 stats::write_memcache_items(out, ctx.shared, &view, args == b"slabs");
                 mc::write_reply(out, Reply::End);
             }

@@ -25,7 +25,6 @@ use fridge_engine::{EngineStats, TenantId, TenantStats};
 use fridge_proto::memcache;
 
 use crate::tenants::Tenants;
-use crate::worker::Session;
 use crate::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 
 /// Counters of one worker. Written only by that worker.
@@ -180,8 +179,16 @@ pub(crate) struct View<'a> {
 }
 
 impl<'a> View<'a> {
-    pub fn of(s: &Session, tenants: &'a Tenants) -> View<'a> {
-        View { tenant: s.tenant, admin: s.is_admin(tenants), session: s.id, user: s.user, tenants }
+    /// The view of the connection `session`, running a request as `tenant`, logged in as
+    /// `user` (see `Session::view`).
+    pub fn new(
+        tenant: TenantId,
+        admin: bool,
+        session: u64,
+        user: Option<TenantId>,
+        tenants: &'a Tenants,
+    ) -> View<'a> {
+        View { tenant, admin, session, user, tenants }
     }
 
     /// Whether client `id` is visible: every client to the admin; to others, the connection

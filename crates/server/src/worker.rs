@@ -19,8 +19,9 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::auth::{self, McLogin};
+use crate::session::{Ctx, Resume, Session};
 use crate::stats::{self, WorkerStats};
-use crate::tenants::{Login, Tenants};
+use crate::tenants::Tenants;
 use crate::{
     ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, Protocol, READ_BUDGET, Shared,
 };
@@ -35,134 +36,11 @@ const SHRINK_ABOVE: usize = 256 * 1024;
 /// A refused connection gets this long to send its first bytes.
 const REJECT_WAIT_MS: u64 = 1000;
 
-/// Keys a multi-key read looks up per engine call before it checks how long its reply has
-/// grown.
-pub(crate) const READ_GROUP: usize = 64;
-/// Keys a multi-key read looks up in one run before it lets the worker's other connections
-/// have a turn (see [`Session::suspend`]).
-pub(crate) const KEYS_PER_RUN: usize = 4096;
-
 /// Which parser a connection uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wire {
     Memcache,
     Resp,
-}
-
-/// Per-connection protocol state the dispatchers read and change.
-#[derive(Debug)]
-pub(crate) struct Session {
-    pub id: u64,
-    /// The client's address (failed logins are limited per address).
-    pub peer: std::net::IpAddr,
-    /// The tenant the request being run uses: the logged-in tenant, or for a client that has
-    /// not logged in, `default` or the tenant its key's prefix routes to.
-    pub tenant: TenantId,
-    /// The tenant the connection logged in as.
-    pub user: Option<TenantId>,
-    /// The tenants generation last checked (a removed tenant's connections are closed).
-    pub generation: u64,
-    pub version: resp::Version,
-    /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
-    pub closing: bool,
-    /// A request answered in steps.
-    pub resume: Resume,
-}
-
-/// A request whose reply is written in steps: a multi-key read whose reply outgrew the
-/// output budget, or KEYS yielding to the worker's other connections. The command calls
-/// [`Session::suspend`]; the worker then leaves the request in the read buffer and runs it
-/// again — parsed anew, with this state — at the connection's next step, once the client
-/// has read enough of what is written (or, with nothing written, after the other
-/// connections' turns). Requests after it wait, so replies stay in order.
-#[derive(Debug, Default)]
-pub(crate) struct Resume {
-    /// Set by a command that stopped before its end.
-    pub suspended: bool,
-    /// The request being run was run before and goes on.
-    pub resuming: bool,
-    /// Where the command goes on: for `MGET`, the first argument not yet answered; for a
-    /// memcached multiget, the bytes of its key list already answered.
-    pub next: usize,
-    /// A memcached multiget's command and exptime: a resumed run is not parsed again.
-    pub retrieval: Option<(memcache::RetrievalCommand, i32)>,
-    /// KEYS's state between its steps.
-    pub keys: Option<Box<crate::resp::KeysJob>>,
-}
-
-impl Session {
-    /// Whether the connection must log in before anything else.
-    #[inline]
-    pub fn must_login(&self, tenants: &Tenants) -> bool {
-        self.user.is_none() && !tenants.allow_unauthenticated
-    }
-
-    /// Whether the connection is the admin — sees every tenant's figures and every client,
-    /// may kill any client and reload the configuration: it logged in as `default`, or it
-    /// has not logged in on a plain single-user server (no tenant besides `default`, which
-    /// has no password), like any client of a Redis without `requirepass`.
-    #[inline]
-    pub fn is_admin(&self, tenants: &Tenants) -> bool {
-        match self.user {
-            Some(t) => t == TenantId(0),
-            None => tenants.anonymous_admin,
-        }
-    }
-
-    /// Stops the running command here, to go on from `next` (not 0) when it runs again.
-    #[inline]
-    pub fn suspend(&mut self, next: usize) {
-        self.resume.suspended = true;
-        self.resume.next = next;
-    }
-
-    /// Where a resumed command goes on; 0 for a command run the first time.
-    #[inline]
-    pub fn resume_at(&self) -> usize {
-        if self.resume.resuming { self.resume.next } else { 0 }
-    }
-
-    /// After a command ran: whether it suspended (keep the request for another run);
-    /// otherwise any state of an earlier run is dropped.
-    #[inline]
-    fn keep_for_later(&mut self) -> bool {
-        if self.resume.suspended {
-            self.resume.suspended = false;
-            self.resume.resuming = true;
-            return true;
-        }
-        if self.resume.resuming {
-            self.resume = Resume::default();
-        }
-        false
-    }
-
-    /// Notices a reload: a connection whose tenant was removed is closed.
-    #[inline]
-    fn check_generation(&mut self, tenants: &Tenants) {
-        if self.generation != tenants.generation {
-            self.generation = tenants.generation;
-            if self.user.is_some_and(|t| !tenants.is_live(t)) {
-                self.closing = true;
-            }
-        }
-    }
-}
-
-/// Everything a dispatcher needs from the worker besides the connection.
-#[derive(Debug)]
-pub(crate) struct Ctx<'a> {
-    pub shared: &'a Shared,
-    pub engine: &'a mut Worker,
-    pub stats: &'a WorkerStats,
-    /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).
-    pub scratch: &'a mut Vec<u8>,
-    pub keys: &'a mut Vec<Vec<u8>>,
-    /// The tenants snapshot in force (replaced by `CONFIG RELOAD`).
-    pub tenants: &'a mut Arc<Tenants>,
-    /// A command whose reply can be long suspends once the write buffer is this long
-    /// (its unsent bytes at [`OUTPUT_SOFT_LIMIT`]); see [`Session::suspend`].
-    pub out_limit: usize,
 }
 
 #[derive(Debug)]
@@ -689,41 +567,6 @@ fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), 
     Ok(())
 }
 
-/// Runs one request of a memcached connection that must log in first.
-fn memcache_login(req: McLogin<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
-    match req {
-        McLogin::Attempt(data) => {
-            stats::inc(&ctx.stats.commands);
-            let Some((user, password)) = auth::split_credentials(data) else {
-                return out.extend_from_slice(match auth::malformed(s, ctx) {
-                    Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
-                    Err(auth::Refused) => auth::MC_REFUSED,
-                });
-            };
-            out.extend_from_slice(match auth::attempt(s, ctx, Some(user), password) {
-                Ok(Login::Ok(_)) => b"STORED\r\n",
-                Ok(Login::Denied | Login::NoDefaultPassword) => {
-                    b"CLIENT_ERROR authentication failure\r\n"
-                }
-                Err(auth::Refused) => auth::MC_REFUSED,
-            });
-        }
-        McLogin::TooLarge(_) => out.extend_from_slice(match auth::malformed(s, ctx) {
-            Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
-            Err(auth::Refused) => auth::MC_REFUSED,
-        }),
-        McLogin::BadTermination => {
-            out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");
-        }
-        McLogin::Quit => s.closing = true,
-        McLogin::Other => out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n"),
-        McLogin::LineTooLong => {
-            out.extend_from_slice(b"CLIENT_ERROR unauthenticated\r\n");
-            s.closing = true;
-        }
-    }
-}
-
 /// Runs the complete requests in the read buffer while replies stay under the soft limit.
 fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
@@ -771,115 +614,14 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             c.session.closing = true;
             continue;
         }
-        let buf = &c.rbuf[c.rstart..c.rend];
-        let used = match wire {
-            Wire::Memcache if c.session.must_login(ctx.tenants) => {
-                let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len)
-                else {
-                    c.waiting_since(ctx);
-                    break;
-                };
-                memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
-                if let McLogin::TooLarge(skip) = req {
-                    let avail_after = avail - used;
-                    c.discard = skip.saturating_sub(avail_after);
-                    used + skip.min(avail_after)
-                } else {
-                    used
-                }
-            }
-            // A suspended multiget runs again on the keys it has not answered.
-            Wire::Memcache if c.session.resume.resuming => {
-                let Some((command, exptime)) = c.session.resume.retrieval else {
-                    c.session.resume = Resume::default();
-                    continue;
-                };
-                let keys = &buf[c.resume_keys.start + c.session.resume.next..c.resume_keys.end];
-                let keys = memcache::Keys::new(keys);
-                let req =
-                    memcache::Request::Retrieval(memcache::Retrieval { command, exptime, keys });
-                crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
-                if c.session.keep_for_later() {
-                    c.backlogged = true;
-                    break;
-                }
-                c.resume_used
-            }
-            Wire::Memcache => {
-                match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
-                    Ok((req, used)) => {
-                        stats::inc(&ctx.stats.commands);
-                        let keys = match &req {
-                            memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
-                            _ => 0..0,
-                        };
-                        crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
-                        if c.session.keep_for_later() {
-                            (c.resume_used, c.resume_keys) = (used, keys);
-                            c.backlogged = true;
-                            c.partial_since_ms = 0;
-                            break;
-                        }
-                        used
-                    }
-                    Err(memcache::ParseError::Incomplete) => {
-                        const TOO_LARGE: &[u8] = b"SERVER_ERROR out of memory reading request\r\n";
-                        c.incomplete(ctx, avail, limits.query, TOO_LARGE);
-                        break;
-                    }
-                    Err(memcache::ParseError::Invalid(e)) => {
-                        if !e.noreply {
-                            c.wbuf.extend_from_slice(e.reply());
-                        }
-                        if e.closes() {
-                            c.session.closing = true;
-                        }
-                        if e.skip > avail {
-                            c.discard = e.skip - avail;
-                        }
-                        e.skip.min(avail)
-                    }
-                }
-            }
-            // A suspended request runs again on the arguments parsed the first time.
-            Wire::Resp if c.session.resume.resuming => {
-                let cmd = c.args.command(buf);
-                crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
-                if c.session.keep_for_later() {
-                    c.backlogged = true;
-                    break;
-                }
-                c.resume_used
-            }
-            Wire::Resp => match resp::parse_command(buf, limits.resp, &mut c.args) {
-                Ok(used) => {
-                    if !c.args.is_empty() {
-                        stats::inc(&ctx.stats.commands);
-                        let cmd = c.args.command(buf);
-                        crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
-                        if c.session.keep_for_later() {
-                            c.resume_used = used;
-                            c.backlogged = true;
-                            c.partial_since_ms = 0;
-                            break;
-                        }
-                    }
-                    used
-                }
-                Err(resp::ParseError::Incomplete) => {
-                    const TOO_LARGE: &[u8] =
-                        b"-ERR Protocol error: query buffer limit exceeded\r\n";
-                    // The arguments' bookkeeping counts against the limit too.
-                    let size = avail + c.args.arg_bytes();
-                    c.incomplete(ctx, size, limits.query, TOO_LARGE);
-                    break;
-                }
-                Err(resp::ParseError::Protocol(e)) => {
-                    e.write_reply(&mut c.wbuf);
-                    c.session.closing = true;
-                    avail
-                }
-            },
+        let ran = match wire {
+            Wire::Memcache => run_memcache(c, ctx, limits, avail),
+            Wire::Resp => run_resp(c, ctx, limits, avail),
+        };
+        let used = match ran {
+            Ran::Used(used) => used,
+            Ran::Stop => break,
+            Ran::Again => continue,
         };
         c.rstart += used;
         c.partial_since_ms = 0;
@@ -888,6 +630,131 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         c.rstart = 0;
         c.rend = 0;
     }
+}
+
+/// What running the request at the head of the input came to.
+enum Ran {
+    /// It was answered (or skipped): drop this many input bytes and go on.
+    Used(usize),
+    /// Stop this turn: the request is incomplete, or suspended, or the reply backlogged.
+    Stop,
+    /// Look at the input again (a stale resumed state was dropped).
+    Again,
+}
+
+/// Runs the memcached request at the head of the input (`avail` bytes of it).
+fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) -> Ran {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    let used = if c.session.must_login(ctx.tenants) {
+        let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len) else {
+            c.waiting_since(ctx);
+            return Ran::Stop;
+        };
+        auth::memcache_login(req, &mut c.wbuf, &mut c.session, ctx);
+        if let McLogin::TooLarge(skip) = req {
+            let avail_after = avail - used;
+            c.discard = skip.saturating_sub(avail_after);
+            used + skip.min(avail_after)
+        } else {
+            used
+        }
+    } else if c.session.resume.resuming {
+        // A suspended multiget runs again on the keys it has not answered.
+        let Some((command, exptime)) = c.session.resume.retrieval else {
+            c.session.resume = Resume::default();
+            return Ran::Again;
+        };
+        let keys = &buf[c.resume_keys.start + c.session.resume.next..c.resume_keys.end];
+        let keys = memcache::Keys::new(keys);
+        let req = memcache::Request::Retrieval(memcache::Retrieval { command, exptime, keys });
+        crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+        if c.session.keep_for_later() {
+            c.backlogged = true;
+            return Ran::Stop;
+        }
+        c.resume_used
+    } else {
+        match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
+            Ok((req, used)) => {
+                stats::inc(&ctx.stats.commands);
+                let keys = match &req {
+                    memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
+                    _ => 0..0,
+                };
+                crate::memcache::execute(req, &mut c.wbuf, &mut c.session, ctx);
+                if c.session.keep_for_later() {
+                    (c.resume_used, c.resume_keys) = (used, keys);
+                    c.backlogged = true;
+                    c.partial_since_ms = 0;
+                    return Ran::Stop;
+                }
+                used
+            }
+            Err(memcache::ParseError::Incomplete) => {
+                const TOO_LARGE: &[u8] = b"SERVER_ERROR out of memory reading request\r\n";
+                c.incomplete(ctx, avail, limits.query, TOO_LARGE);
+                return Ran::Stop;
+            }
+            Err(memcache::ParseError::Invalid(e)) => {
+                if !e.noreply {
+                    c.wbuf.extend_from_slice(e.reply());
+                }
+                if e.closes() {
+                    c.session.closing = true;
+                }
+                if e.skip > avail {
+                    c.discard = e.skip - avail;
+                }
+                e.skip.min(avail)
+            }
+        }
+    };
+    Ran::Used(used)
+}
+
+/// Runs the RESP request at the head of the input (`avail` bytes of it).
+fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) -> Ran {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    // A suspended request runs again on the arguments parsed the first time.
+    let used = if c.session.resume.resuming {
+        let cmd = c.args.command(buf);
+        crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+        if c.session.keep_for_later() {
+            c.backlogged = true;
+            return Ran::Stop;
+        }
+        c.resume_used
+    } else {
+        match resp::parse_command(buf, limits.resp, &mut c.args) {
+            Ok(used) => {
+                if !c.args.is_empty() {
+                    stats::inc(&ctx.stats.commands);
+                    let cmd = c.args.command(buf);
+                    crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
+                    if c.session.keep_for_later() {
+                        c.resume_used = used;
+                        c.backlogged = true;
+                        c.partial_since_ms = 0;
+                        return Ran::Stop;
+                    }
+                }
+                used
+            }
+            Err(resp::ParseError::Incomplete) => {
+                const TOO_LARGE: &[u8] = b"-ERR Protocol error: query buffer limit exceeded\r\n";
+                // The arguments' bookkeeping counts against the limit too.
+                let size = avail + c.args.arg_bytes();
+                c.incomplete(ctx, size, limits.query, TOO_LARGE);
+                return Ran::Stop;
+            }
+            Err(resp::ParseError::Protocol(e)) => {
+                e.write_reply(&mut c.wbuf);
+                c.session.closing = true;
+                avail
+            }
+        }
+    };
+    Ran::Used(used)
 }
 
 /// Where `part`, a subslice of `whole`, lies in it.

@@ -288,3 +288,41 @@ fn pipelined_commands_in_one_write() {
     }
     k.send(&req).expect(&want);
 }
+
+/// Every command's arity is the one `COMMAND` reports: one argument too many (or, for a
+/// command that takes at least n, one too few) is refused before the command runs.
+#[test]
+fn arity_comes_from_the_command_table() {
+    let server = start();
+    let mut k = Conn::open(server.local_addr());
+    let wrong = |name: &str| format!("-ERR wrong number of arguments for '{name}' command\r\n");
+    for (req, name) in [("TIME extra", "time"), ("LASTSAVE x", "lastsave"), ("GET", "get")] {
+        k.roundtrip(&c(req), wrong(name).as_bytes());
+    }
+    k.roundtrip(&c("RESET x"), wrong("reset").as_bytes());
+    k.send(&c("COMMAND"));
+    let rows: usize = k.line()[1..].parse().unwrap();
+    let mut table = Vec::new();
+    for _ in 0..rows {
+        assert_eq!(k.line(), "*10");
+        k.line(); // the name's length
+        let name = k.line();
+        let arity: i64 = k.line()[1..].parse().unwrap();
+        let flags: usize = k.line()[1..].parse().unwrap();
+        for _ in 0..flags + 3 + 4 {
+            k.line(); // flags, keys, and the four empty arrays
+        }
+        table.push((name, arity));
+    }
+    assert_eq!(table.len(), 49);
+    for (name, arity) in table {
+        let n = if arity > 0 { arity + 1 } else { -arity - 1 };
+        if n == 0 {
+            continue; // takes any number of arguments
+        }
+        let mut req = vec![name.to_uppercase()];
+        req.extend((1..n).map(|i| format!("arg{i}")));
+        let parts: Vec<&[u8]> = req.iter().map(|p| p.as_bytes()).collect();
+        k.roundtrip(&cmd(&parts), wrong(&name).as_bytes());
+    }
+}

@@ -1,0 +1,379 @@
+//! Server commands: INFO, CONFIG, CLIENT, COMMAND, TIME and LASTSAVE.
+
+use std::io::Write as _;
+
+use fridge_proto::resp::{
+    self as r, Command, Version, write_array_header, write_bulk, write_error, write_integer,
+    write_map_header, write_null, write_simple, write_wrong_arity,
+};
+
+use super::connection::{BAD_NAME, set_client_name};
+use super::glob::glob_match_nocase;
+use super::{COMMANDS, REPORTED_FLAGS, SYNTAX, Spec, find, no_permission, unknown_subcommand};
+use crate::session::{Ctx, Session};
+use crate::stats;
+
+pub(super) fn info(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let sections: [&[u8]; 8] = std::array::from_fn(|i| cmd.get(i + 1).unwrap_or_default());
+    let count = (cmd.len() - 1).min(sections.len());
+    ctx.scratch.clear();
+    let view = s.view(ctx.tenants);
+    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view);
+    r::write_verbatim(out, s.version, b"txt", ctx.scratch);
+}
+
+pub(super) fn lastsave(
+    _: &Command<'_>,
+    out: &mut Vec<u8>,
+    _: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    write_integer(out, (ctx.shared.started_ms / 1000) as i64);
+}
+
+pub(super) fn time(
+    _: &Command<'_>,
+    out: &mut Vec<u8>,
+    _: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let now = ctx.shared.now_ms();
+    write_array_header(out, 2);
+    let mut buf = [0u8; 20];
+    write_bulk(out, digits((now / 1000) as i64, &mut buf));
+    write_bulk(out, digits(((now % 1000) * 1000) as i64, &mut buf));
+}
+
+fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut cursor = &mut buf[..];
+    let _ = write!(cursor, "{n}");
+    let left = cursor.len();
+    &buf[..20 - left]
+}
+
+/// Parameters `CONFIG GET` reports, with their values.
+fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
+    let c = &ctx.shared.config;
+    vec![
+        ("maxmemory", c.memory.0.to_string()),
+        ("memory-includes-index", if c.memory_includes_index { "yes" } else { "no" }.into()),
+        ("maxmemory-policy", "allkeys-lru".into()),
+        ("maxclients", c.max_connections.to_string()),
+        ("timeout", c.idle_timeout.to_string()),
+        ("port", ctx.shared.resp_port.unwrap_or(ctx.shared.main_port).to_string()),
+        ("bind", c.listen.clone()),
+        ("databases", "1".into()),
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+        ("proto-max-bulk-len", c.resp_limits().max_bulk_len.to_string()),
+        ("client-query-buffer-limit", c.query_buffer_limit().to_string()),
+        ("io-threads", ctx.shared.workers.len().to_string()),
+    ]
+}
+
+pub(super) fn config(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let v = s.version;
+    let sub = arg(1);
+    if sub.eq_ignore_ascii_case(b"reload") {
+        // fridge's own: reread the tenants from the configuration file (as SIGHUP does).
+        if cmd.len() != 2 {
+            return write_wrong_arity(out, b"config|reload");
+        }
+        if !s.is_admin(ctx.tenants) {
+            return no_permission(out, b"config|reload");
+        }
+        match ctx.shared.reload() {
+            Ok(table) => {
+                *ctx.tenants = table;
+                write_simple(out, b"OK");
+            }
+            Err(e) => {
+                out.extend_from_slice(b"-ERR CONFIG RELOAD failed: ");
+                out.extend(e.bytes().map(|c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+    } else if sub.eq_ignore_ascii_case(b"set") && !s.is_admin(ctx.tenants) {
+        no_permission(out, b"config|set");
+    } else if sub.eq_ignore_ascii_case(b"get") {
+        if cmd.len() < 3 {
+            return write_wrong_arity(out, b"config|get");
+        }
+        let params = config_params(ctx);
+        let matched: Vec<&(&str, String)> = params
+            .iter()
+            .filter(|(name, _)| (2..cmd.len()).any(|i| glob_match_nocase(arg(i), name.as_bytes())))
+            .collect();
+        write_map_header(out, v, matched.len());
+        for (name, value) in matched {
+            write_bulk(out, name.as_bytes());
+            write_bulk(out, value.as_bytes());
+        }
+    } else if sub.eq_ignore_ascii_case(b"set") {
+        if cmd.len() < 4 || cmd.len() % 2 != 0 {
+            return write_wrong_arity(out, b"config|set");
+        }
+        // Settings with no effect on a cache without persistence are accepted.
+        const NO_OPS: [&str; 6] = [
+            "save",
+            "appendonly",
+            "appendfsync",
+            "maxmemory-policy",
+            "maxmemory-samples",
+            "notify-keyspace-events",
+        ];
+        for i in (2..cmd.len()).step_by(2) {
+            let p = arg(i);
+            if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
+                out.extend_from_slice(
+                    b"-ERR Unknown option or number of arguments for CONFIG SET - '",
+                );
+                out.extend_from_slice(p);
+                return out.extend_from_slice(b"'\r\n");
+            }
+        }
+        write_simple(out, b"OK");
+    } else if sub.eq_ignore_ascii_case(b"resetstat") {
+        write_simple(out, b"OK");
+    } else if cmd.len() < 2 {
+        write_wrong_arity(out, b"config");
+    } else {
+        unknown_subcommand(out, sub, b"CONFIG");
+    }
+}
+
+fn client_line(out: &mut Vec<u8>, id: u64, e: &crate::ClientEntry, user: &str, now: u64, resp: u8) {
+    let _ = writeln!(
+        out,
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db=0 sub=0 psub=0 \
+         ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 \
+         tot-mem={} events=r cmd=client user={user} redir=-1 resp={resp}",
+        e.peer,
+        e.local,
+        e.name,
+        now.saturating_sub(e.created_ms) / 1000,
+        e.memory,
+    );
+}
+
+pub(super) fn client(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let n = cmd.len();
+    if n < 2 {
+        return write_wrong_arity(out, b"client");
+    }
+    let sub = arg(1);
+    let is = |name: &[u8]| sub.eq_ignore_ascii_case(name);
+    let now = ctx.shared.now_ms();
+    let resp = if s.version == Version::Resp3 { 3 } else { 2 };
+    if is(b"id") {
+        write_integer(out, i64::try_from(s.id).unwrap_or(i64::MAX));
+    } else if is(b"setname") {
+        if n != 3 {
+            return write_wrong_arity(out, b"client|setname");
+        }
+        if set_client_name(ctx, s.id, arg(2)) {
+            write_simple(out, b"OK");
+        } else {
+            write_error(out, BAD_NAME);
+        }
+    } else if is(b"getname") {
+        let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        match clients.get(&s.id).map(|e| e.name.as_str()) {
+            Some(name) if !name.is_empty() => write_bulk(out, name.as_bytes()),
+            _ => write_null(out, s.version),
+        }
+    } else if is(b"info") || is(b"list") {
+        ctx.scratch.clear();
+        {
+            let view = s.view(ctx.tenants);
+            let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+            let mut ids: Vec<&u64> = clients.keys().collect();
+            ids.sort_unstable();
+            for id in ids {
+                if is(b"info") && *id != s.id {
+                    continue;
+                }
+                if let Some(e) = clients.get(id).filter(|e| view.sees_client(*id, e)) {
+                    let user = ctx.tenants.name(e.tenant).unwrap_or_default();
+                    client_line(ctx.scratch, *id, e, user, now, resp);
+                }
+            }
+        }
+        r::write_verbatim(out, s.version, b"txt", ctx.scratch);
+    } else if is(b"kill") {
+        client_kill(cmd, out, s, ctx);
+    } else if is(b"setinfo") || is(b"no-evict") || is(b"no-touch") {
+        // SETINFO takes an attribute and a value; NO-EVICT and NO-TOUCH take on|off.
+        let wanted = if is(b"setinfo") { 4 } else { 3 };
+        if n != wanted {
+            let mut name = [0u8; 32];
+            let full = b"client|";
+            name[..full.len()].copy_from_slice(full);
+            let len = full.len() + sub.len().min(24);
+            name[full.len()..len].copy_from_slice(&sub[..len - full.len()]);
+            return write_wrong_arity(out, &name[..len]);
+        }
+        write_simple(out, b"OK");
+    } else {
+        unknown_subcommand(out, sub, b"CLIENT");
+    }
+}
+
+fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let n = cmd.len();
+    // Old form: CLIENT KILL ip:port. New form: filters.
+    let (mut by_id, mut by_addr, mut skipme) = (None, None, true);
+    if n == 3 {
+        by_addr = Some(arg(2));
+    } else if n >= 4 && n % 2 == 0 {
+        for i in (2..n).step_by(2) {
+            let (f, val) = (arg(i), arg(i + 1));
+            if f.eq_ignore_ascii_case(b"id") {
+                match std::str::from_utf8(val).ok().and_then(|v| v.parse::<u64>().ok()) {
+                    Some(id) => by_id = Some(id),
+                    None => return write_error(out, b"ERR client-id should be greater than 0"),
+                }
+            } else if f.eq_ignore_ascii_case(b"addr") {
+                by_addr = Some(val);
+            } else if f.eq_ignore_ascii_case(b"skipme") {
+                skipme = !val.eq_ignore_ascii_case(b"no");
+            } else {
+                return write_error(out, SYNTAX);
+            }
+        }
+    } else {
+        return write_error(out, SYNTAX);
+    }
+    // A client the session may not see (another tenant's, or anyone else's for a client that
+    // has not logged in) does not exist for it: `No such client`, or 0 killed.
+    let mut killed = 0;
+    let mut workers = Vec::new();
+    {
+        let view = s.view(ctx.tenants);
+        let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        for (id, e) in clients.iter_mut() {
+            let addr_ok = by_addr.is_none_or(|a| e.peer.to_string().as_bytes() == a);
+            let id_ok = by_id.is_none_or(|want| want == *id);
+            let me = *id == s.id;
+            if view.sees_client(*id, e) && addr_ok && id_ok && !(me && skipme && n != 3) {
+                killed += 1;
+                if me {
+                    s.closing = true;
+                } else {
+                    e.killed = true;
+                    workers.push(e.worker);
+                }
+            }
+        }
+    }
+    for w in workers {
+        if let Some(flag) = ctx.shared.kill_pending.get(w) {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        ctx.shared.wake(w);
+    }
+    if n == 3 {
+        if killed == 0 {
+            write_error(out, b"ERR No such client");
+        } else {
+            write_simple(out, b"OK");
+        }
+    } else {
+        write_integer(out, killed);
+    }
+}
+
+/// `COMMAND`'s reply for one row: Redis 7's ten fields.
+fn command_info(out: &mut Vec<u8>, c: &Spec) {
+    write_array_header(out, 10);
+    write_bulk(out, c.name.as_bytes());
+    write_integer(out, c.arity);
+    let flags = || REPORTED_FLAGS.iter().filter(|(bit, _)| c.flags & bit != 0);
+    write_array_header(out, flags().count());
+    for (_, f) in flags() {
+        write_simple(out, f.as_bytes());
+    }
+    write_integer(out, c.first_key);
+    write_integer(out, c.last_key);
+    write_integer(out, c.step);
+    for _ in 0..4 {
+        write_array_header(out, 0); // ACL categories, tips, key specs, subcommands
+    }
+}
+
+/// `COMMAND`, `COMMAND COUNT`, `COMMAND LIST`, `COMMAND INFO name…`, `COMMAND DOCS [name…]`:
+/// the rows of [`COMMANDS`].
+pub(super) fn command(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    _: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let v = s.version;
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    if cmd.len() == 1 {
+        write_array_header(out, COMMANDS.len());
+        for c in &COMMANDS {
+            command_info(out, c);
+        }
+        return;
+    }
+    let sub = arg(1);
+    if sub.eq_ignore_ascii_case(b"count") {
+        write_integer(out, COMMANDS.len() as i64);
+    } else if sub.eq_ignore_ascii_case(b"list") {
+        write_array_header(out, COMMANDS.len());
+        for c in &COMMANDS {
+            write_bulk(out, c.name.as_bytes());
+        }
+    } else if sub.eq_ignore_ascii_case(b"info") {
+        write_array_header(out, cmd.len() - 2);
+        for i in 2..cmd.len() {
+            match find(arg(i)) {
+                Some(c) => command_info(out, c),
+                None => write_null(out, v),
+            }
+        }
+    } else if sub.eq_ignore_ascii_case(b"docs") {
+        let names: Vec<&Spec> = if cmd.len() == 2 {
+            COMMANDS.iter().collect()
+        } else {
+            (2..cmd.len()).filter_map(|i| find(arg(i))).collect()
+        };
+        write_map_header(out, v, names.len());
+        for c in names {
+            write_bulk(out, c.name.as_bytes());
+            write_map_header(out, v, 2);
+            write_bulk(out, b"summary");
+            write_bulk(out, b"");
+            write_bulk(out, b"group");
+            write_bulk(out, if c.has_keys() { b"string".as_slice() } else { b"server".as_slice() });
+        }
+    } else {
+        unknown_subcommand(out, sub, b"COMMAND");
+    }
+}

@@ -1,0 +1,303 @@
+//! Redis commands (strings and keyspace, connection and server admin), run against the engine.
+//!
+//! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
+//! `INFO`'s verbatim string; everything else is the same bytes in both versions.
+//!
+//! [`COMMANDS`] is the one table of commands: each row names a command, its arity, its flags,
+//! its keys and the handler that runs it. [`execute`] looks a request's command up there once,
+//! checks the arity and whether the client may run it before logging in, and calls the
+//! handler; `COMMAND` answers from the same rows. The handlers live by family:
+//!
+//! | file            | commands                                                          |
+//! |-----------------|-------------------------------------------------------------------|
+//! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
+//! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
+//! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
+//! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
+
+mod admin;
+mod connection;
+mod glob;
+mod keys;
+mod strings;
+
+use fridge_engine::{EngineError, TenantId};
+use fridge_proto::number::parse_redis_i64;
+use fridge_proto::resp::{self as r, Command, write_error, write_wrong_arity};
+
+use crate::session::{Ctx, Session};
+
+const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
+const SYNTAX: &[u8] = b"ERR syntax error";
+const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+
+/// Runs one command: appends its reply to `out`. The table row is passed so that one
+/// handler can serve several names (`INCR`/`DECR`…), reading the lowercase name from it.
+type Handler = fn(&Command<'_>, &mut Vec<u8>, &mut Session, &mut Ctx<'_>, &Spec);
+
+/// One command: what `COMMAND` reports about it and the handler that runs it.
+pub(crate) struct Spec {
+    /// Lowercase.
+    pub name: &'static str,
+    /// Redis's arity, the name included: `n` exactly `n` arguments, `-n` at least `n`.
+    pub arity: i64,
+    /// [`WRITE`], [`READONLY`], … or-ed.
+    pub flags: u8,
+    /// The first key's argument (0: the command takes no key), the last (-1: the last
+    /// argument) and the step between keys.
+    pub first_key: i64,
+    pub last_key: i64,
+    pub step: i64,
+    pub run: Handler,
+}
+
+/// The command changes the key space.
+const WRITE: u8 = 1 << 0;
+/// The command only reads the key space.
+const READONLY: u8 = 1 << 1;
+/// The command may allocate memory (refused with `OOM` when it runs out).
+const DENYOOM: u8 = 1 << 2;
+/// The command takes constant or logarithmic time.
+const FAST: u8 = 1 << 3;
+/// The command may be sent before the client has logged in (Redis's `no-auth`).
+const NOAUTH_OK: u8 = 1 << 4;
+
+/// The flags `COMMAND` reports, in the order it reports them. ([`NOAUTH_OK`] is not
+/// reported.)
+const REPORTED_FLAGS: [(u8, &str); 4] =
+    [(WRITE, "write"), (READONLY, "readonly"), (DENYOOM, "denyoom"), (FAST, "fast")];
+
+impl Spec {
+    /// Whether `n` arguments (the name included) fit the command's arity.
+    #[inline]
+    fn arity_ok(&self, n: usize) -> bool {
+        let n = n as i64;
+        if self.arity >= 0 { n == self.arity } else { n >= -self.arity }
+    }
+
+    /// Whether the command takes keys (a client that has not logged in is routed by the
+    /// first key's prefix).
+    #[inline]
+    fn has_keys(&self) -> bool {
+        self.first_key > 0
+    }
+}
+
+/// A row of [`COMMANDS`]: name, arity, flags, (first key, last key, step), handler.
+const fn row(
+    name: &'static str,
+    arity: i64,
+    flags: u8,
+    keys: (i64, i64, i64),
+    run: Handler,
+) -> Spec {
+    Spec { name, arity, flags, first_key: keys.0, last_key: keys.1, step: keys.2, run }
+}
+
+/// No key.
+const NONE: (i64, i64, i64) = (0, 0, 0);
+/// One key, the first argument.
+const KEY: (i64, i64, i64) = (1, 1, 1);
+/// Every argument is a key.
+const ALL: (i64, i64, i64) = (1, -1, 1);
+/// Key, value pairs.
+const PAIRS: (i64, i64, i64) = (1, -1, 2);
+
+/// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
+/// commands sent most often come first.
+#[rustfmt::skip]
+pub(crate) static COMMANDS: [Spec; 49] = [
+    row("get", 2, READONLY | FAST, KEY, strings::get),
+    row("set", -3, WRITE | DENYOOM, KEY, strings::set),
+    row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
+    row("setex", 4, WRITE | DENYOOM, KEY, strings::setex),
+    row("psetex", 4, WRITE | DENYOOM, KEY, strings::setex),
+    row("mget", -2, READONLY | FAST, ALL, strings::mget),
+    row("mset", -3, WRITE | DENYOOM, PAIRS, strings::mset),
+    row("msetnx", -3, WRITE | DENYOOM, PAIRS, strings::mset),
+    row("getset", 3, WRITE | DENYOOM | FAST, KEY, strings::getset),
+    row("getdel", 2, WRITE | FAST, KEY, strings::getdel),
+    row("getex", -2, WRITE | FAST, KEY, strings::getex),
+    row("append", 3, WRITE | DENYOOM | FAST, KEY, strings::append),
+    row("strlen", 2, READONLY | FAST, KEY, strings::strlen),
+    row("incr", 2, WRITE | DENYOOM | FAST, KEY, strings::incr),
+    row("incrby", 3, WRITE | DENYOOM | FAST, KEY, strings::incr),
+    row("decr", 2, WRITE | DENYOOM | FAST, KEY, strings::incr),
+    row("decrby", 3, WRITE | DENYOOM | FAST, KEY, strings::incr),
+    row("incrbyfloat", 3, WRITE | DENYOOM | FAST, KEY, strings::incrbyfloat),
+    row("del", -2, WRITE, ALL, keys::del),
+    row("unlink", -2, WRITE | FAST, ALL, keys::del),
+    row("exists", -2, READONLY | FAST, ALL, keys::exists),
+    row("expire", -3, WRITE | FAST, KEY, keys::expire),
+    row("pexpire", -3, WRITE | FAST, KEY, keys::expire),
+    row("expireat", -3, WRITE | FAST, KEY, keys::expire),
+    row("pexpireat", -3, WRITE | FAST, KEY, keys::expire),
+    row("ttl", 2, READONLY | FAST, KEY, keys::ttl),
+    row("pttl", 2, READONLY | FAST, KEY, keys::ttl),
+    row("persist", 2, WRITE | FAST, KEY, keys::persist),
+    row("touch", -2, READONLY | FAST, ALL, keys::touch),
+    row("type", 2, READONLY | FAST, KEY, keys::type_),
+    row("scan", -2, READONLY, NONE, keys::scan),
+    row("keys", 2, READONLY, NONE, keys::keys),
+    row("dbsize", 1, READONLY | FAST, NONE, keys::dbsize),
+    row("flushdb", -1, WRITE, NONE, keys::flush),
+    row("flushall", -1, WRITE, NONE, keys::flush),
+    row("ping", -1, FAST, NONE, connection::ping),
+    row("echo", 2, FAST, NONE, connection::echo),
+    row("quit", -1, FAST | NOAUTH_OK, NONE, connection::quit),
+    row("hello", -1, FAST | NOAUTH_OK, NONE, connection::hello),
+    row("auth", -2, FAST | NOAUTH_OK, NONE, connection::auth),
+    row("select", 2, FAST, NONE, connection::select),
+    row("info", -1, 0, NONE, admin::info),
+    row("config", -2, 0, NONE, admin::config),
+    row("client", -2, 0, NONE, admin::client),
+    row("command", -1, 0, NONE, admin::command),
+    row("acl", -2, 0, NONE, connection::acl),
+    row("time", 1, FAST, NONE, admin::time),
+    row("lastsave", 1, FAST, NONE, admin::lastsave),
+    row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
+];
+
+/// The longest command name [`lookup`] is asked about; longer names are unknown.
+const MAX_NAME: usize = 24;
+
+/// The table row for a lowercase command name: a scan in table order that compares lengths
+/// first, so a row of another length costs one integer comparison. No allocation.
+#[inline]
+fn lookup(lname: &[u8]) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|c| c.name.len() == lname.len() && c.name.as_bytes() == lname)
+}
+
+/// The table row for a command name in any case.
+fn find(name: &[u8]) -> Option<&'static Spec> {
+    let mut lower = [0u8; MAX_NAME];
+    let l = lower.get_mut(..name.len())?;
+    l.copy_from_slice(name);
+    l.make_ascii_lowercase();
+    lookup(l)
+}
+
+/// Runs one command, appending its reply to `out`.
+///
+/// In order, as Redis: an unknown command or a wrong number of arguments is refused
+/// before the login check (`NOAUTH`), which lets through only [`NOAUTH_OK`] commands.
+pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    let name = cmd.name();
+    let spec = find(name);
+    let n = cmd.len();
+    let t = match s.user {
+        Some(t) => t,
+        None if s.must_login(ctx.tenants) => match spec {
+            None => return r::write_unknown_command(out, cmd),
+            Some(c) if !c.arity_ok(n) => return write_wrong_arity(out, name),
+            Some(c) if c.flags & NOAUTH_OK == 0 => return write_error(out, NOAUTH),
+            Some(_) => TenantId(0),
+        },
+        // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
+        None if ctx.tenants.has_prefixes() && spec.is_some_and(Spec::has_keys) => {
+            ctx.tenants.route(cmd.get(1).unwrap_or_default())
+        }
+        None => TenantId(0),
+    };
+    s.tenant = t;
+    match spec {
+        None => r::write_unknown_command(out, cmd),
+        Some(c) if !c.arity_ok(n) => write_wrong_arity(out, name),
+        Some(c) => (c.run)(cmd, out, s, ctx, c),
+    }
+}
+
+fn no_permission(out: &mut Vec<u8>, command: &[u8]) {
+    out.extend_from_slice(b"-NOPERM this user has no permissions to run the '");
+    out.extend_from_slice(command);
+    out.extend_from_slice(b"' command\r\n");
+}
+
+fn unknown_subcommand(out: &mut Vec<u8>, sub: &[u8], command: &[u8]) {
+    out.extend_from_slice(b"-ERR unknown subcommand '");
+    out.extend(sub.iter().take(128).map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+    out.extend_from_slice(b"'. Try ");
+    out.extend_from_slice(command);
+    out.extend_from_slice(b" HELP.\r\n");
+}
+
+fn engine_error(out: &mut Vec<u8>, e: EngineError) {
+    write_error(
+        out,
+        match e {
+            EngineError::TooLarge => {
+                b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+            }
+            EngineError::KeyTooLong => b"ERR invalid key: empty or longer than the key limit",
+            EngineError::NotANumber | EngineError::NotAnInteger => NOT_INTEGER,
+            EngineError::Overflow => b"ERR increment or decrement would overflow",
+            EngineError::NotAFloat => b"ERR value is not a valid float",
+            EngineError::NotFinite => b"ERR increment would produce NaN or Infinity",
+            EngineError::OutOfMemory | EngineError::TooManyWorkers => {
+                b"OOM command not allowed when used memory > 'maxmemory'."
+            }
+        },
+    );
+}
+
+fn invalid_expire(out: &mut Vec<u8>, lname: &[u8]) {
+    out.extend_from_slice(b"-ERR invalid expire time in '");
+    out.extend_from_slice(lname);
+    out.extend_from_slice(b"' command\r\n");
+}
+
+fn int_arg(a: &[u8]) -> Option<i64> {
+    parse_redis_i64(a)
+}
+
+/// A relative or absolute expire argument turned into absolute ms. `unit_ms` is 1000 for
+/// seconds; `absolute` for the `…AT` forms. `now` must be the precise clock
+/// ([`crate::precise_now_ms`]): a deadline counted from the coarse one could come early.
+/// `None` on overflow.
+fn expire_at(n: i64, unit_ms: i64, absolute: bool, now: u64) -> Option<i64> {
+    let ms = n.checked_mul(unit_ms)?;
+    if absolute { Some(ms) } else { ms.checked_add(i64::try_from(now).ok()?) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{COMMANDS, MAX_NAME, NOAUTH_OK, find, lookup};
+
+    #[test]
+    fn every_row_is_reachable_by_its_name_in_any_case() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert!(c.name.len() <= MAX_NAME, "{} is longer than a lookup reads", c.name);
+            assert_eq!(c.name, c.name.to_ascii_lowercase(), "names are lowercase");
+            let found = lookup(c.name.as_bytes()).map(|f| f as *const _);
+            assert_eq!(found, Some(c as *const _), "{} is found as itself (no duplicate)", c.name);
+            let upper = find(c.name.to_ascii_uppercase().as_bytes()).map(|f| f as *const _);
+            assert_eq!(upper, Some(c as *const _), "{} is found in upper case", c.name);
+            assert!(COMMANDS[..i].iter().all(|o| o.name != c.name), "{} twice", c.name);
+        }
+        assert!(find(b"nosuchcommand").is_none());
+        assert!(find(&[b'g'; MAX_NAME + 1]).is_none(), "a name too long is unknown");
+    }
+
+    #[test]
+    fn arity_and_keys_are_consistent() {
+        for c in &COMMANDS {
+            assert_ne!(c.arity, 0, "{}: arity counts the name", c.name);
+            if c.first_key > 0 {
+                assert!(c.step > 0 && c.arity.abs() > c.first_key, "{}: keys fit", c.name);
+            } else {
+                assert_eq!((c.last_key, c.step), (0, 0), "{}: no keys", c.name);
+            }
+        }
+        assert!(!COMMANDS[0].arity_ok(1) && COMMANDS[0].arity_ok(2) && !COMMANDS[0].arity_ok(3));
+        let set = find(b"set").map(|c| (c.arity_ok(2), c.arity_ok(3), c.arity_ok(9)));
+        assert_eq!(set, Some((false, true, true)), "negative arity: at least");
+    }
+
+    #[test]
+    fn only_connection_commands_run_before_login() {
+        let mut names: Vec<&str> =
+            COMMANDS.iter().filter(|c| c.flags & NOAUTH_OK != 0).map(|c| c.name).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["auth", "hello", "quit", "reset"]);
+    }
+}

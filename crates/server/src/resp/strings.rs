@@ -1,0 +1,426 @@
+//! String commands: GET, SET and its variants, MGET, MSET, GETDEL, GETEX, APPEND, STRLEN and
+//! the counters (INCR…, INCRBYFLOAT).
+
+use fridge_engine::{Condition, EngineError, Expiry, Store, StoreOutcome, TenantId, Update};
+use fridge_proto::resp::{
+    Command, Version, write_array_header, write_bulk, write_error, write_integer, write_null,
+    write_simple, write_wrong_arity,
+};
+
+use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire};
+use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
+use crate::stats;
+
+pub(super) fn get(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let t = s.tenant;
+    let hit = ctx.engine.get(t, cmd.get(1).unwrap_or_default(), |item| write_bulk(out, item.value));
+    stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
+    if hit.is_none() {
+        write_null(out, s.version);
+    }
+}
+
+pub(super) fn setnx(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let r = store(ctx, s.tenant, arg(1), arg(2), Expiry::Never, Condition::IfAbsent);
+    match r {
+        Ok(o) => write_integer(out, i64::from(o == StoreOutcome::Stored)),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+/// `SETEX` and `PSETEX`.
+pub(super) fn setex(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let lname = c.name.as_bytes();
+    let Some(ttl) = int_arg(arg(2)) else { return write_error(out, NOT_INTEGER) };
+    let unit = if lname == b"setex" { 1000 } else { 1 };
+    let at = match expire_at(ttl, unit, false, crate::precise_now_ms(ctx.shared.now_ms())) {
+        Some(at) if ttl > 0 => at as u64,
+        _ => return invalid_expire(out, lname),
+    };
+    match store(ctx, s.tenant, arg(1), arg(3), Expiry::At(at), Condition::Always) {
+        Ok(_) => write_simple(out, b"OK"),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+pub(super) fn getset(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    set_get(out, s.tenant, s.version, ctx, arg(1), arg(2), Expiry::Never, Condition::Always);
+}
+
+/// `MSET` and `MSETNX`.
+pub(super) fn mset(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let (n, t) = (cmd.len(), s.tenant);
+    if n % 2 == 0 {
+        return write_wrong_arity(out, c.name.as_bytes());
+    }
+    let nx = c.name == "msetnx";
+    if nx && (1..n).step_by(2).any(|i| ctx.engine.contains(t, arg(i))) {
+        return write_integer(out, 0);
+    }
+    for i in (1..n).step_by(2) {
+        if let Err(e) = store(ctx, t, arg(i), arg(i + 1), Expiry::Never, Condition::Always) {
+            return engine_error(out, e);
+        }
+    }
+    if nx { write_integer(out, 1) } else { write_simple(out, b"OK") }
+}
+
+pub(super) fn getdel(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let mark = out.len();
+    let r = ctx.engine.update(s.tenant, cmd.get(1).unwrap_or_default(), |cur, _| {
+        out.truncate(mark);
+        Ok(match cur {
+            Some(c) => {
+                write_bulk(out, c.value);
+                Update::Delete(true)
+            }
+            None => Update::Done(false),
+        })
+    });
+    if !matches!(r, Ok(true)) {
+        out.truncate(mark);
+        write_null(out, s.version);
+    }
+}
+
+pub(super) fn append(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    stats::inc(&ctx.stats.cmd_set);
+    match ctx.engine.append(s.tenant, arg(1), arg(2), false, true) {
+        Ok(len) => write_integer(out, len.unwrap_or(0) as i64),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+pub(super) fn strlen(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let key = cmd.get(1).unwrap_or_default();
+    let len = ctx.engine.get(s.tenant, key, |item| item.value.len()).unwrap_or(0);
+    write_integer(out, len as i64);
+}
+
+/// `INCR`, `DECR`, `INCRBY` and `DECRBY`.
+pub(super) fn incr(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let lname = c.name.as_bytes();
+    let mut delta = if lname.ends_with(b"by") {
+        match int_arg(arg(2)) {
+            Some(d) => d,
+            None => return write_error(out, NOT_INTEGER),
+        }
+    } else {
+        1
+    };
+    if lname.starts_with(b"decr") {
+        match delta.checked_neg() {
+            Some(d) => delta = d,
+            None => return write_error(out, b"ERR decrement would overflow"),
+        }
+    }
+    stats::inc(&ctx.stats.incr_hits);
+    match ctx.engine.incr_i64(s.tenant, arg(1), delta) {
+        Ok(n) => write_integer(out, n),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+pub(super) fn incrbyfloat(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let Some(delta) = float_arg(arg(2)) else {
+        return write_error(out, b"ERR value is not a valid float");
+    };
+    if delta.is_infinite() {
+        return write_error(out, b"ERR increment would produce NaN or Infinity");
+    }
+    match ctx.engine.incr_f64(s.tenant, arg(1), delta, ctx.scratch) {
+        Ok(()) => write_bulk(out, ctx.scratch),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+fn float_arg(a: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(a).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
+}
+
+fn store(
+    ctx: &mut Ctx<'_>,
+    tenant: TenantId,
+    key: &[u8],
+    value: &[u8],
+    expiry: Expiry,
+    condition: Condition,
+) -> Result<StoreOutcome, EngineError> {
+    stats::inc(&ctx.stats.cmd_set);
+    check_sizes(ctx, key, value)?;
+    ctx.engine.store(Store { tenant, key, value, flags: 0, expiry, condition })
+}
+
+/// The configured key and item limits (the engine's own are a little looser: they count the
+/// key record too).
+fn check_sizes(ctx: &Ctx<'_>, key: &[u8], value: &[u8]) -> Result<(), EngineError> {
+    if key.len() > ctx.shared.config.max_resp_key_len {
+        Err(EngineError::KeyTooLong)
+    } else if value.len() > ctx.shared.config.max_item_size.bytes() {
+        Err(EngineError::TooLarge)
+    } else {
+        Ok(())
+    }
+}
+
+pub(super) fn set(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, v, now) = (s.tenant, s.version, ctx.shared.now_ms());
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let mut condition = Condition::Always;
+    let mut expiry = Expiry::Never;
+    let mut expiry_given = false;
+    let mut get = false;
+    let mut i = 3;
+    while i < cmd.len() {
+        let a = arg(i);
+        let is = |s: &[u8]| a.eq_ignore_ascii_case(s);
+        if is(b"nx") && condition == Condition::Always {
+            condition = Condition::IfAbsent;
+        } else if is(b"xx") && condition == Condition::Always {
+            condition = Condition::IfPresent;
+        } else if is(b"get") {
+            get = true;
+        } else if is(b"keepttl") && !expiry_given {
+            expiry = Expiry::Keep;
+            expiry_given = true;
+        } else if (is(b"ex") || is(b"px") || is(b"exat") || is(b"pxat"))
+            && !expiry_given
+            && i + 1 < cmd.len()
+        {
+            i += 1;
+            let Some(n) = int_arg(arg(i)) else { return write_error(out, NOT_INTEGER) };
+            let unit = if is(b"ex") || is(b"exat") { 1000 } else { 1 };
+            let absolute = is(b"exat") || is(b"pxat");
+            match expire_at(n, unit, absolute, crate::precise_now_ms(now)) {
+                Some(at) if n > 0 => expiry = Expiry::At(at as u64),
+                _ => return invalid_expire(out, b"set"),
+            }
+            expiry_given = true;
+        } else {
+            return write_error(out, SYNTAX);
+        }
+        i += 1;
+    }
+    if get {
+        return set_get(out, t, v, ctx, arg(1), arg(2), expiry, condition);
+    }
+    match store(ctx, t, arg(1), arg(2), expiry, condition) {
+        Ok(StoreOutcome::Stored) => write_simple(out, b"OK"),
+        Ok(_) => write_null(out, v),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+/// `SET … GET` and `GETSET`: store and reply with the old value, in one engine update.
+#[expect(clippy::too_many_arguments, reason = "a command's parts, passed once")]
+fn set_get(
+    out: &mut Vec<u8>,
+    t: TenantId,
+    v: Version,
+    ctx: &mut Ctx<'_>,
+    key: &[u8],
+    value: &[u8],
+    expiry: Expiry,
+    condition: Condition,
+) {
+    stats::inc(&ctx.stats.cmd_set);
+    if let Err(e) = check_sizes(ctx, key, value) {
+        return engine_error(out, e);
+    }
+    let mark = out.len();
+    let r = ctx.engine.update(t, key, |cur, buf| {
+        out.truncate(mark);
+        match cur {
+            Some(c) => write_bulk(out, c.value),
+            None => write_null(out, v),
+        }
+        let proceed = match condition {
+            Condition::IfAbsent => cur.is_none(),
+            Condition::IfPresent => cur.is_some(),
+            _ => true,
+        };
+        if !proceed {
+            return Ok(Update::Done(()));
+        }
+        buf.extend_from_slice(value);
+        let expires_at_ms = match expiry {
+            Expiry::Never => None,
+            Expiry::At(at) => Some(at),
+            Expiry::Keep => cur.and_then(|c| c.expires_at_ms),
+        };
+        Ok(Update::Write { flags: 0, expires_at_ms, result: () })
+    });
+    if let Err(e) = r {
+        out.truncate(mark);
+        engine_error(out, e);
+    }
+}
+
+pub(super) fn getex(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, v, now) = (s.tenant, s.version, ctx.shared.now_ms());
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let key = arg(1);
+    let expiry = match cmd.len() {
+        2 => None,
+        3 if arg(2).eq_ignore_ascii_case(b"persist") => Some(None),
+        4 => {
+            let o = arg(2);
+            let is = |s: &[u8]| o.eq_ignore_ascii_case(s);
+            if !(is(b"ex") || is(b"px") || is(b"exat") || is(b"pxat")) {
+                return write_error(out, SYNTAX);
+            }
+            let Some(n) = int_arg(arg(3)) else { return write_error(out, NOT_INTEGER) };
+            let unit = if is(b"ex") || is(b"exat") { 1000 } else { 1 };
+            match expire_at(n, unit, is(b"exat") || is(b"pxat"), crate::precise_now_ms(now)) {
+                Some(at) if n > 0 => Some(Some(at as u64)),
+                _ => return invalid_expire(out, b"getex"),
+            }
+        }
+        _ => return write_error(out, SYNTAX),
+    };
+    let found = match expiry {
+        None => ctx.engine.get(t, key, |item| write_bulk(out, item.value)).is_some(),
+        Some(at) => {
+            matches!(
+                ctx.engine.get_and_touch(t, key, at, |item| write_bulk(out, item.value)),
+                Ok(Some(()))
+            )
+        }
+    };
+    if !found {
+        write_null(out, v);
+    }
+}
+
+/// `MGET`: batched lookups, answered in steps (see [`Session::suspend`]) once the reply
+/// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up.
+pub(super) fn mget(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let t = s.tenant;
+    let v = s.version;
+    let n = cmd.len();
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let mut i = s.resume_at();
+    if i == 0 {
+        write_array_header(out, n - 1);
+        i = 1;
+    }
+    let mut looked_up = 0;
+    while i < n {
+        let end = (i + READ_GROUP).min(n);
+        // One batched engine call per group; misses are the indices it skips. Once the
+        // reply reaches the budget, the group's later keys are left for the next run.
+        let (mut next, mut hits, mut stop) = (i, 0u64, None);
+        ctx.engine.get_each(t, (i..end).map(arg), |j, _, item| {
+            if stop.is_some() || out.len() >= ctx.out_limit {
+                stop = stop.or(Some(i + j));
+                return;
+            }
+            for _ in next..i + j {
+                write_null(out, v);
+            }
+            write_bulk(out, item.value);
+            next = i + j + 1;
+            hits += 1;
+        });
+        let answered = stop.unwrap_or(end);
+        for _ in next..answered {
+            write_null(out, v);
+        }
+        stats::tenant_lookups(ctx.stats, t, hits, (answered - i) as u64 - hits);
+        looked_up += answered - i;
+        i = answered;
+        if i < n && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
+            return s.suspend(i);
+        }
+    }
+}

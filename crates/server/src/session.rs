@@ -1,0 +1,186 @@
+//! A connection's protocol state and what a command runs against: the types the dispatchers
+//! (`memcache`, `resp`) and the login checks (`auth`) share with the worker that calls them.
+//!
+//! The worker owns the connections and calls the dispatchers; the dispatchers see only this
+//! module's types, never the worker's.
+
+use std::collections::HashMap;
+use std::collections::hash_map::{DefaultHasher, Entry};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use fridge_engine::{TenantId, Worker};
+use fridge_proto::{memcache, resp};
+
+use crate::Shared;
+use crate::stats::{View, WorkerStats};
+use crate::tenants::Tenants;
+
+/// Keys a multi-key read looks up per engine call before it checks how long its reply has
+/// grown.
+pub(crate) const READ_GROUP: usize = 64;
+/// Keys a multi-key read looks up in one run before it lets the worker's other connections
+/// have a turn (see [`Session::suspend`]).
+pub(crate) const KEYS_PER_RUN: usize = 4096;
+
+/// Per-connection protocol state the dispatchers read and change.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub id: u64,
+    /// The client's address (failed logins are limited per address).
+    pub peer: std::net::IpAddr,
+    /// The tenant the request being run uses: the logged-in tenant, or for a client that has
+    /// not logged in, `default` or the tenant its key's prefix routes to.
+    pub tenant: TenantId,
+    /// The tenant the connection logged in as.
+    pub user: Option<TenantId>,
+    /// The tenants generation last checked (a removed tenant's connections are closed).
+    pub generation: u64,
+    pub version: resp::Version,
+    /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
+    pub closing: bool,
+    /// A request answered in steps.
+    pub resume: Resume,
+}
+
+/// A request whose reply is written in steps: a multi-key read whose reply outgrew the
+/// output budget, or KEYS yielding to the worker's other connections. The command calls
+/// [`Session::suspend`]; the worker then leaves the request in the read buffer and runs it
+/// again — parsed anew, with this state — at the connection's next step, once the client
+/// has read enough of what is written (or, with nothing written, after the other
+/// connections' turns). Requests after it wait, so replies stay in order.
+#[derive(Debug, Default)]
+pub(crate) struct Resume {
+    /// Set by a command that stopped before its end.
+    pub suspended: bool,
+    /// The request being run was run before and goes on.
+    pub resuming: bool,
+    /// Where the command goes on: for `MGET`, the first argument not yet answered; for a
+    /// memcached multiget, the bytes of its key list already answered.
+    pub next: usize,
+    /// A memcached multiget's command and exptime: a resumed run is not parsed again.
+    pub retrieval: Option<(memcache::RetrievalCommand, i32)>,
+    /// KEYS's state between its steps.
+    pub keys: Option<Box<KeysJob>>,
+}
+
+impl Session {
+    /// Whether the connection must log in before anything else.
+    #[inline]
+    pub fn must_login(&self, tenants: &Tenants) -> bool {
+        self.user.is_none() && !tenants.allow_unauthenticated
+    }
+
+    /// Whether the connection is the admin — sees every tenant's figures and every client,
+    /// may kill any client and reload the configuration: it logged in as `default`, or it
+    /// has not logged in on a plain single-user server (no tenant besides `default`, which
+    /// has no password), like any client of a Redis without `requirepass`.
+    #[inline]
+    pub fn is_admin(&self, tenants: &Tenants) -> bool {
+        match self.user {
+            Some(t) => t == TenantId(0),
+            None => tenants.anonymous_admin,
+        }
+    }
+
+    /// What the connection may see of the figures and the clients (see [`View`]).
+    #[inline]
+    pub fn view<'a>(&self, tenants: &'a Tenants) -> View<'a> {
+        View::new(self.tenant, self.is_admin(tenants), self.id, self.user, tenants)
+    }
+
+    /// Stops the running command here, to go on from `next` (not 0) when it runs again.
+    #[inline]
+    pub fn suspend(&mut self, next: usize) {
+        self.resume.suspended = true;
+        self.resume.next = next;
+    }
+
+    /// Where a resumed command goes on; 0 for a command run the first time.
+    #[inline]
+    pub fn resume_at(&self) -> usize {
+        if self.resume.resuming { self.resume.next } else { 0 }
+    }
+
+    /// After a command ran: whether it suspended (keep the request for another run);
+    /// otherwise any state of an earlier run is dropped.
+    #[inline]
+    pub fn keep_for_later(&mut self) -> bool {
+        if self.resume.suspended {
+            self.resume.suspended = false;
+            self.resume.resuming = true;
+            return true;
+        }
+        if self.resume.resuming {
+            self.resume = Resume::default();
+        }
+        false
+    }
+
+    /// Notices a reload: a connection whose tenant was removed is closed.
+    #[inline]
+    pub fn check_generation(&mut self, tenants: &Tenants) {
+        if self.generation != tenants.generation {
+            self.generation = tenants.generation;
+            if self.user.is_some_and(|t| !tenants.is_live(t)) {
+                self.closing = true;
+            }
+        }
+    }
+}
+
+/// Everything a dispatcher needs from the worker besides the connection.
+#[derive(Debug)]
+pub(crate) struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub engine: &'a mut Worker,
+    pub stats: &'a WorkerStats,
+    /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).
+    pub scratch: &'a mut Vec<u8>,
+    pub keys: &'a mut Vec<Vec<u8>>,
+    /// The tenants snapshot in force (replaced by `CONFIG RELOAD`).
+    pub tenants: &'a mut Arc<Tenants>,
+    /// A command whose reply can be long suspends once the write buffer is this long (its
+    /// unsent bytes at [`OUTPUT_SOFT_LIMIT`](crate::OUTPUT_SOFT_LIMIT)); see
+    /// [`Session::suspend`].
+    pub out_limit: usize,
+}
+
+/// KEYS between its steps: the pass over the index, then the reply being written.
+#[derive(Debug, Default)]
+pub(crate) struct KeysJob {
+    pub cursor: u64,
+    /// Matching keys found so far.
+    pub keys: Vec<Box<[u8]>>,
+    /// The keys' hashes, each to the index of a key with that hash: a key the index moved
+    /// during the pass may be seen twice, and is kept once. (Hashes, not keys, so growing
+    /// the map rehashes eight bytes per key; a hash shared by two different keys keeps both.)
+    pub seen: HashMap<u64, u32>,
+    /// Bytes the keys take.
+    pub bytes: usize,
+    /// Once the pass is over: how many keys are written.
+    pub written: Option<usize>,
+}
+
+impl KeysJob {
+    /// Memory the job holds, for the clients' memory limit.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        let per_key = std::mem::size_of::<Box<[u8]>>() + 16;
+        self.bytes + self.keys.capacity() * per_key
+    }
+
+    pub fn add(&mut self, key: Vec<u8>) {
+        let mut h = DefaultHasher::new();
+        key.hash(&mut h);
+        let index = u32::try_from(self.keys.len()).unwrap_or(u32::MAX);
+        match self.seen.entry(h.finish()) {
+            Entry::Occupied(e) if *self.keys[*e.get() as usize] == key[..] => return,
+            Entry::Occupied(_) => {}
+            Entry::Vacant(e) => {
+                e.insert(index);
+            }
+        }
+        self.bytes += key.len();
+        self.keys.push(key.into_boxed_slice());
+    }
+}
