@@ -203,11 +203,6 @@ impl Engine {
         (step.reclaimed, step.in_pass)
     }
 
-    /// Bytes of `tenant`'s live items.
-    pub fn tenant_bytes(&self, tenant: TenantId) -> u64 {
-        self.inner.tenants[usize::from(tenant.0)].bytes.load(Ordering::Relaxed)
-    }
-
     /// Sets `tenant`'s reservation, credit, rank function, idle tax and cap. Takes effect at
     /// the cleaner's next pass; cached items are untouched.
     pub fn set_tenant_policy(&self, tenant: TenantId, policy: TenantPolicy) {

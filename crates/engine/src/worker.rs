@@ -838,12 +838,6 @@ impl Worker {
         }
         cursor
     }
-
-    /// Runs cleaner passes now until free segments are above the watermark (inline mode does
-    /// this by itself as segments are filled; tests and the simulator may force it).
-    pub fn clean(&mut self) {
-        cleaner::clean_until_watermark(&self.inner);
-    }
 }
 
 fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {
