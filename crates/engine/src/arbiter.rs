@@ -36,8 +36,6 @@ use crate::tenant::TenantState;
 
 /// Bytes of items each tenant's shadow queue remembers (Memshare §6.1).
 pub const SHADOW_BYTES: u64 = 10 << 20;
-/// Weight of a new sample in the idle-fraction average, in 1/1024ths.
-const IDLE_SAMPLE_WEIGHT: u64 = 64;
 
 /// Hashes and sizes of a tenant's recently evicted items.
 #[derive(Debug, Default)]
@@ -156,37 +154,6 @@ impl Arbiter {
             state.shadows[usize::from(tenant)].push(hash, size);
         }
     }
-
-    /// A tenant's target: its (idle-taxed) reservation plus its pooled memory.
-    pub fn target(t: &TenantState) -> u64 {
-        let reserved = t.reserved.load(Ordering::Relaxed);
-        let ppm = t.tax_ppm.load(Ordering::Relaxed);
-        let reserved = if ppm <= 1_000_000 && ppm > 0 {
-            // τ = (1 − a·r) / (1 − r); target = reserved / τ.
-            let r = ppm as f64 / 1e6;
-            let active = 1.0 - t.idle_ppm.load(Ordering::Relaxed) as f64 / 1e6;
-            if r >= 1.0 {
-                (reserved as f64 * active) as u64
-            } else {
-                let tau = (1.0 - active * r) / (1.0 - r);
-                (reserved as f64 / tau) as u64
-            }
-        } else {
-            reserved
-        };
-        reserved.saturating_add(t.pooled.load(Ordering::Relaxed))
-    }
-
-    /// Folds a sample of a tenant's items into its idle-fraction estimate.
-    pub fn sample_idle(t: &TenantState, idle_bytes: u64, sampled_bytes: u64) {
-        if sampled_bytes == 0 {
-            return;
-        }
-        let sample = idle_bytes * 1_000_000 / sampled_bytes;
-        let old = t.idle_ppm.load(Ordering::Relaxed);
-        let new = (old * (1024 - IDLE_SAMPLE_WEIGHT) + sample * IDLE_SAMPLE_WEIGHT) / 1024;
-        t.idle_ppm.store(new, Ordering::Relaxed);
-    }
 }
 
 /// `need = target / actual` as a comparable pair; an empty tenant's need is infinite.
@@ -259,7 +226,7 @@ mod tests {
         assert_eq!(ts[0].pooled.load(Ordering::Relaxed), 100);
         assert_eq!(ts[1].pooled.load(Ordering::Relaxed), 100);
         assert_eq!(ts[1].credits_lost.load(Ordering::Relaxed), 1);
-        assert_eq!(Arbiter::target(&ts[1]), 400);
+        assert_eq!(ts[1].target(), 400);
     }
 
     #[test]
@@ -289,14 +256,14 @@ mod tests {
         let t = TenantState::default();
         t.set_policy(&TenantPolicy {
             reserved: 1000,
-            idle_tax: Some(crate::IdleTax { rate: 0.5, idle_ms: 1 }),
+            idle_tax: Some(crate::tenant::IdleTax { rate: 0.5, idle_ms: 1 }),
             ..TenantPolicy::default()
         });
-        assert_eq!(Arbiter::target(&t), 1000, "no idle memory seen yet");
+        assert_eq!(t.target(), 1000, "no idle memory seen yet");
         for _ in 0..200 {
-            Arbiter::sample_idle(&t, 100, 100);
+            t.sample_idle(100, 100);
         }
-        let target = Arbiter::target(&t);
+        let target = t.target();
         assert!((500..=510).contains(&target), "fully idle keeps 1 − r: {target}");
     }
 }

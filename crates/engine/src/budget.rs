@@ -32,9 +32,12 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::engine::Inner;
+use crate::cache::Inner;
+use crate::epoch::Guard;
 use crate::segment::CLEANER_RESERVE;
 
+/// Old index roots migrated per write while the index grows.
+const MIGRATE_PER_WRITE: usize = 2;
 /// Bytes lent beyond what the index holds now, so that sub-bucket groups handed out between
 /// two settlements find room (a write adds at most a few).
 pub(crate) const LEND_AHEAD: usize = 16 << 10;
@@ -49,6 +52,24 @@ pub(crate) fn scratch_allowance(max_memory: usize, segment_size: usize) -> usize
 }
 
 impl Inner {
+    /// Bounded index maintenance on the write path, and the lending of segments to the index
+    /// it may call for. Returns true while a growth is under way.
+    pub(crate) fn maintain_index(&self, guard: &Guard<'_>) -> bool {
+        let rehash = |loc| self.rehash(guard, loc);
+        let mut on_evict = |loc| self.unlinked(guard, loc);
+        let items = || self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
+        let growing = self.index.maintain(
+            guard,
+            &self.epochs,
+            MIGRATE_PER_WRITE,
+            &items,
+            &rehash,
+            &mut on_evict,
+        );
+        self.settle_lending(LEND_PER_WRITE);
+        growing
+    }
+
     /// Segments the lending should stand at now.
     fn lending_target(&self) -> usize {
         let need = self.outside_fixed()

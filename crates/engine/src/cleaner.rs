@@ -44,19 +44,17 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use crate::arbiter::{Arbiter, Need};
-use crate::engine::{Inner, is_expired};
+use crate::arbiter::Need;
+use crate::cache::{CleanerState, Inner, Survivor, is_expired};
 use crate::epoch::Guard;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
 use crate::item::{NewItem, Record};
-use crate::metadata::Temperature;
 use crate::rank::RankInput;
 use crate::segment::{CLEANER_RESERVE, SegmentHeader};
 use crate::stats::Counters;
-use crate::tenant::TenantState;
-use crate::{IdleTax, TenantId};
+use crate::tenant::{IdleTax, TenantId, TenantState};
 
 /// Passes one call of [`clean_until_watermark`] may run before giving others a turn.
 const MAX_PASSES_PER_CALL: usize = 16;
@@ -66,70 +64,6 @@ const BACKGROUND_MAINTENANCE_STEPS: usize = 128;
 /// (writers short of free segments wake it at once). Retired index tables and segments are
 /// freed at the latest this much after readers leave them.
 const IDLE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The cleaner's own state, under the engine's cleaner mutex (one pass at a time).
-#[derive(Debug)]
-pub struct CleanerState {
-    /// Epoch participant used while cleaning.
-    pub participant: usize,
-    rng: u64,
-    /// Output head segments for small and large values.
-    heads: [Option<u32>; 2],
-    /// A pass's survivors, their digests and temperatures, the order to keep them in (with
-    /// tenants) and the items it evicts: reused between passes, so their memory is what the
-    /// largest pass needed ([`CleanerState::scratch_bytes`], reported with the memory outside
-    /// the arena).
-    survivors: Vec<Survivor>,
-    digests: Vec<u32>,
-    temperatures: Vec<Temperature>,
-    order: Vec<(usize, bool)>,
-    evicted: Vec<(u8, u64, u32)>,
-}
-
-impl CleanerState {
-    pub(crate) fn new(participant: usize, seed: u64) -> Self {
-        CleanerState {
-            participant,
-            rng: seed | 1,
-            heads: [None, None],
-            survivors: Vec::new(),
-            digests: Vec::new(),
-            temperatures: Vec::new(),
-            order: Vec::new(),
-            evicted: Vec::new(),
-        }
-    }
-
-    /// Bytes of the buffers reused between passes. An evicting pass holds one entry of about
-    /// 40 bytes per live item of its `n` candidate segments.
-    fn scratch_bytes(&self) -> usize {
-        use std::mem::size_of;
-        self.survivors.capacity() * size_of::<Survivor>()
-            + self.digests.capacity() * size_of::<u32>()
-            + self.temperatures.capacity() * size_of::<Temperature>()
-            + self.order.capacity() * size_of::<(usize, bool)>()
-            + self.evicted.capacity() * size_of::<(u8, u64, u32)>()
-    }
-
-    fn next_random(&mut self) -> u64 {
-        // xorshift64*: deterministic for a given seed.
-        self.rng ^= self.rng >> 12;
-        self.rng ^= self.rng << 25;
-        self.rng ^= self.rng >> 27;
-        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-}
-
-#[derive(Debug)]
-struct Survivor {
-    loc: Loc,
-    hash: u64,
-    rank: u64,
-    large: bool,
-    age: u8,
-    size: u32,
-    tenant: u8,
-}
 
 /// Runs passes while free segments are at or below the watermark.
 pub(crate) fn clean_until_watermark(inner: &Inner) {
@@ -413,7 +347,7 @@ fn for_first_records(inner: &Inner, segment: u32, max: usize, mut f: impl FnMut(
 }
 
 fn need_of(t: &TenantState) -> Need {
-    Need { target: Arbiter::target(t), actual: t.bytes.load(Ordering::Relaxed) }
+    Need { target: t.target(), actual: t.bytes.load(Ordering::Relaxed) }
 }
 
 /// Memshare's Algorithm 1: the order in which to keep survivors (already sorted by rank).
@@ -429,7 +363,7 @@ fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<(usize, bool)>
         let a = &mut actual[usize::from(s.tenant)];
         *a = a.saturating_sub(u64::from(s.size));
     }
-    let target: Vec<u64> = inner.tenants.iter().map(Arbiter::target).collect();
+    let target: Vec<u64> = inner.tenants.iter().map(TenantState::target).collect();
     let cap: Vec<u64> =
         inner.tenants.iter().map(|t| t.policy().hard_cap.unwrap_or(u64::MAX)).collect();
     let need = |t: usize, actual: &[u64]| Need { target: target[t], actual: actual[t] };
@@ -474,7 +408,7 @@ fn sample_idle(inner: &Inner, survivors: &[Survivor], now: u64) {
         }
     }
     for (t, &(idle, sampled)) in inner.tenants.iter().zip(&sums) {
-        Arbiter::sample_idle(t, idle, sampled);
+        t.sample_idle(idle, sampled);
     }
 }
 

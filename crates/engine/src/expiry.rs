@@ -57,7 +57,7 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::time::Duration;
 
-use crate::engine::{Inner, is_expired};
+use crate::cache::{Inner, SweepState, is_expired};
 use crate::index::{Loc, Locked, prefetch};
 use crate::segment::NO_EXPIRY;
 use crate::stats::Counters;
@@ -78,41 +78,6 @@ const ROOTS_PER_PIN: usize = 1024;
 /// 40–60 ns (its line, its lock, its slots) and a record about 30 ns (prefetched a few roots
 /// ahead), so counting a record as a root keeps a step within its time.
 pub(crate) const RECORD_WORK: usize = 1;
-
-/// The sweep's place in the index and what it knows about each segment, under
-/// [`Inner::sweep`]. The per-segment vectors (24 bytes a segment) are made by the first pass.
-#[derive(Debug)]
-pub(crate) struct SweepState {
-    /// Next root position of the pass under way.
-    cursor: usize,
-    /// Whether a pass is under way.
-    in_pass: bool,
-    /// Per segment: its life (`SegmentHeader::generation`) and `key_top` when the pass under
-    /// way (or the last one) began; the records below the mark existed then.
-    marks: Vec<(u32, u32)>,
-    /// Per segment: no item that existed when the pass began expires before this (from the
-    /// header's earliest expiry and what the last pass learnt).
-    bounds: Vec<u64>,
-    /// Per segment: the earliest expiry among the live items the pass has seen there.
-    mins: Vec<u64>,
-}
-
-impl SweepState {
-    pub(crate) fn new() -> Self {
-        SweepState {
-            cursor: 0,
-            in_pass: false,
-            marks: Vec::new(),
-            bounds: Vec::new(),
-            mins: Vec::new(),
-        }
-    }
-
-    /// Whether a pass is under way.
-    pub(crate) fn in_pass(&self) -> bool {
-        self.in_pass
-    }
-}
 
 /// The work a background step does for an index of `roots` root buckets: a pass with few
 /// records to read takes [`SWEEP_STEPS_PER_PASS`] steps, or more above 1.6M roots.

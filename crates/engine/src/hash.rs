@@ -10,7 +10,7 @@
 //! The tenant id is the hash seed, so equal keys of two tenants land in unrelated buckets; the
 //! key comparison also checks the tenant, so they are different items even if hashes collide.
 
-use crate::TenantId;
+use crate::tenant::TenantId;
 
 /// Hashes `key` as seen by `tenant`.
 #[inline]

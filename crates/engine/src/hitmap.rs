@@ -274,8 +274,10 @@ mod tests {
     fn hashes(n: u64, salt: u64) -> Vec<u32> {
         (0..n)
             .map(|i| {
-                let hash =
-                    crate::hash::key_hash(crate::TenantId(0), &(i ^ salt << 32).to_le_bytes());
+                let hash = crate::hash::key_hash(
+                    crate::tenant::TenantId(0),
+                    &(i ^ salt << 32).to_le_bytes(),
+                );
                 crate::hash::digest_of(hash) & !1
             })
             .collect()

@@ -295,7 +295,7 @@ mod tests {
     use crate::hash::{digest_of, key_hash};
 
     fn digest(i: u64, set: bool) -> u32 {
-        digest_of(key_hash(crate::TenantId(0), &i.to_le_bytes())) & !1 | u32::from(set)
+        digest_of(key_hash(crate::tenant::TenantId(0), &i.to_le_bytes())) & !1 | u32::from(set)
     }
 
     #[test]

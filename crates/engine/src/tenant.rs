@@ -12,6 +12,13 @@ use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use crate::rank::RankKind;
 
+/// A tenant: an application sharing the cache. Tenant 0 is the default tenant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct TenantId(pub u8);
+
+/// Weight of a new sample in the idle-fraction average, in 1/1024ths.
+const IDLE_SAMPLE_WEIGHT: u64 = 64;
+
 /// Default credit: the memory one shadow-queue hit moves (Memshare §6.1).
 pub const DEFAULT_CREDIT: u64 = 64 << 10;
 /// "No value" in the atomics below.
@@ -171,12 +178,43 @@ impl TenantState {
             expiring: load(&self.expiring),
             bytes: load(&self.bytes),
             reserved,
-            target: crate::arbiter::Arbiter::target(self),
+            target: self.target(),
             shadow_hits: load(&self.shadow_hits),
             evictions: load(&self.evictions),
             credits_gained: load(&self.credits_gained),
             credits_lost: load(&self.credits_lost),
         }
+    }
+
+    /// A tenant's target: its (idle-taxed) reservation plus its pooled memory.
+    pub fn target(&self) -> u64 {
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        let ppm = self.tax_ppm.load(Ordering::Relaxed);
+        let reserved = if ppm <= 1_000_000 && ppm > 0 {
+            // τ = (1 − a·r) / (1 − r); target = reserved / τ.
+            let r = ppm as f64 / 1e6;
+            let active = 1.0 - self.idle_ppm.load(Ordering::Relaxed) as f64 / 1e6;
+            if r >= 1.0 {
+                (reserved as f64 * active) as u64
+            } else {
+                let tau = (1.0 - active * r) / (1.0 - r);
+                (reserved as f64 / tau) as u64
+            }
+        } else {
+            reserved
+        };
+        reserved.saturating_add(self.pooled.load(Ordering::Relaxed))
+    }
+
+    /// Folds a sample of a tenant's items into its idle-fraction estimate.
+    pub fn sample_idle(&self, idle_bytes: u64, sampled_bytes: u64) {
+        if sampled_bytes == 0 {
+            return;
+        }
+        let sample = idle_bytes * 1_000_000 / sampled_bytes;
+        let old = self.idle_ppm.load(Ordering::Relaxed);
+        let new = (old * (1024 - IDLE_SAMPLE_WEIGHT) + sample * IDLE_SAMPLE_WEIGHT) / 1024;
+        self.idle_ppm.store(new, Ordering::Relaxed);
     }
 }
 

@@ -1,0 +1,389 @@
+//! The state one cache shares between its workers, its cleaner and its expiry sweep:
+//! [`Inner`], with the operations on it that every path needs (reading a record, linking and
+//! unlinking items, appending to an owned segment, the recency clock, flushes) and the
+//! slots that the cleaner and the sweep keep their own state in between steps.
+//!
+//! This file depends on no other path of the engine: the worker (`worker.rs`), the cleaner,
+//! the sweep (`expiry.rs`) and the lending of segments (`budget.rs`) build on it.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+use std::sync::{Arc, Condvar, Mutex};
+
+use crate::arbiter::Arbiter;
+use crate::arena::Arena;
+use crate::clock::Clock;
+use crate::config::EngineConfig;
+use crate::epoch::{Epochs, Guard};
+use crate::hash::key_hash;
+use crate::index::{Index, Loc, Locked};
+use crate::item::{self, NewItem, Record};
+use crate::metadata::{MetadataBackend, Temperature};
+use crate::segment::Segments;
+use crate::stats::Counters;
+use crate::tenant::{NO_FLUSH, TenantId, TenantState};
+
+pub(crate) struct Inner {
+    pub(crate) config: EngineConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) arena: Arena,
+    pub(crate) segments: Segments,
+    pub(crate) index: Index,
+    /// Bytes outside the arena that do not change: segment headers, the eviction metadata,
+    /// the expiry sweep's per-segment state.
+    pub(crate) fixed_overhead: usize,
+    /// Bytes of the cleaner's buffers, kept between passes (as of the last pass).
+    pub(crate) cleaner_scratch: AtomicUsize,
+    /// With `memory_includes_index`: bytes lent for the cleaner's buffers from the start.
+    pub(crate) scratch_allowance: usize,
+    /// Held while settling the segments lent to the memory outside the arena
+    /// (`memory_includes_index`; see `budget.rs`).
+    pub(crate) lending: Mutex<()>,
+    pub(crate) epochs: Epochs,
+    pub(crate) counters: Counters,
+    pub(crate) metadata: Box<dyn MetadataBackend>,
+    pub(crate) tenants: Box<[TenantState]>,
+    pub(crate) arbiter: Arbiter,
+    /// Clock time (ms) at which each recency tick began, by tick (for idle times).
+    pub(crate) tick_ms: Box<[AtomicU64]>,
+    /// Coarse recency clock for access stamps; advances as segments are filled.
+    pub(crate) recency: AtomicU64,
+    pub(crate) segment_fills: AtomicU64,
+    pub(crate) watermark: usize,
+    pub(crate) cleaner: Mutex<CleanerState>,
+    /// A lower bound on the expiry of every live item (`u64::MAX`: none has one); see
+    /// [`crate::expiry`].
+    pub(crate) next_expiry_ms: AtomicU64,
+    /// The expiry sweep's cursor (one step at a time).
+    pub(crate) sweep: Mutex<SweepState>,
+    /// Set when the background thread is asked to run; guards `wake` (a leaf lock, so a
+    /// wake-up between the thread's last look and its wait is never lost).
+    pub(crate) wake_requested: Mutex<bool>,
+    pub(crate) wake: Condvar,
+    pub(crate) shutdown: AtomicBool,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Inner").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Inner {
+    /// The record at `loc`, which an index slot pointed to while `_guard` was held.
+    #[inline]
+    pub(crate) fn record(&self, _guard: &Guard<'_>, loc: Loc) -> Record {
+        // SAFETY: slots only ever point at complete, published records; the guard keeps the
+        // segment from being reused while it (and thus the returned view) is in use.
+        unsafe { Record::at(self.arena.segment_ptr(loc.segment), loc.offset as usize) }
+    }
+
+    #[inline]
+    pub(crate) fn key_matches(
+        &self,
+        guard: &Guard<'_>,
+        loc: Loc,
+        tenant: TenantId,
+        key: &[u8],
+    ) -> bool {
+        let rec = self.record(guard, loc);
+        rec.tenant() == tenant.0 && rec.key() == key
+    }
+
+    #[inline]
+    pub(crate) fn expires_at(&self, rec: &Record, loc: Loc) -> Option<u64> {
+        rec.expires_at_ms(self.segments.header(loc.segment).base_ms.load(Ordering::Relaxed))
+    }
+
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Whether a value of `len` bytes is within `max_value_len`.
+    #[inline]
+    pub(crate) fn value_fits(&self, len: usize) -> bool {
+        self.config.max_value_len == 0 || len <= self.config.max_value_len
+    }
+
+    /// A GET miss: the arbiter checks the tenant's shadow queue (never waiting).
+    #[inline]
+    pub(crate) fn missed(&self, tenant: TenantId, hash: u64) {
+        if self.arbiter.enabled() {
+            self.arbiter.on_miss(&self.tenants, tenant.0, hash);
+        }
+    }
+
+    /// When the recency tick `tick` began (an item stamped with it was read no earlier).
+    pub(crate) fn tick_time_ms(&self, tick: u8) -> u64 {
+        self.tick_ms[usize::from(tick)].load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn recency(&self) -> u8 {
+        self.recency.load(Ordering::Relaxed) as u8
+    }
+
+    pub(crate) fn rehash(&self, guard: &Guard<'_>, loc: Loc) -> u64 {
+        let rec = self.record(guard, loc);
+        key_hash(TenantId(rec.tenant()), rec.key())
+    }
+
+    /// Locks the index root for `hash`; items the index drops meanwhile (migration into a full
+    /// tree) are accounted as unlinked.
+    pub(crate) fn lock_key<'g>(&'g self, guard: &'g Guard<'_>, hash: u64) -> Locked<'g> {
+        let rehash = |loc| self.rehash(guard, loc);
+        let mut on_evict = |loc| self.unlinked(guard, loc);
+        self.index.lock(guard, hash, &rehash, &mut on_evict)
+    }
+
+    /// Accounts for a live item at `loc` becoming unreachable.
+    pub(crate) fn unlinked(&self, guard: &Guard<'_>, loc: Loc) {
+        let rec = self.record(guard, loc);
+        let size = rec.size() as u64;
+        self.segments.header(loc.segment).add_dead(size as usize);
+        let t = &self.tenants[usize::from(rec.tenant())];
+        t.items.fetch_sub(1, Ordering::Relaxed);
+        t.bytes.fetch_sub(size, Ordering::Relaxed);
+        if rec.has_expiry() {
+            t.expiring.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Accounts for a new item just published (under its root's lock).
+    pub(crate) fn linked(&self, tenant: TenantId, size: usize, expires_at_ms: Option<u64>) {
+        let t = &self.tenants[usize::from(tenant.0)];
+        t.items.fetch_add(1, Ordering::Relaxed);
+        t.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        if expires_at_ms.is_some() {
+            t.expiring.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Tells the expiry sweep about an item published with an expiry (stored, or copied by
+    /// the cleaner), after its root is unlocked. Keeps [`Inner::next_expiry_ms`] a lower
+    /// bound on every live item's expiry: either the sweep pass that reset the bound sees the
+    /// new slot, or this lowers the bound (see `expiry::begin_pass`, whose fence pairs with
+    /// this one). Costs a fence and a load per store with an expiry; the shared line is
+    /// written only when the bound drops.
+    #[inline]
+    pub(crate) fn note_expiry(&self, expires_at_ms: Option<u64>) {
+        if let Some(at) = expires_at_ms {
+            fence(Ordering::SeqCst);
+            if at < self.next_expiry_ms.load(Ordering::Relaxed) {
+                self.next_expiry_ms.fetch_min(at, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Runs a due delayed flush of `tenant`, if any.
+    #[inline]
+    pub(crate) fn check_flush(&self, guard_id: usize, tenant: TenantId) {
+        let t = &self.tenants[usize::from(tenant.0)];
+        let at = t.flush_at_ms.load(Ordering::Relaxed);
+        if at != NO_FLUSH
+            && self.now_ms() >= at
+            && t.flush_at_ms
+                .compare_exchange(at, NO_FLUSH, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.flush_now(guard_id, tenant);
+        }
+    }
+
+    pub(crate) fn flush_now(&self, id: usize, tenant: TenantId) {
+        let guard = self.epochs.pin(id);
+        let rehash = |loc| self.rehash(&guard, loc);
+        let mut on_evict = |loc| self.unlinked(&guard, loc);
+        let mut flushed = 0;
+        self.index.for_each(&guard, &rehash, &mut on_evict, &mut |locked, slot, loc| {
+            if self.record(&guard, loc).tenant() == tenant.0 {
+                self.unlinked(&guard, loc);
+                locked.remove(slot);
+                flushed += 1;
+            }
+        });
+        Counters::add(&self.counters.flushed, flushed);
+    }
+
+    /// Appends an item to `seg`, which the caller owns (a worker's head or the cleaner's
+    /// output), if it fits. The item is not published: the caller links it into the index.
+    ///
+    /// Placement: the key record goes at the low end. A value of at most `inline_value_max`
+    /// bytes follows its record directly (one cache line holds both, saving a miss per GET
+    /// hit; see `docs/design.md`); a larger one goes at the high end, apart from keys
+    /// (Cavast §4.2).
+    pub(crate) fn append_to(&self, seg: u32, item: &NewItem<'_>, value: &[&[u8]]) -> Option<Loc> {
+        let value_len: usize = value.iter().map(|v| v.len()).sum();
+        let record_len = item.record_len();
+        let h = self.segments.header(seg);
+        let top = h.key_top.load(Ordering::Relaxed) as usize;
+        let bottom = h.value_bottom.load(Ordering::Relaxed) as usize;
+        if top + record_len + value_len > bottom {
+            return None;
+        }
+        let inline = value_len <= self.config.inline_value_max;
+        let (value_offset, new_top, new_bottom) = if inline {
+            (top + record_len, top + record_len + value_len, bottom)
+        } else {
+            (bottom - value_len, top + record_len, bottom - value_len)
+        };
+        if let Some(at) = item.expires_at_ms {
+            h.note_expiry(at);
+        }
+        let base = self.arena.segment_ptr(seg);
+        // SAFETY: the caller owns `seg`: nobody else writes it. [top, top + record_len) and
+        // [value_offset, value_offset + value_len) lie in the unpublished middle of the
+        // segment, [top, bottom) (checked above), and do not overlap: an inline value starts
+        // where the record ends; any other value ends at `bottom` and starts at or after
+        // top + record_len.
+        unsafe {
+            item::write(
+                base.add(top),
+                base.add(value_offset),
+                item,
+                value_offset,
+                value,
+                h.base_ms.load(Ordering::Relaxed),
+            );
+        }
+        h.key_top.store(new_top as u32, Ordering::Release);
+        h.value_bottom.store(new_bottom as u32, Ordering::Release);
+        Some(Loc { segment: seg, offset: top as u32 })
+    }
+
+    pub(crate) fn note_segment_fill(&self) {
+        let per_tick = (self.segments.count() as u64 / 64).max(1);
+        if self.segment_fills.fetch_add(1, Ordering::Relaxed) % per_tick == per_tick - 1 {
+            let tick = self.recency.fetch_add(1, Ordering::Relaxed).wrapping_add(1) as u8;
+            self.tick_ms[usize::from(tick)].store(self.now_ms(), Ordering::Relaxed);
+        }
+    }
+
+    /// Asks the background thread to run now (writers short of free segments, shutdown).
+    pub(crate) fn wake_background(&self) {
+        *self.wake_requested.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.wake.notify_all();
+    }
+
+    /// The background thread's wait: returns at once if woken since it last looked or if
+    /// free segments are short, otherwise after `timeout` or a wake-up. False at shutdown.
+    pub(crate) fn wait_for_work(&self, timeout: std::time::Duration) -> bool {
+        let mut requested = self.wake_requested.lock().unwrap_or_else(|e| e.into_inner());
+        if !*requested
+            && !self.shutdown.load(Ordering::SeqCst)
+            && self.segments.free_count() > self.watermark
+        {
+            requested =
+                self.wake.wait_timeout(requested, timeout).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        *requested = false;
+        !self.shutdown.load(Ordering::SeqCst)
+    }
+}
+
+/// Whether an item that expires at `expires_at_ms` is gone at the time `now_ms` gives (read
+/// only if the item has an expiry). Redis's rule: a key expires once the time is *past* its
+/// deadline (`now > at`), so a key set with `PX 200` is still there at exactly 200 ms. With the
+/// server's coarse clock, which may lag real time but never leads it, this also means a key is
+/// never gone before its deadline.
+pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u64) -> bool {
+    expires_at_ms.is_some_and(|at| now_ms() > at)
+}
+
+/// The cleaner's own state, under the engine's cleaner mutex (one pass at a time).
+#[derive(Debug)]
+pub(crate) struct CleanerState {
+    /// Epoch participant used while cleaning.
+    pub(crate) participant: usize,
+    pub(crate) rng: u64,
+    /// Output head segments for small and large values.
+    pub(crate) heads: [Option<u32>; 2],
+    /// A pass's survivors, their digests and temperatures, the order to keep them in (with
+    /// tenants) and the items it evicts: reused between passes, so their memory is what the
+    /// largest pass needed ([`CleanerState::scratch_bytes`], reported with the memory outside
+    /// the arena).
+    pub(crate) survivors: Vec<Survivor>,
+    pub(crate) digests: Vec<u32>,
+    pub(crate) temperatures: Vec<Temperature>,
+    pub(crate) order: Vec<(usize, bool)>,
+    pub(crate) evicted: Vec<(u8, u64, u32)>,
+}
+
+impl CleanerState {
+    pub(crate) fn new(participant: usize, seed: u64) -> Self {
+        CleanerState {
+            participant,
+            rng: seed | 1,
+            heads: [None, None],
+            survivors: Vec::new(),
+            digests: Vec::new(),
+            temperatures: Vec::new(),
+            order: Vec::new(),
+            evicted: Vec::new(),
+        }
+    }
+
+    /// Bytes of the buffers reused between passes. An evicting pass holds one entry of about
+    /// 40 bytes per live item of its `n` candidate segments.
+    pub(crate) fn scratch_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.survivors.capacity() * size_of::<Survivor>()
+            + self.digests.capacity() * size_of::<u32>()
+            + self.temperatures.capacity() * size_of::<Temperature>()
+            + self.order.capacity() * size_of::<(usize, bool)>()
+            + self.evicted.capacity() * size_of::<(u8, u64, u32)>()
+    }
+
+    pub(crate) fn next_random(&mut self) -> u64 {
+        // xorshift64*: deterministic for a given seed.
+        self.rng ^= self.rng >> 12;
+        self.rng ^= self.rng << 25;
+        self.rng ^= self.rng >> 27;
+        self.rng.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Survivor {
+    pub(crate) loc: Loc,
+    pub(crate) hash: u64,
+    pub(crate) rank: u64,
+    pub(crate) large: bool,
+    pub(crate) age: u8,
+    pub(crate) size: u32,
+    pub(crate) tenant: u8,
+}
+
+/// The sweep's place in the index and what it knows about each segment, under
+/// [`Inner::sweep`]. The per-segment vectors (24 bytes a segment) are made by the first pass.
+#[derive(Debug)]
+pub(crate) struct SweepState {
+    /// Next root position of the pass under way.
+    pub(crate) cursor: usize,
+    /// Whether a pass is under way.
+    pub(crate) in_pass: bool,
+    /// Per segment: its life (`SegmentHeader::generation`) and `key_top` when the pass under
+    /// way (or the last one) began; the records below the mark existed then.
+    pub(crate) marks: Vec<(u32, u32)>,
+    /// Per segment: no item that existed when the pass began expires before this (from the
+    /// header's earliest expiry and what the last pass learnt).
+    pub(crate) bounds: Vec<u64>,
+    /// Per segment: the earliest expiry among the live items the pass has seen there.
+    pub(crate) mins: Vec<u64>,
+}
+
+impl SweepState {
+    pub(crate) fn new() -> Self {
+        SweepState {
+            cursor: 0,
+            in_pass: false,
+            marks: Vec::new(),
+            bounds: Vec::new(),
+            mins: Vec::new(),
+        }
+    }
+
+    /// Whether a pass is under way.
+    pub(crate) fn in_pass(&self) -> bool {
+        self.in_pass
+    }
+}

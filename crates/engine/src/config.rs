@@ -1,0 +1,120 @@
+//! The engine's settings, [`EngineConfig`], and their checks.
+
+use crate::error::ConfigError;
+use crate::{index, item};
+
+/// Where the cleaner runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CleanerMode {
+    /// In the writer that needs a segment: deterministic (simulator, tests).
+    Inline,
+    /// In a background thread (the server).
+    Background,
+}
+
+/// Engine settings.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Bytes of item memory (the arena).
+    pub max_memory: usize,
+    /// Segment size, a power of two between 4 KiB and 8 MiB.
+    pub segment_size: usize,
+    /// Largest item (key record + value) accepted.
+    pub max_item_size: usize,
+    /// Largest value accepted, however it is written (a store, an append that grows a value,
+    /// any update); 0 = only `max_item_size` limits values. The server sets it to its item
+    /// size limit (`-I`), so a value can never grow past what a SET may store.
+    pub max_value_len: usize,
+    /// Values at least this large go to large-value segments.
+    pub large_value_threshold: usize,
+    /// Values at most this large are placed right after their key record instead of at the
+    /// segment's high end (0 keeps every value apart from keys).
+    pub inline_value_max: usize,
+    /// Inline or background cleaning.
+    pub cleaner: CleanerMode,
+    /// Segments per cleaning pass (`n`).
+    pub cleaner_candidates: usize,
+    /// Free segments below which the cleaner runs; 0 = max(1% of segments, 2 × workers_hint,
+    /// 3).
+    pub free_watermark: usize,
+    /// Expected writer threads (sizes the default watermark).
+    pub workers_hint: usize,
+    /// Most worker handles alive at once.
+    pub max_participants: usize,
+    /// Initial index root buckets; 0 = one per 4 KiB of `max_memory`.
+    pub index_buckets: usize,
+    /// Seed for the cleaner's random choices.
+    pub seed: u64,
+    /// Hitmap bits per expected item, all levels and the set counter together (0 = no
+    /// eviction metadata: every item looks cold, ranks fall back to recency).
+    pub hitmap_bits_per_item: usize,
+    /// Items the hitmap is sized for; 0 = one per 64 bytes of `max_memory`.
+    pub hitmap_items: usize,
+    /// Count the index and the engine's other memory outside the arena (segment headers,
+    /// eviction metadata) within `max_memory`: the arena lends them whole segments, so fewer
+    /// items fit and resident memory stays within `max_memory`. Off: `max_memory` is the
+    /// arena alone and the rest comes on top ([`crate::EngineStats::overhead_bytes`]).
+    pub memory_includes_index: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            max_memory: 1 << 30,
+            segment_size: 1 << 20,
+            max_item_size: 1 << 20,
+            max_value_len: 0,
+            large_value_threshold: 256 << 10,
+            inline_value_max: 64,
+            cleaner: CleanerMode::Background,
+            cleaner_candidates: 40,
+            free_watermark: 0,
+            workers_hint: 2,
+            max_participants: 256,
+            index_buckets: 0,
+            seed: 0x5eed,
+            hitmap_bits_per_item: 32,
+            hitmap_items: 0,
+            memory_includes_index: false,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// Items the hitmap is sized for.
+    pub fn hitmap_capacity(&self) -> usize {
+        if self.hitmap_items > 0 { self.hitmap_items } else { (self.max_memory / 64).max(1) }
+    }
+
+    /// Checks the settings, explaining the first problem found.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let seg = self.segment_size;
+        if !seg.is_power_of_two() || !(4096..=item::MAX_SEGMENT_SIZE).contains(&seg) {
+            return Err(ConfigError(format!(
+                "segment_size must be a power of two from 4 KiB to 8 MiB, not {seg}"
+            )));
+        }
+        let segments = self.max_memory / seg;
+        let needed = 4 * self.workers_hint.max(1) + 8;
+        if segments < needed {
+            return Err(ConfigError(format!(
+                "max_memory {} holds {segments} segments of {seg} bytes; at least {needed} are \
+                 needed for {} workers",
+                self.max_memory, self.workers_hint
+            )));
+        }
+        if segments > index::MAX_SEGMENTS {
+            return Err(ConfigError(format!("too many segments ({segments}): raise segment_size")));
+        }
+        if self.max_item_size > seg {
+            return Err(ConfigError(format!(
+                "max_item_size {} exceeds segment_size {seg}",
+                self.max_item_size
+            )));
+        }
+        if self.cleaner_candidates == 0 {
+            return Err(ConfigError("cleaner_candidates must be at least 1".into()));
+        }
+        Ok(())
+    }
+}

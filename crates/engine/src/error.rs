@@ -1,0 +1,56 @@
+//! Errors: operations return the small `Copy` enum [`EngineError`]; construction returns a
+//! [`ConfigError`] with a message.
+
+/// Why an operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineError {
+    /// The item (key record + value) exceeds `max_item_size` or a segment, or the value
+    /// exceeds `max_value_len`. Nothing was changed.
+    TooLarge,
+    /// The key is longer than 65535 bytes.
+    KeyTooLong,
+    /// memcached incr/decr on a value that is not an unsigned decimal.
+    NotANumber,
+    /// Redis INCR on a value that is not a 64-bit signed integer.
+    NotAnInteger,
+    /// Redis INCR would overflow.
+    Overflow,
+    /// Redis INCRBYFLOAT on a value that is not a float.
+    NotAFloat,
+    /// Redis INCRBYFLOAT would produce NaN or infinity.
+    NotFinite,
+    /// No segment could be found: memory is too small for the number of writers.
+    OutOfMemory,
+    /// More worker handles than `max_participants`.
+    TooManyWorkers,
+}
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EngineError::TooLarge => "object too large for cache",
+            EngineError::KeyTooLong => "key too long",
+            EngineError::NotANumber => "cannot increment or decrement non-numeric value",
+            EngineError::NotAnInteger => "value is not an integer or out of range",
+            EngineError::Overflow => "increment or decrement would overflow",
+            EngineError::NotAFloat => "value is not a valid float",
+            EngineError::NotFinite => "increment would produce NaN or Infinity",
+            EngineError::OutOfMemory => "out of memory",
+            EngineError::TooManyWorkers => "too many worker handles",
+        })
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+/// A configuration problem, explained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}

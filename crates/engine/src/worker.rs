@@ -1,0 +1,893 @@
+//! The per-thread handle, [`Worker`], which carries every operation, and the allocation of
+//! the segments it writes to.
+//!
+//! Every operation takes a [`TenantId`]. Reads take no lock: they pin an epoch, read one
+//! bucket line, follow a tag match to a key record, validate the key and copy the value out.
+//! Writes append the new item to the worker's own head segment first (no lock), then lock the
+//! key's root bucket only to publish it — so a write holds a lock for a few loads and one
+//! store. Operations whose result depends on the current value (append, incr, conditional
+//! stores that keep a TTL) read, compute, write, and publish only if the item did not change in
+//! between; otherwise they go again.
+//!
+//! Accounting: an item's size is its key record plus its value. A tenant's bytes are the sizes
+//! of its live items; a segment's dead bytes are the sizes of its unreachable ones.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use crate::cache::{Inner, is_expired};
+use crate::cleaner;
+use crate::config::CleanerMode;
+use crate::epoch::{self, Guard};
+use crate::error::EngineError;
+use crate::hash::{digest_of, key_hash};
+use crate::index::Loc;
+use crate::item::{self, NewItem};
+use crate::metadata::POOL_LEN;
+use crate::ops::{
+    Condition, Current, Expiry, Item, Store, StoreOutcome, Update, parse_f64, parse_i64_strict,
+    parse_u64_lenient, write_decimal,
+};
+use crate::segment::CLEANER_RESERVE;
+use crate::stats::Counters;
+use crate::tenant::{NO_FLUSH, TenantId};
+
+/// Keys whose lookups [`Worker::get_many`] overlaps.
+pub const BATCH: usize = 16;
+/// Yields a writer waits for a segment before reporting `OutOfMemory` (about a second).
+const MAX_SEGMENT_WAITS: u32 = 1_000_000;
+
+/// One thread's handle: its own head segments, reference pool and scratch buffer.
+#[derive(Debug)]
+pub struct Worker {
+    inner: Arc<Inner>,
+    id: usize,
+    /// Head segments for small and large values.
+    heads: [Option<u32>; 2],
+    scratch: Vec<u8>,
+    refs: Vec<u32>,
+}
+
+impl Worker {
+    /// A handle with participant slot `id`, which the caller registered for it.
+    pub(crate) fn new(inner: Arc<Inner>, id: usize) -> Worker {
+        Worker {
+            inner,
+            id,
+            heads: [None, None],
+            scratch: Vec::new(),
+            refs: Vec::with_capacity(POOL_LEN),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn id(&self) -> usize {
+        self.id
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        for seg in self.heads.iter_mut().filter_map(Option::take) {
+            self.inner.segments.seal(seg);
+        }
+        self.flush_references();
+        self.inner.epochs.unregister(self.id);
+    }
+}
+
+impl Worker {
+    #[inline]
+    fn note_access(&mut self, hash: u64, set: bool) {
+        self.refs.push(digest_of(hash) & !1 | u32::from(set));
+        if self.refs.len() == POOL_LEN {
+            self.flush_references();
+        }
+    }
+
+    fn flush_references(&mut self) {
+        if !self.refs.is_empty() {
+            self.inner.metadata.submit(&self.refs);
+            Counters::add(&self.inner.counters.digests, self.refs.len() as u64);
+            self.refs.clear();
+        }
+    }
+
+    /// Hands the partly filled reference pool to the metadata sink now (the simulator calls
+    /// this to make metadata effects deterministic at chosen points).
+    pub fn flush_reference_pool(&mut self) {
+        self.flush_references();
+    }
+
+    /// Reads `key`. `f` sees the item while it is pinned in memory; its result is returned.
+    pub fn get<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        self.read(tenant, key, false, f)
+    }
+
+    /// Reads `key` with its CAS value.
+    pub fn gets<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        self.read(tenant, key, true, f)
+    }
+
+    /// Whether `key` has a live item, without counting a GET or touching recency.
+    pub fn contains(&mut self, tenant: TenantId, key: &[u8]) -> bool {
+        let inner = &*self.inner;
+        inner.check_flush(self.id, tenant);
+        let hash = key_hash(tenant, key);
+        let guard = inner.epochs.pin(self.id);
+        let Some(loc) =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
+        else {
+            return false;
+        };
+        let rec = inner.record(&guard, loc);
+        !is_expired(inner.expires_at(&rec, loc), || inner.now_ms())
+    }
+
+    /// Looks up many keys at once, calling `f(i, item)` for each key `keys[i]` that has a
+    /// live item (in order). See [`Worker::get_each`].
+    pub fn get_many<K: AsRef<[u8]>>(
+        &mut self,
+        tenant: TenantId,
+        keys: &[K],
+        mut f: impl FnMut(usize, Item<'_>),
+    ) {
+        self.get_each(tenant, keys.iter().map(AsRef::as_ref), |i, _, item| f(i, item));
+    }
+
+    /// Looks up every key the iterator yields, calling `f(i, key, item)` for the `i`-th key if
+    /// it has a live item (in order). Lookups are software-pipelined in chunks of [`BATCH`]
+    /// keys: while one chunk's keys are compared, the next chunk's likely records and the
+    /// chunk after that's buckets are already being loaded, so memory misses overlap. Keys
+    /// are held three chunks at a time on the stack (no allocation). Expired items are
+    /// reported as misses and left for the cleaner. The call stays pinned throughout, so
+    /// callers pass a request's or a pipeline's worth of keys, not whole key spaces.
+    pub fn get_each<'k>(
+        &mut self,
+        tenant: TenantId,
+        mut keys: impl Iterator<Item = &'k [u8]>,
+        mut f: impl FnMut(usize, &'k [u8], Item<'_>),
+    ) {
+        let inner = Arc::clone(&self.inner);
+        inner.check_flush(self.id, tenant);
+        let counters = inner.epochs.counters(self.id);
+        let guard = inner.epochs.pin(self.id);
+        let recency = inner.recency();
+        // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
+        let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
+        let mut ring_hashes = [[0u64; BATCH]; 3];
+        let mut ring_len = [0usize; 3];
+        // Stage 1: take a chunk of keys, hash them and start loading their buckets. Returns
+        // whether the chunk has any keys.
+        let stage_buckets = |c: usize,
+                             keys: &mut dyn Iterator<Item = &'k [u8]>,
+                             ring_keys: &mut [[&'k [u8]; BATCH]; 3],
+                             ring_hashes: &mut [[u64; BATCH]; 3],
+                             ring_len: &mut [usize; 3]| {
+            let slot = c % 3;
+            let mut n = 0;
+            while n < BATCH {
+                let Some(key) = keys.next() else { break };
+                let h = key_hash(tenant, key);
+                inner.index.prefetch_root(&guard, h);
+                ring_keys[slot][n] = key;
+                ring_hashes[slot][n] = h;
+                n += 1;
+            }
+            ring_len[slot] = n;
+            n > 0
+        };
+        // Stage 2: start loading the record each bucket most likely points to.
+        let stage_records = |slot: usize, ring_hashes: &[[u64; BATCH]; 3], len: usize| {
+            for &h in &ring_hashes[slot][..len] {
+                if let Some(loc) = inner.index.probable(&guard, h) {
+                    crate::index::prefetch(
+                        inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
+                    );
+                }
+            }
+        };
+        let mut filled = [false; 3];
+        filled[0] = stage_buckets(0, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
+        filled[1] = filled[0]
+            && stage_buckets(1, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
+        if filled[0] {
+            stage_records(0, &ring_hashes, ring_len[0]);
+        }
+        let mut c = 0;
+        while filled[c % 3] {
+            let next2 = (c + 2) % 3;
+            filled[next2] = filled[(c + 1) % 3]
+                && stage_buckets(c + 2, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
+            if filled[(c + 1) % 3] {
+                stage_records((c + 1) % 3, &ring_hashes, ring_len[(c + 1) % 3]);
+            }
+            // Stage 3: compare keys and hand out values.
+            let slot = c % 3;
+            for j in 0..ring_len[slot] {
+                epoch::bump(&counters.gets);
+                let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
+                let Some(loc) =
+                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
+                else {
+                    inner.missed(tenant, h);
+                    continue;
+                };
+                let rec = inner.record(&guard, loc);
+                let expires_at_ms = inner.expires_at(&rec, loc);
+                if is_expired(expires_at_ms, || inner.now_ms()) {
+                    continue;
+                }
+                rec.touch_access(recency);
+                epoch::bump(&counters.hits);
+                self.note_access(h, false);
+                let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
+                f(c * BATCH + j, key, item);
+            }
+            filled[slot] = false;
+            c += 1;
+        }
+    }
+
+    fn read<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        with_cas: bool,
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        let hash = key_hash(tenant, key);
+        let inner = &*self.inner;
+        inner.check_flush(self.id, tenant);
+        let counters = inner.epochs.counters(self.id);
+        epoch::bump(&counters.gets);
+        let guard = inner.epochs.pin(self.id);
+        let is_key = |l| inner.key_matches(&guard, l, tenant, key);
+        let found = if with_cas {
+            inner.index.find_with_cas(&guard, hash, is_key)
+        } else {
+            inner.index.find(&guard, hash, is_key).map(|loc| (loc, 0))
+        };
+        let Some((loc, cas)) = found else {
+            inner.missed(tenant, hash);
+            return None;
+        };
+        let rec = inner.record(&guard, loc);
+        let expires_at_ms = inner.expires_at(&rec, loc);
+        if is_expired(expires_at_ms, || inner.now_ms()) {
+            drop(guard);
+            self.remove_if_at(tenant, hash, key, loc, true);
+            return None;
+        }
+        rec.touch_access(inner.recency());
+        epoch::bump(&counters.hits);
+        let result = f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas });
+        drop(guard);
+        // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
+        // miss followed by its SET must count as one access, not two.
+        self.note_access(hash, false);
+        Some(result)
+    }
+
+    /// Removes `key`'s item if it is still the one at `loc` (expired-item reclamation).
+    fn remove_if_at(&mut self, tenant: TenantId, hash: u64, key: &[u8], loc: Loc, expired: bool) {
+        let inner = &*self.inner;
+        let guard = inner.epochs.pin(self.id);
+        let locked = inner.lock_key(&guard, hash);
+        if let Some((slot, found)) = locked.find(|l| inner.key_matches(&guard, l, tenant, key)) {
+            if found == loc {
+                inner.unlinked(&guard, loc);
+                locked.remove(slot);
+                locked.bump_cas();
+                if expired {
+                    Counters::add(&inner.counters.expired, 1);
+                }
+            }
+        }
+    }
+
+    /// Appends an item to this worker's head segment (unpublished). The caller must not be
+    /// pinned.
+    fn write_item(
+        &mut self,
+        item: &NewItem<'_>,
+        value: &[&[u8]],
+    ) -> Result<(Loc, usize), EngineError> {
+        let inner = &*self.inner;
+        let value_len: usize = value.iter().map(|v| v.len()).sum();
+        let record_len = item.record_len();
+        let size = record_len + value_len;
+        if item.key.len() > item::MAX_KEY_LEN {
+            return Err(EngineError::KeyTooLong);
+        }
+        if size > inner.config.max_item_size
+            || size > inner.config.segment_size
+            || !inner.value_fits(value_len)
+        {
+            return Err(EngineError::TooLarge);
+        }
+        let large = value_len >= inner.config.large_value_threshold;
+        let head = &mut self.heads[usize::from(large)];
+        loop {
+            if let Some(seg) = *head {
+                if let Some(loc) = inner.append_to(seg, item, value) {
+                    return Ok((loc, size));
+                }
+                inner.segments.seal(seg);
+                *head = None;
+            }
+            *head = Some(inner.acquire_segment(self.id)?);
+        }
+    }
+
+    /// Stores an item.
+    pub fn store(&mut self, req: Store<'_>) -> Result<StoreOutcome, EngineError> {
+        self.store_returning_old(req, None)
+    }
+
+    /// Stores an item; if `old` is given, it is cleared and the replaced live value (if any)
+    /// is copied into it. An empty `old` afterwards means no live item *or* an empty value;
+    /// where the difference matters (Redis `SET … GET` answers nil or `""`), use
+    /// [`Worker::update`], which sees the current item.
+    pub fn store_returning_old(
+        &mut self,
+        req: Store<'_>,
+        mut old: Option<&mut Vec<u8>>,
+    ) -> Result<StoreOutcome, EngineError> {
+        let hash = key_hash(req.tenant, req.key);
+        self.note_access(hash, true);
+        self.inner.check_flush(self.id, req.tenant);
+        epoch::bump(&self.inner.epochs.counters(self.id).sets);
+        if let Some(old) = old.as_deref_mut() {
+            old.clear();
+        }
+        if req.expiry == Expiry::Keep {
+            return self.store_keeping_ttl(req, old);
+        }
+        let expires_at_ms = match req.expiry {
+            Expiry::At(at) => Some(at),
+            _ => None,
+        };
+        if expires_at_ms.is_some_and(|at| at <= self.inner.now_ms()) {
+            // Already expired: the store succeeds and leaves nothing behind (memcached's
+            // negative exptime). Conditions still apply.
+            return self.store_expired(req, old);
+        }
+        // A cheap early answer for conditions that already fail (no write wasted).
+        if let Some(outcome) = self.precheck(req) {
+            return Ok(outcome);
+        }
+        let tenant = req.tenant;
+        let item = NewItem {
+            tenant: tenant.0,
+            key: req.key,
+            flags: req.flags,
+            expires_at_ms,
+            access: self.inner.recency(),
+        };
+        let (new, size) = self.write_item(&item, &[req.value])?;
+        let inner = &*self.inner;
+        let guard = inner.epochs.pin(self.id);
+        inner.maintain_index(&guard);
+        let locked = inner.lock_key(&guard, hash);
+        let found = locked.find(|l| inner.key_matches(&guard, l, tenant, req.key));
+        let live = found.filter(|&(_, l)| {
+            let rec = inner.record(&guard, l);
+            !is_expired(inner.expires_at(&rec, l), || inner.now_ms())
+        });
+        let outcome = match (req.condition, live) {
+            (Condition::Always, _) => StoreOutcome::Stored,
+            (Condition::IfAbsent, None) | (Condition::IfPresent, Some(_)) => StoreOutcome::Stored,
+            (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
+                StoreOutcome::NotStored
+            }
+            (Condition::IfCas(_), None) => StoreOutcome::NotFound,
+            (Condition::IfCas(cas), Some(_)) if cas == locked.cas() => StoreOutcome::Stored,
+            (Condition::IfCas(_), Some(_)) => StoreOutcome::Exists,
+        };
+        if outcome != StoreOutcome::Stored {
+            inner.segments.header(new.segment).add_dead(size);
+            return Ok(outcome);
+        }
+        match found {
+            Some((slot, old_loc)) => {
+                if let (Some(out), Some(_)) = (old, live) {
+                    out.extend_from_slice(inner.record(&guard, old_loc).value());
+                }
+                if live.is_none() {
+                    Counters::add(&inner.counters.expired, 1);
+                }
+                inner.unlinked(&guard, old_loc);
+                locked.replace(slot, new);
+            }
+            None => {
+                if let Some(evicted) = locked.insert(new) {
+                    inner.unlinked(&guard, evicted);
+                }
+            }
+        }
+        inner.linked(tenant, size, expires_at_ms);
+        locked.bump_cas();
+        drop(locked);
+        inner.note_expiry(expires_at_ms);
+        Ok(StoreOutcome::Stored)
+    }
+
+    /// Answers conditional stores whose condition already fails, without writing.
+    fn precheck(&mut self, req: Store<'_>) -> Option<StoreOutcome> {
+        let present = match req.condition {
+            Condition::Always => return None,
+            Condition::IfCas(cas) => {
+                let inner = &*self.inner;
+                let hash = key_hash(req.tenant, req.key);
+                let guard = inner.epochs.pin(self.id);
+                let found = inner.index.find_with_cas(&guard, hash, |l| {
+                    inner.key_matches(&guard, l, req.tenant, req.key)
+                });
+                return match found {
+                    None => Some(StoreOutcome::NotFound),
+                    Some((loc, cas_now)) => {
+                        let rec = inner.record(&guard, loc);
+                        if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
+                            Some(StoreOutcome::NotFound)
+                        } else if cas_now != cas {
+                            Some(StoreOutcome::Exists)
+                        } else {
+                            None
+                        }
+                    }
+                };
+            }
+            _ => self.contains(req.tenant, req.key),
+        };
+        match (req.condition, present) {
+            (Condition::IfAbsent, true) | (Condition::IfPresent, false) => {
+                Some(StoreOutcome::NotStored)
+            }
+            _ => None,
+        }
+    }
+
+    fn store_expired(
+        &mut self,
+        req: Store<'_>,
+        mut old: Option<&mut Vec<u8>>,
+    ) -> Result<StoreOutcome, EngineError> {
+        self.update(req.tenant, req.key, |current, _| {
+            let outcome = match (req.condition, current) {
+                (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
+                    StoreOutcome::NotStored
+                }
+                (Condition::IfCas(_), None) => StoreOutcome::NotFound,
+                _ => StoreOutcome::Stored,
+            };
+            if let (Some(out), Some(c)) = (old.as_deref_mut(), current) {
+                out.clear();
+                out.extend_from_slice(c.value);
+            }
+            Ok(match (outcome, current) {
+                (StoreOutcome::Stored, Some(_)) => Update::Delete(outcome),
+                _ => Update::Done(outcome),
+            })
+        })
+    }
+
+    fn store_keeping_ttl(
+        &mut self,
+        req: Store<'_>,
+        mut old: Option<&mut Vec<u8>>,
+    ) -> Result<StoreOutcome, EngineError> {
+        self.update(req.tenant, req.key, |current, buf| {
+            let fails = match (req.condition, current) {
+                (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
+                    Some(StoreOutcome::NotStored)
+                }
+                (Condition::IfCas(_), _) => Some(StoreOutcome::Exists),
+                _ => None,
+            };
+            if let Some(out) = old.as_deref_mut() {
+                out.clear();
+                if let Some(c) = current {
+                    out.extend_from_slice(c.value);
+                }
+            }
+            if let Some(outcome) = fails {
+                return Ok(Update::Done(outcome));
+            }
+            buf.extend_from_slice(req.value);
+            Ok(Update::Write {
+                flags: req.flags,
+                expires_at_ms: current.and_then(|c| c.expires_at_ms),
+                result: StoreOutcome::Stored,
+            })
+        })
+    }
+
+    /// Read-modify-write of one key. `f` sees the current live item (or `None`) and a cleared
+    /// buffer; to write, it fills the buffer with the new value and returns
+    /// [`Update::Write`]. The new item is published only if the key still holds the item `f`
+    /// saw; otherwise `f` runs again on the newer item.
+    pub fn update<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        mut f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
+    ) -> Result<R, EngineError> {
+        let hash = key_hash(tenant, key);
+        self.note_access(hash, true);
+        self.inner.check_flush(self.id, tenant);
+        let mut buf = std::mem::take(&mut self.scratch);
+        let result = loop {
+            buf.clear();
+            let inner = Arc::clone(&self.inner);
+            let guard = inner.epochs.pin(self.id);
+            let found = inner
+                .index
+                .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
+            let seen = found.map(|(loc, _)| loc);
+            let seen_cas = found.map(|(_, cas)| cas);
+            let current = found.and_then(|(loc, cas)| {
+                let rec = inner.record(&guard, loc);
+                let expires_at_ms = inner.expires_at(&rec, loc);
+                (!is_expired(expires_at_ms, || inner.now_ms())).then(|| Current {
+                    value: rec.value(),
+                    flags: rec.flags(),
+                    expires_at_ms,
+                    cas,
+                })
+            });
+            let step = match f(current, &mut buf) {
+                Ok(step) => step,
+                Err(e) => break Err(e),
+            };
+            drop(guard);
+            let (new, result, expires_at_ms) = match step {
+                Update::Done(r) => break Ok(r),
+                Update::Delete(r) => {
+                    if let Some(loc) = seen {
+                        self.remove_if_at(tenant, hash, key, loc, false);
+                    }
+                    break Ok(r);
+                }
+                Update::Write { flags, expires_at_ms, result } => {
+                    if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
+                        if let Some(loc) = seen {
+                            self.remove_if_at(tenant, hash, key, loc, false);
+                        }
+                        break Ok(result);
+                    }
+                    let item = NewItem {
+                        tenant: tenant.0,
+                        key,
+                        flags,
+                        expires_at_ms,
+                        access: inner.recency(),
+                    };
+                    match self.write_item(&item, &[&buf]) {
+                        Ok(new) => (new, result, expires_at_ms),
+                        Err(e) => break Err(e),
+                    }
+                }
+            };
+            let (new, size) = new;
+            let guard = inner.epochs.pin(self.id);
+            inner.maintain_index(&guard);
+            let locked = inner.lock_key(&guard, hash);
+            let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
+            // Publish only over the very item `f` saw: same location and no change under
+            // the root since (which also rules out the location being reused).
+            if found.map(|(_, l)| l) != seen || (seen.is_some() && Some(locked.cas()) != seen_cas) {
+                // Someone changed the key in between: this copy is dead; go again.
+                inner.segments.header(new.segment).add_dead(size);
+                continue;
+            }
+            match found {
+                Some((slot, old_loc)) => {
+                    if current_was_expired(&inner, &guard, old_loc) {
+                        Counters::add(&inner.counters.expired, 1);
+                    }
+                    inner.unlinked(&guard, old_loc);
+                    locked.replace(slot, new);
+                }
+                None => {
+                    if let Some(evicted) = locked.insert(new) {
+                        inner.unlinked(&guard, evicted);
+                    }
+                }
+            }
+            inner.linked(tenant, size, expires_at_ms);
+            locked.bump_cas();
+            drop(locked);
+            inner.note_expiry(expires_at_ms);
+            break Ok(result);
+        };
+        self.scratch = buf;
+        result
+    }
+
+    /// Deletes `key`. Returns whether a live item was deleted.
+    pub fn delete(&mut self, tenant: TenantId, key: &[u8]) -> bool {
+        self.update(tenant, key, |current, _| {
+            Ok(if current.is_some() { Update::Delete(true) } else { Update::Done(false) })
+        })
+        .unwrap_or(false)
+    }
+
+    /// Sets a live item's expiry (memcached `touch`, Redis `EXPIRE`/`PERSIST`). Returns the
+    /// previous expiry, or `None` if there is no live item.
+    pub fn set_expiry(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        expires_at_ms: Option<u64>,
+    ) -> Result<Option<Option<u64>>, EngineError> {
+        self.update(tenant, key, |current, buf| {
+            let Some(c) = current else { return Ok(Update::Done(None)) };
+            if c.expires_at_ms == expires_at_ms {
+                return Ok(Update::Done(Some(c.expires_at_ms)));
+            }
+            buf.extend_from_slice(c.value);
+            Ok(Update::Write { flags: c.flags, expires_at_ms, result: Some(c.expires_at_ms) })
+        })
+    }
+
+    /// Reads `key` and sets its expiry in one step (memcached `gat`, Redis `GETEX`).
+    pub fn get_and_touch<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        expires_at_ms: Option<u64>,
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Result<Option<R>, EngineError> {
+        let mut f = Some(f);
+        let inner = Arc::clone(&self.inner);
+        epoch::bump(&inner.epochs.counters(self.id).gets);
+        let out = self.update(tenant, key, |current, buf| {
+            let Some(c) = current else { return Ok(Update::Done(None)) };
+            let r =
+                f.take().map(|f| f(Item { value: c.value, flags: c.flags, expires_at_ms, cas: 0 }));
+            if c.expires_at_ms == expires_at_ms {
+                return Ok(Update::Done(r));
+            }
+            buf.extend_from_slice(c.value);
+            Ok(Update::Write { flags: c.flags, expires_at_ms, result: r })
+        })?;
+        if out.is_some() {
+            epoch::bump(&inner.epochs.counters(self.id).hits);
+        }
+        Ok(out)
+    }
+
+    /// Appends (or prepends) `data` to a live item. With `create`, a missing key is created
+    /// with `data` as its value (Redis `APPEND`); without, it is left missing (memcached).
+    /// Returns the new length, or `None` if nothing was stored. A result longer than
+    /// `max_value_len` (or an item over `max_item_size`) is [`EngineError::TooLarge`], and the
+    /// item is left as it was.
+    pub fn append(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        data: &[u8],
+        prepend: bool,
+        create: bool,
+    ) -> Result<Option<usize>, EngineError> {
+        let max = self.inner.config.max_value_len;
+        self.update(tenant, key, |current, buf| match current {
+            None if !create => Ok(Update::Done(None)),
+            _ if max > 0 && current.map_or(0, |c| c.value.len()) + data.len() > max => {
+                // Refused before copying anything.
+                Err(EngineError::TooLarge)
+            }
+            None => {
+                buf.extend_from_slice(data);
+                Ok(Update::Write { flags: 0, expires_at_ms: None, result: Some(data.len()) })
+            }
+            Some(c) => {
+                if prepend {
+                    buf.extend_from_slice(data);
+                    buf.extend_from_slice(c.value);
+                } else {
+                    buf.extend_from_slice(c.value);
+                    buf.extend_from_slice(data);
+                }
+                let len = buf.len();
+                Ok(Update::Write {
+                    flags: c.flags,
+                    expires_at_ms: c.expires_at_ms,
+                    result: Some(len),
+                })
+            }
+        })
+    }
+
+    /// memcached `incr`/`decr`: the value must be an unsigned 64-bit decimal; incr wraps, decr
+    /// stops at 0. Returns the new value, or `None` if the key is missing.
+    pub fn incr_u64(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        delta: u64,
+        decrement: bool,
+    ) -> Result<Option<u64>, EngineError> {
+        self.update(tenant, key, |current, buf| {
+            let Some(c) = current else { return Ok(Update::Done(None)) };
+            let n = parse_u64_lenient(c.value).ok_or(EngineError::NotANumber)?;
+            let n = if decrement { n.saturating_sub(delta) } else { n.wrapping_add(delta) };
+            write_decimal(buf, i128::from(n));
+            Ok(Update::Write { flags: c.flags, expires_at_ms: c.expires_at_ms, result: Some(n) })
+        })
+    }
+
+    /// Redis `INCRBY`: the value must be a signed 64-bit integer; a missing key counts as 0;
+    /// overflow is an error. Returns the new value.
+    pub fn incr_i64(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        delta: i64,
+    ) -> Result<i64, EngineError> {
+        self.update(tenant, key, |current, buf| {
+            let (n, flags, expires_at_ms) = match current {
+                None => (0, 0, None),
+                Some(c) => (
+                    parse_i64_strict(c.value).ok_or(EngineError::NotAnInteger)?,
+                    c.flags,
+                    c.expires_at_ms,
+                ),
+            };
+            let n = n.checked_add(delta).ok_or(EngineError::Overflow)?;
+            write_decimal(buf, i128::from(n));
+            Ok(Update::Write { flags, expires_at_ms, result: n })
+        })
+    }
+
+    /// Redis `INCRBYFLOAT`: returns the new value as stored (shortest round-trip form).
+    pub fn incr_f64(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        delta: f64,
+        out: &mut Vec<u8>,
+    ) -> Result<(), EngineError> {
+        out.clear();
+        self.update(tenant, key, |current, buf| {
+            let (n, flags, expires_at_ms) = match current {
+                None => (0.0, 0, None),
+                Some(c) => {
+                    (parse_f64(c.value).ok_or(EngineError::NotAFloat)?, c.flags, c.expires_at_ms)
+                }
+            };
+            let n = n + delta;
+            if !n.is_finite() {
+                return Err(EngineError::NotFinite);
+            }
+            use std::io::Write;
+            let _ = write!(buf, "{n}");
+            out.clear();
+            out.extend_from_slice(buf);
+            Ok(Update::Write { flags, expires_at_ms, result: () })
+        })
+    }
+
+    /// Schedules a flush of every item `tenant` holds: now (`delay_ms == 0`) or when the clock
+    /// reaches now + `delay_ms` (memcached `flush_all N`). A later call replaces an earlier
+    /// schedule.
+    pub fn flush(&mut self, tenant: TenantId, delay_ms: u64) {
+        let inner = &*self.inner;
+        if delay_ms == 0 {
+            inner.tenants[usize::from(tenant.0)].flush_at_ms.store(NO_FLUSH, Ordering::Relaxed);
+            inner.flush_now(self.id, tenant);
+        } else {
+            let at = inner.now_ms().saturating_add(delay_ms);
+            inner.tenants[usize::from(tenant.0)].flush_at_ms.store(at, Ordering::Relaxed);
+        }
+    }
+
+    /// One step of a resumable pass over `tenant`'s live keys (Redis `SCAN`). Start with
+    /// cursor 0; keys are appended to `out` until about `count` were found or the pass ends;
+    /// returns the next cursor, 0 when the pass is complete. A key present for the whole pass
+    /// is returned at least once, even while the cleaner moves items and the index grows.
+    pub fn scan(
+        &mut self,
+        tenant: TenantId,
+        cursor: u64,
+        count: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) -> u64 {
+        self.scan_bounded(tenant, cursor, count, usize::MAX, out)
+    }
+
+    /// [`scan`](Self::scan) that visits at most `max_buckets` index buckets, so one call's
+    /// work is bounded even where `tenant` owns few of the keys: it may return fewer than
+    /// `count` keys, or none, with a cursor that is not 0 (as Redis's `SCAN` may).
+    pub fn scan_bounded(
+        &mut self,
+        tenant: TenantId,
+        mut cursor: u64,
+        count: usize,
+        max_buckets: usize,
+        out: &mut Vec<Vec<u8>>,
+    ) -> u64 {
+        let inner = &*self.inner;
+        inner.check_flush(self.id, tenant);
+        let guard = inner.epochs.pin(self.id);
+        let rehash = |l| inner.rehash(&guard, l);
+        let mut on_evict = |l| inner.unlinked(&guard, l);
+        let target = out.len() + count.max(1);
+        let now = inner.now_ms();
+        for _ in 0..max_buckets.max(1) {
+            cursor = inner.index.scan(&guard, cursor, &rehash, &mut on_evict, &mut |_, _, loc| {
+                let rec = inner.record(&guard, loc);
+                if rec.tenant() == tenant.0 && !is_expired(inner.expires_at(&rec, loc), || now) {
+                    out.push(rec.key().to_vec());
+                }
+            });
+            if cursor == 0 || out.len() >= target {
+                break;
+            }
+        }
+        cursor
+    }
+}
+
+fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {
+    let rec = inner.record(guard, loc);
+    is_expired(inner.expires_at(&rec, loc), || inner.now_ms())
+}
+
+impl Inner {
+    /// A free segment to become a head, cleaning or evicting as needed. The caller must not
+    /// be pinned (it may wait for other readers to leave their epochs).
+    fn acquire_segment(&self, id: usize) -> Result<u32, EngineError> {
+        let mut waits = 0u32;
+        let mut cleans = 0;
+        loop {
+            if self.segments.free_count() <= self.watermark {
+                self.segments.reclaim(&self.epochs);
+                match self.config.cleaner {
+                    CleanerMode::Inline => cleaner::clean_until_watermark(self),
+                    CleanerMode::Background => self.wake_background(),
+                }
+            }
+            if let Some(seg) = self.segments.take_free(self.now_ms(), CLEANER_RESERVE) {
+                self.note_segment_fill();
+                return Ok(seg);
+            }
+            if self.segments.reclaim(&self.epochs) > 0 {
+                continue;
+            }
+            // Nothing free. In order of preference: wait for retired segments (readers leave
+            // their epochs within one operation); clean here (waiting for a pass under way,
+            // if any); and only then evict a whole segment, which drops live items regardless
+            // of their rank.
+            if self.segments.retired_count() == 0 {
+                if cleans < 2 {
+                    cleans += 1;
+                    cleaner::clean_until_watermark(self);
+                    continue;
+                }
+                if cleaner::evict_oldest(self, id) {
+                    continue;
+                }
+            }
+            // Still nothing: a pass holds its candidates, or readers hold retired segments.
+            // Give up only if this lasts (then every segment is some writer's head: memory is
+            // too small for the workers).
+            waits += 1;
+            if waits > MAX_SEGMENT_WAITS {
+                return Err(EngineError::OutOfMemory);
+            }
+            std::thread::yield_now();
+        }
+    }
+}
