@@ -1,5 +1,7 @@
 //! Errors: operations return the small `Copy` enum [`EngineError`]; construction returns a
-//! [`ConfigError`] with a message.
+//! [`ConfigError`] with a message. The engine's errors are about storage only; a caller
+//! whose update closure can fail for its own reasons (a value that is not a number) returns
+//! that reason as the closure's result ([`crate::Update::Done`]).
 
 /// Why an operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,16 +11,6 @@ pub enum EngineError {
     TooLarge,
     /// The key is longer than 65535 bytes.
     KeyTooLong,
-    /// memcached incr/decr on a value that is not an unsigned decimal.
-    NotANumber,
-    /// Redis INCR on a value that is not a 64-bit signed integer.
-    NotAnInteger,
-    /// Redis INCR would overflow.
-    Overflow,
-    /// Redis INCRBYFLOAT on a value that is not a float.
-    NotAFloat,
-    /// Redis INCRBYFLOAT would produce NaN or infinity.
-    NotFinite,
     /// No segment could be found: memory is too small for the number of writers.
     OutOfMemory,
     /// More worker handles than `max_participants`.
@@ -30,11 +22,6 @@ impl std::fmt::Display for EngineError {
         f.write_str(match self {
             EngineError::TooLarge => "object too large for cache",
             EngineError::KeyTooLong => "key too long",
-            EngineError::NotANumber => "cannot increment or decrement non-numeric value",
-            EngineError::NotAnInteger => "value is not an integer or out of range",
-            EngineError::Overflow => "increment or decrement would overflow",
-            EngineError::NotAFloat => "value is not a valid float",
-            EngineError::NotFinite => "increment would produce NaN or Infinity",
             EngineError::OutOfMemory => "out of memory",
             EngineError::TooManyWorkers => "too many worker handles",
         })

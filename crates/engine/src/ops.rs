@@ -1,7 +1,7 @@
 //! The vocabulary of operations: what a store asks for ([`Store`], [`Expiry`],
 //! [`Condition`]), what it did ([`StoreOutcome`]), what a read sees ([`Item`]), what an update
-//! closure sees and decides ([`Current`], [`Update`]), and how counters are read and written
-//! (memcached's and Redis's rules).
+//! closure sees and decides ([`Current`], [`Update`]). Nothing here is a protocol's: what a
+//! value means (a counter, a list) is the caller's business.
 
 use crate::tenant::TenantId;
 
@@ -110,83 +110,4 @@ pub enum Update<R> {
     Delete(R),
     /// Change nothing and return this.
     Done(R),
-}
-
-/// memcached's reading of a counter: decimal digits, optionally followed by spaces (memcached
-/// pads a shrunken counter with spaces in place).
-pub(crate) fn parse_u64_lenient(v: &[u8]) -> Option<u64> {
-    let digits = v.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 || v[digits..].iter().any(|&b| b != b' ') {
-        return None;
-    }
-    std::str::from_utf8(&v[..digits]).ok()?.parse().ok()
-}
-
-/// Redis's reading of an integer: an optional '-', then digits without leading zeros, at most
-/// 20 bytes, fitting i64.
-pub(crate) fn parse_i64_strict(v: &[u8]) -> Option<i64> {
-    if v.is_empty() || v.len() > 20 {
-        return None;
-    }
-    let digits = v.strip_prefix(b"-").unwrap_or(v);
-    if digits.is_empty()
-        || !digits.iter().all(u8::is_ascii_digit)
-        || (digits.len() > 1 && digits[0] == b'0')
-        || v == b"-0"
-    {
-        return None;
-    }
-    std::str::from_utf8(v).ok()?.parse().ok()
-}
-
-pub(crate) fn parse_f64(v: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(v).ok()?;
-    if s.is_empty() || s.trim() != s {
-        return None;
-    }
-    let n: f64 = s.parse().ok()?;
-    n.is_finite().then_some(n)
-}
-
-pub(crate) fn write_decimal(buf: &mut Vec<u8>, n: i128) {
-    let mut digits = [0u8; 40];
-    let mut i = digits.len();
-    let negative = n < 0;
-    let mut m = n.unsigned_abs();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (m % 10) as u8;
-        m /= 10;
-        if m == 0 {
-            break;
-        }
-    }
-    if negative {
-        buf.push(b'-');
-    }
-    buf.extend_from_slice(&digits[i..]);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counters_parse_like_their_servers() {
-        assert_eq!(parse_u64_lenient(b"42"), Some(42));
-        assert_eq!(parse_u64_lenient(b"9 "), Some(9), "memcached pads shrunken counters");
-        assert_eq!(parse_u64_lenient(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_u64_lenient(b"18446744073709551616"), None);
-        assert_eq!(parse_u64_lenient(b"x1"), None);
-        assert_eq!(parse_u64_lenient(b""), None);
-        assert_eq!(parse_i64_strict(b"-5"), Some(-5));
-        assert_eq!(parse_i64_strict(b"007"), None, "Redis rejects leading zeros");
-        assert_eq!(parse_i64_strict(b" 1"), None);
-        assert_eq!(parse_i64_strict(b"9223372036854775808"), None);
-        assert_eq!(parse_f64(b"1.5"), Some(1.5));
-        assert_eq!(parse_f64(b"nan"), None);
-        let mut b = Vec::new();
-        write_decimal(&mut b, -120);
-        assert_eq!(b, b"-120");
-    }
 }

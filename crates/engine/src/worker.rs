@@ -5,8 +5,8 @@
 //! bucket line, follow a tag match to a key record, validate the key and copy the value out.
 //! Writes append the new item to the worker's own head segment first (no lock), then lock the
 //! key's root bucket only to publish it — so a write holds a lock for a few loads and one
-//! store. Operations whose result depends on the current value (append, incr, conditional
-//! stores that keep a TTL) read, compute, write, and publish only if the item did not change in
+//! store. Operations whose result depends on the current value (append, a server's counters
+//! through [`Worker::update`], conditional stores that keep a TTL) read, compute, write, and publish only if the item did not change in
 //! between; otherwise they go again.
 //!
 //! Accounting: an item's size is its key record plus its value. A tenant's bytes are the sizes
@@ -24,10 +24,7 @@ use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
 use crate::item::{self, NewItem};
 use crate::metadata::POOL_LEN;
-use crate::ops::{
-    Condition, Current, Expiry, Item, Store, StoreOutcome, Update, parse_f64, parse_i64_strict,
-    parse_u64_lenient, write_decimal,
-};
+use crate::ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
 use crate::segment::CLEANER_RESERVE;
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
@@ -516,7 +513,11 @@ impl Worker {
     /// Read-modify-write of one key. `f` sees the current live item (or `None`) and a cleared
     /// buffer; to write, it fills the buffer with the new value and returns
     /// [`Update::Write`]. The new item is published only if the key still holds the item `f`
-    /// saw; otherwise `f` runs again on the newer item.
+    /// saw; otherwise `f` runs again on the newer item. The buffer is the worker's own, reused
+    /// from call to call, so an update allocates nothing once it has grown. An `Err` from `f`
+    /// is the engine's (append's [`EngineError::TooLarge`]); a caller with reasons of its own
+    /// to give up (a value that is not a number) returns them in its result, as
+    /// `Update::Done(Err(reason))` with `R = Result<T, ItsError>`.
     pub fn update<R>(
         &mut self,
         tenant: TenantId,
@@ -707,75 +708,6 @@ impl Worker {
                     result: Some(len),
                 })
             }
-        })
-    }
-
-    /// memcached `incr`/`decr`: the value must be an unsigned 64-bit decimal; incr wraps, decr
-    /// stops at 0. Returns the new value, or `None` if the key is missing.
-    pub fn incr_u64(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        delta: u64,
-        decrement: bool,
-    ) -> Result<Option<u64>, EngineError> {
-        self.update(tenant, key, |current, buf| {
-            let Some(c) = current else { return Ok(Update::Done(None)) };
-            let n = parse_u64_lenient(c.value).ok_or(EngineError::NotANumber)?;
-            let n = if decrement { n.saturating_sub(delta) } else { n.wrapping_add(delta) };
-            write_decimal(buf, i128::from(n));
-            Ok(Update::Write { flags: c.flags, expires_at_ms: c.expires_at_ms, result: Some(n) })
-        })
-    }
-
-    /// Redis `INCRBY`: the value must be a signed 64-bit integer; a missing key counts as 0;
-    /// overflow is an error. Returns the new value.
-    pub fn incr_i64(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        delta: i64,
-    ) -> Result<i64, EngineError> {
-        self.update(tenant, key, |current, buf| {
-            let (n, flags, expires_at_ms) = match current {
-                None => (0, 0, None),
-                Some(c) => (
-                    parse_i64_strict(c.value).ok_or(EngineError::NotAnInteger)?,
-                    c.flags,
-                    c.expires_at_ms,
-                ),
-            };
-            let n = n.checked_add(delta).ok_or(EngineError::Overflow)?;
-            write_decimal(buf, i128::from(n));
-            Ok(Update::Write { flags, expires_at_ms, result: n })
-        })
-    }
-
-    /// Redis `INCRBYFLOAT`: returns the new value as stored (shortest round-trip form).
-    pub fn incr_f64(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        delta: f64,
-        out: &mut Vec<u8>,
-    ) -> Result<(), EngineError> {
-        out.clear();
-        self.update(tenant, key, |current, buf| {
-            let (n, flags, expires_at_ms) = match current {
-                None => (0.0, 0, None),
-                Some(c) => {
-                    (parse_f64(c.value).ok_or(EngineError::NotAFloat)?, c.flags, c.expires_at_ms)
-                }
-            };
-            let n = n + delta;
-            if !n.is_finite() {
-                return Err(EngineError::NotFinite);
-            }
-            use std::io::Write;
-            let _ = write!(buf, "{n}");
-            out.clear();
-            out.extend_from_slice(buf);
-            Ok(Update::Write { flags, expires_at_ms, result: () })
         })
     }
 

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use common::small_engine_with;
 use fridge_engine::{
     Clock, Condition, Engine, EngineError, Expiry, ManualClock, Store, StoreOutcome, TenantId,
-    Worker,
+    Update, Worker,
 };
 use proptest::prelude::*;
 
@@ -24,7 +24,7 @@ enum Op {
     Replace { t: u8, k: u8, len: u16 },
     Cas { t: u8, k: u8, stale: bool },
     Append { t: u8, k: u8, len: u8, prepend: bool },
-    Incr { t: u8, k: u8, by: u8, redis: bool },
+    Counter { t: u8, k: u8, by: u8, create: bool },
     Delete { t: u8, k: u8 },
     Touch { t: u8, k: u8, ttl: Option<u16> },
     Get { t: u8, k: u8 },
@@ -44,7 +44,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (t.clone(), k.clone(), 0u8..50, any::<bool>())
             .prop_map(|(t, k, len, prepend)| Op::Append { t, k, len, prepend }),
         1 => (t.clone(), k.clone(), any::<u8>(), any::<bool>())
-            .prop_map(|(t, k, by, redis)| Op::Incr { t, k, by, redis }),
+            .prop_map(|(t, k, by, create)| Op::Counter { t, k, by, create }),
         1 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Delete { t, k }),
         1 => (t.clone(), k.clone(), proptest::option::of(1u16..5000))
             .prop_map(|(t, k, ttl)| Op::Touch { t, k, ttl }),
@@ -104,6 +104,40 @@ fn key(k: u8) -> &'static [u8] {
 
 fn value(seed: u64, len: usize) -> Vec<u8> {
     (0..len).map(|i| (seed as usize + i * 31) as u8).collect()
+}
+
+/// A value a [`counter`] reads as a number: a non-negative decimal without leading zeros.
+fn counter_value(v: &[u8]) -> Option<u64> {
+    let n = std::str::from_utf8(v).ok()?.parse::<u64>().ok()?;
+    (v.first().is_some_and(u8::is_ascii_digit) && (v[0] != b'0' || v == b"0")).then_some(n)
+}
+
+/// Why a [`counter`] gave up: its own reason, returned through the update's result.
+#[derive(Debug, PartialEq, Eq)]
+struct NotANumber;
+
+/// A counter built on the engine's read-modify-write, as the server builds its own: adds `by`
+/// to the value; a missing key counts as 0 with `create` and is left missing without.
+fn counter(
+    w: &mut Worker,
+    t: u8,
+    k: u8,
+    by: u64,
+    create: bool,
+) -> Result<Result<Option<u64>, NotANumber>, EngineError> {
+    w.update(TenantId(t), key(k), |current, buf| {
+        let (n, flags, expires_at_ms) = match current {
+            None if !create => return Ok(Update::Done(Ok(None))),
+            None => (0, 0, None),
+            Some(c) => match counter_value(c.value) {
+                Some(n) => (n, c.flags, c.expires_at_ms),
+                None => return Ok(Update::Done(Err(NotANumber))),
+            },
+        };
+        let n = n.checked_add(by).expect("model counters stay small");
+        buf.extend_from_slice(n.to_string().as_bytes());
+        Ok(Update::Write { flags, expires_at_ms, result: Ok(Some(n)) })
+    })
 }
 
 fn evictions(engine: &Engine) -> u64 {
@@ -226,24 +260,20 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                     assert_eq!(r, Some(item.value.len()));
                 }
             }
-            Op::Incr { t, k, by, redis } => {
-                let numeric = model.live(t, k).map(|i| {
-                    std::str::from_utf8(&i.value)
-                        .ok()
-                        .and_then(|s| s.parse::<i64>().ok())
-                        .filter(|n| *n >= 0 && i.value.first() != Some(&b'0') || i.value == b"0")
-                });
-                if redis {
-                    let r = w.incr_i64(TenantId(t), key(k), i64::from(by));
+            Op::Counter { t, k, by, create } => {
+                let numeric = model.live(t, k).map(|i| counter_value(&i.value));
+                let r = counter(&mut w, t, k, u64::from(by), create);
+                let by = u64::from(by);
+                if create {
                     match numeric {
                         None => {
                             // absent in the model: the engine may still hold nothing either way.
-                            let n = r.expect("incr of a missing key creates it");
-                            assert_eq!(n, i64::from(by));
+                            let n = r.expect("a counter of a missing key creates it");
+                            assert_eq!(n, Ok(Some(by)));
                             model.items.insert(
                                 (t, k),
                                 ModelItem {
-                                    value: n.to_string().into_bytes(),
+                                    value: by.to_string().into_bytes(),
                                     flags: 0,
                                     expires_at: None,
                                     certain: true,
@@ -251,22 +281,21 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                             );
                         }
                         Some(Some(n)) => match r {
-                            Ok(got) => {
+                            Ok(Ok(Some(got))) => {
                                 let item = model.live(t, k).unwrap();
                                 if item.certain {
-                                    assert_eq!(got, n + i64::from(by));
+                                    assert_eq!(got, n + by);
                                 } else {
                                     // It survived, or was evicted and the increment made it anew.
-                                    let fresh = i64::from(by);
-                                    assert!(got == n + fresh || got == fresh, "{got} after {n}");
+                                    assert!(got == n + by || got == by, "{got} after {n}");
                                 }
                                 item.value = got.to_string().into_bytes();
                                 item.certain = true;
                             }
-                            Err(e) => panic!("incr of a number failed: {e:?}"),
+                            r => panic!("a counter of a number failed: {r:?}"),
                         },
                         Some(None) => {
-                            if let Ok(got) = r {
+                            if let Ok(Ok(Some(got))) = r {
                                 // It was evicted and recreated.
                                 assert!(!model.live(t, k).unwrap().certain);
                                 model.items.insert(
@@ -279,21 +308,20 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                                     },
                                 );
                             } else {
-                                assert_eq!(r, Err(EngineError::NotAnInteger));
+                                assert_eq!(r, Ok(Err(NotANumber)));
                             }
                         }
                     }
                 } else {
-                    let r = w.incr_u64(TenantId(t), key(k), u64::from(by), false);
                     match (numeric, r) {
-                        (None, Ok(None)) => {}
-                        (Some(Some(n)), Ok(Some(got))) => {
-                            assert_eq!(got, n as u64 + u64::from(by));
+                        (None, Ok(Ok(None))) => {}
+                        (Some(Some(n)), Ok(Ok(Some(got)))) => {
+                            assert_eq!(got, n + by);
                             model.live(t, k).unwrap().value = got.to_string().into_bytes();
                         }
-                        (Some(None), Err(EngineError::NotANumber)) => {}
-                        (Some(_), Ok(None)) => presence(&mut model, t, k, false),
-                        (m, r) => panic!("memcached incr: model {m:?}, engine {r:?}"),
+                        (Some(None), Ok(Err(NotANumber))) => {}
+                        (Some(_), Ok(Ok(None))) => presence(&mut model, t, k, false),
+                        (m, r) => panic!("counter: model {m:?}, engine {r:?}"),
                     }
                 }
             }

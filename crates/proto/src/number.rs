@@ -3,18 +3,22 @@
 //! Parsing is strict in the way the reference servers are strict: memcached's
 //! `safe_strtoul`/`safe_strtol` family (digits only, an optional `-` for the
 //! signed forms, the whole token must be consumed, the value must fit) and
-//! Redis's `string2ll` (no `+`, no leading zeros, no `-0`).
+//! Redis's `string2ll` (no `+`, no leading zeros, no `-0`). Stored counters
+//! are read the way each server reads them: memcached's with trailing spaces
+//! allowed ([`parse_u64_padded`]), Redis's floats with `strtold`'s range
+//! ([`parse_redis_f64`]).
 //!
-//! Formatting writes into a caller's `Vec<u8>` through a 20-byte stack buffer;
-//! it never allocates beyond growing that vector.
+//! Formatting writes into a 20-byte stack buffer ([`u64_digits`]) or through
+//! one into a caller's `Vec<u8>`; it never allocates beyond growing that
+//! vector. This is the one set of decimal readers and writers: the server,
+//! the load generator and the fuzzers all use it.
 
 /// The longest decimal form of a `u64` (`18446744073709551615`) or `i64`
 /// (`-9223372036854775808`) is 20 bytes.
-const MAX_DIGITS: usize = 20;
+pub const MAX_DIGITS: usize = 20;
 
-/// Appends the decimal form of `n`.
-pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut buf = [0u8; MAX_DIGITS];
+/// The decimal digits of `n`, formatted at the end of `buf`; returns them.
+pub fn u64_digits(mut n: u64, buf: &mut [u8; MAX_DIGITS]) -> &[u8] {
     let mut i = MAX_DIGITS;
     loop {
         i -= 1;
@@ -22,10 +26,14 @@ pub fn write_u64(out: &mut Vec<u8>, mut n: u64) {
         buf[i] = b'0' + (n % 10) as u8;
         n /= 10;
         if n == 0 {
-            break;
+            return &buf[i..];
         }
     }
-    out.extend_from_slice(&buf[i..]);
+}
+
+/// Appends the decimal form of `n`.
+pub fn write_u64(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(u64_digits(n, &mut [0u8; MAX_DIGITS]));
 }
 
 /// Appends the decimal form of `n`, with a leading `-` when negative.
@@ -56,6 +64,24 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
         n = n.checked_mul(10)?.checked_add(u64::from(d))?;
     }
     Some(n)
+}
+
+/// Appends the shortest decimal form of `n` that reads back as `n`, with no
+/// exponent (Redis's `INCRBYFLOAT` reply and stored value).
+pub fn write_f64(out: &mut Vec<u8>, n: f64) {
+    use std::io::Write;
+    // Writing to a `Vec` cannot fail.
+    let _ = write!(out, "{n}");
+}
+
+/// memcached's reading of a stored counter: an unsigned decimal, optionally
+/// followed by spaces (memcached pads a counter that shrank in place).
+pub fn parse_u64_padded(s: &[u8]) -> Option<u64> {
+    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+    if s[digits..].iter().any(|&b| b != b' ') {
+        return None;
+    }
+    parse_u64(&s[..digits])
 }
 
 /// Parses an unsigned decimal that must fit in 32 bits (memcached's
@@ -95,6 +121,17 @@ pub fn parse_redis_i64(s: &[u8]) -> Option<i64> {
         Some(b'1'..=b'9') => parse_i64(s),
         _ => None,
     }
+}
+
+/// Redis's reading of a float (`string2ld`): the whole string, no spaces
+/// around it, not NaN; infinities are accepted.
+pub fn parse_redis_f64(s: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(s).ok()?;
+    if s.is_empty() || s.trim() != s {
+        return None;
+    }
+    let n: f64 = s.parse().ok()?;
+    (!n.is_nan()).then_some(n)
 }
 
 #[cfg(test)]
@@ -146,6 +183,38 @@ mod tests {
         assert_eq!(parse_i64(b"--1"), None);
         assert_eq!(parse_i32(b"-2147483648"), Some(i32::MIN));
         assert_eq!(parse_i32(b"2147483648"), None);
+    }
+
+    #[test]
+    fn stored_counters_read_like_their_servers() {
+        assert_eq!(parse_u64_padded(b"42"), Some(42));
+        assert_eq!(parse_u64_padded(b"9 "), Some(9), "memcached pads shrunken counters");
+        assert_eq!(parse_u64_padded(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_u64_padded(b"18446744073709551616"), None);
+        for bad in [&b""[..], b" ", b"x1", b" 1", b"1 x", b"-1"] {
+            assert_eq!(parse_u64_padded(bad), None, "{bad:?}");
+        }
+        assert_eq!(parse_redis_f64(b"1.5"), Some(1.5));
+        assert_eq!(parse_redis_f64(b"-3"), Some(-3.0));
+        assert_eq!(parse_redis_f64(b"inf"), Some(f64::INFINITY));
+        for bad in [&b""[..], b"nan", b" 1", b"1 ", b"1x"] {
+            assert_eq!(parse_redis_f64(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn floats_format_shortest_without_exponent() {
+        let fmt = |n: f64| {
+            let mut v = Vec::new();
+            write_f64(&mut v, n);
+            String::from_utf8(v).unwrap()
+        };
+        assert_eq!(fmt(10.6), "10.6");
+        assert_eq!(fmt(3.0), "3");
+        assert_eq!(fmt(-0.5), "-0.5");
+        assert_eq!(fmt(1e21), "1000000000000000000000");
+        let mut buf = [0u8; MAX_DIGITS];
+        assert_eq!(u64_digits(120, &mut buf), b"120");
     }
 
     #[test]

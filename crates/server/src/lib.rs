@@ -34,6 +34,9 @@
 //!   copied straight from engine memory. Steady state allocates nothing per request; buffers
 //!   that grew for a large value shrink back on the housekeeping tick once empty.
 //! - Statistics are per-worker counters with a single writer; `stats`/`INFO` sum them.
+//! - The engine knows no protocol: what the protocols need beyond get/store/delete (memcached's
+//!   and Redis's counters) is declared here and built on the engine's generic
+//!   read-modify-write (`counter.rs`).
 //! - Shutdown: the acceptor drops its listeners, workers stop reading, finish the requests
 //!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit.
 //!
@@ -58,6 +61,7 @@
 
 mod auth;
 mod config;
+mod counter;
 mod memcache;
 mod resp;
 mod session;

@@ -14,8 +14,9 @@ use fridge_proto::memcache::{
     self as mc, ArithmeticCommand, MetaCommand, MetaRequest, MetaStatus, Reply, Request, Retrieval,
     SpaceSplit, Storage, StorageCommand,
 };
-use fridge_proto::number::write_i64;
+use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
 
+use crate::counter::{CounterError, Counters};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 
@@ -51,13 +52,17 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
     match e {
         EngineError::TooLarge => mc::write_server_error(out, b"object too large for cache"),
         EngineError::KeyTooLong => mc::write_client_error(out, b"bad command line format"),
-        EngineError::NotANumber | EngineError::NotAnInteger => {
-            mc::write_client_error(out, b"cannot increment or decrement non-numeric value");
-        }
         EngineError::OutOfMemory | EngineError::TooManyWorkers => {
             mc::write_server_error(out, b"out of memory storing object");
         }
-        _ => mc::write_server_error(out, e.to_string().as_bytes()),
+    }
+}
+
+fn counter_error(out: &mut Vec<u8>, e: CounterError) {
+    match e {
+        CounterError::Engine(e) => engine_error(out, e),
+        // memcached's counters fail only one way; the Redis reasons cannot arise here.
+        _ => mc::write_client_error(out, b"cannot increment or decrement non-numeric value"),
     }
 }
 
@@ -100,7 +105,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
                 }
                 Err(e) => {
                     if !noreply {
-                        engine_error(out, e);
+                        counter_error(out, e);
                     }
                 }
             }
@@ -591,7 +596,7 @@ fn meta_arithmetic(
             Ok(None) => {
                 let Some(ttl) = f.vivify_ttl() else { break };
                 let initial = f.initial().unwrap_or(0);
-                let mut buf = [0u8; 20];
+                let mut buf = [0u8; MAX_DIGITS];
                 let digits = u64_digits(initial, &mut buf);
                 let stored = ctx.engine.store(fridge_engine::Store {
                     tenant: t,
@@ -610,7 +615,7 @@ fn meta_arithmetic(
                     Err(e) => return engine_error(out, e),
                 }
             }
-            Err(e) => return engine_error(out, e),
+            Err(e) => return counter_error(out, e),
         }
     }
     let Some(n) = value else {
@@ -629,7 +634,7 @@ fn meta_arithmetic(
     } else {
         (0, None)
     };
-    let mut buf = [0u8; 20];
+    let mut buf = [0u8; MAX_DIGITS];
     let digits = u64_digits(n, &mut buf);
     let with_value = f.has(b'v');
     if with_value {
@@ -649,19 +654,5 @@ fn meta_arithmetic(
     mc::write_meta_end(out);
     if with_value {
         mc::write_data(out, digits);
-    }
-}
-
-/// The decimal digits of `n`, formatted into `buf` (no allocation).
-fn u64_digits(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        // `n % 10` is below 10.
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return &buf[i..];
-        }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::io::Write as _;
 
+use fridge_proto::number::{MAX_DIGITS, u64_digits};
 use fridge_proto::resp::{
     self as r, Command, Version, write_array_header, write_bulk, write_error, write_integer,
     write_map_header, write_null, write_simple, write_wrong_arity,
@@ -47,16 +48,9 @@ pub(super) fn time(
 ) {
     let now = ctx.shared.now_ms();
     write_array_header(out, 2);
-    let mut buf = [0u8; 20];
-    write_bulk(out, digits((now / 1000) as i64, &mut buf));
-    write_bulk(out, digits(((now % 1000) * 1000) as i64, &mut buf));
-}
-
-fn digits(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut cursor = &mut buf[..];
-    let _ = write!(cursor, "{n}");
-    let left = cursor.len();
-    &buf[..20 - left]
+    let mut buf = [0u8; MAX_DIGITS];
+    write_bulk(out, u64_digits(now / 1000, &mut buf));
+    write_bulk(out, u64_digits((now % 1000) * 1000, &mut buf));
 }
 
 /// Parameters `CONFIG GET` reports, with their values.

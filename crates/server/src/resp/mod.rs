@@ -25,9 +25,12 @@ use fridge_engine::{EngineError, TenantId};
 use fridge_proto::number::parse_redis_i64;
 use fridge_proto::resp::{self as r, Command, write_error, write_wrong_arity};
 
+use crate::counter::CounterError;
 use crate::session::{Ctx, Session};
 
 const NOT_INTEGER: &[u8] = b"ERR value is not an integer or out of range";
+const NOT_FLOAT: &[u8] = b"ERR value is not a valid float";
+const NOT_FINITE: &[u8] = b"ERR increment would produce NaN or Infinity";
 const SYNTAX: &[u8] = b"ERR syntax error";
 const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
 
@@ -229,15 +232,22 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
                 b"ERR string exceeds maximum allowed size (proto-max-bulk-len)"
             }
             EngineError::KeyTooLong => b"ERR invalid key: empty or longer than the key limit",
-            EngineError::NotANumber | EngineError::NotAnInteger => NOT_INTEGER,
-            EngineError::Overflow => b"ERR increment or decrement would overflow",
-            EngineError::NotAFloat => b"ERR value is not a valid float",
-            EngineError::NotFinite => b"ERR increment would produce NaN or Infinity",
             EngineError::OutOfMemory | EngineError::TooManyWorkers => {
                 b"OOM command not allowed when used memory > 'maxmemory'."
             }
         },
     );
+}
+
+fn counter_error(out: &mut Vec<u8>, e: CounterError) {
+    let reason: &[u8] = match e {
+        CounterError::Engine(e) => return engine_error(out, e),
+        CounterError::NotANumber | CounterError::NotAnInteger => NOT_INTEGER,
+        CounterError::Overflow => b"ERR increment or decrement would overflow",
+        CounterError::NotAFloat => NOT_FLOAT,
+        CounterError::NotFinite => NOT_FINITE,
+    };
+    write_error(out, reason);
 }
 
 fn invalid_expire(out: &mut Vec<u8>, lname: &[u8]) {

@@ -7,7 +7,13 @@ use fridge_proto::resp::{
     write_simple, write_wrong_arity,
 };
 
-use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire};
+use fridge_proto::number::parse_redis_f64;
+
+use super::{
+    NOT_FINITE, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, counter_error, engine_error, expire_at,
+    int_arg, invalid_expire,
+};
+use crate::counter::Counters;
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 
@@ -177,7 +183,7 @@ pub(super) fn incr(
     stats::inc(&ctx.stats.incr_hits);
     match ctx.engine.incr_i64(s.tenant, arg(1), delta) {
         Ok(n) => write_integer(out, n),
-        Err(e) => engine_error(out, e),
+        Err(e) => counter_error(out, e),
     }
 }
 
@@ -189,25 +195,16 @@ pub(super) fn incrbyfloat(
     _: &Spec,
 ) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    let Some(delta) = float_arg(arg(2)) else {
-        return write_error(out, b"ERR value is not a valid float");
+    let Some(delta) = parse_redis_f64(arg(2)) else {
+        return write_error(out, NOT_FLOAT);
     };
     if delta.is_infinite() {
-        return write_error(out, b"ERR increment would produce NaN or Infinity");
+        return write_error(out, NOT_FINITE);
     }
     match ctx.engine.incr_f64(s.tenant, arg(1), delta, ctx.scratch) {
         Ok(()) => write_bulk(out, ctx.scratch),
-        Err(e) => engine_error(out, e),
+        Err(e) => counter_error(out, e),
     }
-}
-
-fn float_arg(a: &[u8]) -> Option<f64> {
-    let s = std::str::from_utf8(a).ok()?;
-    if s.is_empty() || s.trim() != s {
-        return None;
-    }
-    let v: f64 = s.parse().ok()?;
-    (!v.is_nan()).then_some(v)
 }
 
 fn store(
