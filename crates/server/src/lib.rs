@@ -59,6 +59,7 @@
 mod auth;
 mod config;
 mod memcache;
+mod password;
 mod resp;
 mod session;
 mod stats;
@@ -77,9 +78,10 @@ use fridge_engine::{Clock, CoarseClock, Engine, SystemClock, TenantId};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+pub use config::TenantConfig;
 pub use config::{Cli, Config, Millis, Protocol, Size, Tool};
+pub use password::PasswordHash;
 pub use stats::WorkerStats;
-pub use tenants::{PasswordHash, TenantConfig};
 
 /// Bytes read from one connection per turn before others get theirs.
 pub const READ_BUDGET: usize = 256 * 1024;
