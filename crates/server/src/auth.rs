@@ -64,9 +64,10 @@ use std::net::IpAddr;
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
 
+use crate::config::{DEFAULT_TENANT, MAX_NAME_LEN};
 use crate::session::{Ctx, Session};
 use crate::stats::{self, LoginCount};
-use crate::tenants::{DEFAULT_TENANT, Login, MAX_NAME_LEN};
+use crate::tenants::{FailureLimit, Login};
 
 /// Largest memcached login data block read; a larger one is refused and skipped.
 const MAX_LOGIN_DATA: usize = 1024;
@@ -82,28 +83,6 @@ const NAME_KEY_LEN: usize = MAX_NAME_LEN + 1;
 
 /// The memcached reply to a refused login.
 pub(crate) const MC_REFUSED: &[u8] = b"CLIENT_ERROR too many failed login attempts\r\n";
-
-/// How many failed logins an address, or a user name, is allowed.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct FailureLimit {
-    /// Tokens regained per second (positive, finite).
-    pub rate: f64,
-    /// Tokens when full (at least 1).
-    pub burst: u32,
-}
-
-impl FailureLimit {
-    /// Microseconds to regain one token.
-    fn interval_us(self) -> u64 {
-        // `as` saturates: a vanishingly small rate means a token every u64::MAX µs.
-        ((1e6 / self.rate) as u64).max(1)
-    }
-
-    /// How far ahead of now a bucket's `full_at_us` may be while a token is left.
-    fn slack_us(self) -> u64 {
-        self.interval_us().saturating_mul(u64::from(self.burst.saturating_sub(1)))
-    }
-}
 
 /// A token bucket of failed logins, kept as the time it will be full again (GCRA's
 /// "theoretical arrival time"): with one token regained per `interval`, it holds

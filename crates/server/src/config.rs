@@ -5,15 +5,18 @@
 //! init script written for memcached starts fridge unchanged. Sizes are written `"1GiB"`,
 //! `"64MiB"`, `"512k"` or as a plain number of bytes.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use fridge_engine::item::MAX_TENANTS;
+use fridge_engine::{IdleTax, RankKind, TenantPolicy};
 use serde::Deserialize;
 
-use crate::tenants::{DEFAULT_TENANT, TenantConfig};
+use crate::password::PasswordHash;
 
 /// A byte count, parsed from `"1GiB"`, `"64m"`, `"512KiB"`, `"4096"` (units are binary and
 /// case-insensitive).
@@ -388,7 +391,7 @@ impl Config {
         if self.write_chunk.0 < 4096 {
             return Err("write_chunk must be at least 4KiB".into());
         }
-        crate::tenants::validate(self)?;
+        validate_tenants(self)?;
         self.engine().validate().map_err(|e| e.0)
     }
 }
@@ -620,6 +623,190 @@ impl Cli {
     }
 }
 
+// Tenants as the file configures them. The server's runtime view of them (ids, logins,
+// key-prefix routes) is `tenants.rs`, built from these.
+
+/// The name of tenant 0, which owns all memory when no tenants are configured.
+pub const DEFAULT_TENANT: &str = "default";
+/// Longest tenant name.
+pub(crate) const MAX_NAME_LEN: usize = 64;
+
+/// Memshare's idle tax as written in the file: `idle_tax = { rate = 0.5, idle_time = "60s" }`.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct IdleTaxConfig {
+    /// Fraction of idle memory that may be taken away, 0–1 (Memshare: 0.5).
+    #[serde(default = "default_tax_rate")]
+    pub rate: f64,
+    /// How long an item must go unread to count as idle.
+    pub idle_time: Millis,
+}
+
+fn default_tax_rate() -> f64 {
+    0.5
+}
+
+/// A rank function named in the file (`hitmap`, `lru`, `lfu`, `slru`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RankName(pub RankKind);
+
+impl<'de> Deserialize<'de> for RankName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d)?.parse().map(RankName).map_err(serde::de::Error::custom)
+    }
+}
+
+/// One `[[tenants]]` table of the configuration file.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TenantConfig {
+    /// Login name; `default` configures tenant 0.
+    pub name: String,
+    /// `<salt hex>$<sha256(salt ‖ password) hex>`, as `fridge hash-password` prints it.
+    /// Without one the tenant cannot log in (only key-prefix routing reaches it).
+    pub password_sha256: Option<PasswordHash>,
+    /// Memory the tenant keeps while it wants it.
+    pub reserved: Size,
+    /// Pooled memory one shadow-queue hit moves to the tenant.
+    pub credit: Size,
+    /// How the cleaner ranks the tenant's items.
+    pub rank: RankName,
+    /// Memshare's idle tax, off when absent.
+    pub idle_tax: Option<IdleTaxConfig>,
+    /// Memory the tenant may never exceed.
+    pub hard_cap: Option<Size>,
+    /// Keys starting with one of these go to this tenant when an unauthenticated client sends
+    /// them (for clients that cannot authenticate; needs `allow_unauthenticated`).
+    pub key_prefixes: Vec<String>,
+}
+
+impl Default for TenantConfig {
+    fn default() -> Self {
+        let p = TenantPolicy::default();
+        TenantConfig {
+            name: String::new(),
+            password_sha256: None,
+            reserved: Size(p.reserved),
+            credit: Size(p.credit),
+            rank: RankName(p.rank),
+            idle_tax: None,
+            hard_cap: None,
+            key_prefixes: Vec::new(),
+        }
+    }
+}
+
+impl TenantConfig {
+    /// The engine policy this entry asks for.
+    pub fn policy(&self) -> TenantPolicy {
+        TenantPolicy {
+            reserved: self.reserved.0,
+            credit: self.credit.0,
+            rank: self.rank.0,
+            idle_tax: self
+                .idle_tax
+                .as_ref()
+                .map(|t| IdleTax { rate: t.rate, idle_ms: t.idle_time.0 }),
+            hard_cap: self.hard_cap.map(|c| c.0),
+        }
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_LEN
+        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
+}
+
+/// Checks the part of a configuration a reload rereads (tenants and the login settings),
+/// explaining the first problem.
+pub(crate) fn validate_tenants(config: &Config) -> Result<(), String> {
+    let mut names = HashMap::new();
+    let mut prefixes: HashMap<&str, &str> = HashMap::new();
+    let mut reserved = 0u64;
+    for t in &config.tenants {
+        let name = t.name.as_str();
+        if !valid_name(name) {
+            return Err(format!(
+                "tenant name {name:?}: use 1 to {MAX_NAME_LEN} letters, digits, '_', '-' or '.'"
+            ));
+        }
+        if names.insert(name, ()).is_some() {
+            return Err(format!("tenant {name:?} is configured twice"));
+        }
+        if t.credit.0 == 0 {
+            return Err(format!("tenant {name:?}: credit must be positive"));
+        }
+        if let Some(tax) = &t.idle_tax {
+            if !(0.0..=1.0).contains(&tax.rate) {
+                return Err(format!("tenant {name:?}: idle_tax.rate must be between 0 and 1"));
+            }
+        }
+        if let Some(cap) = t.hard_cap {
+            if cap.0 < t.reserved.0 {
+                return Err(format!("tenant {name:?}: hard_cap is below reserved"));
+            }
+        }
+        if name == DEFAULT_TENANT && !t.key_prefixes.is_empty() {
+            return Err("the default tenant takes every key no other tenant's prefix matches; \
+                        key_prefixes do not apply to it"
+                .into());
+        }
+        for p in &t.key_prefixes {
+            if p.is_empty() {
+                return Err(format!("tenant {name:?}: an empty key prefix"));
+            }
+            if let Some(other) = prefixes.insert(p, name) {
+                return Err(format!("key prefix {p:?} is given to both {other:?} and {name:?}"));
+            }
+        }
+        reserved = reserved.saturating_add(t.reserved.0);
+    }
+    if names.len() > MAX_TENANTS {
+        return Err(format!("at most {MAX_TENANTS} tenants, default included"));
+    }
+    if reserved > config.memory.0 {
+        return Err(format!(
+            "tenants reserve {} in all, more than the {} of memory",
+            Size(reserved),
+            config.memory
+        ));
+    }
+    if !prefixes.is_empty() && !config.unauthenticated_allowed() {
+        return Err(
+            "key_prefixes route unauthenticated clients: set allow_unauthenticated = true".into()
+        );
+    }
+    validate_logins(config)
+}
+
+/// Checks the failed-login limit, and that somebody can log in at all.
+fn validate_logins(config: &Config) -> Result<(), String> {
+    let rate = config.auth_failure_rate;
+    if !rate.is_finite() || rate <= 0.0 {
+        return Err(format!(
+            "auth_failure_rate must be a positive number of failed logins per second, not {rate}"
+        ));
+    }
+    if config.auth_failure_burst == 0 {
+        return Err("auth_failure_burst must be at least 1".into());
+    }
+    if !config.unauthenticated_allowed()
+        && config.tenants.iter().all(|t| t.password_sha256.is_none())
+    {
+        let why = if config.allow_unauthenticated == Some(false) {
+            "allow_unauthenticated = false"
+        } else {
+            "tenants are configured, so allow_unauthenticated defaults to false"
+        };
+        return Err(format!(
+            "nobody could log in: {why}, and no tenant has a password_sha256 (give one a \
+             password, or set allow_unauthenticated = true)"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -673,7 +860,7 @@ mod tests {
 
     #[test]
     fn tenants_parse_from_toml() {
-        let hash = crate::tenants::PasswordHash::new(b"s", b"pw");
+        let hash = PasswordHash::new(b"s", b"pw");
         let text = format!(
             "memory = \"64MiB\"\nhitmap_bits_per_item = 16\nauth_failure_rate = 0.5\n\
              auth_failure_burst = 3\n\
@@ -720,7 +907,7 @@ mod tests {
         let text = include_str!("../../../config/example.toml");
         let parsed: Config = toml::from_str(text).unwrap();
         assert_eq!(parsed, Config::default());
-        let hash = crate::tenants::PasswordHash::new(b"s", b"pw").to_string();
+        let hash = PasswordHash::new(b"s", b"pw").to_string();
         let tenant: String = text[text.find("# [[tenants]]").unwrap()..]
             .lines()
             .map(|l| l.trim_start_matches("# ").replace("<salt hex>$<hex>", &hash) + "\n")

@@ -63,12 +63,14 @@ mod auth;
 mod config;
 mod counter;
 mod memcache;
+mod password;
 mod resp;
 mod session;
 mod stats;
 pub mod tenants;
 mod worker;
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -81,9 +83,10 @@ use fridge_engine::{Clock, CoarseClock, Engine, SystemClock, TenantId};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 
+pub use config::TenantConfig;
 pub use config::{Cli, Config, Millis, Protocol, Size, Tool};
+pub use password::PasswordHash;
 pub use stats::WorkerStats;
-pub use tenants::{PasswordHash, TenantConfig};
 
 /// Bytes read from one connection per turn before others get theirs.
 pub const READ_BUDGET: usize = 256 * 1024;
@@ -131,6 +134,9 @@ pub(crate) struct Shared {
     pub config: Config,
     pub engine: Engine,
     pub clock: Arc<dyn Clock>,
+    /// Whether `clock` was given to the server ([`Server::start_with_clock`]) rather than
+    /// started by it; see [`precise_now_ms`].
+    pub injected_clock: bool,
     pub started_ms: u64,
     pub shutdown: AtomicBool,
     /// Live client connections (rejected ones excluded).
@@ -252,8 +258,18 @@ impl Shared {
 /// an expiry (GETs never pay for it), and never below the coarse reading `coarse_ms` the
 /// request already has. The coarse clock may lag real time by a tick or more under load; a
 /// deadline counted from it would come early by that lag.
+///
+/// A server started with its clock given ([`Server::start_with_clock`]) counts from that clock
+/// alone: it is the only time there is (a test's `ManualClock`). The dialect code asks with
+/// the coarse reading only, so which applies is a property of the worker thread, set once when
+/// it starts.
 pub(crate) fn precise_now_ms(coarse_ms: u64) -> u64 {
-    SystemClock.now_ms().max(coarse_ms)
+    if INJECTED_CLOCK.get() { coarse_ms } else { SystemClock.now_ms().max(coarse_ms) }
+}
+
+thread_local! {
+    /// Whether this thread serves a server whose clock was given to it.
+    static INJECTED_CLOCK: Cell<bool> = const { Cell::new(false) };
 }
 
 const ACCEPT_WAKER: Token = Token(usize::MAX);
@@ -310,6 +326,22 @@ impl Server {
     /// Binds the listeners and starts the engine, the workers and the acceptor. When this
     /// returns, the ports accept connections.
     pub fn start(config: Config) -> io::Result<Server> {
+        let clock: Arc<dyn Clock> = Arc::new(CoarseClock::start()?);
+        Server::start_inner(config, clock, false)
+    }
+
+    /// [`Server::start`] with the clock every thread reads time from, expiry deadlines
+    /// included (the real server reads the system clock for those), so a test can move time
+    /// with a `ManualClock` instead of sleeping.
+    pub fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> io::Result<Server> {
+        Server::start_inner(config, clock, true)
+    }
+
+    fn start_inner(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        injected_clock: bool,
+    ) -> io::Result<Server> {
         config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
         let addr = config.addr().map_err(invalid)?;
@@ -319,7 +351,6 @@ impl Server {
         let addr = listener.local_addr()?;
         let resp_addr = resp_listener.as_ref().map(TcpListener::local_addr).transpose()?;
 
-        let clock: Arc<dyn Clock> = Arc::new(CoarseClock::start()?);
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
         let n = config.worker_count();
@@ -333,6 +364,7 @@ impl Server {
             reload_failures: AtomicU64::new(0),
             started_ms: clock.now_ms(),
             clock,
+            injected_clock,
             engine,
             shutdown: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
@@ -362,9 +394,11 @@ impl Server {
                 .map_err(|e| io::Error::other(format!("engine worker: {e}")))?;
             shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&waker));
             let sh = Arc::clone(&shared);
-            let handle = std::thread::Builder::new()
-                .name(format!("fridge-w{i}"))
-                .spawn(move || worker::run(i, poll, rx, engine_worker, sh))?;
+            let handle =
+                std::thread::Builder::new().name(format!("fridge-w{i}")).spawn(move || {
+                    INJECTED_CLOCK.set(sh.injected_clock);
+                    worker::run(i, poll, rx, engine_worker, sh);
+                })?;
             senders.push((tx, waker));
             handles.push(handle);
         }

@@ -24,278 +24,35 @@
 //! as a known one, so timing does not reveal which names exist.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::sync::Arc;
 
 use fridge_engine::item::MAX_TENANTS;
-use fridge_engine::{Engine, IdleTax, RankKind, TenantId, TenantPolicy};
-use serde::Deserialize;
-use sha2::{Digest, Sha256};
+use fridge_engine::{Engine, TenantId, TenantPolicy};
 
-use crate::auth::FailureLimit;
-use crate::config::{Config, Millis, Size};
+use crate::config::Config;
+pub use crate::config::{DEFAULT_TENANT, IdleTaxConfig, RankName, TenantConfig};
+pub use crate::password::PasswordHash;
 
-/// The name of tenant 0, which owns all memory when no tenants are configured.
-pub const DEFAULT_TENANT: &str = "default";
-/// Longest tenant name.
-pub(crate) const MAX_NAME_LEN: usize = 64;
-/// Bytes of salt `fridge hash-password` draws.
-const SALT_LEN: usize = 16;
-
-/// A salted SHA-256 password hash: `sha256(salt ‖ password)`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct PasswordHash {
-    salt: Vec<u8>,
-    digest: [u8; 32],
-}
-
-impl fmt::Debug for PasswordHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("PasswordHash(..)")
-    }
-}
-
-impl PasswordHash {
-    /// Hashes `password` with `salt`.
-    pub fn new(salt: &[u8], password: &[u8]) -> PasswordHash {
-        PasswordHash { salt: salt.to_vec(), digest: digest(salt, password) }
-    }
-
-    /// Hashes `password` with a fresh random salt (from the operating system).
-    pub fn generate(password: &[u8]) -> std::io::Result<PasswordHash> {
-        let mut salt = [0u8; SALT_LEN];
-        std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut salt)?;
-        Ok(PasswordHash::new(&salt, password))
-    }
-
-    /// Whether `password` is the one hashed, in time independent of where it differs.
-    pub fn verify(&self, password: &[u8]) -> bool {
-        constant_time_eq(&digest(&self.salt, password), &self.digest)
-    }
-}
-
-fn digest(salt: &[u8], password: &[u8]) -> [u8; 32] {
-    let mut h = Sha256::new();
-    h.update(salt);
-    h.update(password);
-    h.finalize().into()
-}
-
-/// Compares two equally long byte strings without an early exit.
-fn constant_time_eq(a: &[u8; 32], b: &[u8; 32]) -> bool {
-    let diff = a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y));
-    // black_box keeps the compiler from turning the fold back into a short-circuit compare.
-    std::hint::black_box(diff) == 0
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
-        return None;
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
-}
-
-impl fmt::Display for PasswordHash {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}${}", hex(&self.salt), hex(&self.digest))
-    }
-}
-
-impl std::str::FromStr for PasswordHash {
-    type Err = String;
-    fn from_str(s: &str) -> Result<PasswordHash, String> {
-        let bad = || "bad password_sha256: expected \"<salt hex>$<64 hex digits>\"".to_string();
-        let (salt, digest) = s.split_once('$').ok_or_else(bad)?;
-        let salt = unhex(salt).ok_or_else(bad)?;
-        let digest: [u8; 32] = unhex(digest).and_then(|d| d.try_into().ok()).ok_or_else(bad)?;
-        Ok(PasswordHash { salt, digest })
-    }
-}
-
-impl<'de> Deserialize<'de> for PasswordHash {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
-    }
-}
-
-/// Memshare's idle tax as written in the file: `idle_tax = { rate = 0.5, idle_time = "60s" }`.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
-pub struct IdleTaxConfig {
-    /// Fraction of idle memory that may be taken away, 0–1 (Memshare: 0.5).
-    #[serde(default = "default_tax_rate")]
+/// How many failed logins an address, or a user name, is allowed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct FailureLimit {
+    /// Tokens regained per second (positive, finite).
     pub rate: f64,
-    /// How long an item must go unread to count as idle.
-    pub idle_time: Millis,
+    /// Tokens when full (at least 1).
+    pub burst: u32,
 }
 
-fn default_tax_rate() -> f64 {
-    0.5
-}
+impl FailureLimit {
+    /// Microseconds to regain one token.
+    pub(crate) fn interval_us(self) -> u64 {
+        // `as` saturates: a vanishingly small rate means a token every u64::MAX µs.
+        ((1e6 / self.rate) as u64).max(1)
+    }
 
-/// A rank function named in the file (`hitmap`, `lru`, `lfu`, `slru`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RankName(pub RankKind);
-
-impl<'de> Deserialize<'de> for RankName {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map(RankName).map_err(serde::de::Error::custom)
+    /// How far ahead of now a bucket's `full_at_us` may be while a token is left.
+    pub(crate) fn slack_us(self) -> u64 {
+        self.interval_us().saturating_mul(u64::from(self.burst.saturating_sub(1)))
     }
-}
-
-/// One `[[tenants]]` table of the configuration file.
-#[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(default, deny_unknown_fields)]
-pub struct TenantConfig {
-    /// Login name; `default` configures tenant 0.
-    pub name: String,
-    /// `<salt hex>$<sha256(salt ‖ password) hex>`, as `fridge hash-password` prints it.
-    /// Without one the tenant cannot log in (only key-prefix routing reaches it).
-    pub password_sha256: Option<PasswordHash>,
-    /// Memory the tenant keeps while it wants it.
-    pub reserved: Size,
-    /// Pooled memory one shadow-queue hit moves to the tenant.
-    pub credit: Size,
-    /// How the cleaner ranks the tenant's items.
-    pub rank: RankName,
-    /// Memshare's idle tax, off when absent.
-    pub idle_tax: Option<IdleTaxConfig>,
-    /// Memory the tenant may never exceed.
-    pub hard_cap: Option<Size>,
-    /// Keys starting with one of these go to this tenant when an unauthenticated client sends
-    /// them (for clients that cannot authenticate; needs `allow_unauthenticated`).
-    pub key_prefixes: Vec<String>,
-}
-
-impl Default for TenantConfig {
-    fn default() -> Self {
-        let p = TenantPolicy::default();
-        TenantConfig {
-            name: String::new(),
-            password_sha256: None,
-            reserved: Size(p.reserved),
-            credit: Size(p.credit),
-            rank: RankName(p.rank),
-            idle_tax: None,
-            hard_cap: None,
-            key_prefixes: Vec::new(),
-        }
-    }
-}
-
-impl TenantConfig {
-    /// The engine policy this entry asks for.
-    pub fn policy(&self) -> TenantPolicy {
-        TenantPolicy {
-            reserved: self.reserved.0,
-            credit: self.credit.0,
-            rank: self.rank.0,
-            idle_tax: self
-                .idle_tax
-                .as_ref()
-                .map(|t| IdleTax { rate: t.rate, idle_ms: t.idle_time.0 }),
-            hard_cap: self.hard_cap.map(|c| c.0),
-        }
-    }
-}
-
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_NAME_LEN
-        && name.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-' | b'.'))
-}
-
-/// Checks the part of a configuration a reload rereads (tenants and the login settings),
-/// explaining the first problem.
-pub(crate) fn validate(config: &Config) -> Result<(), String> {
-    let mut names = HashMap::new();
-    let mut prefixes: HashMap<&str, &str> = HashMap::new();
-    let mut reserved = 0u64;
-    for t in &config.tenants {
-        let name = t.name.as_str();
-        if !valid_name(name) {
-            return Err(format!(
-                "tenant name {name:?}: use 1 to {MAX_NAME_LEN} letters, digits, '_', '-' or '.'"
-            ));
-        }
-        if names.insert(name, ()).is_some() {
-            return Err(format!("tenant {name:?} is configured twice"));
-        }
-        if t.credit.0 == 0 {
-            return Err(format!("tenant {name:?}: credit must be positive"));
-        }
-        if let Some(tax) = &t.idle_tax {
-            if !(0.0..=1.0).contains(&tax.rate) {
-                return Err(format!("tenant {name:?}: idle_tax.rate must be between 0 and 1"));
-            }
-        }
-        if let Some(cap) = t.hard_cap {
-            if cap.0 < t.reserved.0 {
-                return Err(format!("tenant {name:?}: hard_cap is below reserved"));
-            }
-        }
-        if name == DEFAULT_TENANT && !t.key_prefixes.is_empty() {
-            return Err("the default tenant takes every key no other tenant's prefix matches; \
-                        key_prefixes do not apply to it"
-                .into());
-        }
-        for p in &t.key_prefixes {
-            if p.is_empty() {
-                return Err(format!("tenant {name:?}: an empty key prefix"));
-            }
-            if let Some(other) = prefixes.insert(p, name) {
-                return Err(format!("key prefix {p:?} is given to both {other:?} and {name:?}"));
-            }
-        }
-        reserved = reserved.saturating_add(t.reserved.0);
-    }
-    if names.len() > MAX_TENANTS {
-        return Err(format!("at most {MAX_TENANTS} tenants, default included"));
-    }
-    if reserved > config.memory.0 {
-        return Err(format!(
-            "tenants reserve {} in all, more than the {} of memory",
-            Size(reserved),
-            config.memory
-        ));
-    }
-    if !prefixes.is_empty() && !config.unauthenticated_allowed() {
-        return Err(
-            "key_prefixes route unauthenticated clients: set allow_unauthenticated = true".into()
-        );
-    }
-    validate_logins(config)
-}
-
-/// Checks the failed-login limit, and that somebody can log in at all.
-fn validate_logins(config: &Config) -> Result<(), String> {
-    let rate = config.auth_failure_rate;
-    if !rate.is_finite() || rate <= 0.0 {
-        return Err(format!(
-            "auth_failure_rate must be a positive number of failed logins per second, not {rate}"
-        ));
-    }
-    if config.auth_failure_burst == 0 {
-        return Err("auth_failure_burst must be at least 1".into());
-    }
-    if !config.unauthenticated_allowed()
-        && config.tenants.iter().all(|t| t.password_sha256.is_none())
-    {
-        let why = if config.allow_unauthenticated == Some(false) {
-            "allow_unauthenticated = false"
-        } else {
-            "tenants are configured, so allow_unauthenticated defaults to false"
-        };
-        return Err(format!(
-            "nobody could log in: {why}, and no tenant has a password_sha256 (give one a \
-             password, or set allow_unauthenticated = true)"
-        ));
-    }
-    Ok(())
 }
 
 /// Refuses a reload that would let clients in without a password while the running
@@ -465,7 +222,7 @@ impl Registry {
     /// Assigns ids to `config`'s tenants (keeping every id already given), pushes their
     /// policies into `engine`, and returns the new snapshot. On error nothing changes.
     pub fn apply(&mut self, config: &Config, engine: &Engine) -> Result<Arc<Tenants>, String> {
-        validate(config)?;
+        crate::config::validate_tenants(config)?;
         let mut ids = self.ids.clone();
         let mut next = ids.values().copied().max().map_or(1, |m| usize::from(m) + 1);
         let mut entries: Vec<Option<Entry>> = (0..MAX_TENANTS).map(|_| None).collect();
@@ -538,23 +295,10 @@ impl Registry {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use fridge_engine::RankKind;
 
-    #[test]
-    fn password_hashes_round_trip_and_verify() {
-        let h = PasswordHash::new(b"salt", b"secret");
-        let text = h.to_string();
-        assert_eq!(text.split_once('$').unwrap().0, "73616c74");
-        let back: PasswordHash = text.parse().unwrap();
-        assert!(back.verify(b"secret"));
-        assert!(!back.verify(b"secreT"));
-        assert!(!back.verify(b""));
-        assert!("nodollar".parse::<PasswordHash>().is_err());
-        assert!("00$abcd".parse::<PasswordHash>().is_err(), "a digest is 32 bytes");
-        let g = PasswordHash::generate(b"pw").unwrap();
-        assert!(g.verify(b"pw"));
-        assert_ne!(g.to_string(), PasswordHash::generate(b"pw").unwrap().to_string());
-    }
+    use super::*;
+    use crate::config::{Millis, Size};
 
     fn tenant(name: &str, password: Option<&str>) -> TenantConfig {
         TenantConfig {

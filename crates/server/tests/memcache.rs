@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{Conn, start};
+use common::{CLOCK_START_MS, Conn, config, start, start_with_clock};
 
 #[test]
 fn storage_and_retrieval_commands() {
@@ -75,9 +75,9 @@ fn arithmetic_touch_flush_and_misc() {
 
 #[test]
 fn expiry_forms() {
-    let server = start();
+    let (server, clock) = start_with_clock(config());
     let mut c = Conn::open(server.local_addr());
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let now = CLOCK_START_MS / 1000;
     c.roundtrip(b"set neg 0 -1 1\r\nx\r\n", b"STORED\r\n")
         .roundtrip(b"get neg\r\n", b"END\r\n")
         .roundtrip(format!("set abs 0 {} 1\r\nx\r\n", now + 100).as_bytes(), b"STORED\r\n")
@@ -86,7 +86,9 @@ fn expiry_forms() {
         .roundtrip(b"get past\r\n", b"END\r\n")
         .roundtrip(b"set rel 0 1 1\r\nx\r\n", b"STORED\r\n")
         .roundtrip(b"mg rel t v\r\n", b"VA 1 t1\r\nx\r\n");
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    clock.advance(999);
+    c.roundtrip(b"mg rel t v\r\n", b"VA 1 t1\r\nx\r\n");
+    clock.advance(2);
     c.roundtrip(b"get rel\r\n", b"END\r\n");
     c.roundtrip(b"set t 0 0 1\r\nx\r\n", b"STORED\r\n")
         .roundtrip(b"touch t -1\r\n", b"TOUCHED\r\n")

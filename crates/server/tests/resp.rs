@@ -2,7 +2,8 @@
 
 mod common;
 
-use common::{Conn, cmd, start};
+use common::{Conn, cmd, config, start, start_with_clock};
+use fridge_engine::Clock as _;
 
 fn c(args: &str) -> Vec<u8> {
     let parts: Vec<&[u8]> = args.split(' ').map(str::as_bytes).collect();
@@ -80,7 +81,7 @@ fn string_commands() {
 
 #[test]
 fn expiry_commands() {
-    let server = start();
+    let (server, clock) = start_with_clock(config());
     let mut k = Conn::open(server.local_addr());
     let cases: &[(&str, &[u8])] = &[
         ("SET k v", b"+OK\r\n"),
@@ -110,14 +111,13 @@ fn expiry_commands() {
     for (req, reply) in cases {
         k.roundtrip(&c(req), reply);
     }
-    std::thread::sleep(std::time::Duration::from_millis(250));
+    clock.advance(149);
+    k.roundtrip(&c("PTTL p"), b":1\r\n");
+    clock.advance(2);
     k.roundtrip(&c("GET p"), b"$-1\r\n");
-    let far =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()
-            + 100_000;
-    k.roundtrip(&c(&format!("SET q v PXAT {far}")), b"+OK\r\n").send(&c("PTTL q"));
-    let ttl: u64 = k.line()[1..].parse().unwrap();
-    assert!((90_000..=100_010).contains(&ttl), "{ttl}");
+    let far = clock.now_ms() + 100_000;
+    k.roundtrip(&c(&format!("SET q v PXAT {far}")), b"+OK\r\n");
+    k.roundtrip(&c("PTTL q"), b":100000\r\n");
 }
 
 #[test]

@@ -33,8 +33,8 @@
 //! | `D` `J` | `u64` | `ma` delta and initial value |
 //! | `M` | 1 char | mode: `ms` `E A P R S`, `ma` `I + D -` |
 
-use super::request::{Tokens, data_block, invalid, parse_data_len};
-use super::{ErrorKind, Limits, ParseError, Request};
+use super::tokens::{Tokens, data_block, invalid, parse_data_len};
+use super::{ErrorKind, Limits, ParseError};
 use crate::number::{parse_i32, parse_u32, parse_u64, write_usize};
 
 /// memcached refuses meta lines with more than 20 tokens (its count includes
@@ -363,7 +363,7 @@ pub(super) fn parse<'a>(
     buf: &'a [u8],
     line_len: usize,
     limits: &Limits,
-) -> Result<(Request<'a>, usize), ParseError> {
+) -> Result<(MetaRequest<'a>, usize), ParseError> {
     let command = match t.get(0) {
         b"mg" => MetaCommand::Get,
         b"ms" => MetaCommand::Set,
@@ -373,9 +373,8 @@ pub(super) fn parse<'a>(
         b"me" => MetaCommand::Debug,
         _ => return Err(invalid(ErrorKind::UnknownCommand, line_len, false)),
     };
-    let done = |key, flags, data, consumed| {
-        Ok((Request::Meta(MetaRequest { command, key, flags, data }), consumed))
-    };
+    let done =
+        |key, flags, data, consumed| Ok((MetaRequest { command, key, flags, data }, consumed));
     let key = t.get(1);
     match command {
         MetaCommand::Noop => return done(&[], MetaFlags::default(), &[], line_len),
@@ -565,7 +564,7 @@ pub fn base64_encode(src: &[u8], out: &mut Vec<u8>) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{RequestError, parse_request};
+    use super::super::{Request, RequestError, parse_request};
     use super::*;
 
     fn parse(input: &[u8]) -> Result<(Request<'_>, usize), ParseError> {

@@ -77,6 +77,7 @@
 mod meta;
 mod request;
 mod response;
+mod tokens;
 
 pub use meta::{
     FlagToken, FlagTokens, MetaCommand, MetaFlags, MetaRequest, RawFlags, base64_decode,

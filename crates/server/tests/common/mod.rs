@@ -4,9 +4,15 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use fridge_engine::ManualClock;
 use fridge_server::{Config, Server, Size};
+
+/// Where a test's [`ManualClock`] starts: 2023-11-14T22:13:20Z, a plausible present, so
+/// absolute Unix times in requests look like real ones.
+pub const CLOCK_START_MS: u64 = 1_700_000_000_000;
 
 /// A small server for tests: ephemeral port, 64 MiB, two workers.
 pub fn config() -> Config {
@@ -21,6 +27,15 @@ pub fn start_with(config: Config) -> Server {
     let server = Server::start(config).expect("server starts");
     wait_ready(server.local_addr());
     server
+}
+
+/// A server whose every clock is a [`ManualClock`] starting at [`CLOCK_START_MS`]: time moves
+/// only when the test advances it, so expiry is tested without sleeping.
+pub fn start_with_clock(config: Config) -> (Server, ManualClock) {
+    let clock = ManualClock::new(CLOCK_START_MS);
+    let server = Server::start_with_clock(config, Arc::new(clock.clone())).expect("server starts");
+    wait_ready(server.local_addr());
+    (server, clock)
 }
 
 /// Polls until the port answers a memcached `version`.
