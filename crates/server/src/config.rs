@@ -247,9 +247,14 @@ impl Default for Config {
     }
 }
 
+/// Bytes read from one connection per turn before others get theirs.
+pub const READ_BUDGET: usize = 256 * 1024;
+/// Requests stop being run on a connection while this many reply bytes wait to be sent.
+pub const OUTPUT_SOFT_LIMIT: usize = 256 * 1024;
+
 /// Room in the output buffer beyond one value: the replies written before a long reply
 /// suspends (the soft limit) and one value's header.
-const MIN_OUTPUT_ROOM: usize = crate::OUTPUT_SOFT_LIMIT + 64 * 1024;
+const MIN_OUTPUT_ROOM: usize = OUTPUT_SOFT_LIMIT + 64 * 1024;
 
 /// Largest per-item overhead (key record and key) added to a value's size.
 const ITEM_OVERHEAD: usize = 1024;

@@ -25,7 +25,7 @@ const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
 
 /// Converts a memcached exptime to an absolute expiry: 0 never, negative already expired,
 /// up to 30 days relative seconds, beyond that an absolute Unix time. `now_ms` is the coarse
-/// clock; relative deadlines count from the precise one ([`crate::precise_now_ms`]), so an
+/// clock; relative deadlines count from the precise one ([`crate::shared::precise_now_ms`]), so an
 /// item is never gone before its time.
 pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
     let e = i64::from(exptime);
@@ -37,7 +37,7 @@ pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
         // An absolute Unix time; one in the past expires at once.
         Expiry::At(e as u64 * 1000)
     } else {
-        Expiry::At(crate::precise_now_ms(now_ms) + e as u64 * 1000)
+        Expiry::At(crate::shared::precise_now_ms(now_ms) + e as u64 * 1000)
     }
 }
 
@@ -156,7 +156,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             b"reset" => mc::write_reply(out, Reply::Reset),
             _ => mc::write_reply(out, Reply::Error),
         },
-        Request::Version => mc::write_version(out, crate::MEMCACHED_VERSION.as_bytes()),
+        Request::Version => mc::write_version(out, crate::shared::MEMCACHED_VERSION.as_bytes()),
         Request::Verbosity { noreply, .. } => {
             if !noreply {
                 mc::write_reply(out, Reply::Ok);
@@ -346,7 +346,7 @@ fn ttl_secs(expires_at_ms: Option<u64>, now: u64) -> i64 {
     match expires_at_ms {
         None => -1,
         Some(at) => {
-            let left = at.saturating_sub(crate::precise_now_ms(now));
+            let left = at.saturating_sub(crate::shared::precise_now_ms(now));
             i64::try_from(left.div_ceil(1000)).unwrap_or(i64::MAX)
         }
     }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use fridge_engine::{TenantId, Worker};
 use fridge_proto::{memcache, resp};
 
-use crate::Shared;
+use crate::shared::Shared;
 use crate::stats::{View, WorkerStats};
 use crate::tenants::Tenants;
 
@@ -141,7 +141,7 @@ pub(crate) struct Ctx<'a> {
     /// The tenants snapshot in force (replaced by `CONFIG RELOAD`).
     pub tenants: &'a mut Arc<Tenants>,
     /// A command whose reply can be long suspends once the write buffer is this long (its
-    /// unsent bytes at [`OUTPUT_SOFT_LIMIT`](crate::OUTPUT_SOFT_LIMIT)); see
+    /// unsent bytes at [`OUTPUT_SOFT_LIMIT`](crate::shared::OUTPUT_SOFT_LIMIT)); see
     /// [`Session::suspend`].
     pub out_limit: usize,
 }

@@ -19,12 +19,11 @@ use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::auth::{self, McLogin};
+use crate::config::Protocol;
 use crate::session::{Ctx, Resume, Session};
+use crate::shared::{ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, READ_BUDGET, Shared};
 use crate::stats::{self, WorkerStats};
 use crate::tenants::Tenants;
-use crate::{
-    ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, Protocol, READ_BUDGET, Shared,
-};
 
 pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Housekeeping period: idle timeouts, kills, buffer shrinking.

@@ -151,7 +151,14 @@ pub(super) fn config(
     }
 }
 
-fn client_line(out: &mut Vec<u8>, id: u64, e: &crate::ClientEntry, user: &str, now: u64, resp: u8) {
+fn client_line(
+    out: &mut Vec<u8>,
+    id: u64,
+    e: &crate::shared::ClientEntry,
+    user: &str,
+    now: u64,
+    resp: u8,
+) {
     let _ = writeln!(
         out,
         "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db=0 sub=0 psub=0 \

@@ -177,7 +177,7 @@ pub(super) fn hello(
     write_bulk(out, b"server");
     write_bulk(out, b"redis");
     write_bulk(out, b"version");
-    write_bulk(out, crate::REDIS_VERSION.as_bytes());
+    write_bulk(out, crate::shared::REDIS_VERSION.as_bytes());
     write_bulk(out, b"proto");
     write_integer(out, if version == Version::Resp3 { 3 } else { 2 });
     write_bulk(out, b"id");

@@ -74,7 +74,7 @@ pub(super) fn ttl(
         None => -2,
         Some(None) => -1,
         Some(Some(at)) => {
-            let ms = at.saturating_sub(crate::precise_now_ms(now));
+            let ms = at.saturating_sub(crate::shared::precise_now_ms(now));
             let left = if c.name == "ttl" { (ms + 500) / 1000 } else { ms };
             i64::try_from(left).unwrap_or(i64::MAX)
         }
@@ -147,7 +147,7 @@ pub(super) fn expire(
     let (t, now, lname) = (s.tenant, ctx.shared.now_ms(), c.name.as_bytes());
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     // The deadline and the "already past" check both count from the precise clock.
-    let now = crate::precise_now_ms(now);
+    let now = crate::shared::precise_now_ms(now);
     let Some(n) = int_arg(arg(2)) else { return write_error(out, NOT_INTEGER) };
     let unit = if lname.starts_with(b"p") { 1 } else { 1000 };
     let absolute = lname.ends_with(b"at");

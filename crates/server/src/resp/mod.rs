@@ -262,7 +262,7 @@ fn int_arg(a: &[u8]) -> Option<i64> {
 
 /// A relative or absolute expire argument turned into absolute ms. `unit_ms` is 1000 for
 /// seconds; `absolute` for the `…AT` forms. `now` must be the precise clock
-/// ([`crate::precise_now_ms`]): a deadline counted from the coarse one could come early.
+/// ([`crate::shared::precise_now_ms`]): a deadline counted from the coarse one could come early.
 /// `None` on overflow.
 fn expire_at(n: i64, unit_ms: i64, absolute: bool, now: u64) -> Option<i64> {
     let ms = n.checked_mul(unit_ms)?;

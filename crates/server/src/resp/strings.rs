@@ -59,7 +59,7 @@ pub(super) fn setex(
     let lname = c.name.as_bytes();
     let Some(ttl) = int_arg(arg(2)) else { return write_error(out, NOT_INTEGER) };
     let unit = if lname == b"setex" { 1000 } else { 1 };
-    let at = match expire_at(ttl, unit, false, crate::precise_now_ms(ctx.shared.now_ms())) {
+    let at = match expire_at(ttl, unit, false, crate::shared::precise_now_ms(ctx.shared.now_ms())) {
         Some(at) if ttl > 0 => at as u64,
         _ => return invalid_expire(out, lname),
     };
@@ -266,7 +266,7 @@ pub(super) fn set(
             let Some(n) = int_arg(arg(i)) else { return write_error(out, NOT_INTEGER) };
             let unit = if is(b"ex") || is(b"exat") { 1000 } else { 1 };
             let absolute = is(b"exat") || is(b"pxat");
-            match expire_at(n, unit, absolute, crate::precise_now_ms(now)) {
+            match expire_at(n, unit, absolute, crate::shared::precise_now_ms(now)) {
                 Some(at) if n > 0 => expiry = Expiry::At(at as u64),
                 _ => return invalid_expire(out, b"set"),
             }
@@ -352,7 +352,8 @@ pub(super) fn getex(
             }
             let Some(n) = int_arg(arg(3)) else { return write_error(out, NOT_INTEGER) };
             let unit = if is(b"ex") || is(b"exat") { 1000 } else { 1 };
-            match expire_at(n, unit, is(b"exat") || is(b"pxat"), crate::precise_now_ms(now)) {
+            match expire_at(n, unit, is(b"exat") || is(b"pxat"), crate::shared::precise_now_ms(now))
+            {
                 Some(at) if n > 0 => Some(Some(at as u64)),
                 _ => return invalid_expire(out, b"getex"),
             }

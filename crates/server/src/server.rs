@@ -1,0 +1,289 @@
+//! The running server: binding the listeners, starting the engine, the workers and the
+//! acceptor ([`Server::start`]), the acceptor's loop, and the handles that shut it down or
+//! reload its tenants from other threads.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use fridge_engine::{Clock, CoarseClock, Engine};
+use mio::net::TcpListener;
+use mio::{Events, Interest, Poll, Token, Waker};
+
+use crate::config::{Config, Protocol};
+use crate::shared::{NewConn, Shared};
+use crate::stats::WorkerStats;
+use crate::{auth, tenants, worker};
+
+const ACCEPT_WAKER: Token = Token(usize::MAX);
+const MAIN_LISTENER: Token = Token(0);
+const RESP_LISTENER: Token = Token(1);
+/// Connections over the limit that may wait at once for their refusal to be sent.
+const MAX_REJECTING: usize = 64;
+
+/// A running server. Dropping it does not stop it: call [`Server::shutdown`] or keep a
+/// [`ShutdownHandle`].
+#[derive(Debug)]
+pub struct Server {
+    addr: SocketAddr,
+    resp_addr: Option<SocketAddr>,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+    accept_waker: Arc<Waker>,
+}
+
+/// Asks a server to shut down gracefully; cheap to clone, usable from any thread.
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    shared: Arc<Shared>,
+    accept_waker: Arc<Waker>,
+}
+
+impl ShutdownHandle {
+    /// Starts a graceful shutdown: stop accepting, finish in-flight requests, close.
+    pub fn shutdown(&self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        let _ = self.accept_waker.wake();
+    }
+}
+
+/// Rereads the tenant and login settings of the configuration file: existing names keep their
+/// ids and their cached data, new names get new ids, removed tenants can no longer log in
+/// (their open connections are closed at their next request). Other settings need a restart.
+/// A file that fails to parse or validate, or that would let clients in without a password
+/// where a login is required now, is refused and the running configuration stays.
+#[derive(Debug, Clone)]
+pub struct ReloadHandle {
+    shared: Arc<Shared>,
+}
+
+impl ReloadHandle {
+    /// Reloads; on error (unreadable, invalid or unsafe file, explained) the tenants in force
+    /// stay.
+    pub fn reload(&self) -> Result<(), String> {
+        self.shared.reload().map(drop)
+    }
+}
+
+impl Server {
+    /// Binds the listeners and starts the engine, the workers and the acceptor. When this
+    /// returns, the ports accept connections.
+    pub fn start(config: Config) -> io::Result<Server> {
+        let clock: Arc<dyn Clock> = Arc::new(CoarseClock::start()?);
+        Server::start_inner(config, clock, false)
+    }
+
+    /// [`Server::start`] with the clock every thread reads time from, expiry deadlines
+    /// included (the real server reads the system clock for those), so a test can move time
+    /// with a `ManualClock` instead of sleeping.
+    pub fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> io::Result<Server> {
+        Server::start_inner(config, clock, true)
+    }
+
+    fn start_inner(
+        config: Config,
+        clock: Arc<dyn Clock>,
+        injected_clock: bool,
+    ) -> io::Result<Server> {
+        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let addr = config.addr().map_err(invalid)?;
+        let resp_addr = config.resp_addr().map_err(invalid)?;
+        let mut listener = TcpListener::bind(addr)?;
+        let mut resp_listener = resp_addr.map(TcpListener::bind).transpose()?;
+        let addr = listener.local_addr()?;
+        let resp_addr = resp_listener.as_ref().map(TcpListener::local_addr).transpose()?;
+
+        let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
+        let n = config.worker_count();
+        let mut registry = tenants::Registry::new();
+        let table = registry.apply(&config, &engine).map_err(invalid)?;
+        let shared = Arc::new(Shared {
+            tenants_generation: AtomicU64::new(table.generation),
+            tenants: RwLock::new(table),
+            registry: Mutex::new(registry),
+            auth_failures: Mutex::new(auth::FailureLog::default()),
+            reload_failures: AtomicU64::new(0),
+            started_ms: clock.now_ms(),
+            clock,
+            injected_clock,
+            engine,
+            shutdown: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
+            rejecting: AtomicUsize::new(0),
+            total_connections: AtomicU64::new(0),
+            rejected_connections: AtomicU64::new(0),
+            next_client_id: AtomicU64::new(1),
+            clients: Mutex::new(HashMap::new()),
+            client_memory: AtomicUsize::new(0),
+            workers: (0..n).map(|_| WorkerStats::default()).collect(),
+            kill_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            wakers: Mutex::new(Vec::new()),
+            main_port: addr.port(),
+            resp_port: resp_addr.map(|a| a.port()),
+            config,
+        });
+
+        let mut senders = Vec::with_capacity(n);
+        let mut handles = Vec::with_capacity(n);
+        for i in 0..n {
+            let poll = Poll::new()?;
+            let waker = Arc::new(Waker::new(poll.registry(), worker::WAKER)?);
+            let (tx, rx) = mpsc::channel();
+            let engine_worker = shared
+                .engine
+                .worker()
+                .map_err(|e| io::Error::other(format!("engine worker: {e}")))?;
+            shared.wakers.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&waker));
+            let sh = Arc::clone(&shared);
+            let handle =
+                std::thread::Builder::new().name(format!("fridge-w{i}")).spawn(move || {
+                    crate::shared::use_injected_clock(sh.injected_clock);
+                    worker::run(i, poll, rx, engine_worker, sh);
+                })?;
+            senders.push((tx, waker));
+            handles.push(handle);
+        }
+
+        let poll = Poll::new()?;
+        let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
+        poll.registry().register(&mut listener, MAIN_LISTENER, Interest::READABLE)?;
+        if let Some(l) = resp_listener.as_mut() {
+            poll.registry().register(l, RESP_LISTENER, Interest::READABLE)?;
+        }
+        let sh = Arc::clone(&shared);
+        let acceptor =
+            std::thread::Builder::new().name("fridge-accept".into()).spawn(move || {
+                accept_loop(poll, listener, resp_listener, &senders, &sh);
+                // Listeners are closed now; tell the workers to drain and wait for them.
+                sh.shutdown.store(true, Ordering::SeqCst);
+                for (_, waker) in &senders {
+                    let _ = waker.wake();
+                }
+                drop(senders);
+                for h in handles {
+                    let _ = h.join();
+                }
+            })?;
+        Ok(Server { addr, resp_addr, shared, acceptor: Some(acceptor), accept_waker })
+    }
+
+    /// The main port's address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The RESP-only port's address, if one was opened.
+    pub fn resp_addr(&self) -> Option<SocketAddr> {
+        self.resp_addr
+    }
+
+    /// The engine behind the server (for tests and embedding).
+    pub fn engine(&self) -> &Engine {
+        &self.shared.engine
+    }
+
+    /// Rereads the tenants from the configuration file (what SIGHUP does); see
+    /// [`ReloadHandle`].
+    pub fn reload(&self) -> Result<(), String> {
+        self.shared.reload().map(drop)
+    }
+
+    /// A handle that reloads the tenants from another thread (a signal handler).
+    pub fn reload_handle(&self) -> ReloadHandle {
+        ReloadHandle { shared: Arc::clone(&self.shared) }
+    }
+
+    /// A handle that can shut the server down from another thread (a signal handler).
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        ShutdownHandle {
+            shared: Arc::clone(&self.shared),
+            accept_waker: Arc::clone(&self.accept_waker),
+        }
+    }
+
+    /// Blocks until the server has shut down (after [`ShutdownHandle::shutdown`]).
+    pub fn wait(mut self) {
+        if let Some(h) = self.acceptor.take() {
+            let _ = h.join();
+        }
+    }
+
+    /// Shuts down gracefully and waits for every thread to finish.
+    pub fn shutdown(self) {
+        self.shutdown_handle().shutdown();
+        self.wait();
+    }
+}
+
+type WorkerSender = (mpsc::Sender<NewConn>, Arc<Waker>);
+
+fn accept_loop(
+    mut poll: Poll,
+    main: TcpListener,
+    resp: Option<TcpListener>,
+    workers: &[WorkerSender],
+    shared: &Shared,
+) {
+    let mut events = Events::with_capacity(64);
+    let mut next = 0usize;
+    let main_protocol = shared.config.protocol;
+    while !shared.shutdown.load(Ordering::SeqCst) {
+        if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(500))) {
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            eprintln!("fridge: accept poll failed: {e}");
+            return;
+        }
+        for event in &events {
+            let (listener, protocol) = match event.token() {
+                MAIN_LISTENER => (&main, main_protocol),
+                RESP_LISTENER => match &resp {
+                    Some(l) => (l, Protocol::Resp),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            loop {
+                let (stream, peer) = match listener.accept() {
+                    Ok(s) => s,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        // Out of descriptors and the like: back off briefly.
+                        eprintln!("fridge: accept failed: {e}");
+                        std::thread::sleep(Duration::from_millis(10));
+                        break;
+                    }
+                };
+                let _ = stream.set_nodelay(true);
+                let local = stream.local_addr().unwrap_or(peer);
+                let live = shared.connections.load(Ordering::Relaxed);
+                let reject = live >= shared.config.max_connections;
+                if reject {
+                    shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
+                    if shared.rejecting.load(Ordering::Relaxed) >= MAX_REJECTING {
+                        continue; // dropped: closes at once
+                    }
+                    shared.rejecting.fetch_add(1, Ordering::Relaxed);
+                } else {
+                    shared.connections.fetch_add(1, Ordering::Relaxed);
+                    shared.total_connections.fetch_add(1, Ordering::Relaxed);
+                }
+                let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+                let (tx, waker) = &workers[next % workers.len()];
+                next = next.wrapping_add(1);
+                let conn = NewConn { stream, peer, local, protocol, reject, id };
+                if tx.send(conn).is_ok() {
+                    let _ = waker.wake();
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! What every thread of the server shares: the configuration, the engine, the connection
+//! registry, the tenants snapshot, the per-worker counters ([`Shared`]), and the limits and
+//! versions the dispatchers use.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use fridge_engine::{Clock, Engine, SystemClock, TenantId};
+use mio::Waker;
+use mio::net::TcpStream;
+
+use crate::config::{Config, Protocol};
+use crate::worker_stats::WorkerStats;
+use crate::{auth, tenants};
+
+pub use crate::config::{OUTPUT_SOFT_LIMIT, READ_BUDGET};
+/// How long shutdown waits for replies to drain.
+pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The version memcached clients see (`version`, `stats`).
+pub const MEMCACHED_VERSION: &str = concat!("1.6.0-fridge-", env!("CARGO_PKG_VERSION"));
+/// The version Redis clients see (`INFO`, `HELLO`).
+pub const REDIS_VERSION: &str = "7.0.0";
+
+/// A connection handed from the acceptor to a worker.
+#[derive(Debug)]
+pub(crate) struct NewConn {
+    pub stream: TcpStream,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    /// Speak RESP only (the `--resp-port`, or `protocol = "resp"`).
+    pub protocol: Protocol,
+    /// Over the connection limit: answer the first request with the protocol's error, close.
+    pub reject: bool,
+    pub id: u64,
+}
+
+/// What `CLIENT LIST` knows about a connection.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientEntry {
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    pub name: String,
+    pub created_ms: u64,
+    pub worker: usize,
+    pub killed: bool,
+    /// The tenant the connection runs as (`default` until it logs in).
+    pub tenant: TenantId,
+    /// Bytes the connection's buffers take, as last reported by its worker.
+    pub memory: usize,
+}
+
+/// State shared by every thread. Written rarely: counters on the request path are per worker.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub config: Config,
+    pub engine: Engine,
+    pub clock: Arc<dyn Clock>,
+    /// Whether `clock` was given to the server ([`Server::start_with_clock`]) rather than
+    /// started by it; see [`precise_now_ms`].
+    pub injected_clock: bool,
+    pub started_ms: u64,
+    pub shutdown: AtomicBool,
+    /// Live client connections (rejected ones excluded).
+    pub connections: AtomicUsize,
+    /// Connections waiting to be told they are over the limit.
+    pub rejecting: AtomicUsize,
+    pub total_connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub next_client_id: AtomicU64,
+    pub clients: Mutex<HashMap<u64, ClientEntry>>,
+    pub workers: Box<[WorkerStats]>,
+    /// Per worker: set when a client of that worker was killed.
+    pub kill_pending: Box<[AtomicBool]>,
+    pub wakers: Mutex<Vec<Arc<Waker>>>,
+    pub main_port: u16,
+    pub resp_port: Option<u16>,
+    /// Tenant names and ids; locked on reload only.
+    pub registry: Mutex<tenants::Registry>,
+    /// The current tenants snapshot; workers copy the `Arc` when the generation changes.
+    pub tenants: RwLock<Arc<tenants::Tenants>>,
+    /// The current snapshot's generation (read once per worker turn).
+    pub tenants_generation: AtomicU64,
+    /// Bytes all client connections' buffers take (each worker adds its connections' changes).
+    pub client_memory: AtomicUsize,
+    /// Recent failed logins per client address and per user name; locked once or twice per
+    /// login attempt, never per request.
+    pub auth_failures: Mutex<auth::FailureLog>,
+    /// Reloads refused (SIGHUP or `CONFIG RELOAD`).
+    pub reload_failures: AtomicU64,
+}
+
+impl Shared {
+    /// The current tenants snapshot.
+    pub(crate) fn tenants(&self) -> Arc<tenants::Tenants> {
+        Arc::clone(&self.tenants.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Rereads the configuration file's tenant settings (`tenants`, `allow_unauthenticated`,
+    /// `auth_failure_rate`, `auth_failure_burst`) and publishes them; the rest of the file
+    /// needs a restart. Cached data stays. On error nothing changes, and the failure is
+    /// counted: the file cannot be read or parsed, does not validate (as at start), or would
+    /// let clients in without a password where the running configuration makes them log in
+    /// ([`tenants::check_reload`]).
+    pub(crate) fn reload(&self) -> Result<Arc<tenants::Tenants>, String> {
+        let result = self.try_reload();
+        if result.is_err() {
+            self.reload_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn try_reload(&self) -> Result<Arc<tenants::Tenants>, String> {
+        let path = self
+            .config
+            .config_file
+            .as_deref()
+            .ok_or("the server was started without --config: there is no file to reload")?;
+        let file = Config::from_file(path)?;
+        let config = Config {
+            tenants: file.tenants,
+            allow_unauthenticated: file.allow_unauthenticated,
+            auth_failure_rate: file.auth_failure_rate,
+            auth_failure_burst: file.auth_failure_burst,
+            ..self.config.clone()
+        };
+        // Under the registry lock, so two reloads cannot both judge against the same snapshot.
+        let mut registry = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        tenants::check_reload(&self.tenants(), &config)?;
+        let table = registry.apply(&config, &self.engine)?;
+        *self.tenants.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&table);
+        self.tenants_generation.store(table.generation, Ordering::Release);
+        Ok(table)
+    }
+
+    /// The coarse clock: one load, may lag real time (its ticker can be descheduled), never
+    /// leads it. Expiry checks use it, so a key is never gone before its deadline.
+    pub(crate) fn now_ms(&self) -> u64 {
+        self.clock.now_ms()
+    }
+
+    /// Asks the workers to close client connections, largest buffers first, until the
+    /// clients' memory is back under `max_client_memory` (Redis's client eviction). Called by
+    /// a worker whose connection's buffers grew past the limit; counts the evictions in
+    /// `stats`. The owners close the connections at their next turn.
+    pub(crate) fn evict_clients(&self, stats: &WorkerStats) {
+        let limit = self.config.client_memory_limit();
+        let mut workers = Vec::new();
+        {
+            let mut clients = self.clients.lock().unwrap_or_else(|e| e.into_inner());
+            // Connections already told to close still count until their worker closes them.
+            let mut leaving: usize = clients.values().filter(|e| e.killed).map(|e| e.memory).sum();
+            while self.client_memory.load(Ordering::Relaxed).saturating_sub(leaving) > limit {
+                let largest = clients.values_mut().filter(|e| !e.killed).max_by_key(|e| e.memory);
+                let Some(e) = largest.filter(|e| e.memory > 0) else { break };
+                e.killed = true;
+                leaving += e.memory;
+                workers.push(e.worker);
+                crate::worker_stats::inc(&stats.evicted_clients);
+            }
+        }
+        workers.sort_unstable();
+        workers.dedup();
+        for w in workers {
+            self.kill_pending[w].store(true, Ordering::SeqCst);
+            self.wake(w);
+        }
+    }
+
+    /// Wakes worker `i` (after a kill or at shutdown).
+    pub(crate) fn wake(&self, i: usize) {
+        let wakers = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = wakers.get(i) {
+            let _ = w.wake();
+        }
+    }
+}
+
+/// The time a relative expiry counts from: the system clock, read only by requests that set
+/// an expiry (GETs never pay for it), and never below the coarse reading `coarse_ms` the
+/// request already has. The coarse clock may lag real time by a tick or more under load; a
+/// deadline counted from it would come early by that lag.
+///
+/// A server started with its clock given ([`Server::start_with_clock`]) counts from that clock
+/// alone: it is the only time there is (a test's `ManualClock`). The dialect code asks with
+/// the coarse reading only, so which applies is a property of the worker thread, set once when
+/// it starts.
+pub(crate) fn precise_now_ms(coarse_ms: u64) -> u64 {
+    if INJECTED_CLOCK.get() { coarse_ms } else { SystemClock.now_ms().max(coarse_ms) }
+}
+
+/// Marks the calling thread as serving a server whose clock was given to it (see
+/// [`precise_now_ms`]).
+pub(crate) fn use_injected_clock(injected: bool) {
+    INJECTED_CLOCK.set(injected);
+}
+
+thread_local! {
+    /// Whether this thread serves a server whose clock was given to it.
+    static INJECTED_CLOCK: Cell<bool> = const { Cell::new(false) };
+}
