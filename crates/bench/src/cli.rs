@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use fridge_units::Size;
+use fridge_workload::Workload;
 
 use crate::histogram::SizeClasses;
 use crate::protocol::Protocol;
@@ -179,18 +180,19 @@ impl RunArgs {
         let multi = names.len() > 1;
         let mut tenants = Vec::new();
         for (i, name) in names.iter().enumerate() {
-            let mut space = KeySpace {
-                keys: self.keys,
-                popularity: spec::popularity(&self.popularity)?,
-                key_size: spec::size(&self.key_size)?,
-                value_size: spec::size(&self.value_size)?,
-                ops: spec::ops(&self.ops)?,
-                ttl: spec::ttl(&self.ttl)?,
-                seed: self.seed.wrapping_add(i as u64),
-                prefix: if multi { format!("{name}:") } else { String::new() },
-            };
+            let mut workload = Workload::new(
+                self.keys,
+                spec::popularity(&self.popularity)?,
+                self.seed.wrapping_add(i as u64),
+            );
+            workload.key_size = spec::size(&self.key_size)?;
+            workload.value_size = spec::size(&self.value_size)?;
+            workload.ops = spec::ops(&self.ops)?;
+            workload.ttl = spec::ttl(&self.ttl)?;
+            let prefix = if multi { format!("{name}:") } else { String::new() };
+            let mut space = KeySpace::new(workload, prefix);
             if let Some(bytes) = self.fill_bytes {
-                space.keys = space.keys_for_bytes(bytes.0);
+                space.workload.keys = space.keys_for_bytes(bytes.0);
             }
             let auth = match self.auth.get(i) {
                 Some(a) => {
