@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use fridge_units::Size;
+use fridge_workload::Workload;
 
 use crate::histogram::SizeClasses;
 use crate::protocol::Protocol;
@@ -71,9 +73,11 @@ pub struct RunArgs {
     #[arg(short, long, default_value_t = 100_000)]
     pub keys: u64,
     /// Fill: as many keys as make this many bytes of keys and values (e.g. 3× the server's
-    /// memory for a capacity test); overrides --keys. Accepts k/M/G suffixes (powers of 2).
-    #[arg(long)]
-    pub fill_bytes: Option<String>,
+    /// memory for a capacity test); overrides --keys. A number of bytes with an optional unit
+    /// k/m/g/t (also kb/kib, …), binary (1gb = 1GiB = 2^30) and case-insensitive, e.g. 768M,
+    /// 1.5GiB.
+    #[arg(long, value_name = "SIZE")]
+    pub fill_bytes: Option<Size>,
     /// Key popularity: uniform, zipf:<theta>, zipf-ranked:<theta>, hotspot:<keys>:<ops>,
     /// latest:<theta>.
     #[arg(long, default_value = "zipf:0.99")]
@@ -152,19 +156,6 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
-/// Parses `64M`, `3G`, `1000` (binary suffixes).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let s = s.trim();
-    let (digits, shift) = match s.char_indices().last() {
-        Some((i, 'k' | 'K')) => (&s[..i], 10),
-        Some((i, 'm' | 'M')) => (&s[..i], 20),
-        Some((i, 'g' | 'G')) => (&s[..i], 30),
-        _ => (s, 0),
-    };
-    let n: f64 = digits.parse().map_err(|_| format!("{s:?} is not a byte count"))?;
-    Ok((n * (1u64 << shift) as f64) as u64)
-}
-
 fn seconds(s: f64, what: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(s).map_err(|_| format!("{what}: {s} is not a number of seconds"))
 }
@@ -189,18 +180,19 @@ impl RunArgs {
         let multi = names.len() > 1;
         let mut tenants = Vec::new();
         for (i, name) in names.iter().enumerate() {
-            let mut space = KeySpace {
-                keys: self.keys,
-                popularity: spec::popularity(&self.popularity)?,
-                key_size: spec::size(&self.key_size)?,
-                value_size: spec::size(&self.value_size)?,
-                ops: spec::ops(&self.ops)?,
-                ttl: spec::ttl(&self.ttl)?,
-                seed: self.seed.wrapping_add(i as u64),
-                prefix: if multi { format!("{name}:") } else { String::new() },
-            };
-            if let Some(bytes) = &self.fill_bytes {
-                space.keys = space.keys_for_bytes(parse_bytes(bytes)?);
+            let mut workload = Workload::new(
+                self.keys,
+                spec::popularity(&self.popularity)?,
+                self.seed.wrapping_add(i as u64),
+            );
+            workload.key_size = spec::size(&self.key_size)?;
+            workload.value_size = spec::size(&self.value_size)?;
+            workload.ops = spec::ops(&self.ops)?;
+            workload.ttl = spec::ttl(&self.ttl)?;
+            let prefix = if multi { format!("{name}:") } else { String::new() };
+            let mut space = KeySpace::new(workload, prefix);
+            if let Some(bytes) = self.fill_bytes {
+                space.workload.keys = space.keys_for_bytes(bytes.0);
             }
             let auth = match self.auth.get(i) {
                 Some(a) => {
@@ -254,11 +246,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn byte_counts() {
-        assert_eq!(parse_bytes("64M"), Ok(64 << 20));
-        assert_eq!(parse_bytes("1.5k"), Ok(1536));
-        assert_eq!(parse_bytes("1000"), Ok(1000));
-        assert!(parse_bytes("lots").is_err());
+    fn fill_bytes_are_binary() {
+        let fill = |bytes: &str| {
+            Cli::try_parse_from(["fridge-bench", "--fill-bytes", bytes]).map(|c| c.run.fill_bytes)
+        };
+        assert_eq!(fill("1GiB").unwrap(), Some(Size(1 << 30)));
+        assert_eq!(fill("64m").unwrap(), Some(Size(64 << 20)));
+        assert_eq!(fill("1gb").unwrap(), Some(Size(1 << 30)));
+        assert_eq!(fill("768M").unwrap(), Some(Size(768 << 20)));
+        assert_eq!(fill("1.5k").unwrap(), Some(Size(1536)));
+        assert!(fill("lots").is_err());
     }
 
     #[test]

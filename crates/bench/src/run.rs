@@ -200,8 +200,12 @@ fn run_phase(cfg: &RunConfig, phase: Phase, pool: &Arc<Pool>) -> Result<PhaseRep
         let mut sources = Vec::with_capacity(spaces.len());
         for space in spaces.iter() {
             sources.push(match phase {
-                Phase::Fill => Source::sweep(Command::Set, space.keys, cfg.threads, thread),
-                Phase::Scan => Source::sweep(Command::Get, space.keys, cfg.threads, thread),
+                Phase::Fill => {
+                    Source::sweep(Command::Set, space.workload.keys, cfg.threads, thread)
+                }
+                Phase::Scan => {
+                    Source::sweep(Command::Get, space.workload.keys, cfg.threads, thread)
+                }
                 Phase::Run => match &cfg.trace {
                     Some(trace) => Source::Trace {
                         reader: trace.open(space).map_err(|e| format!("trace: {e}"))?,
@@ -273,7 +277,7 @@ fn run_phase(cfg: &RunConfig, phase: Phase, pool: &Arc<Pool>) -> Result<PhaseRep
     }
     let mut report = merge(cfg, phase, &stats, warmup_ns);
     if phase != Phase::Run {
-        report.keys = Some(spaces.iter().map(|s| s.keys).sum());
+        report.keys = Some(spaces.iter().map(|s| s.workload.keys).sum());
     }
     Ok(report)
 }

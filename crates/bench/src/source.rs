@@ -10,9 +10,7 @@
 use std::path::PathBuf;
 
 use fridge_workload::trace::{CsvFormat, Format, KeyWidth, SizeModel, TraceStream};
-use fridge_workload::{
-    KEY_ID_DIGITS, KeySampler, Op, OpMix, Popularity, Rng, SizeDist, TtlDist, mix64,
-};
+use fridge_workload::{KEY_ID_DIGITS, KeySampler, Op, Rng, Workload, mix64};
 
 use crate::protocol::Command;
 
@@ -39,23 +37,18 @@ pub struct BenchRequest {
     pub ttl_s: Option<u32>,
 }
 
-/// A tenant's synthetic key space: everything that describes its requests.
+/// A tenant's synthetic key space: the [`Workload`] that describes its requests, and the
+/// prefix that keeps its keys apart from other tenants'.
+///
+/// Of the workload, the load generator uses the keys, popularity, key and value sizes,
+/// operation mix, TTLs and seed. Its `arrivals` and `fresh_writes` are not used: `--rate` and
+/// `--poisson` pace the run, and every key is one of `0..keys`. Key and value sizes are drawn
+/// with this crate's own salts (not [`Workload`]'s), so a key has the same sizes as it had
+/// before the two types were merged and reports stay comparable.
 #[derive(Clone, Debug)]
 pub struct KeySpace {
-    /// Keys `0..keys` exist.
-    pub keys: u64,
-    /// Which keys requests touch.
-    pub popularity: Popularity,
-    /// Key lengths per key (raised to at least 11 bytes so that keys stay distinct).
-    pub key_size: SizeDist,
-    /// Value lengths per key.
-    pub value_size: SizeDist,
-    /// Operation mix.
-    pub ops: OpMix,
-    /// TTLs of SETs.
-    pub ttl: TtlDist,
-    /// Seed of every draw.
-    pub seed: u64,
+    /// Keys, popularity, sizes, operations, TTLs and seed.
+    pub workload: Workload,
     /// Prefix of every key (`t3:` in multi-tenant runs), so tenants never share keys.
     pub prefix: String,
 }
@@ -71,14 +64,19 @@ pub fn command_of(op: Op) -> Command {
 }
 
 impl KeySpace {
+    /// `workload`'s keys, each prefixed with `prefix`.
+    pub fn new(workload: Workload, prefix: impl Into<String>) -> Self {
+        Self { workload, prefix: prefix.into() }
+    }
+
     /// Key length of `key`.
     pub fn key_len(&self, key: u64) -> u32 {
-        self.key_size.sample_for_key(key, self.seed ^ KEY_SIZE_SALT)
+        self.workload.key_size.sample_for_key(key, self.workload.seed ^ KEY_SIZE_SALT)
     }
 
     /// Value length of `key`.
     pub fn value_len(&self, key: u64) -> u32 {
-        self.value_size.sample_for_key(key, self.seed ^ VALUE_SIZE_SALT)
+        self.workload.value_size.sample_for_key(key, self.workload.seed ^ VALUE_SIZE_SALT)
     }
 
     /// The request for `key` with `command`.
@@ -135,9 +133,9 @@ impl TraceFormat {
     /// that carry none.
     pub fn reader(self, space: &KeySpace) -> Format {
         let sizes = || SizeModel {
-            key_size: space.key_size.clone(),
-            value_size: space.value_size.clone(),
-            seed: space.seed,
+            key_size: space.workload.key_size.clone(),
+            value_size: space.workload.value_size.clone(),
+            seed: space.workload.seed,
         };
         match self {
             TraceFormat::Oracle => Format::Oracle,
@@ -218,8 +216,12 @@ impl Source {
     /// The key space's popularity is invalid.
     pub fn synthetic(space: &KeySpace, thread: usize) -> Result<Self, fridge_workload::Error> {
         Ok(Self::Synthetic {
-            sampler: KeySampler::new(&space.popularity, space.keys, space.seed)?,
-            rng: Rng::new(mix64(space.seed ^ THREAD_SALT ^ thread as u64)),
+            sampler: KeySampler::new(
+                &space.workload.popularity,
+                space.workload.keys,
+                space.workload.seed,
+            )?,
+            rng: Rng::new(mix64(space.workload.seed ^ THREAD_SALT ^ thread as u64)),
         })
     }
 
@@ -233,8 +235,9 @@ impl Source {
     pub fn next(&mut self, space: &KeySpace) -> Option<BenchRequest> {
         match self {
             Self::Synthetic { sampler, rng } => {
-                let command = command_of(space.ops.sample(rng));
-                let ttl = if command == Command::Set { space.ttl.sample(rng) } else { None };
+                let command = command_of(space.workload.ops.sample(rng));
+                let ttl =
+                    if command == Command::Set { space.workload.ttl.sample(rng) } else { None };
                 Some(space.request(command, sampler.sample(rng), ttl))
             }
             Self::Sweep { next, end, command } => {
@@ -279,19 +282,29 @@ impl Source {
 
 #[cfg(test)]
 mod tests {
+    use fridge_workload::{OpMix, Popularity, SizeDist, TtlDist};
+
     use super::*;
 
+    const PINNED: [(u32, u32); 6] =
+        [(27, 300), (23, 10), (47, 300), (31, 300), (25, 300), (37, 10)];
+
     fn space() -> KeySpace {
-        KeySpace {
-            keys: 1000,
-            popularity: Popularity::Uniform,
-            key_size: SizeDist::facebook_etc_key(),
-            value_size: SizeDist::thesis_mix(),
-            ops: OpMix::get_set(0.9).unwrap(),
-            ttl: TtlDist::Fixed(30),
-            seed: 1,
-            prefix: "t1:".into(),
-        }
+        let mut workload = Workload::new(1000, Popularity::Uniform, 1);
+        workload.key_size = SizeDist::facebook_etc_key();
+        workload.value_size = SizeDist::thesis_mix();
+        workload.ops = OpMix::get_set(0.9).unwrap();
+        workload.ttl = TtlDist::Fixed(30);
+        KeySpace::new(workload, "t1:")
+    }
+
+    #[test]
+    fn sizes_keep_the_load_generators_salts() {
+        // Pinned: a key's sizes must not change between versions, or saved reports stop
+        // being comparable.
+        let s = space();
+        let sizes: Vec<(u32, u32)> = (0..6).map(|k| (s.key_len(k), s.value_len(k))).collect();
+        assert_eq!(sizes, PINNED);
     }
 
     #[test]

@@ -14,19 +14,14 @@ use fridge_bench::source::{KeySpace, Source, TraceFormat, TraceSpec};
 use fridge_bench::value::{self, Pool};
 use fridge_proto::memcache::{self, MetaCommand, RetrievalCommand, Storage, StorageCommand};
 use fridge_proto::resp;
-use fridge_workload::{OpMix, Popularity, SizeDist, TtlDist};
+use fridge_workload::{OpMix, Popularity, SizeDist, TtlDist, Workload};
 
 fn space(keys: u64, value_size: SizeDist) -> KeySpace {
-    KeySpace {
-        keys,
-        popularity: Popularity::Zipf { theta: 0.99, scrambled: true },
-        key_size: SizeDist::Fixed(16),
-        value_size,
-        ops: OpMix::get_set(0.9).unwrap(),
-        ttl: TtlDist::None,
-        seed: 7,
-        prefix: String::new(),
-    }
+    let mut workload = Workload::new(keys, Popularity::Zipf { theta: 0.99, scrambled: true }, 7);
+    workload.key_size = SizeDist::Fixed(16);
+    workload.value_size = value_size;
+    workload.ops = OpMix::get_set(0.9).unwrap();
+    KeySpace::new(workload, "")
 }
 
 fn config(server: &TestServer, protocol: Protocol, space: KeySpace) -> RunConfig {
@@ -96,8 +91,8 @@ fn bytes_on_the_wire_are_fridge_proto_encodings() {
     for protocol in [Protocol::Text, Protocol::Meta, Protocol::Resp] {
         let server = TestServer::start(Behavior::default());
         let mut s = space(100, SizeDist::uniform(0, 300).unwrap());
-        s.ttl = TtlDist::Fixed(60);
-        s.ops = OpMix::new([
+        s.workload.ttl = TtlDist::Fixed(60);
+        s.workload.ops = OpMix::new([
             (fridge_workload::Op::Get, 0.6),
             (fridge_workload::Op::Set, 0.3),
             (fridge_workload::Op::Delete, 0.1),
@@ -183,7 +178,7 @@ fn open_loop_keeps_its_rate_while_the_server_stalls() {
         ..Behavior::default()
     });
     let mut s = space(100, SizeDist::Fixed(32));
-    s.ops = OpMix::only(fridge_workload::Op::Get);
+    s.workload.ops = OpMix::only(fridge_workload::Op::Get);
     let mut cfg = config(&server, Protocol::Text, s);
     cfg.threads = 2;
     cfg.conns = 2;
@@ -207,7 +202,7 @@ fn tenants_authenticate_and_keep_their_keys_apart() {
         let mut tenants = Vec::new();
         for (i, name) in ["alpha", "beta"].into_iter().enumerate() {
             let mut s = space(20, SizeDist::Fixed(40));
-            s.seed = i as u64;
+            s.workload.seed = i as u64;
             s.prefix = format!("{name}:");
             tenants.push(TenantSpec {
                 name: name.into(),

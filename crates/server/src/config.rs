@@ -3,10 +3,10 @@
 //!
 //! memcached's common short flags are accepted as aliases (`-p -l -m -t -c -I -U 0`), so an
 //! init script written for memcached starts fridge unchanged. Sizes are written `"1GiB"`,
-//! `"64MiB"`, `"512k"` or as a plain number of bytes.
+//! `"64MiB"`, `"512k"`, `"1.5g"` or as a plain number of bytes; durations `"250ms"`, `"30s"`,
+//! `"5m"`, `"1h"` or a plain number of seconds (the rule of [`fridge_units`]).
 
 use std::collections::HashMap;
-use std::fmt;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -18,112 +18,9 @@ use serde::Deserialize;
 
 use crate::password::PasswordHash;
 
-/// A byte count, parsed from `"1GiB"`, `"64m"`, `"512KiB"`, `"4096"` (units are binary and
-/// case-insensitive).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Size(pub u64);
-
-impl Size {
-    /// The size in bytes, as a `usize` (saturating).
-    pub fn bytes(self) -> usize {
-        usize::try_from(self.0).unwrap_or(usize::MAX)
-    }
-}
-
-impl std::str::FromStr for Size {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (digits, unit) = t.split_at(split);
-        let n: u64 = digits.parse().map_err(|_| format!("bad size {s:?}: expected e.g. 64MiB"))?;
-        let shift = match unit.trim().to_ascii_lowercase().as_str() {
-            "" | "b" => 0,
-            "k" | "kb" | "kib" => 10,
-            "m" | "mb" | "mib" => 20,
-            "g" | "gb" | "gib" => 30,
-            "t" | "tb" | "tib" => 40,
-            other => return Err(format!("bad size unit {other:?} in {s:?}")),
-        };
-        n.checked_mul(1 << shift).map(Size).ok_or_else(|| format!("size {s:?} is too large"))
-    }
-}
-
-impl fmt::Display for Size {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const UNITS: [(u32, &str); 4] = [(40, "TiB"), (30, "GiB"), (20, "MiB"), (10, "KiB")];
-        for (shift, unit) in UNITS {
-            if self.0 >= 1 << shift && self.0 % (1 << shift) == 0 {
-                return write!(f, "{}{unit}", self.0 >> shift);
-            }
-        }
-        write!(f, "{}", self.0)
-    }
-}
-
-impl<'de> Deserialize<'de> for Size {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Number(n) => Ok(Size(n)),
-            Raw::Text(s) => s.parse().map_err(serde::de::Error::custom),
-        }
-    }
-}
-
-/// A duration in milliseconds, parsed from `"250ms"`, `"30s"`, `"5m"`, `"1h"` or a plain
-/// number of seconds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
-pub struct Millis(pub u64);
-
-impl std::str::FromStr for Millis {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let t = s.trim();
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (digits, unit) = t.split_at(split);
-        let n: u64 = digits
-            .parse()
-            .map_err(|_| format!("bad duration {s:?}: expected e.g. 30s or 250ms"))?;
-        let scale = match unit.trim().to_ascii_lowercase().as_str() {
-            "ms" => 1,
-            "" | "s" => 1000,
-            "m" | "min" => 60_000,
-            "h" => 3_600_000,
-            other => return Err(format!("bad duration unit {other:?} in {s:?}")),
-        };
-        n.checked_mul(scale).map(Millis).ok_or_else(|| format!("duration {s:?} is too long"))
-    }
-}
-
-impl fmt::Display for Millis {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 % 1000 == 0 { write!(f, "{}s", self.0 / 1000) } else { write!(f, "{}ms", self.0) }
-    }
-}
-
-impl<'de> Deserialize<'de> for Millis {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Seconds(u64),
-            Text(String),
-        }
-        match Raw::deserialize(d)? {
-            Raw::Seconds(n) => n
-                .checked_mul(1000)
-                .map(Millis)
-                .ok_or_else(|| serde::de::Error::custom("duration is too long")),
-            Raw::Text(s) => s.parse().map_err(serde::de::Error::custom),
-        }
-    }
-}
+/// Byte sizes and durations are read by the rule the simulator and the load generator share
+/// (binary, case-insensitive units; fractions round down): see [`fridge_units`].
+pub use fridge_units::{Millis, Size};
 
 /// Which protocols the main port speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
@@ -429,8 +326,8 @@ fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
     about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
              (RESP2/3) on one port",
     after_help = "memcached compatibility: -p -l -m -t -c -I and -U 0 mean what they mean to \
-                  memcached. Sizes accept units: 64MiB, 1g, 512k, or bytes; durations 250ms, \
-                  30s, 5m.\n\n\
+                  memcached. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
+                  512k) or bytes; durations 250ms, 30s, 5m, 1h, or seconds.\n\n\
                   Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
                   bytes per item, about 19 with small items), the hitmap (--hitmap-bits-per-item \
                   bits per 64 bytes of memory: 1/16 of it at 32), a 64-byte header per segment, \

@@ -22,6 +22,7 @@ use fridge_sim::progress::Progress;
 use fridge_sim::report;
 use fridge_sim::source::{self, GeneratorParams, Source};
 use fridge_sim::sweep::{OpsMode, PolicySpec, Settings, SizeSpec, simulate};
+use fridge_units::Size;
 use fridge_workload::SizeDist;
 use fridge_workload::trace::{Column, CsvFormat, KeyFormat, SizeModel, TimeUnit};
 
@@ -129,7 +130,8 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     free_watermark: usize,
 
-    /// Absolute cache sizes, comma-separated (e.g. 4MiB,64MiB,1GiB; K/M/G are binary).
+    /// Absolute cache sizes, comma-separated, e.g. 4MiB,64m,1.5GiB: a number of bytes with an
+    /// optional unit k/m/g/t (also kb/kib, …), binary (1gb = 1GiB = 2^30) and case-insensitive.
     #[arg(long, conflicts_with = "fractions")]
     sizes: Option<String>,
 
@@ -142,7 +144,8 @@ struct Args {
     #[arg(long, default_value = "lookaside")]
     ops: String,
 
-    /// Engine segment size in bytes (default: chosen per cache size, see the docs).
+    /// Engine segment size, e.g. 1MiB (units as in --sizes; default: chosen per cache size, see
+    /// the docs).
     #[arg(long)]
     segment_size: Option<String>,
 
@@ -230,23 +233,10 @@ fn list<T>(s: &str, f: impl Fn(&str) -> Result<T, Error>) -> Result<Vec<T>, Erro
     s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(f).collect()
 }
 
-/// Bytes with an optional unit: B, K/KiB, M/MiB, G/GiB (binary), KB/MB/GB (decimal).
+/// Bytes by the workspace's one rule ([`fridge_units::Size`]): binary, case-insensitive units,
+/// fractions rounded down.
 fn parse_bytes(s: &str) -> Result<u64, Error> {
-    let s = s.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "kb" => 1_000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        u => return Err(Error::Config(format!("unknown size unit {u:?} in {s:?}"))),
-    };
-    let v: f64 = num.parse().map_err(|_| Error::Config(format!("bad size {s:?}")))?;
-    Ok((v * mult as f64) as u64)
+    s.parse::<Size>().map(|size| size.0).map_err(Error::Config)
 }
 
 fn build_source(args: &Args) -> Result<Source, Error> {
@@ -384,4 +374,27 @@ fn size_model(s: &str) -> Result<(SizeModel, String), Error> {
         ),
         _ => return Err(bad()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_on_the_command_line_are_binary() {
+        let args = Args::try_parse_from([
+            "fridge-sim",
+            "--generate",
+            "facebook-etc",
+            "--sizes",
+            "1GiB, 64m,1gb",
+            "--segment-size",
+            "1.5MiB",
+        ])
+        .unwrap();
+        let sizes = list(args.sizes.as_deref().unwrap(), parse_bytes).unwrap();
+        assert_eq!(sizes, [1 << 30, 64 << 20, 1 << 30]);
+        assert_eq!(parse_bytes(args.segment_size.as_deref().unwrap()).unwrap(), 3 << 19);
+        assert!(parse_bytes("1 parsec").is_err());
+    }
 }
