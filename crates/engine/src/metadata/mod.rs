@@ -55,14 +55,40 @@ pub struct MetadataStats {
 }
 
 /// Receives access digests and answers temperature queries.
+///
+/// # Contract
+///
+/// The caller (the engine) guarantees:
+/// - [`submit`](MetadataBackend::submit) gets at most [`POOL_LEN`] digests per call, from any
+///   worker thread, on the request path, concurrently with other calls;
+/// - [`temperatures`](MetadataBackend::temperatures) is called by the cleaner with the
+///   digests of one pass's survivors, and `out` is a buffer the cleaner reuses between passes;
+/// - [`stats`](MetadataBackend::stats) is called on the control path only.
+///
+/// An implementation:
+/// - MUST NOT wait for another thread in `submit`: a threaded backend queues the pool or,
+///   when it cannot keep up, drops it and counts it in [`MetadataStats::pools_dropped`]; an
+///   inline backend applies it in the caller, doing work bounded by the pool (plus a
+///   compaction when one is due);
+/// - MUST NOT allocate per call in `submit` or `temperatures` (recycle buffers; `out` may
+///   grow to the largest batch, once);
+/// - MUST NOT wait for a compaction in `temperatures`: while one runs it answers "unknown"
+///   (zone 1 for every digest);
+/// - MUST write exactly one [`Temperature`] per digest into `out`, in order, after clearing
+///   it;
+/// - MUST, when applied inline (the submitting thread applies the pool), depend only on the
+///   digests it was given — never on wall time, thread timing or randomness — so that the
+///   simulator's results are the same run after run;
+/// - MUST treat losing history as harmless: a dropped pool changes eviction quality, never
+///   correctness.
 pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     /// Takes one reference pool (a digest is `digest_of(hash)` with bit 0 set for a SET).
-    /// Must not block.
+    /// Never waits for another thread and never allocates.
     fn submit(&self, digests: &[u32]);
-    /// Writes the temperature of each digest into `out` (same order); the batch also serves
-    /// as the compaction sample.
+    /// Writes the temperature of each digest into `out` (cleared first, same order); the
+    /// batch also serves as the compaction sample. Never waits for a compaction.
     fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>);
-    /// Current figures.
+    /// Current figures (control path; may allocate).
     fn stats(&self) -> MetadataStats;
 }
 
