@@ -27,7 +27,9 @@
 //! has not moved yet — so no operation does more than a bounded amount of work. Readers look
 //! in the old table first and follow `MIGRATED` to the new one. Old tables are freed through
 //! the epoch mechanism. If the pool runs out before growth catches up, an insert into a full
-//! path replaces the path's first slot: the index evicts that item (counted; this is a cache).
+//! path replaces the path's first slot: the index evicts that item (counted; this is a cache). If a new table cannot be mapped (out of memory), the growth is given up
+//! and counted ([`Index::growth_failures`]), never a panic: the index goes on in the table it
+//! has, evicting from full paths, and tries again a few thousand maintenance steps later.
 //!
 //! **CAS.** Every change under a root's lock increments its `CAS` after publishing the change,
 //! so a CAS value read with an item never matches once that item is modified. Migration gives
@@ -141,12 +143,14 @@ struct Buckets {
 }
 
 impl Buckets {
-    fn zeroed(n: usize) -> Buckets {
-        let bytes =
-            n.checked_mul(std::mem::size_of::<Bucket>()).expect("index table size overflows");
-        let mapping = Mapping::new(bytes)
-            .unwrap_or_else(|e| panic!("cannot map {bytes} bytes of index: {e}"));
-        Buckets { mapping, len: n }
+    /// Maps `n` zeroed buckets; an error (out of memory or address space) if they cannot be
+    /// mapped.
+    fn zeroed(n: usize) -> std::io::Result<Buckets> {
+        let bytes = n
+            .checked_mul(std::mem::size_of::<Bucket>())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+        let mapping = Mapping::new(bytes)?;
+        Ok(Buckets { mapping, len: n })
     }
 }
 
@@ -174,16 +178,17 @@ struct Table {
 }
 
 impl Table {
-    fn new(roots: usize) -> Table {
+    /// A table of `roots` roots and its pool; an error if they cannot be mapped.
+    fn new(roots: usize) -> std::io::Result<Table> {
         let groups = (roots / 4).max(16);
-        Table {
-            roots: Buckets::zeroed(roots),
+        Ok(Table {
+            roots: Buckets::zeroed(roots)?,
             mask: roots - 1,
-            pool: Buckets::zeroed(groups * GROUP),
+            pool: Buckets::zeroed(groups * GROUP)?,
             pool_next: AtomicU32::new(1),
             free_groups: Mutex::new(Vec::new()),
             free_group_count: AtomicU32::new(0),
-        }
+        })
     }
 
     fn groups(&self) -> u32 {
@@ -323,6 +328,9 @@ pub struct IndexStats {
     pub evictions: u64,
 }
 
+/// Maintenance steps without a growth attempt after a growth could not map its table.
+const GROWTH_BACKOFF: u32 = 4096;
+
 /// Bytes of one sub-bucket group.
 const GROUP_BYTES: usize = GROUP * std::mem::size_of::<Bucket>();
 
@@ -372,6 +380,11 @@ pub struct Index {
     has_retired: AtomicBool,
     resizes: AtomicU64,
     evictions: AtomicU64,
+    /// Growths that could not map their new table.
+    growth_failures: AtomicU64,
+    /// Maintenance steps to let pass before trying a growth again after one failed to map
+    /// its table (so an out-of-memory system is not asked for a mapping on every write).
+    growth_backoff: AtomicU32,
     memory: MemoryBudget,
 }
 
@@ -555,16 +568,26 @@ fn insert_locked(
 impl Index {
     /// An index whose first table has `roots` buckets (rounded up to a power of two) and which
     /// never grows beyond `max_roots`.
+    ///
+    /// # Panics
+    ///
+    /// If the first table cannot be mapped; [`Index::try_new`] reports that instead.
     pub fn new(roots: usize, max_roots: usize) -> Index {
+        Index::try_new(roots, max_roots)
+            .unwrap_or_else(|e| panic!("cannot map the index's first table: {e}"))
+    }
+
+    /// [`Index::new`], or an error if the first table cannot be mapped.
+    pub fn try_new(roots: usize, max_roots: usize) -> std::io::Result<Index> {
         let roots = roots.next_power_of_two().max(16);
-        let table = Box::new(Table::new(roots));
+        let table = Box::new(Table::new(roots)?);
         let memory = MemoryBudget {
             limit: AtomicUsize::new(usize::MAX),
             resident: AtomicUsize::new(table.resident_bytes()),
             wanted: AtomicUsize::new(0),
         };
         let table = Box::into_raw(table);
-        Index {
+        Ok(Index {
             current: AtomicPtr::new(table),
             old: AtomicPtr::new(std::ptr::null_mut()),
             migrate_next: AtomicUsize::new(0),
@@ -574,8 +597,10 @@ impl Index {
             has_retired: AtomicBool::new(false),
             resizes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            growth_failures: AtomicU64::new(0),
+            growth_backoff: AtomicU32::new(0),
             memory,
-        }
+        })
     }
 
     fn tables<'g>(&self, _guard: &'g Guard<'_>) -> (&'g Table, Option<&'g Table>) {
@@ -759,7 +784,11 @@ impl Index {
                 // same size, which compacts every tree into a fresh pool.
                 let loaded = items() > GROW_LOAD * current.roots.len() as u64;
                 let roots = current.roots.len() * if loaded { 2 } else { 1 };
-                if roots <= self.max_roots {
+                let backoff = self.growth_backoff.load(Ordering::Relaxed);
+                if backoff > 0 {
+                    // A recent growth could not map its table: wait before asking again.
+                    self.growth_backoff.store(backoff - 1, Ordering::Relaxed);
+                } else if roots <= self.max_roots {
                     return self.start_growth(current, roots);
                 }
             }
@@ -799,7 +828,16 @@ impl Index {
             return false;
         }
         self.memory.wanted.store(0, Ordering::Relaxed);
-        let new = Box::into_raw(Box::new(Table::new(roots)));
+        let Ok(table) = Table::new(roots) else {
+            // Out of memory (or address space) for the new table: no growth. The index keeps
+            // working in the table it has; a full path evicts its first slot, as when the
+            // pool runs out, and a later maintenance step tries again.
+            self.memory.release(bytes);
+            self.growth_failures.fetch_add(1, Ordering::Relaxed);
+            self.growth_backoff.store(GROWTH_BACKOFF, Ordering::Relaxed);
+            return false;
+        };
+        let new = Box::into_raw(Box::new(table));
         self.migrate_next.store(0, Ordering::SeqCst);
         self.old.store(current_ptr, Ordering::SeqCst);
         self.current.store(new, Ordering::SeqCst);
@@ -816,6 +854,12 @@ impl Index {
     /// handed out, tables waiting for readers to leave them included.
     pub fn resident_bytes(&self) -> usize {
         self.memory.resident.load(Ordering::Relaxed)
+    }
+
+    /// Growths given up because their new table could not be mapped (out of memory): the
+    /// index went on in its current table, evicting from full paths.
+    pub fn growth_failures(&self) -> u64 {
+        self.growth_failures.load(Ordering::Relaxed)
     }
 
     /// Bytes a growth waits for the memory limit to allow (0: none waits).
@@ -1092,5 +1136,42 @@ impl Drop for Index {
                 drop(Box::from_raw(t));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buckets past any address space: the size overflows, or the mapping cannot be made.
+    const UNMAPPABLE: usize = 1 << 56;
+
+    #[test]
+    fn a_table_that_cannot_be_mapped_is_an_error_not_a_panic() {
+        assert!(Buckets::zeroed(usize::MAX).is_err(), "size overflow");
+        assert!(Table::new(UNMAPPABLE).is_err(), "out of address space");
+        assert!(Index::try_new(UNMAPPABLE, UNMAPPABLE).is_err());
+    }
+
+    #[test]
+    fn a_growth_that_cannot_map_its_table_leaves_the_index_working() {
+        let epochs = Epochs::new(2);
+        let id = epochs.register().unwrap();
+        let index = Index::new(16, UNMAPPABLE);
+        let resident = index.resident_bytes();
+        let loc = Loc { segment: 3, offset: 64 };
+        let rehash = |_: Loc| 7u64;
+        {
+            let guard = epochs.pin(id);
+            let (current, _) = index.tables(&guard);
+            assert!(!index.start_growth(current, UNMAPPABLE), "no growth under way");
+            assert_eq!(index.growth_failures(), 1);
+            assert_eq!(index.resident_bytes(), resident, "the reserved bytes are given back");
+            assert_eq!(index.wanted_bytes(), 0);
+            let locked = index.lock(&guard, 7, &rehash, &mut |_| {});
+            assert_eq!(locked.insert(loc), None);
+        }
+        let guard = epochs.pin(id);
+        assert_eq!(index.find(&guard, 7, |l| l == loc), Some(loc));
     }
 }
