@@ -21,14 +21,16 @@
 //! Only a root bucket's `LOCK` and `CAS` are used; a root's lock guards its whole tree.
 //!
 //! **Global growth.** When the pool is half used, a new table is made — twice the size if
-//! there are more than three items per root, otherwise the same size (sub-bucket groups are not
-//! reused within a table, so a rebuild is how churn gets its pool back) — and old roots are
+//! there are more than three items per root, otherwise the same size (a group that empties on
+//! a key's path is given back and reused within the table, but churn also leaves groups
+//! partly filled, and scan removals leave empty ones in place, so a rebuild is how churn gets
+//! the rest of its pool back) — and old roots are
 //! migrated one at a time — by writers (a few per write) and by whoever needs a root that
 //! has not moved yet — so no operation does more than a bounded amount of work. Readers look
 //! in the old table first and follow `MIGRATED` to the new one. Old tables are freed through
 //! the epoch mechanism. If the pool runs out before growth catches up, an insert into a full
-//! path replaces the path's first slot: the index evicts that item (counted; this is a cache). If a new table cannot be mapped (out of memory), the growth is given up
-//! and counted ([`Index::growth_failures`]), never a panic: the index goes on in the table it
+//! path replaces the path's first slot: the index evicts that item (counted; this is a cache).
+//! If a new table cannot be mapped (out of memory), the growth is given up and counted ([`Index::growth_failures`]), never a panic: the index goes on in the table it
 //! has, evicting from full paths, and tries again a few thousand maintenance steps later.
 //!
 //! **CAS.** Every change under a root's lock increments its `CAS` after publishing the change,
@@ -45,8 +47,10 @@
 //! Costs: a slot is 8 bytes; buckets hold 7 slots, so roots cost 64/7 ≈ 9.1 bytes per item at
 //! full load. Hashing never fills every slot: the pool reaches half use at about five items
 //! per root, when the table doubles, so roots hold 2.5–5 items and cost 13–26 bytes per item,
-//! and sub-bucket groups a few more. The pool has room for
-//! groups under a quarter of the roots (virtual memory: untouched groups are not resident).
+//! and sub-bucket groups a few more. Measured at the load the index runs at (4.2 items per
+//! root plus groups), it costs 19.1 bytes per item (`docs/benchmarks.md`). The pool has room
+//! for groups under a quarter of the roots (virtual memory: untouched groups are not
+//! resident).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -779,9 +783,10 @@ impl Index {
         let (current, old) = self.tables(guard);
         let Some(old) = old else {
             if current.pool_half_used() {
-                // Sub-bucket groups are not reused within a table, so churn alone can use the
-                // pool up: double only if the load calls for it, otherwise rebuild at the
-                // same size, which compacts every tree into a fresh pool.
+                // Churn alone can use the pool up (groups emptied on a key's path are reused,
+                // but partly filled groups and those emptied by scans are not): double only
+                // if the load calls for it, otherwise rebuild at the same size, which
+                // compacts every tree into a fresh pool.
                 let loaded = items() > GROW_LOAD * current.roots.len() as u64;
                 let roots = current.roots.len() * if loaded { 2 } else { 1 };
                 let backoff = self.growth_backoff.load(Ordering::Relaxed);
