@@ -30,7 +30,7 @@
 //! in the old table first and follow `MIGRATED` to the new one. Old tables are freed through
 //! the epoch mechanism. If the pool runs out before growth catches up, an insert into a full
 //! path replaces the path's first slot: the index evicts that item (counted; this is a cache).
-//! If a new table cannot be mapped (out of memory), the growth is given up and counted ([`Index::growth_failures`]), never a panic: the index goes on in the table it
+//! If a new table cannot be mapped (out of memory), the growth is given up and counted ([`IndexStats::growth_failures`]), never a panic: the index goes on in the table it
 //! has, evicting from full paths, and tries again a few thousand maintenance steps later.
 //!
 //! **CAS.** Every change under a root's lock increments its `CAS` after publishing the change,
@@ -330,6 +330,9 @@ pub struct IndexStats {
     pub resizes: u64,
     /// Items dropped because a full path found no sub-bucket to grow into.
     pub evictions: u64,
+    /// Growths given up because their new table could not be mapped (out of memory): the
+    /// index went on in its current table, evicting from full paths.
+    pub growth_failures: u64,
 }
 
 /// Maintenance steps without a growth attempt after a growth could not map its table.
@@ -571,18 +574,8 @@ fn insert_locked(
 
 impl Index {
     /// An index whose first table has `roots` buckets (rounded up to a power of two) and which
-    /// never grows beyond `max_roots`.
-    ///
-    /// # Panics
-    ///
-    /// If the first table cannot be mapped; [`Index::try_new`] reports that instead.
-    pub fn new(roots: usize, max_roots: usize) -> Index {
-        Index::try_new(roots, max_roots)
-            .unwrap_or_else(|e| panic!("cannot map the index's first table: {e}"))
-    }
-
-    /// [`Index::new`], or an error if the first table cannot be mapped.
-    pub fn try_new(roots: usize, max_roots: usize) -> std::io::Result<Index> {
+    /// never grows beyond `max_roots`; an error if the first table cannot be mapped.
+    pub fn new(roots: usize, max_roots: usize) -> std::io::Result<Index> {
         let roots = roots.next_power_of_two().max(16);
         let table = Box::new(Table::new(roots)?);
         let memory = MemoryBudget {
@@ -861,12 +854,6 @@ impl Index {
         self.memory.resident.load(Ordering::Relaxed)
     }
 
-    /// Growths given up because their new table could not be mapped (out of memory): the
-    /// index went on in its current table, evicting from full paths.
-    pub fn growth_failures(&self) -> u64 {
-        self.growth_failures.load(Ordering::Relaxed)
-    }
-
     /// Bytes a growth waits for the memory limit to allow (0: none waits).
     pub fn wanted_bytes(&self) -> usize {
         self.memory.wanted.load(Ordering::Relaxed)
@@ -1066,6 +1053,7 @@ impl Index {
             buckets: current.roots.len(),
             resizes: self.resizes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
+            growth_failures: self.growth_failures.load(Ordering::Relaxed),
         }
     }
 }
@@ -1155,14 +1143,14 @@ mod tests {
     fn a_table_that_cannot_be_mapped_is_an_error_not_a_panic() {
         assert!(Buckets::zeroed(usize::MAX).is_err(), "size overflow");
         assert!(Table::new(UNMAPPABLE).is_err(), "out of address space");
-        assert!(Index::try_new(UNMAPPABLE, UNMAPPABLE).is_err());
+        assert!(Index::new(UNMAPPABLE, UNMAPPABLE).is_err());
     }
 
     #[test]
     fn a_growth_that_cannot_map_its_table_leaves_the_index_working() {
         let epochs = Epochs::new(2);
         let id = epochs.register().unwrap();
-        let index = Index::new(16, UNMAPPABLE);
+        let index = Index::new(16, UNMAPPABLE).unwrap();
         let resident = index.resident_bytes();
         let loc = Loc { segment: 3, offset: 64 };
         let rehash = |_: Loc| 7u64;
@@ -1170,7 +1158,7 @@ mod tests {
             let guard = epochs.pin(id);
             let (current, _) = index.tables(&guard);
             assert!(!index.start_growth(current, UNMAPPABLE), "no growth under way");
-            assert_eq!(index.growth_failures(), 1);
+            assert_eq!(index.stats(&guard).growth_failures, 1);
             assert_eq!(index.resident_bytes(), resident, "the reserved bytes are given back");
             assert_eq!(index.wanted_bytes(), 0);
             let locked = index.lock(&guard, 7, &rehash, &mut |_| {});

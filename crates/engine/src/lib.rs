@@ -27,37 +27,41 @@
 //! them. With [`EngineConfig::memory_includes_index`] the arena lends segments to all of that
 //! instead, so the whole stays within `max_memory` (`budget.rs`).
 //!
-//! `unsafe` lives in [`arena`] (the mapping), [`item`] (reading and writing records),
-//! [`index`] (zeroed tables, table pointers under epochs), `cache.rs` (viewing a published
+//! `unsafe` lives in `arena.rs` (the mapping), [`item`] (reading and writing records),
+//! `index.rs` (zeroed tables, table pointers under epochs), `cache.rs` (viewing a published
 //! record under an epoch guard, writing an item into a segment its writer owns) and
 //! `cleaner.rs` (walking the records of a segment it owns or of a sealed one); the worker
 //! (`worker.rs`, `worker/read.rs`) and the other modules have none. Each block names its
 //! invariant.
 //!
+//! Visibility: the public surface is the re-exports below plus [`item`]'s layout constants,
+//! [`hash`] and [`hitmap`] (the benchmarks drive them directly); every other module is
+//! internal to the engine.
+//!
 //! Errors: operations return the small `Copy` enum [`EngineError`]; construction returns a
 //! [`ConfigError`] with a message.
 
 mod arbiter;
-pub mod arena;
+mod arena;
 mod budget;
 mod cache;
 mod cleaner;
-pub mod clock;
+mod clock;
 mod config;
 mod engine;
-pub mod epoch;
+mod epoch;
 mod error;
 mod expiry;
 pub mod hash;
 pub mod hitmap;
-pub mod index;
+mod index;
 pub mod item;
-pub mod metadata;
+mod metadata;
 mod ops;
-pub mod rank;
-pub mod segment;
-pub mod stats;
-pub mod tenant;
+mod rank;
+mod segment;
+mod stats;
+mod tenant;
 mod worker;
 
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};

@@ -98,14 +98,14 @@ fn recency(item: &RankInput) -> u64 {
 /// The built-in rank functions, by name.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RankKind {
-    /// [`Zone`]: zone, then recency (the default).
+    /// `Zone`: zone, then recency (the default).
     #[default]
     Hitmap,
     /// [`Recency`].
     Lru,
-    /// [`Frequency`].
+    /// `Frequency`.
     Lfu,
-    /// [`Segmented`].
+    /// `Segmented`.
     Slru,
 }
 

@@ -59,7 +59,7 @@ pub struct MetadataStats {
 /// # Contract
 ///
 /// The caller (the engine) guarantees:
-/// - [`submit`](MetadataBackend::submit) gets at most [`POOL_LEN`] digests per call, from any
+/// - [`submit`](MetadataBackend::submit) gets at most `POOL_LEN` (1024) digests per call, from any
 ///   worker thread, on the request path, concurrently with other calls;
 /// - [`temperatures`](MetadataBackend::temperatures) is called by the cleaner with the
 ///   digests of one pass's survivors, and `out` is a buffer the cleaner reuses between passes;
