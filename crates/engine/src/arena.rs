@@ -76,11 +76,6 @@ impl Mapping {
     pub fn len(&self) -> usize {
         self.len
     }
-
-    /// Whether the mapping is empty (never: at least one page is mapped).
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
 }
 
 impl Drop for Mapping {
@@ -120,12 +115,6 @@ impl Arena {
         // SAFETY: `offset` is within the mapping (checked above), so the result stays inside
         // the same allocated object.
         unsafe { self.mapping.as_ptr().add(offset) }
-    }
-
-    /// Bytes per segment.
-    #[inline]
-    pub fn segment_size(&self) -> usize {
-        self.segment_size
     }
 
     /// Gives segment `id`'s pages back to the kernel: it reads as zeros and takes no memory

@@ -9,8 +9,25 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
+///
+/// # Contract
+///
+/// The engine calls [`Clock::now_ms`] from any thread, on the request path (every expiry
+/// check, every store with a TTL), while it holds an epoch pin and sometimes a bucket lock.
+/// The caller guarantees nothing about how often or from where it calls.
+///
+/// An implementation:
+/// - MUST NOT block, sleep, take a lock that a request can hold, or do I/O in `now_ms`;
+/// - MUST NOT allocate per call;
+/// - MUST be callable concurrently from every worker and the cleaner (`Send + Sync`);
+/// - MAY return a time behind the last one it returned (the engine tolerates time moving
+///   backwards: an item looks live again until the clock passes its deadline once more), but
+///   SHOULD move forward;
+/// - MUST, where the engine runs inline for determinism (the simulator, tests), read only
+///   injected state ([`ManualClock`]), never the system clock, so that the same trace gives
+///   the same result.
 pub trait Clock: Send + Sync + std::fmt::Debug {
-    /// Milliseconds since 1970-01-01T00:00:00Z.
+    /// Milliseconds since 1970-01-01T00:00:00Z. Cheap, non-blocking, allocation-free.
     fn now_ms(&self) -> u64;
 }
 

@@ -61,7 +61,8 @@ impl Engine {
         let epochs = Epochs::new(config.max_participants + 2);
         let cleaner_id = epochs.register().ok_or_else(|| ConfigError("no epoch slot".into()))?;
         let fixed_overhead = fixed_overhead(segment_count, metadata.stats().bytes);
-        let index = Index::new(initial_buckets, config.max_memory / 64);
+        let index = Index::new(initial_buckets, config.max_memory / 64)
+            .map_err(|e| ConfigError(format!("cannot map the index: {e}")))?;
         // The tenants share the arena less what is lent at the start (the index's growth
         // later is not taken off).
         let scratch_allowance = if config.memory_includes_index {
@@ -274,6 +275,7 @@ impl Inner {
             index_buckets: index.buckets,
             index_resizes: index.resizes,
             index_evictions: index.evictions,
+            index_growth_failures: index.growth_failures,
             items: self.tenants.iter().map(|t| load(&t.items)).sum(),
             item_bytes: self.tenants.iter().map(|t| load(&t.bytes)).sum(),
             gets: self.epochs.sum(|c| &c.gets),

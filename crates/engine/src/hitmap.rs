@@ -203,7 +203,7 @@ impl Hitmap {
     }
 
     /// Records a batch of accesses in order, prefetching the key's block in every level for
-    /// the access [`PREFETCH_DISTANCE`] ahead, so the cache misses of many keys overlap.
+    /// the access `PREFETCH_DISTANCE` ahead, so the cache misses of many keys overlap.
     pub fn record_batch(&mut self, digests: &[u32]) {
         for (i, &d) in digests.iter().enumerate() {
             if let Some(&ahead) = digests.get(i + PREFETCH_DISTANCE) {

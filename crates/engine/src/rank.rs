@@ -30,8 +30,23 @@ pub struct RankInput {
 }
 
 /// Orders items for keeping: higher is kept first.
+///
+/// # Contract
+///
+/// The cleaner calls [`Rank::rank`] once per live item of its candidate segments, in the
+/// middle of a pass (on a request thread when the cleaner runs inline, else on its own). The
+/// caller guarantees that `item` describes one live item as of the pass; it does not
+/// guarantee any order of calls, nor that an item is ranked only once.
+///
+/// An implementation:
+/// - MUST be a pure function of `item`: the same input gives the same rank, with no reads of
+///   wall time, randomness or shared mutable state (the simulator replays traces bit for bit,
+///   and ties keep log order only if ranks are stable);
+/// - MUST NOT block, take locks, or allocate per call (it runs for every item a pass moves);
+/// - MUST NOT panic for any input (every field's whole range is valid);
+/// - MUST be callable from any thread (`Send + Sync`): one function serves every pass.
 pub trait Rank: Send + Sync + std::fmt::Debug {
-    /// The item's rank.
+    /// The item's rank: higher is kept first.
     fn rank(&self, item: &RankInput) -> u64;
 }
 
@@ -83,14 +98,14 @@ fn recency(item: &RankInput) -> u64 {
 /// The built-in rank functions, by name.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RankKind {
-    /// [`Zone`]: zone, then recency (the default).
+    /// `Zone`: zone, then recency (the default).
     #[default]
     Hitmap,
     /// [`Recency`].
     Lru,
-    /// [`Frequency`].
+    /// `Frequency`.
     Lfu,
-    /// [`Segmented`].
+    /// `Segmented`.
     Slru,
 }
 

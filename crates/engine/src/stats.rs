@@ -72,6 +72,8 @@ pub struct EngineStats {
     pub index_resizes: u64,
     /// Items dropped by the index for lack of a sub-bucket.
     pub index_evictions: u64,
+    /// Index growths given up because the new table could not be mapped (out of memory).
+    pub index_growth_failures: u64,
     /// Live items, all tenants.
     pub items: u64,
     /// Bytes of live items (records and values), all tenants.

@@ -29,6 +29,8 @@ use crate::segment::CLEANER_RESERVE;
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
+mod read;
+
 /// Keys whose lookups [`Worker::get_many`] overlaps.
 pub const BATCH: usize = 16;
 /// Yields a writer waits for a segment before reporting `OutOfMemory` (about a second).
@@ -96,186 +98,6 @@ impl Worker {
         self.flush_references();
     }
 
-    /// Reads `key`. `f` sees the item while it is pinned in memory; its result is returned.
-    pub fn get<R>(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        f: impl FnOnce(Item<'_>) -> R,
-    ) -> Option<R> {
-        self.read(tenant, key, false, f)
-    }
-
-    /// Reads `key` with its CAS value.
-    pub fn gets<R>(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        f: impl FnOnce(Item<'_>) -> R,
-    ) -> Option<R> {
-        self.read(tenant, key, true, f)
-    }
-
-    /// Whether `key` has a live item, without counting a GET or touching recency.
-    pub fn contains(&mut self, tenant: TenantId, key: &[u8]) -> bool {
-        let inner = &*self.inner;
-        inner.check_flush(self.id, tenant);
-        let hash = key_hash(tenant, key);
-        let guard = inner.epochs.pin(self.id);
-        let Some(loc) =
-            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
-        else {
-            return false;
-        };
-        let rec = inner.record(&guard, loc);
-        !is_expired(inner.expires_at(&rec, loc), || inner.now_ms())
-    }
-
-    /// Looks up many keys at once, calling `f(i, item)` for each key `keys[i]` that has a
-    /// live item (in order). See [`Worker::get_each`].
-    pub fn get_many<K: AsRef<[u8]>>(
-        &mut self,
-        tenant: TenantId,
-        keys: &[K],
-        mut f: impl FnMut(usize, Item<'_>),
-    ) {
-        self.get_each(tenant, keys.iter().map(AsRef::as_ref), |i, _, item| f(i, item));
-    }
-
-    /// Looks up every key the iterator yields, calling `f(i, key, item)` for the `i`-th key if
-    /// it has a live item (in order). Lookups are software-pipelined in chunks of [`BATCH`]
-    /// keys: while one chunk's keys are compared, the next chunk's likely records and the
-    /// chunk after that's buckets are already being loaded, so memory misses overlap. Keys
-    /// are held three chunks at a time on the stack (no allocation). Expired items are
-    /// reported as misses and left for the cleaner. The call stays pinned throughout, so
-    /// callers pass a request's or a pipeline's worth of keys, not whole key spaces.
-    pub fn get_each<'k>(
-        &mut self,
-        tenant: TenantId,
-        mut keys: impl Iterator<Item = &'k [u8]>,
-        mut f: impl FnMut(usize, &'k [u8], Item<'_>),
-    ) {
-        let inner = Arc::clone(&self.inner);
-        inner.check_flush(self.id, tenant);
-        let counters = inner.epochs.counters(self.id);
-        let guard = inner.epochs.pin(self.id);
-        let recency = inner.recency();
-        // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
-        let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
-        let mut ring_hashes = [[0u64; BATCH]; 3];
-        let mut ring_len = [0usize; 3];
-        // Stage 1: take a chunk of keys, hash them and start loading their buckets. Returns
-        // whether the chunk has any keys.
-        let stage_buckets = |c: usize,
-                             keys: &mut dyn Iterator<Item = &'k [u8]>,
-                             ring_keys: &mut [[&'k [u8]; BATCH]; 3],
-                             ring_hashes: &mut [[u64; BATCH]; 3],
-                             ring_len: &mut [usize; 3]| {
-            let slot = c % 3;
-            let mut n = 0;
-            while n < BATCH {
-                let Some(key) = keys.next() else { break };
-                let h = key_hash(tenant, key);
-                inner.index.prefetch_root(&guard, h);
-                ring_keys[slot][n] = key;
-                ring_hashes[slot][n] = h;
-                n += 1;
-            }
-            ring_len[slot] = n;
-            n > 0
-        };
-        // Stage 2: start loading the record each bucket most likely points to.
-        let stage_records = |slot: usize, ring_hashes: &[[u64; BATCH]; 3], len: usize| {
-            for &h in &ring_hashes[slot][..len] {
-                if let Some(loc) = inner.index.probable(&guard, h) {
-                    crate::index::prefetch(
-                        inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
-                    );
-                }
-            }
-        };
-        let mut filled = [false; 3];
-        filled[0] = stage_buckets(0, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
-        filled[1] = filled[0]
-            && stage_buckets(1, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
-        if filled[0] {
-            stage_records(0, &ring_hashes, ring_len[0]);
-        }
-        let mut c = 0;
-        while filled[c % 3] {
-            let next2 = (c + 2) % 3;
-            filled[next2] = filled[(c + 1) % 3]
-                && stage_buckets(c + 2, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
-            if filled[(c + 1) % 3] {
-                stage_records((c + 1) % 3, &ring_hashes, ring_len[(c + 1) % 3]);
-            }
-            // Stage 3: compare keys and hand out values.
-            let slot = c % 3;
-            for j in 0..ring_len[slot] {
-                epoch::bump(&counters.gets);
-                let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
-                let Some(loc) =
-                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
-                else {
-                    inner.missed(tenant, h);
-                    continue;
-                };
-                let rec = inner.record(&guard, loc);
-                let expires_at_ms = inner.expires_at(&rec, loc);
-                if is_expired(expires_at_ms, || inner.now_ms()) {
-                    continue;
-                }
-                rec.touch_access(recency);
-                epoch::bump(&counters.hits);
-                self.note_access(h, false);
-                let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
-                f(c * BATCH + j, key, item);
-            }
-            filled[slot] = false;
-            c += 1;
-        }
-    }
-
-    fn read<R>(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        with_cas: bool,
-        f: impl FnOnce(Item<'_>) -> R,
-    ) -> Option<R> {
-        let hash = key_hash(tenant, key);
-        let inner = &*self.inner;
-        inner.check_flush(self.id, tenant);
-        let counters = inner.epochs.counters(self.id);
-        epoch::bump(&counters.gets);
-        let guard = inner.epochs.pin(self.id);
-        let is_key = |l| inner.key_matches(&guard, l, tenant, key);
-        let found = if with_cas {
-            inner.index.find_with_cas(&guard, hash, is_key)
-        } else {
-            inner.index.find(&guard, hash, is_key).map(|loc| (loc, 0))
-        };
-        let Some((loc, cas)) = found else {
-            inner.missed(tenant, hash);
-            return None;
-        };
-        let rec = inner.record(&guard, loc);
-        let expires_at_ms = inner.expires_at(&rec, loc);
-        if is_expired(expires_at_ms, || inner.now_ms()) {
-            drop(guard);
-            self.remove_if_at(tenant, hash, key, loc, true);
-            return None;
-        }
-        rec.touch_access(inner.recency());
-        epoch::bump(&counters.hits);
-        let result = f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas });
-        drop(guard);
-        // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
-        // miss followed by its SET must count as one access, not two.
-        self.note_access(hash, false);
-        Some(result)
-    }
-
     /// Removes `key`'s item if it is still the one at `loc` (expired-item reclamation).
     fn remove_if_at(&mut self, tenant: TenantId, hash: u64, key: &[u8], loc: Loc, expired: bool) {
         let inner = &*self.inner;
@@ -329,27 +151,12 @@ impl Worker {
 
     /// Stores an item.
     pub fn store(&mut self, req: Store<'_>) -> Result<StoreOutcome, EngineError> {
-        self.store_returning_old(req, None)
-    }
-
-    /// Stores an item; if `old` is given, it is cleared and the replaced live value (if any)
-    /// is copied into it. An empty `old` afterwards means no live item *or* an empty value;
-    /// where the difference matters (Redis `SET … GET` answers nil or `""`), use
-    /// [`Worker::update`], which sees the current item.
-    pub fn store_returning_old(
-        &mut self,
-        req: Store<'_>,
-        mut old: Option<&mut Vec<u8>>,
-    ) -> Result<StoreOutcome, EngineError> {
         let hash = key_hash(req.tenant, req.key);
         self.note_access(hash, true);
         self.inner.check_flush(self.id, req.tenant);
         epoch::bump(&self.inner.epochs.counters(self.id).sets);
-        if let Some(old) = old.as_deref_mut() {
-            old.clear();
-        }
         if req.expiry == Expiry::Keep {
-            return self.store_keeping_ttl(req, old);
+            return self.store_keeping_ttl(req, hash);
         }
         let expires_at_ms = match req.expiry {
             Expiry::At(at) => Some(at),
@@ -358,10 +165,10 @@ impl Worker {
         if expires_at_ms.is_some_and(|at| at <= self.inner.now_ms()) {
             // Already expired: the store succeeds and leaves nothing behind (memcached's
             // negative exptime). Conditions still apply.
-            return self.store_expired(req, old);
+            return self.store_expired(req, hash);
         }
         // A cheap early answer for conditions that already fail (no write wasted).
-        if let Some(outcome) = self.precheck(req) {
+        if let Some(outcome) = self.precheck(req, hash) {
             return Ok(outcome);
         }
         let tenant = req.tenant;
@@ -398,9 +205,6 @@ impl Worker {
         }
         match found {
             Some((slot, old_loc)) => {
-                if let (Some(out), Some(_)) = (old, live) {
-                    out.extend_from_slice(inner.record(&guard, old_loc).value());
-                }
                 if live.is_none() {
                     Counters::add(&inner.counters.expired, 1);
                 }
@@ -421,12 +225,11 @@ impl Worker {
     }
 
     /// Answers conditional stores whose condition already fails, without writing.
-    fn precheck(&mut self, req: Store<'_>) -> Option<StoreOutcome> {
+    fn precheck(&mut self, req: Store<'_>, hash: u64) -> Option<StoreOutcome> {
         let present = match req.condition {
             Condition::Always => return None,
             Condition::IfCas(cas) => {
                 let inner = &*self.inner;
-                let hash = key_hash(req.tenant, req.key);
                 let guard = inner.epochs.pin(self.id);
                 let found = inner.index.find_with_cas(&guard, hash, |l| {
                     inner.key_matches(&guard, l, req.tenant, req.key)
@@ -445,7 +248,7 @@ impl Worker {
                     }
                 };
             }
-            _ => self.contains(req.tenant, req.key),
+            _ => self.contains_hashed(req.tenant, hash, req.key),
         };
         match (req.condition, present) {
             (Condition::IfAbsent, true) | (Condition::IfPresent, false) => {
@@ -455,12 +258,10 @@ impl Worker {
         }
     }
 
-    fn store_expired(
-        &mut self,
-        req: Store<'_>,
-        mut old: Option<&mut Vec<u8>>,
-    ) -> Result<StoreOutcome, EngineError> {
-        self.update(req.tenant, req.key, |current, _| {
+    /// A store whose expiry has already passed: it deletes the current item, if the
+    /// condition holds.
+    fn store_expired(&mut self, req: Store<'_>, hash: u64) -> Result<StoreOutcome, EngineError> {
+        self.update_hashed(req.tenant, hash, req.key, |current, _| {
             let outcome = match (req.condition, current) {
                 (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
                     StoreOutcome::NotStored
@@ -468,10 +269,6 @@ impl Worker {
                 (Condition::IfCas(_), None) => StoreOutcome::NotFound,
                 _ => StoreOutcome::Stored,
             };
-            if let (Some(out), Some(c)) = (old.as_deref_mut(), current) {
-                out.clear();
-                out.extend_from_slice(c.value);
-            }
             Ok(match (outcome, current) {
                 (StoreOutcome::Stored, Some(_)) => Update::Delete(outcome),
                 _ => Update::Done(outcome),
@@ -479,12 +276,13 @@ impl Worker {
         })
     }
 
+    /// A store that keeps the current item's expiry (Redis `SET … KEEPTTL`).
     fn store_keeping_ttl(
         &mut self,
         req: Store<'_>,
-        mut old: Option<&mut Vec<u8>>,
+        hash: u64,
     ) -> Result<StoreOutcome, EngineError> {
-        self.update(req.tenant, req.key, |current, buf| {
+        self.update_hashed(req.tenant, hash, req.key, |current, buf| {
             let fails = match (req.condition, current) {
                 (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
                     Some(StoreOutcome::NotStored)
@@ -492,12 +290,6 @@ impl Worker {
                 (Condition::IfCas(_), _) => Some(StoreOutcome::Exists),
                 _ => None,
             };
-            if let Some(out) = old.as_deref_mut() {
-                out.clear();
-                if let Some(c) = current {
-                    out.extend_from_slice(c.value);
-                }
-            }
             if let Some(outcome) = fails {
                 return Ok(Update::Done(outcome));
             }
@@ -522,9 +314,19 @@ impl Worker {
         &mut self,
         tenant: TenantId,
         key: &[u8],
+        f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
+    ) -> Result<R, EngineError> {
+        self.update_hashed(tenant, key_hash(tenant, key), key, f)
+    }
+
+    /// [`Worker::update`] with the key's hash already computed.
+    fn update_hashed<R>(
+        &mut self,
+        tenant: TenantId,
+        hash: u64,
+        key: &[u8],
         mut f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
-        let hash = key_hash(tenant, key);
         self.note_access(hash, true);
         self.inner.check_flush(self.id, tenant);
         let mut buf = std::mem::take(&mut self.scratch);

@@ -132,22 +132,31 @@ fn already_expired_store_succeeds_and_leaves_nothing() {
     engine.validate();
 }
 
+/// Stores `req` and returns the live value it replaced (empty if none), as Redis `SET … GET`
+/// does through the public API: read the old value, then store (one thread, so nothing
+/// changes in between).
+fn store_returning_old(
+    w: &mut fridge_engine::Worker,
+    req: Store<'_>,
+) -> (Result<StoreOutcome, EngineError>, Vec<u8>) {
+    let old = w.get(req.tenant, req.key, |i| i.value.to_vec()).unwrap_or_default();
+    (w.store(req), old)
+}
+
 #[test]
 fn keep_ttl_and_old_value() {
     let (engine, clock) = small_engine(4 << 20, 64 << 10);
     let mut w = engine.worker().unwrap();
     let at = clock_now(&clock) + 10_000;
     w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v1") }).unwrap();
-    let mut old = Vec::new();
     let keep = Store { expiry: Expiry::Keep, ..Store::new(T, b"k", b"v2") };
-    assert_eq!(w.store_returning_old(keep, Some(&mut old)), Ok(StoreOutcome::Stored));
-    assert_eq!(old, b"v1");
+    assert_eq!(store_returning_old(&mut w, keep), (Ok(StoreOutcome::Stored), b"v1".to_vec()));
     assert_eq!(
         w.get(T, b"k", |i| (i.value.to_vec(), i.expires_at_ms)),
         Some((b"v2".to_vec(), Some(at)))
     );
-    w.store_returning_old(Store::new(T, b"k", b"v3"), Some(&mut old)).unwrap();
-    assert_eq!(old, b"v2");
+    let (stored, old) = store_returning_old(&mut w, Store::new(T, b"k", b"v3"));
+    assert_eq!((stored, old), (Ok(StoreOutcome::Stored), b"v2".to_vec()));
     assert_eq!(w.get(T, b"k", |i| i.expires_at_ms), Some(None), "a plain set clears the TTL");
 }
 

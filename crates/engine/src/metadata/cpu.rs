@@ -1,25 +1,5 @@
-//! Eviction metadata: reference pools in, temperatures out (Catalyst §3.2–3.3).
-//!
-//! ```text
-//!  worker ─ GET/SET ─► own pool (1024 digests, 4 KiB) ─ full ─► submit ─┐
-//!                                                                     │ lock-free queue
-//!  cleaner ─ temperatures(candidates' digests) ──┐                     ▼ (bounded; dropped
-//!                                                ▼              metadata worker   and counted
-//!                                             hitmap ◄── record_batch ┘            when full)
-//! ```
-//!
-//! The request path never waits: [`MetadataBackend::submit`] copies a full pool into a
-//! recycled buffer and queues it; with no buffer free (the metadata worker is behind) the pool
-//! is dropped and counted. Losing a pool loses a little access history, never correctness.
-//!
-//! The cleaner asks for the temperatures of all its survivors in one batch (Catalyst §3.3).
-//! Rolling compaction runs where pools are applied, as soon as level 1 is saturated
-//! ([`Hitmap::saturated`]): in the metadata worker, or inline in the submitting thread. While
-//! one runs, queries answer "unknown" (zone 1 for all) rather than wait, so the
-//! ranks fall back to recency for that pass.
-//!
-//! [`Hitmap`] is the CPU backend's structure; another backend (a GPU) takes the same batches
-//! through the same trait.
+//! [`CpuHitmap`]: the hitmap on the CPU, applied inline by the submitting thread or by a
+//! metadata worker thread fed through a bounded lock-free queue.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,71 +8,13 @@ use std::time::Duration;
 
 use crossbeam_queue::ArrayQueue;
 
+use super::{MetadataBackend, MetadataStats, POOL_LEN, Temperature, UNKNOWN};
 use crate::hitmap::{DEFAULT_LEVELS, Hitmap};
 
-/// Digests per reference pool (4 KiB of `u32`s; Catalyst §3.2.1).
-pub const POOL_LEN: usize = 1024;
 /// Pools that may wait for the metadata worker (256 KiB of digests).
 const QUEUED_POOLS: usize = 64;
 /// How long the idle metadata worker sleeps between looks at the queue.
 const IDLE_SLEEP: Duration = Duration::from_millis(1);
-
-/// A key's temperature as the cleaner sees it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Temperature {
-    /// Levels that mark the key. Zone 0 — in no level, and so not in the set counter, which
-    /// only ever holds level-1 bits — is Catalyst's *zombie*: not read since it was stored,
-    /// through at least one compaction (§3.1.6).
-    pub zone: u8,
-}
-
-/// What a query answers when the hitmap cannot be read (a compaction is running): no key
-/// looks like a zombie, so the ranks fall back to recency.
-const UNKNOWN: Temperature = Temperature { zone: 1 };
-
-/// Figures of the eviction metadata.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct MetadataStats {
-    /// Digests applied to the hitmap.
-    pub applied: u64,
-    /// Pools dropped because the metadata worker was behind.
-    pub pools_dropped: u64,
-    /// Rolling compactions done.
-    pub compactions: u64,
-    /// Bytes of the hitmap (all levels and the set counter).
-    pub bytes: usize,
-    /// Levels.
-    pub levels: usize,
-    /// Items in the last temperature query, per zone (index 0 = zone 0, the zombies).
-    pub zones: Vec<u64>,
-}
-
-/// Receives access digests and answers temperature queries.
-pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
-    /// Takes one reference pool (a digest is `digest_of(hash)` with bit 0 set for a SET).
-    /// Must not block.
-    fn submit(&self, digests: &[u32]);
-    /// Writes the temperature of each digest into `out` (same order); the batch also serves
-    /// as the compaction sample.
-    fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>);
-    /// Current figures.
-    fn stats(&self) -> MetadataStats;
-}
-
-/// No metadata: every key looks alike, none a zombie (ranks fall back to recency).
-#[derive(Debug, Default)]
-pub struct NoMetadata;
-
-impl MetadataBackend for NoMetadata {
-    fn submit(&self, _digests: &[u32]) {}
-    fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>) {
-        out.clear();
-        out.resize(digests.len(), UNKNOWN);
-    }
-    fn stats(&self) -> MetadataStats {
-        MetadataStats::default()
-    }
-}
 
 /// The hitmap on the CPU, applied inline or by its own thread.
 #[derive(Debug)]

@@ -1,0 +1,99 @@
+//! Eviction metadata: reference pools in, temperatures out (Catalyst §3.2–3.3).
+//!
+//! ```text
+//!  worker ─ GET/SET ─► own pool (1024 digests, 4 KiB) ─ full ─► submit ─┐
+//!                                                                     │ lock-free queue
+//!  cleaner ─ temperatures(candidates' digests) ──┐                     ▼ (bounded; dropped
+//!                                                ▼              metadata worker   and counted
+//!                                             hitmap ◄── record_batch ┘            when full)
+//! ```
+//!
+//! The request path never waits: [`MetadataBackend::submit`] copies a full pool into a
+//! recycled buffer and queues it; with no buffer free (the metadata worker is behind) the pool
+//! is dropped and counted. Losing a pool loses a little access history, never correctness.
+//!
+//! The cleaner asks for the temperatures of all its survivors in one batch (Catalyst §3.3).
+//! Rolling compaction runs where pools are applied, as soon as level 1 is saturated
+//! ([`Hitmap::saturated`](crate::hitmap::Hitmap::saturated)): in the metadata worker, or inline in the submitting thread. While
+//! one runs, queries answer "unknown" (zone 1 for all) rather than wait, so the
+//! ranks fall back to recency for that pass.
+//!
+//! [`Hitmap`](crate::hitmap::Hitmap) is the CPU backend's structure; another backend (a GPU) takes the same batches
+//! through the same trait.
+
+/// Digests per reference pool (4 KiB of `u32`s; Catalyst §3.2.1).
+pub const POOL_LEN: usize = 1024;
+
+/// A key's temperature as the cleaner sees it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Temperature {
+    /// Levels that mark the key. Zone 0 — in no level, and so not in the set counter, which
+    /// only ever holds level-1 bits — is Catalyst's *zombie*: not read since it was stored,
+    /// through at least one compaction (§3.1.6).
+    pub zone: u8,
+}
+
+/// What a query answers when the hitmap cannot be read (a compaction is running): no key
+/// looks like a zombie, so the ranks fall back to recency.
+const UNKNOWN: Temperature = Temperature { zone: 1 };
+
+/// Figures of the eviction metadata.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetadataStats {
+    /// Digests applied to the hitmap.
+    pub applied: u64,
+    /// Pools dropped because the metadata worker was behind.
+    pub pools_dropped: u64,
+    /// Rolling compactions done.
+    pub compactions: u64,
+    /// Bytes of the hitmap (all levels and the set counter).
+    pub bytes: usize,
+    /// Levels.
+    pub levels: usize,
+    /// Items in the last temperature query, per zone (index 0 = zone 0, the zombies).
+    pub zones: Vec<u64>,
+}
+
+/// Receives access digests and answers temperature queries.
+///
+/// # Contract
+///
+/// The caller (the engine) guarantees:
+/// - [`submit`](MetadataBackend::submit) gets at most `POOL_LEN` (1024) digests per call, from any
+///   worker thread, on the request path, concurrently with other calls;
+/// - [`temperatures`](MetadataBackend::temperatures) is called by the cleaner with the
+///   digests of one pass's survivors, and `out` is a buffer the cleaner reuses between passes;
+/// - [`stats`](MetadataBackend::stats) is called on the control path only.
+///
+/// An implementation:
+/// - MUST NOT wait for another thread in `submit`: a threaded backend queues the pool or,
+///   when it cannot keep up, drops it and counts it in [`MetadataStats::pools_dropped`]; an
+///   inline backend applies it in the caller, doing work bounded by the pool (plus a
+///   compaction when one is due);
+/// - MUST NOT allocate per call in `submit` or `temperatures` (recycle buffers; `out` may
+///   grow to the largest batch, once);
+/// - MUST NOT wait for a compaction in `temperatures`: while one runs it answers "unknown"
+///   (zone 1 for every digest);
+/// - MUST write exactly one [`Temperature`] per digest into `out`, in order, after clearing
+///   it;
+/// - MUST, when applied inline (the submitting thread applies the pool), depend only on the
+///   digests it was given — never on wall time, thread timing or randomness — so that the
+///   simulator's results are the same run after run;
+/// - MUST treat losing history as harmless: a dropped pool changes eviction quality, never
+///   correctness.
+pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
+    /// Takes one reference pool (a digest is `digest_of(hash)` with bit 0 set for a SET).
+    /// Never waits for another thread and never allocates.
+    fn submit(&self, digests: &[u32]);
+    /// Writes the temperature of each digest into `out` (cleared first, same order); the
+    /// batch also serves as the compaction sample. Never waits for a compaction.
+    fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>);
+    /// Current figures (control path; may allocate).
+    fn stats(&self) -> MetadataStats;
+}
+
+mod cpu;
+mod none;
+
+pub use cpu::CpuHitmap;
+pub use none::NoMetadata;

@@ -1,0 +1,197 @@
+//! The read path of [`Worker`]: single-key reads, membership, and the software-pipelined
+//! multi-key lookup.
+
+use std::sync::Arc;
+
+use super::{BATCH, Worker};
+use crate::cache::is_expired;
+use crate::epoch;
+use crate::hash::key_hash;
+use crate::ops::Item;
+use crate::tenant::TenantId;
+
+impl Worker {
+    /// Reads `key`. `f` sees the item while it is pinned in memory; its result is returned.
+    pub fn get<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        self.read(tenant, key, false, f)
+    }
+
+    /// Reads `key` with its CAS value.
+    pub fn gets<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        self.read(tenant, key, true, f)
+    }
+
+    /// Whether `key` has a live item, without counting a GET or touching recency.
+    pub fn contains(&mut self, tenant: TenantId, key: &[u8]) -> bool {
+        self.contains_hashed(tenant, key_hash(tenant, key), key)
+    }
+
+    /// [`Worker::contains`] with the key's hash already computed.
+    pub(super) fn contains_hashed(&mut self, tenant: TenantId, hash: u64, key: &[u8]) -> bool {
+        let inner = &*self.inner;
+        inner.check_flush(self.id, tenant);
+        let guard = inner.epochs.pin(self.id);
+        let Some(loc) =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
+        else {
+            return false;
+        };
+        let rec = inner.record(&guard, loc);
+        !is_expired(inner.expires_at(&rec, loc), || inner.now_ms())
+    }
+
+    /// Looks up many keys at once, calling `f(i, item)` for each key `keys[i]` that has a
+    /// live item (in order). See [`Worker::get_each`].
+    pub fn get_many<K: AsRef<[u8]>>(
+        &mut self,
+        tenant: TenantId,
+        keys: &[K],
+        mut f: impl FnMut(usize, Item<'_>),
+    ) {
+        self.get_each(tenant, keys.iter().map(AsRef::as_ref), |i, _, item| f(i, item));
+    }
+
+    /// Looks up every key the iterator yields, calling `f(i, key, item)` for the `i`-th key if
+    /// it has a live item (in order). Lookups are software-pipelined in chunks of [`BATCH`]
+    /// keys: while one chunk's keys are compared, the next chunk's likely records and the
+    /// chunk after that's buckets are already being loaded, so memory misses overlap. Keys
+    /// are held three chunks at a time on the stack (no allocation). Expired items are
+    /// reported as misses and left for the cleaner. The call stays pinned throughout, so
+    /// callers pass a request's or a pipeline's worth of keys, not whole key spaces.
+    pub fn get_each<'k>(
+        &mut self,
+        tenant: TenantId,
+        mut keys: impl Iterator<Item = &'k [u8]>,
+        mut f: impl FnMut(usize, &'k [u8], Item<'_>),
+    ) {
+        let inner = Arc::clone(&self.inner);
+        inner.check_flush(self.id, tenant);
+        let counters = inner.epochs.counters(self.id);
+        let guard = inner.epochs.pin(self.id);
+        let recency = inner.recency();
+        // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
+        let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
+        let mut ring_hashes = [[0u64; BATCH]; 3];
+        let mut ring_len = [0usize; 3];
+        // Stage 1: take a chunk of keys, hash them and start loading their buckets. Returns
+        // whether the chunk has any keys.
+        let stage_buckets = |c: usize,
+                             keys: &mut dyn Iterator<Item = &'k [u8]>,
+                             ring_keys: &mut [[&'k [u8]; BATCH]; 3],
+                             ring_hashes: &mut [[u64; BATCH]; 3],
+                             ring_len: &mut [usize; 3]| {
+            let slot = c % 3;
+            let mut n = 0;
+            while n < BATCH {
+                let Some(key) = keys.next() else { break };
+                let h = key_hash(tenant, key);
+                inner.index.prefetch_root(&guard, h);
+                ring_keys[slot][n] = key;
+                ring_hashes[slot][n] = h;
+                n += 1;
+            }
+            ring_len[slot] = n;
+            n > 0
+        };
+        // Stage 2: start loading the record each bucket most likely points to.
+        let stage_records = |slot: usize, ring_hashes: &[[u64; BATCH]; 3], len: usize| {
+            for &h in &ring_hashes[slot][..len] {
+                if let Some(loc) = inner.index.probable(&guard, h) {
+                    crate::index::prefetch(
+                        inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
+                    );
+                }
+            }
+        };
+        let mut filled = [false; 3];
+        filled[0] = stage_buckets(0, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
+        filled[1] = filled[0]
+            && stage_buckets(1, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
+        if filled[0] {
+            stage_records(0, &ring_hashes, ring_len[0]);
+        }
+        let mut c = 0;
+        while filled[c % 3] {
+            let next2 = (c + 2) % 3;
+            filled[next2] = filled[(c + 1) % 3]
+                && stage_buckets(c + 2, &mut keys, &mut ring_keys, &mut ring_hashes, &mut ring_len);
+            if filled[(c + 1) % 3] {
+                stage_records((c + 1) % 3, &ring_hashes, ring_len[(c + 1) % 3]);
+            }
+            // Stage 3: compare keys and hand out values.
+            let slot = c % 3;
+            for j in 0..ring_len[slot] {
+                epoch::bump(&counters.gets);
+                let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
+                let Some(loc) =
+                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
+                else {
+                    inner.missed(tenant, h);
+                    continue;
+                };
+                let rec = inner.record(&guard, loc);
+                let expires_at_ms = inner.expires_at(&rec, loc);
+                if is_expired(expires_at_ms, || inner.now_ms()) {
+                    continue;
+                }
+                rec.touch_access(recency);
+                epoch::bump(&counters.hits);
+                self.note_access(h, false);
+                let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
+                f(c * BATCH + j, key, item);
+            }
+            filled[slot] = false;
+            c += 1;
+        }
+    }
+
+    fn read<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        with_cas: bool,
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        let hash = key_hash(tenant, key);
+        let inner = &*self.inner;
+        inner.check_flush(self.id, tenant);
+        let counters = inner.epochs.counters(self.id);
+        epoch::bump(&counters.gets);
+        let guard = inner.epochs.pin(self.id);
+        let is_key = |l| inner.key_matches(&guard, l, tenant, key);
+        let found = if with_cas {
+            inner.index.find_with_cas(&guard, hash, is_key)
+        } else {
+            inner.index.find(&guard, hash, is_key).map(|loc| (loc, 0))
+        };
+        let Some((loc, cas)) = found else {
+            inner.missed(tenant, hash);
+            return None;
+        };
+        let rec = inner.record(&guard, loc);
+        let expires_at_ms = inner.expires_at(&rec, loc);
+        if is_expired(expires_at_ms, || inner.now_ms()) {
+            drop(guard);
+            self.remove_if_at(tenant, hash, key, loc, true);
+            return None;
+        }
+        rec.touch_access(inner.recency());
+        epoch::bump(&counters.hits);
+        let result = f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas });
+        drop(guard);
+        // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
+        // miss followed by its SET must count as one access, not two.
+        self.note_access(hash, false);
+        Some(result)
+    }
+}
