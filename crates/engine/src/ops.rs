@@ -80,7 +80,7 @@ impl<'a> Store<'a> {
     }
 }
 
-/// The current item, as seen by an [`Worker::update`] closure.
+/// The current item, as seen by a [`Worker::update`](crate::Worker::update) closure.
 #[derive(Debug, Clone, Copy)]
 pub struct Current<'a> {
     /// Value bytes.
@@ -94,7 +94,7 @@ pub struct Current<'a> {
     pub cas: u64,
 }
 
-/// What an [`Worker::update`] closure decided.
+/// What a [`Worker::update`](crate::Worker::update) closure decided.
 #[derive(Debug)]
 pub enum Update<R> {
     /// Write the value the closure put in the buffer, with these flags and expiry.
