@@ -260,71 +260,7 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                     assert_eq!(r, Some(item.value.len()));
                 }
             }
-            Op::Counter { t, k, by, create } => {
-                let numeric = model.live(t, k).map(|i| counter_value(&i.value));
-                let r = counter(&mut w, t, k, u64::from(by), create);
-                let by = u64::from(by);
-                if create {
-                    match numeric {
-                        None => {
-                            // absent in the model: the engine may still hold nothing either way.
-                            let n = r.expect("a counter of a missing key creates it");
-                            assert_eq!(n, Ok(Some(by)));
-                            model.items.insert(
-                                (t, k),
-                                ModelItem {
-                                    value: by.to_string().into_bytes(),
-                                    flags: 0,
-                                    expires_at: None,
-                                    certain: true,
-                                },
-                            );
-                        }
-                        Some(Some(n)) => match r {
-                            Ok(Ok(Some(got))) => {
-                                let item = model.live(t, k).unwrap();
-                                if item.certain {
-                                    assert_eq!(got, n + by);
-                                } else {
-                                    // It survived, or was evicted and the increment made it anew.
-                                    assert!(got == n + by || got == by, "{got} after {n}");
-                                }
-                                item.value = got.to_string().into_bytes();
-                                item.certain = true;
-                            }
-                            r => panic!("a counter of a number failed: {r:?}"),
-                        },
-                        Some(None) => {
-                            if let Ok(Ok(Some(got))) = r {
-                                // It was evicted and recreated.
-                                assert!(!model.live(t, k).unwrap().certain);
-                                model.items.insert(
-                                    (t, k),
-                                    ModelItem {
-                                        value: got.to_string().into_bytes(),
-                                        flags: 0,
-                                        expires_at: None,
-                                        certain: true,
-                                    },
-                                );
-                            } else {
-                                assert_eq!(r, Ok(Err(NotANumber)));
-                            }
-                        }
-                    }
-                } else {
-                    match (numeric, r) {
-                        (None, Ok(Ok(None))) => {}
-                        (Some(Some(n)), Ok(Ok(Some(got)))) => {
-                            assert_eq!(got, n + by);
-                            model.live(t, k).unwrap().value = got.to_string().into_bytes();
-                        }
-                        (Some(None), Ok(Err(NotANumber))) => {}
-                        (Some(_), Ok(Ok(None))) => presence(&mut model, t, k, false),
-                        (m, r) => panic!("counter: model {m:?}, engine {r:?}"),
-                    }
-                }
-            }
+            Op::Counter { t, k, by, create } => check_counter(&mut w, &mut model, t, k, by, create),
             Op::Delete { t, k } => {
                 let deleted = w.delete(TenantId(t), key(k));
                 presence(&mut model, t, k, deleted);
@@ -394,5 +330,73 @@ proptest! {
     #[test]
     fn engine_agrees_with_model_under_eviction(ops in proptest::collection::vec(op(), 1..2500)) {
         run(&ops, 64 << 10, 400);
+    }
+}
+
+/// A counter step (the protocols' incr, built on `update`) checked against the model: a certain
+/// item's result is exact; an uncertain one survived or was made anew.
+fn check_counter(w: &mut Worker, model: &mut Model, t: u8, k: u8, by: u8, create: bool) {
+    let numeric = model.live(t, k).map(|i| counter_value(&i.value));
+    let r = counter(w, t, k, u64::from(by), create);
+    let by = u64::from(by);
+    if create {
+        match numeric {
+            None => {
+                // absent in the model: the engine may still hold nothing either way.
+                let n = r.expect("a counter of a missing key creates it");
+                assert_eq!(n, Ok(Some(by)));
+                model.items.insert(
+                    (t, k),
+                    ModelItem {
+                        value: by.to_string().into_bytes(),
+                        flags: 0,
+                        expires_at: None,
+                        certain: true,
+                    },
+                );
+            }
+            Some(Some(n)) => match r {
+                Ok(Ok(Some(got))) => {
+                    let item = model.live(t, k).unwrap();
+                    if item.certain {
+                        assert_eq!(got, n + by);
+                    } else {
+                        // It survived, or was evicted and the increment made it anew.
+                        assert!(got == n + by || got == by, "{got} after {n}");
+                    }
+                    item.value = got.to_string().into_bytes();
+                    item.certain = true;
+                }
+                r => panic!("a counter of a number failed: {r:?}"),
+            },
+            Some(None) => {
+                if let Ok(Ok(Some(got))) = r {
+                    // It was evicted and recreated.
+                    assert!(!model.live(t, k).unwrap().certain);
+                    model.items.insert(
+                        (t, k),
+                        ModelItem {
+                            value: got.to_string().into_bytes(),
+                            flags: 0,
+                            expires_at: None,
+                            certain: true,
+                        },
+                    );
+                } else {
+                    assert_eq!(r, Ok(Err(NotANumber)));
+                }
+            }
+        }
+    } else {
+        match (numeric, r) {
+            (None, Ok(Ok(None))) => {}
+            (Some(Some(n)), Ok(Ok(Some(got)))) => {
+                assert_eq!(got, n + by);
+                model.live(t, k).unwrap().value = got.to_string().into_bytes();
+            }
+            (Some(None), Ok(Err(NotANumber))) => {}
+            (Some(_), Ok(Ok(None))) => presence(model, t, k, false),
+            (m, r) => panic!("counter: model {m:?}, engine {r:?}"),
+        }
     }
 }

@@ -30,15 +30,12 @@ impl Drop for TempPath {
     }
 }
 
-/// `shared/traces/<rel>`, or `None` (after printing why) when the shared folder is absent.
-fn shared_trace(rel: &str) -> Option<PathBuf> {
+/// `shared/traces/<rel>`. Tests that read it are `#[ignore]`d (the traces live outside the
+/// repository); run them with `--ignored` where they are.
+fn shared_trace(rel: &str) -> PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces").join(rel);
-    if path.exists() {
-        Some(path)
-    } else {
-        eprintln!("SKIP: {} not found (shared traces are not checked out)", path.display());
-        None
-    }
+    assert!(path.exists(), "{} not found: this test needs ../shared/traces", path.display());
+    path
 }
 
 fn collect<I: Iterator<Item = Result<Request, Error>>>(it: I) -> Vec<Request> {
@@ -186,10 +183,9 @@ fn key_only_reader_decodes_both_widths() {
 }
 
 #[test]
+#[ignore = "reads ../shared/traces: scripts/test runs it with --ignored when they are present"]
 fn cloudphysics_oracle_general_totals() {
-    let Some(path) = shared_trace("cloudphysics/cloudPhysicsIO.oracleGeneral.bin") else {
-        return;
-    };
+    let path = shared_trace("cloudphysics/cloudPhysicsIO.oracleGeneral.bin");
     let reqs = collect(OracleReader::open(path).unwrap());
     assert_eq!(reqs.len(), 113_872);
     let bytes: u64 = reqs.iter().map(|r| u64::from(r.value_size)).sum();
@@ -201,13 +197,12 @@ fn cloudphysics_oracle_general_totals() {
 }
 
 #[test]
+#[ignore = "reads ../shared/traces: scripts/test runs it with --ignored when they are present"]
 fn cloudphysics_csv_agrees_with_oracle_general() {
-    let (Some(csv), Some(bin)) = (
+    let (csv, bin) = (
         shared_trace("cloudphysics/cloudPhysicsIO.csv"),
         shared_trace("cloudphysics/cloudPhysicsIO.oracleGeneral.bin"),
-    ) else {
-        return;
-    };
+    );
     let from_csv = collect(CsvReader::open(csv, CsvFormat::cloudphysics()).unwrap());
     let from_bin = collect(OracleReader::open(bin).unwrap());
     assert_eq!(from_csv.len(), 113_872);
@@ -220,6 +215,7 @@ fn cloudphysics_csv_agrees_with_oracle_general() {
 }
 
 #[test]
+#[ignore = "reads ../shared/traces: scripts/test runs it with --ignored when they are present"]
 fn xz_key_only_traces_read() {
     let traces = [
         ("cache2k/orm-busy.trace.xz", KeyWidth::I32),
@@ -227,7 +223,7 @@ fn xz_key_only_traces_read() {
         ("scarab/scarab-recs.trace.xz", KeyWidth::I64),
     ];
     for (rel, width) in traces {
-        let Some(path) = shared_trace(rel) else { return };
+        let path = shared_trace(rel);
         let sizes = SizeModel::fixed(16, 100);
         let reader = KeyOnlyReader::open_xz(&path, width, sizes).unwrap();
         let reqs = collect(reader.take(5_000));
@@ -239,8 +235,9 @@ fn xz_key_only_traces_read() {
 }
 
 #[test]
+#[ignore = "reads ../shared/traces: scripts/test runs it with --ignored when they are present"]
 fn scarab_has_the_documented_request_count() {
-    let Some(path) = shared_trace("scarab/scarab-recs.trace.xz") else { return };
+    let path = shared_trace("scarab/scarab-recs.trace.xz");
     let reader = KeyOnlyReader::open_xz(path, KeyWidth::I64, SizeModel::fixed(8, 8)).unwrap();
     let mut count = 0u64;
     for r in reader {
