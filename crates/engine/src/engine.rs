@@ -60,7 +60,7 @@ impl Engine {
         };
         let epochs = Epochs::new(config.max_participants + 2);
         let cleaner_id = epochs.register().ok_or_else(|| ConfigError("no epoch slot".into()))?;
-        let fixed_overhead = fixed_overhead(segment_count, metadata.stats().bytes);
+        let fixed_overhead = fixed_overhead(segment_count, metadata.bytes());
         let index = Index::new(initial_buckets, config.max_memory / 64)
             .map_err(|e| ConfigError(format!("cannot map the index: {e}")))?;
         // The tenants share the arena less what is lent at the start (the index's growth

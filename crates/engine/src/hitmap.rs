@@ -255,11 +255,15 @@ impl Hitmap {
         self.compactions += 1;
     }
 
-    /// Footprint and fill rates.
+    /// Bytes of all levels and the set counter (their sizes only: no scan).
+    pub fn bytes(&self) -> usize {
+        (self.levels.iter().map(|l| l.words.len()).sum::<usize>() + self.set_counter.words.len())
+            * 8
+    }
+
+    /// Footprint and fill rates (the fill counts every bit: a scan of the whole hitmap).
     pub fn stats(&self) -> HitmapStats {
-        let bytes = (self.levels.iter().map(|l| l.words.len()).sum::<usize>()
-            + self.set_counter.words.len())
-            * 8;
+        let bytes = self.bytes();
         let fill =
             self.levels.iter().map(|l| l.ones() as f64 / (l.words.len() * 64) as f64).collect();
         HitmapStats { bytes, compactions: self.compactions, fill }

@@ -197,6 +197,10 @@ impl MetadataBackend for CpuHitmap {
         drop(zones);
     }
 
+    fn bytes(&self) -> usize {
+        lock(&self.shared.hitmap).bytes()
+    }
+
     fn stats(&self) -> MetadataStats {
         let s = &self.shared;
         let h = lock(&s.hitmap).stats();

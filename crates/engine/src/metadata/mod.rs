@@ -88,8 +88,11 @@ pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     /// Writes the temperature of each digest into `out` (cleared first, same order); the
     /// batch also serves as the compaction sample. Never waits for a compaction.
     fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>);
-    /// Current figures (control path; may allocate).
+    /// Current figures (control path; may allocate, and may scan the whole structure).
     fn stats(&self) -> MetadataStats;
+    /// Bytes the backend keeps; MUST NOT scan (it is asked at startup for the memory
+    /// accounting).
+    fn bytes(&self) -> usize;
 }
 
 mod cpu;

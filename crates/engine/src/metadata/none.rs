@@ -15,4 +15,7 @@ impl MetadataBackend for NoMetadata {
     fn stats(&self) -> MetadataStats {
         MetadataStats::default()
     }
+    fn bytes(&self) -> usize {
+        0
+    }
 }
