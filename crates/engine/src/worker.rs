@@ -13,7 +13,7 @@
 //! of its live items; a segment's dead bytes are the sizes of its unreachable ones.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cache::{Inner, is_expired};
 use crate::cleaner;
@@ -21,7 +21,7 @@ use crate::config::CleanerMode;
 use crate::epoch::{self, Guard};
 use crate::error::EngineError;
 use crate::hash::{digest_of, key_hash};
-use crate::index::Loc;
+use crate::index::{Loc, Locked};
 use crate::item::{self, NewItem};
 use crate::metadata::POOL_LEN;
 use crate::ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
@@ -203,24 +203,8 @@ impl Worker {
             inner.segments.header(new.segment).add_dead(size);
             return Ok(outcome);
         }
-        match found {
-            Some((slot, old_loc)) => {
-                if live.is_none() {
-                    Counters::add(&inner.counters.expired, 1);
-                }
-                inner.unlinked(&guard, old_loc);
-                locked.replace(slot, new);
-            }
-            None => {
-                if let Some(evicted) = locked.insert(new) {
-                    inner.unlinked(&guard, evicted);
-                }
-            }
-        }
-        inner.linked(tenant, size, expires_at_ms);
-        locked.bump_cas();
-        drop(locked);
-        inner.note_expiry(expires_at_ms);
+        let replaced_expired = found.is_some() && live.is_none();
+        publish(inner, &guard, locked, found, new, replaced_expired, tenant, size, expires_at_ms);
         Ok(StoreOutcome::Stored)
     }
 
@@ -394,24 +378,19 @@ impl Worker {
                 inner.segments.header(new.segment).add_dead(size);
                 continue;
             }
-            match found {
-                Some((slot, old_loc)) => {
-                    if current_was_expired(&inner, &guard, old_loc) {
-                        Counters::add(&inner.counters.expired, 1);
-                    }
-                    inner.unlinked(&guard, old_loc);
-                    locked.replace(slot, new);
-                }
-                None => {
-                    if let Some(evicted) = locked.insert(new) {
-                        inner.unlinked(&guard, evicted);
-                    }
-                }
-            }
-            inner.linked(tenant, size, expires_at_ms);
-            locked.bump_cas();
-            drop(locked);
-            inner.note_expiry(expires_at_ms);
+            let replaced_expired =
+                found.is_some_and(|(_, old)| current_was_expired(&inner, &guard, old));
+            publish(
+                &inner,
+                &guard,
+                locked,
+                found,
+                new,
+                replaced_expired,
+                tenant,
+                size,
+                expires_at_ms,
+            );
             break Ok(result);
         };
         self.scratch = buf;
@@ -572,6 +551,41 @@ impl Worker {
         }
         cursor
     }
+}
+
+/// Publishes a written item under its locked root: over the item `found` (counted as an
+/// expiry when `replaced_expired`), or in a new slot (which may evict another); then the
+/// accounting, the CAS bump, and — once the root is unlocked — the expiry bound.
+#[expect(clippy::too_many_arguments, reason = "one publish step, called from two writers")]
+fn publish(
+    inner: &Inner,
+    guard: &Guard<'_>,
+    locked: Locked<'_>,
+    found: Option<(&AtomicU64, Loc)>,
+    new: Loc,
+    replaced_expired: bool,
+    tenant: TenantId,
+    size: usize,
+    expires_at_ms: Option<u64>,
+) {
+    match found {
+        Some((slot, old_loc)) => {
+            if replaced_expired {
+                Counters::add(&inner.counters.expired, 1);
+            }
+            inner.unlinked(guard, old_loc);
+            locked.replace(slot, new);
+        }
+        None => {
+            if let Some(evicted) = locked.insert(new) {
+                inner.unlinked(guard, evicted);
+            }
+        }
+    }
+    inner.linked(tenant, size, expires_at_ms);
+    locked.bump_cas();
+    drop(locked);
+    inner.note_expiry(expires_at_ms);
 }
 
 fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {
