@@ -1,5 +1,9 @@
 //! The command line: `fridge-bench [run options]` runs a benchmark; `fridge-bench report`
 //! compares saved JSON reports (see [`crate::compare`]).
+//!
+//! The options' doc comments are their `--help` text, written for a terminal: `<name>` there
+//! is a placeholder, not an HTML tag.
+#![allow(rustdoc::invalid_html_tags, reason = "doc comments here are --help text")]
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;

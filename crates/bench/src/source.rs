@@ -3,9 +3,10 @@
 //!
 //! Every worker thread has one [`Source`] per tenant; its connections pull from their tenant's
 //! source. Synthetic sources compose `fridge-workload`'s generators: keys from a
-//! [`KeySampler`], operations from an [`OpMix`], TTLs from a [`TtlDist`], and key and value
-//! sizes per key ([`SizeDist::sample_for_key`]), so every request for a key, in every phase
-//! and thread, sees the same sizes.
+//! [`KeySampler`], operations from an [`OpMix`](fridge_workload::OpMix), TTLs from a
+//! [`TtlDist`](fridge_workload::TtlDist), and key and value sizes per key
+//! ([`SizeDist::sample_for_key`](fridge_workload::SizeDist::sample_for_key)), so every request
+//! for a key, in every phase and thread, sees the same sizes.
 
 use std::path::PathBuf;
 

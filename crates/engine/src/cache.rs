@@ -13,7 +13,7 @@ use crate::arbiter::Arbiter;
 use crate::arena::Arena;
 use crate::clock::Clock;
 use crate::config::EngineConfig;
-use crate::epoch::{Epochs, Guard};
+use crate::epoch::{Epochs, Guard, Slot};
 use crate::hash::key_hash;
 use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
@@ -71,7 +71,7 @@ impl std::fmt::Debug for Inner {
 impl Inner {
     /// The record at `loc`, which an index slot pointed to while `_guard` was held.
     #[inline]
-    pub(crate) fn record(&self, _guard: &Guard<'_>, loc: Loc) -> Record {
+    pub(crate) fn record<'g>(&self, _guard: &'g Guard<'_>, loc: Loc) -> Record<'g> {
         // SAFETY: slots only ever point at complete, published records; the guard keeps the
         // segment from being reused while it (and thus the returned view) is in use.
         unsafe { Record::at(self.arena.segment_ptr(loc.segment), loc.offset as usize) }
@@ -176,7 +176,7 @@ impl Inner {
 
     /// Runs a due delayed flush of `tenant`, if any.
     #[inline]
-    pub(crate) fn check_flush(&self, guard_id: usize, tenant: TenantId) {
+    pub(crate) fn check_flush(&self, slot: &Slot, tenant: TenantId) {
         let t = &self.tenants[usize::from(tenant.0)];
         let at = t.flush_at_ms.load(Ordering::Relaxed);
         if at != NO_FLUSH
@@ -185,12 +185,12 @@ impl Inner {
                 .compare_exchange(at, NO_FLUSH, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            self.flush_now(guard_id, tenant);
+            self.flush_now(slot, tenant);
         }
     }
 
-    pub(crate) fn flush_now(&self, id: usize, tenant: TenantId) {
-        let guard = self.epochs.pin(id);
+    pub(crate) fn flush_now(&self, slot: &Slot, tenant: TenantId) {
+        let guard = self.epochs.pin(slot);
         let rehash = |loc| self.rehash(&guard, loc);
         let mut on_evict = |loc| self.unlinked(&guard, loc);
         let mut flushed = 0;
@@ -293,7 +293,7 @@ pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u6
 #[derive(Debug)]
 pub(crate) struct CleanerState {
     /// Epoch participant used while cleaning.
-    pub(crate) participant: usize,
+    pub(crate) participant: Slot,
     pub(crate) rng: u64,
     /// Output head segments for small and large values.
     pub(crate) heads: [Option<u32>; 2],
@@ -309,7 +309,7 @@ pub(crate) struct CleanerState {
 }
 
 impl CleanerState {
-    pub(crate) fn new(participant: usize, seed: u64) -> Self {
+    pub(crate) fn new(participant: Slot, seed: u64) -> Self {
         CleanerState {
             participant,
             rng: seed | 1,

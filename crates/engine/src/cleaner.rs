@@ -46,7 +46,7 @@ use std::sync::atomic::Ordering;
 
 use crate::arbiter::Need;
 use crate::cache::{CleanerState, Inner, Survivor, is_expired};
-use crate::epoch::Guard;
+use crate::epoch::{Guard, Slot};
 use crate::expiry;
 use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
@@ -94,14 +94,14 @@ pub(crate) fn run_background(inner: &Arc<Inner>) {
         let mut growing = false;
         for _ in 0..BACKGROUND_MAINTENANCE_STEPS {
             // Pinned one step at a time, so retired segments are not held back.
-            growing = inner.maintain_index(&inner.epochs.pin(participant));
+            growing = inner.maintain_index(&inner.epochs.pin(&participant));
             if !growing {
                 break;
             }
         }
         let lending_short = inner.settle_lending(usize::MAX);
-        let work = expiry::work_per_step(inner.index.roots(&inner.epochs.pin(participant)));
-        let sweep = expiry::step(inner, participant, work);
+        let work = expiry::work_per_step(inner.index.roots(&inner.epochs.pin(&participant)));
+        let sweep = expiry::step(inner, &participant, work);
         wait = if growing || sweep.in_pass || lending_short {
             expiry::STEP_INTERVAL
         } else {
@@ -196,7 +196,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     if candidates.is_empty() {
         return false;
     }
-    let guard = inner.epochs.pin(state.participant);
+    let guard = inner.epochs.pin(&state.participant);
     let now = inner.now_ms();
     let recency = inner.recency();
 
@@ -473,7 +473,7 @@ fn relocate(inner: &Inner, guard: &Guard<'_>, hash: u64, old: Loc, new: Loc) -> 
 }
 
 /// Evicts the oldest sealed segment whole. Returns false if there is none.
-pub(crate) fn evict_oldest(inner: &Inner, participant: usize) -> bool {
+pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
     let Some(segment) = inner.segments.take_oldest_sealed() else { return false };
     let guard = inner.epochs.pin(participant);
     let now = inner.now_ms();
@@ -525,7 +525,7 @@ mod tests {
             w.store(Store::new(TenantId(0), &i.to_le_bytes(), &value)).unwrap();
         }
         let before = engine.stats();
-        assert!(super::evict_oldest(engine.inner(), w.id()));
+        assert!(super::evict_oldest(engine.inner(), w.slot()));
         let after = engine.stats();
         assert_eq!(after.fifo_evictions, 1);
         let evicted = after.evictions - before.evictions;

@@ -13,7 +13,7 @@ use crate::cache::{CleanerState, Inner, SweepState};
 use crate::cleaner;
 use crate::clock::Clock;
 use crate::config::{CleanerMode, EngineConfig};
-use crate::epoch::{Epochs, Guard};
+use crate::epoch::{Epochs, Guard, Slot};
 use crate::error::{ConfigError, EngineError};
 use crate::expiry;
 use crate::index::Index;
@@ -299,20 +299,20 @@ impl Inner {
     /// Runs `f` pinned under a participant slot of its own (for control-path callers that
     /// have no worker). Spins if every slot is taken.
     fn with_guard<R>(&self, f: impl FnOnce(&Guard<'_>) -> R) -> R {
-        self.with_participant(|id| f(&self.epochs.pin(id)))
+        self.with_participant(|slot| f(&self.epochs.pin(slot)))
     }
 
     /// Runs `f` with an epoch participant slot of its own, unpinned. Spins if every slot is
     /// taken.
-    fn with_participant<R>(&self, f: impl FnOnce(usize) -> R) -> R {
-        let id = loop {
+    fn with_participant<R>(&self, f: impl FnOnce(&Slot) -> R) -> R {
+        let slot = loop {
             match self.epochs.register() {
-                Some(id) => break id,
+                Some(slot) => break slot,
                 None => std::thread::yield_now(),
             }
         };
-        let r = f(id);
-        self.epochs.unregister(id);
+        let r = f(&slot);
+        self.epochs.unregister(slot);
         r
     }
 

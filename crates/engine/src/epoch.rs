@@ -42,6 +42,25 @@ struct Participant {
     counters: LocalCounters,
 }
 
+/// A claimed participant slot: the right to pin as that participant. Not `Clone` or `Copy`,
+/// so one slot has one owner, and [`Epochs::unregister`] takes it back by value (a slot cannot
+/// be pinned after it is released, nor released twice).
+#[derive(Debug)]
+pub struct Slot(usize);
+
+impl Slot {
+    /// A token that names no slot, for an owner that must give its slot back from `&mut self`
+    /// (a `Drop` impl) with [`std::mem::replace`]. Pinning or releasing it panics (it is out of
+    /// every registry's bounds).
+    pub(crate) const DETACHED: Slot = Slot(usize::MAX);
+
+    /// The slot's index, for tests.
+    #[cfg(test)]
+    pub(crate) fn index(&self) -> usize {
+        self.0
+    }
+}
+
 /// Proof that the holder is pinned; unpins on drop.
 #[derive(Debug)]
 pub struct Guard<'a> {
@@ -76,23 +95,30 @@ impl Epochs {
     }
 
     /// Claims a participant slot, or `None` if all are taken.
-    pub fn register(&self) -> Option<usize> {
-        self.participants.iter().position(|p| {
-            p.in_use.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok()
-        })
+    pub fn register(&self) -> Option<Slot> {
+        self.participants
+            .iter()
+            .position(|p| {
+                p.in_use.compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+            })
+            .map(Slot)
     }
 
     /// Releases a slot claimed by [`Epochs::register`]. Its counters are kept (they are
     /// cumulative) and continue to be counted by the next owner.
-    pub fn unregister(&self, id: usize) {
-        self.participants[id].epoch.store(IDLE, Ordering::SeqCst);
-        self.participants[id].in_use.store(false, Ordering::Release);
+    pub fn unregister(&self, slot: Slot) {
+        let p = &self.participants[slot.0];
+        p.epoch.store(IDLE, Ordering::SeqCst);
+        p.in_use.store(false, Ordering::Release);
     }
 
-    /// Marks participant `id` as inside a request until the returned guard drops. References
-    /// into segments and index tables may be held only while a guard is alive.
+    /// Marks `slot`'s participant as inside a request until the returned guard drops.
+    /// References into segments and index tables may be held only while a guard is alive.
+    /// The caller MUST NOT pin a slot that is already pinned: the inner guard's drop would
+    /// unpin the outer one.
     #[inline]
-    pub fn pin(&self, id: usize) -> Guard<'_> {
+    pub fn pin(&self, slot: &Slot) -> Guard<'_> {
+        let id = slot.0;
         let e = self.global.load(Ordering::SeqCst);
         self.participants[id].epoch.store(e, Ordering::SeqCst);
         fence(Ordering::SeqCst);
@@ -112,10 +138,10 @@ impl Epochs {
         self.participants.iter().all(|p| p.epoch.load(Ordering::SeqCst) > epoch)
     }
 
-    /// Counters of participant `id`.
+    /// Counters of `slot`'s participant.
     #[inline]
-    pub fn counters(&self, id: usize) -> &LocalCounters {
-        &self.participants[id].counters
+    pub fn counters(&self, slot: &Slot) -> &LocalCounters {
+        &self.participants[slot.0].counters
     }
 
     /// Sum of one counter over all participants ever registered.
@@ -133,14 +159,15 @@ mod tests {
         let e = Epochs::new(4);
         let a = e.register().unwrap();
         let b = e.register().unwrap();
-        let ga = e.pin(a);
+        let ga = e.pin(&a);
         let t = e.retire();
         assert!(!e.is_safe(t), "a pinned before the retirement may still hold a reference");
-        let gb = e.pin(b);
+        let gb = e.pin(&b);
         drop(ga);
         assert!(e.is_safe(t), "b pinned after the retirement");
         drop(gb);
+        let index = a.index();
         e.unregister(a);
-        assert_eq!(e.register(), Some(a));
+        assert_eq!(e.register().map(|s| s.index()), Some(index));
     }
 }

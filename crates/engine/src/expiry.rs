@@ -58,6 +58,7 @@ use std::sync::atomic::{AtomicU64, Ordering, fence};
 use std::time::Duration;
 
 use crate::cache::{Inner, SweepState, is_expired};
+use crate::epoch::Slot;
 use crate::index::{Loc, Locked, prefetch};
 use crate::segment::NO_EXPIRY;
 use crate::stats::Counters;
@@ -136,7 +137,7 @@ pub(crate) struct Step {
 /// due, then visits roots until it has done `budget` units of work (a root is one unit, a key
 /// record read is [`RECORD_WORK`]), or to the end of the pass. Takes [`Inner::sweep`]; the
 /// caller holds no other engine lock.
-pub(crate) fn step(inner: &Inner, participant: usize, budget: usize) -> Step {
+pub(crate) fn step(inner: &Inner, participant: &Slot, budget: usize) -> Step {
     let mut locked_state = inner.sweep.lock().unwrap_or_else(|e| e.into_inner());
     let state = &mut *locked_state;
     let now = inner.now_ms();

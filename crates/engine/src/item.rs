@@ -34,6 +34,7 @@
 //! slot nominally (20 bytes in all), measured at 19.1 bytes at the index's real load (4.2
 //! items per root bucket plus sub-bucket groups), for 31.1 bytes in all.
 
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Bytes of the fixed key-record header.
@@ -175,24 +176,29 @@ pub unsafe fn write(
     }
 }
 
-/// A decoded key record inside a segment.
+/// A decoded key record inside a segment, valid for `'g`: the life of the epoch guard (or the
+/// exclusive ownership of the segment) that keeps the segment from being reused. Everything
+/// borrowed from it (key, value, access byte) carries the same lifetime, so none of it can
+/// outlive the guard.
 #[derive(Debug, Clone, Copy)]
-pub struct Record {
+pub struct Record<'g> {
     record: *const u8,
     segment: *const u8,
     word: u64,
     expiry: u32,
+    live: PhantomData<&'g ()>,
 }
 
-impl Record {
+impl<'g> Record<'g> {
     /// Decodes the record at `offset` in the segment starting at `segment`.
     ///
     /// # Safety
     /// A complete, published record must start at `offset`, and the segment must stay
     /// allocated and unreused for as long as the returned value (and anything borrowed from it)
-    /// is used — that is, the caller is pinned in an epoch in which the segment is live.
+    /// is used — that is, for `'g` the caller is pinned in an epoch in which the segment is
+    /// live (or owns the segment outright).
     #[inline]
-    pub unsafe fn at(segment: *const u8, offset: usize) -> Record {
+    pub unsafe fn at(segment: *const u8, offset: usize) -> Record<'g> {
         // SAFETY: the caller guarantees a whole record is published at `offset`; the header is
         // the first HEADER_LEN bytes of it and is never written after publication (except the
         // access byte, which is not read here).
@@ -201,7 +207,7 @@ impl Record {
             let word = u64::from_le_bytes(std::ptr::read_unaligned(record.cast::<[u8; 8]>()));
             let e = std::ptr::read_unaligned(record.add(8).cast::<[u8; 3]>());
             let expiry = u32::from_le_bytes([e[0], e[1], e[2], 0]);
-            Record { record, segment, word, expiry }
+            Record { record, segment, word, expiry, live: PhantomData }
         }
     }
 
@@ -229,7 +235,7 @@ impl Record {
 
     /// Key bytes.
     #[inline]
-    pub fn key<'a>(&self) -> &'a [u8] {
+    pub fn key(&self) -> &'g [u8] {
         let start = self.key_start();
         // SAFETY: the record is published and complete (see `at`); its key length field, then
         // its key bytes, lie inside it, and they are never written while the segment is live.
@@ -266,7 +272,7 @@ impl Record {
 
     /// Value bytes.
     #[inline]
-    pub fn value<'a>(&self) -> &'a [u8] {
+    pub fn value(&self) -> &'g [u8] {
         let offset = (self.word & VALUE_OFFSET_MASK) as usize;
         // SAFETY: the value was written before the record was published, lies in the same
         // segment at `offset`, and is never written while the segment is live.
@@ -291,7 +297,7 @@ impl Record {
         decode_expiry(self.expiry, base_ms)
     }
 
-    fn access_byte(&self) -> &AtomicU8 {
+    fn access_byte(&self) -> &'g AtomicU8 {
         // SAFETY: the access byte lies inside the published record; it is only ever accessed
         // through this atomic view, so concurrent loads and stores do not race. AtomicU8 has
         // alignment 1.

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::cache::{Inner, is_expired};
 use crate::cleaner;
 use crate::config::CleanerMode;
-use crate::epoch::{self, Guard};
+use crate::epoch::{self, Guard, Slot};
 use crate::error::EngineError;
 use crate::hash::{digest_of, key_hash};
 use crate::index::{Loc, Locked};
@@ -40,7 +40,7 @@ const MAX_SEGMENT_WAITS: u32 = 1_000_000;
 #[derive(Debug)]
 pub struct Worker {
     inner: Arc<Inner>,
-    id: usize,
+    slot: Slot,
     /// Head segments for small and large values.
     heads: [Option<u32>; 2],
     scratch: Vec<u8>,
@@ -48,11 +48,11 @@ pub struct Worker {
 }
 
 impl Worker {
-    /// A handle with participant slot `id`, which the caller registered for it.
-    pub(crate) fn new(inner: Arc<Inner>, id: usize) -> Worker {
+    /// A handle pinning as `slot`, which the caller registered for it.
+    pub(crate) fn new(inner: Arc<Inner>, slot: Slot) -> Worker {
         Worker {
             inner,
-            id,
+            slot,
             heads: [None, None],
             scratch: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
@@ -60,8 +60,8 @@ impl Worker {
     }
 
     #[cfg(test)]
-    pub(crate) fn id(&self) -> usize {
-        self.id
+    pub(crate) fn slot(&self) -> &Slot {
+        &self.slot
     }
 }
 
@@ -71,7 +71,7 @@ impl Drop for Worker {
             self.inner.segments.seal(seg);
         }
         self.flush_references();
-        self.inner.epochs.unregister(self.id);
+        self.inner.epochs.unregister(std::mem::replace(&mut self.slot, Slot::DETACHED));
     }
 }
 
@@ -101,7 +101,7 @@ impl Worker {
     /// Removes `key`'s item if it is still the one at `loc` (expired-item reclamation).
     fn remove_if_at(&mut self, tenant: TenantId, hash: u64, key: &[u8], loc: Loc, expired: bool) {
         let inner = &*self.inner;
-        let guard = inner.epochs.pin(self.id);
+        let guard = inner.epochs.pin(&self.slot);
         let locked = inner.lock_key(&guard, hash);
         if let Some((slot, found)) = locked.find(|l| inner.key_matches(&guard, l, tenant, key)) {
             if found == loc {
@@ -145,7 +145,7 @@ impl Worker {
                 inner.segments.seal(seg);
                 *head = None;
             }
-            *head = Some(inner.acquire_segment(self.id)?);
+            *head = Some(inner.acquire_segment(&self.slot)?);
         }
     }
 
@@ -153,8 +153,8 @@ impl Worker {
     pub fn store(&mut self, req: Store<'_>) -> Result<StoreOutcome, EngineError> {
         let hash = key_hash(req.tenant, req.key);
         self.note_access(hash, true);
-        self.inner.check_flush(self.id, req.tenant);
-        epoch::bump(&self.inner.epochs.counters(self.id).sets);
+        self.inner.check_flush(&self.slot, req.tenant);
+        epoch::bump(&self.inner.epochs.counters(&self.slot).sets);
         if req.expiry == Expiry::Keep {
             return self.store_keeping_ttl(req, hash);
         }
@@ -181,7 +181,7 @@ impl Worker {
         };
         let (new, size) = self.write_item(&item, &[req.value])?;
         let inner = &*self.inner;
-        let guard = inner.epochs.pin(self.id);
+        let guard = inner.epochs.pin(&self.slot);
         inner.maintain_index(&guard);
         let locked = inner.lock_key(&guard, hash);
         let found = locked.find(|l| inner.key_matches(&guard, l, tenant, req.key));
@@ -214,7 +214,7 @@ impl Worker {
             Condition::Always => return None,
             Condition::IfCas(cas) => {
                 let inner = &*self.inner;
-                let guard = inner.epochs.pin(self.id);
+                let guard = inner.epochs.pin(&self.slot);
                 let found = inner.index.find_with_cas(&guard, hash, |l| {
                     inner.key_matches(&guard, l, req.tenant, req.key)
                 });
@@ -312,12 +312,12 @@ impl Worker {
         mut f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
         self.note_access(hash, true);
-        self.inner.check_flush(self.id, tenant);
+        self.inner.check_flush(&self.slot, tenant);
         let mut buf = std::mem::take(&mut self.scratch);
         let result = loop {
             buf.clear();
             let inner = Arc::clone(&self.inner);
-            let guard = inner.epochs.pin(self.id);
+            let guard = inner.epochs.pin(&self.slot);
             let found = inner
                 .index
                 .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
@@ -367,7 +367,7 @@ impl Worker {
                 }
             };
             let (new, size) = new;
-            let guard = inner.epochs.pin(self.id);
+            let guard = inner.epochs.pin(&self.slot);
             inner.maintain_index(&guard);
             let locked = inner.lock_key(&guard, hash);
             let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
@@ -433,7 +433,7 @@ impl Worker {
     ) -> Result<Option<R>, EngineError> {
         let mut f = Some(f);
         let inner = Arc::clone(&self.inner);
-        epoch::bump(&inner.epochs.counters(self.id).gets);
+        epoch::bump(&inner.epochs.counters(&self.slot).gets);
         let out = self.update(tenant, key, |current, buf| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
             let r =
@@ -445,7 +445,7 @@ impl Worker {
             Ok(Update::Write { flags: c.flags, expires_at_ms, result: r })
         })?;
         if out.is_some() {
-            epoch::bump(&inner.epochs.counters(self.id).hits);
+            epoch::bump(&inner.epochs.counters(&self.slot).hits);
         }
         Ok(out)
     }
@@ -499,7 +499,7 @@ impl Worker {
         let inner = &*self.inner;
         if delay_ms == 0 {
             inner.tenants[usize::from(tenant.0)].flush_at_ms.store(NO_FLUSH, Ordering::Relaxed);
-            inner.flush_now(self.id, tenant);
+            inner.flush_now(&self.slot, tenant);
         } else {
             let at = inner.now_ms().saturating_add(delay_ms);
             inner.tenants[usize::from(tenant.0)].flush_at_ms.store(at, Ordering::Relaxed);
@@ -532,8 +532,8 @@ impl Worker {
         out: &mut Vec<Vec<u8>>,
     ) -> u64 {
         let inner = &*self.inner;
-        inner.check_flush(self.id, tenant);
-        let guard = inner.epochs.pin(self.id);
+        inner.check_flush(&self.slot, tenant);
+        let guard = inner.epochs.pin(&self.slot);
         let rehash = |l| inner.rehash(&guard, l);
         let mut on_evict = |l| inner.unlinked(&guard, l);
         let target = out.len() + count.max(1);
@@ -596,7 +596,7 @@ fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {
 impl Inner {
     /// A free segment to become a head, cleaning or evicting as needed. The caller must not
     /// be pinned (it may wait for other readers to leave their epochs).
-    fn acquire_segment(&self, id: usize) -> Result<u32, EngineError> {
+    fn acquire_segment(&self, slot: &Slot) -> Result<u32, EngineError> {
         let mut waits = 0u32;
         let mut cleans = 0;
         loop {
@@ -624,7 +624,7 @@ impl Inner {
                     cleaner::clean_until_watermark(self);
                     continue;
                 }
-                if cleaner::evict_oldest(self, id) {
+                if cleaner::evict_oldest(self, slot) {
                     continue;
                 }
             }

@@ -63,6 +63,7 @@ use std::net::IpAddr;
 
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
+use fridge_proto::number;
 
 use crate::config::{DEFAULT_TENANT, MAX_NAME_LEN};
 use crate::session::{Ctx, Session};
@@ -358,10 +359,7 @@ pub(crate) fn parse_memcache_login(buf: &[u8], max_line: usize) -> Option<(McLog
     if first == b"quit" {
         return Some((McLogin::Quit, line_len));
     }
-    let size = (first == b"set")
-        .then(|| w.nth(3))
-        .flatten()
-        .and_then(|s| std::str::from_utf8(s).ok()?.parse::<u32>().ok());
+    let size = (first == b"set").then(|| w.nth(3)).flatten().and_then(number::parse_u32);
     let Some(size) = size.map(|s| s as usize) else { return Some((McLogin::Other, line_len)) };
     if size > MAX_LOGIN_DATA {
         return Some((McLogin::TooLarge(size + 2), line_len));

@@ -5,7 +5,7 @@ mod common;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use common::{Conn, cmd, config, start, start_with};
+use common::{Conn, cmd, config, start, start_with, start_with_clock};
 use fridge_server::{Config, Size};
 
 #[test]
@@ -40,13 +40,17 @@ fn connection_limit_answers_in_each_protocol() {
 
 #[test]
 fn idle_connections_are_closed() {
-    let server = start_with(Config { idle_timeout: 1, ..config() });
+    // Idleness is judged on the server's clock, a manual one here: no sleeping through the
+    // timeout, and no bound on how late the close may come.
+    let (server, clock) = start_with_clock(Config { idle_timeout: 1, ..config() });
     let mut idle = Conn::open(server.local_addr());
     idle.roundtrip(b"mn\r\n", b"MN\r\n");
-    idle.stream.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
-    let start = Instant::now();
+    clock.advance(900);
+    // Several housekeeping ticks pass in real time; at 0.9 s idle the connection stays.
+    std::thread::sleep(Duration::from_millis(300));
+    idle.roundtrip(b"mn\r\n", b"MN\r\n");
+    clock.advance(1001);
     assert!(idle.is_closed());
-    assert!(start.elapsed() < Duration::from_secs(3));
 }
 
 #[test]
@@ -147,12 +151,13 @@ fn large_replies_do_not_hold_up_small_requests() {
         req.extend_from_slice(b"get big\r\n");
     }
     big.send(&req);
+    // `big` reads nothing until the small requests are answered: were they queued behind its
+    // 20 MB reply (more than the socket buffers hold), they would never be, and the reads
+    // would time out. (Their latency is measured by `bench/hostile`.)
     let mut small = Conn::open(addr);
-    let start = Instant::now();
     for _ in 0..200 {
         small.roundtrip(b"mn\r\n", b"MN\r\n");
     }
-    let small_time = start.elapsed();
     let mut total = 0;
     let mut buf = vec![0u8; 1 << 16];
     while total < 20 * (value.len() + 28) {
@@ -160,7 +165,6 @@ fn large_replies_do_not_hold_up_small_requests() {
         assert!(n > 0);
         total += n;
     }
-    assert!(small_time < Duration::from_secs(2), "small requests took {small_time:?}");
 }
 
 #[test]

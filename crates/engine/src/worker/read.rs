@@ -39,8 +39,8 @@ impl Worker {
     /// [`Worker::contains`] with the key's hash already computed.
     pub(super) fn contains_hashed(&mut self, tenant: TenantId, hash: u64, key: &[u8]) -> bool {
         let inner = &*self.inner;
-        inner.check_flush(self.id, tenant);
-        let guard = inner.epochs.pin(self.id);
+        inner.check_flush(&self.slot, tenant);
+        let guard = inner.epochs.pin(&self.slot);
         let Some(loc) =
             inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
         else {
@@ -75,9 +75,9 @@ impl Worker {
         mut f: impl FnMut(usize, &'k [u8], Item<'_>),
     ) {
         let inner = Arc::clone(&self.inner);
-        inner.check_flush(self.id, tenant);
-        let counters = inner.epochs.counters(self.id);
-        let guard = inner.epochs.pin(self.id);
+        inner.check_flush(&self.slot, tenant);
+        let counters = inner.epochs.counters(&self.slot);
+        let guard = inner.epochs.pin(&self.slot);
         let recency = inner.recency();
         // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
         let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
@@ -164,10 +164,10 @@ impl Worker {
     ) -> Option<R> {
         let hash = key_hash(tenant, key);
         let inner = &*self.inner;
-        inner.check_flush(self.id, tenant);
-        let counters = inner.epochs.counters(self.id);
+        inner.check_flush(&self.slot, tenant);
+        let counters = inner.epochs.counters(&self.slot);
         epoch::bump(&counters.gets);
-        let guard = inner.epochs.pin(self.id);
+        let guard = inner.epochs.pin(&self.slot);
         let is_key = |l| inner.key_matches(&guard, l, tenant, key);
         let found = if with_cas {
             inner.index.find_with_cas(&guard, hash, is_key)

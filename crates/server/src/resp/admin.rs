@@ -2,7 +2,7 @@
 
 use std::io::Write as _;
 
-use fridge_proto::number::{MAX_DIGITS, u64_digits};
+use fridge_proto::number::{self, MAX_DIGITS, u64_digits};
 use fridge_proto::resp::{
     self as r, Command, Version, write_array_header, write_bulk, write_error, write_integer,
     write_map_header, write_null, write_simple, write_wrong_arity,
@@ -253,7 +253,7 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
         for i in (2..n).step_by(2) {
             let (f, val) = (arg(i), arg(i + 1));
             if f.eq_ignore_ascii_case(b"id") {
-                match std::str::from_utf8(val).ok().and_then(|v| v.parse::<u64>().ok()) {
+                match number::parse_u64(val) {
                     Some(id) => by_id = Some(id),
                     None => return write_error(out, b"ERR client-id should be greater than 0"),
                 }

@@ -209,6 +209,7 @@ pub(super) fn scan(
 ) {
     let t = s.tenant;
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    // Redis reads the cursor with `strtoul`, which takes a leading `+`; so does `str::parse`.
     let Some(cursor) = std::str::from_utf8(arg(1)).ok().and_then(|c| c.parse::<u64>().ok()) else {
         return write_error(out, b"ERR invalid cursor");
     };

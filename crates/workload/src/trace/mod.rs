@@ -3,7 +3,7 @@
 //! Readers stream: they hold one record (and a read buffer) in memory, never the trace, and
 //! yield `Result<Request, Error>`. After the first error a reader yields `None`, so a `for`
 //! loop over a broken trace ends instead of spinning. Trace bytes are external input: a
-//! malformed record is an [`Error::Parse`](crate::Error::Parse), never a panic.
+//! malformed record is an [`Error::Parse`], never a panic.
 //!
 //! | format | reader | writer |
 //! |---|---|---|
