@@ -170,6 +170,10 @@ pub enum ErrorKind {
     InvalidSetMode,
     /// An `ma` mode other than `I + D -`.
     InvalidArithmeticMode,
+    /// An unknown command whose last token starts with `HTTP/`: an HTTP request line, sent
+    /// here by a browser or by a cross-protocol attack. memcached closes the connection
+    /// without a reply; so does fridge.
+    HttpRequest,
 }
 
 impl ErrorKind {
@@ -199,6 +203,7 @@ impl ErrorKind {
             Self::OpaqueTooLong => b"CLIENT_ERROR opaque token too long\r\n",
             Self::InvalidSetMode => b"CLIENT_ERROR invalid mode for ms M token\r\n",
             Self::InvalidArithmeticMode => b"CLIENT_ERROR invalid mode for ma M token\r\n",
+            Self::HttpRequest => b"",
         }
     }
 }
@@ -224,7 +229,7 @@ impl RequestError {
 
     /// Whether the server must close the connection after replying.
     pub const fn closes(&self) -> bool {
-        matches!(self.kind, ErrorKind::LineTooLong)
+        matches!(self.kind, ErrorKind::LineTooLong | ErrorKind::HttpRequest)
     }
 }
 

@@ -333,6 +333,10 @@ pub fn parse_request<'a>(
             let (meta, consumed) = meta::parse(&t, buf, line_len, limits)?;
             return Ok((Request::Meta(meta), consumed));
         }
+        // memcached's last check for a command it does not know (`proto_text.c`).
+        _ if t.get(n - 1).starts_with(b"HTTP/") => {
+            return Err(invalid(ErrorKind::HttpRequest, line_len, false));
+        }
         _ => return unknown,
     };
     Ok((request, line_len))
@@ -813,6 +817,22 @@ mod tests {
         let (third, n3) = parse(&input[n1 + n2..]).unwrap();
         assert!(matches!(third, Request::Delete { .. }));
         assert_eq!(n1 + n2 + n3, input.len());
+    }
+
+    #[test]
+    fn http_request_lines_close_without_a_reply() {
+        for line in
+            [&b"GET / HTTP/1.1\r\n"[..], b"POST /x HTTP/1.0\n", b"HTTP/1.1\r\n", b"FOO HTTP/\r\n"]
+        {
+            let Err(ParseError::Invalid(e)) = parse(line) else { panic!("{line:?} parsed") };
+            assert_eq!((e.kind, e.reply(), e.closes()), (ErrorKind::HttpRequest, &b""[..], true));
+        }
+        // A known command, a one-byte command, or no HTTP/ at the end: ordinary answers.
+        assert!(parse(b"get / HTTP/1.1\r\n").is_ok());
+        for line in [&b"x HTTP/1\r\n"[..], b"FOO HTTP/ x\r\n", b"PUT / http/1.1\r\n"] {
+            let Err(ParseError::Invalid(e)) = parse(line) else { panic!("{line:?} parsed") };
+            assert_eq!(e.kind, ErrorKind::UnknownCommand);
+        }
     }
 
     #[test]
