@@ -36,23 +36,33 @@ def memcached():
     proc.wait(timeout=10)
 
 
-def exchange(addr, request, wait=0.5):
-    """Sends `request`; returns what came back and whether the server closed the connection
-    (an open connection is seen by the reply's end: nothing more for `wait` seconds)."""
+def read_reply(s):
+    """Reads up to the `MN` that answers the `mn` sent after a request (so the reply's end is
+    known without waiting), or to the server's close."""
+    out = b""
+    while not out.endswith(b"MN\r\n"):
+        try:
+            data = s.recv(1 << 20)
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            return out + b"<closed>"
+        out += data
+    return out[: -len(b"MN\r\n")]
+
+
+def session(addr, requests):
+    """Sends each request on one connection in turn, each followed by `mn`; returns the
+    replies (a closed connection shows as `<closed>`)."""
+    replies = []
     with socket.create_connection(addr) as s:
-        s.sendall(request)
-        s.settimeout(wait)
-        out = b""
-        while True:
-            try:
-                data = s.recv(4096)
-            except socket.timeout:
-                return out, "open"
-            except ConnectionResetError:
-                return out, "closed"
-            if not data:
-                return out, "closed"
-            out += data
+        s.settimeout(10)
+        for request in requests:
+            s.sendall(request + b"mn\r\n")
+            replies.append(read_reply(s))
+            if replies[-1].endswith(b"<closed>"):
+                break
+    return replies
 
 
 # Unknown commands whose last token starts with HTTP/ close the connection at once, without a
@@ -79,4 +89,30 @@ HTTP_LINES = [
 
 @pytest.mark.parametrize("request_bytes", HTTP_LINES, ids=lambda r: r.decode().strip())
 def test_http_request_lines_answer_as_memcached(fridge, memcached, request_bytes):
-    assert exchange(fridge, request_bytes) == exchange(memcached, request_bytes)
+    assert session(fridge, [request_bytes]) == session(memcached, [request_bytes])
+
+
+BIG = b"x" * (2 << 20)  # over both servers' default 1 MiB item limit
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        b"set k 0 0 %d\r\n" % len(BIG),
+        b"set k 0 0 %d noreply\r\n" % len(BIG),
+        b"add k 0 0 %d\r\n" % len(BIG),
+        b"replace k 0 0 %d\r\n" % len(BIG),
+        b"append k 0 0 %d\r\n" % len(BIG),
+        b"prepend k 0 0 %d\r\n" % len(BIG),
+        b"cas k 0 0 %d 1\r\n" % len(BIG),
+        b"ms k %d\r\n" % len(BIG),
+        b"ms k %d MR q\r\n" % len(BIG),
+        b"ms k %d MA\r\n" % len(BIG),
+        b"ms aw== %d b\r\n" % len(BIG),
+    ],
+    ids=lambda r: r.decode().split("\r")[0],
+)
+def test_a_store_refused_as_too_large_drops_the_old_value_as_memcached(fridge, memcached, store):
+    # `set` and `ms` drop the old value (no stale data survives a failed set); the others keep it.
+    requests = [b"set k 0 0 1\r\na\r\n", store + BIG + b"\r\n", b"get k\r\n"]
+    assert session(fridge, requests) == session(memcached, requests)

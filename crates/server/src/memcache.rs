@@ -66,6 +66,27 @@ fn counter_error(out: &mut Vec<u8>, e: CounterError) {
     }
 }
 
+/// Drops the stored value of the key of a `set` or `ms` at the head of `buf` that the parser
+/// refused as too large, as memcached does (see [`mc::oversize_store_key`]).
+pub(crate) fn drop_refused_store(
+    buf: &[u8],
+    user: Option<TenantId>,
+    ctx: &mut Ctx<'_>,
+    limits: &mc::Limits,
+) {
+    let Some((key, base64)) = mc::oversize_store_key(buf, limits) else { return };
+    let mut decoded = [0u8; 512];
+    let key = match base64 {
+        false => key,
+        true => match mc::base64_decode(key, &mut decoded) {
+            Some(n) => &decoded[..n],
+            None => return,
+        },
+    };
+    let t = user.unwrap_or_else(|| ctx.tenants.route(key));
+    ctx.engine.delete(t, key);
+}
+
 /// Runs one parsed request, appending its reply (if any) to `out`.
 pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     // A logged-in connection uses its tenant; one that has not logged in (where that is

@@ -695,6 +695,9 @@ fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usi
                 return Ran::Stop;
             }
             Err(memcache::ParseError::Invalid(e)) => {
+                if e.kind == memcache::ErrorKind::TooLarge {
+                    crate::memcache::drop_refused_store(buf, c.session.user, ctx, limits.mc);
+                }
                 if !e.noreply {
                     c.wbuf.extend_from_slice(e.reply());
                 }

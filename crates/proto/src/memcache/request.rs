@@ -584,6 +584,21 @@ pub fn encode_retrieval<'k>(
     out.extend_from_slice(b"\r\n");
 }
 
+/// For a request refused with [`ErrorKind::TooLarge`] at the start of `buf`: the key whose
+/// stored value memcached drops with the refusal, so that no stale value outlives a failed
+/// `set` (`proto_text.c`), and whether that key is base64 (`ms … b`). `set` and `ms` (any mode)
+/// drop it; `add`, `replace`, `append`, `prepend` and `cas` keep it (checked against memcached
+/// 1.6.18).
+pub fn oversize_store_key<'a>(buf: &'a [u8], limits: &Limits) -> Option<(&'a [u8], bool)> {
+    let (line, _) = read_line(buf, limits).ok()?;
+    let t = Tokens::new(line);
+    match t.get(0) {
+        b"set" => Some((t.get(1), false)),
+        b"ms" => Some((t.get(1), (3..t.len()).any(|i| t.get(i) == b"b"))),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::RequestError;
