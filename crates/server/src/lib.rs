@@ -1,5 +1,5 @@
 //! fridge-server: the fridge cache server — listeners, event loops, sessions, and the dispatch
-//! of memcached (text + meta) and Redis (RESP2/RESP3) requests to the engine.
+//! of memcached (text + meta + binary) and Redis (RESP2/RESP3) requests to the engine.
 //!
 //! The binary `fridge` is a thin `main` over [`Server`]; tests start a server in-process on an
 //! ephemeral port the same way (`port = 0`, then [`Server::local_addr`]).
@@ -59,6 +59,7 @@
 
 #![forbid(unsafe_code)]
 mod auth;
+mod binary;
 mod config;
 mod counter;
 mod memcache;
