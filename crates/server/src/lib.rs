@@ -47,7 +47,8 @@
 //! # Tenants
 //!
 //! Every request runs as one tenant (see [`tenants`] and `docs/tenants.md`): the one the
-//! connection logged in as (`AUTH`, `HELLO … AUTH`, memcached's `set` carrying `user pass`),
+//! connection logged in as (`AUTH`, `HELLO … AUTH`, memcached's `set` carrying `user pass`,
+//! the binary protocol's SASL `PLAIN`),
 //! or, for clients that have not logged in where that is allowed, `default` or the tenant
 //! whose key prefix matches. Workers read an immutable snapshot of the tenants; a reload
 //! (SIGHUP, `CONFIG RELOAD`) publishes a new one and bumps a generation counter that each
