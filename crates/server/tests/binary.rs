@@ -539,3 +539,36 @@ fn sasl_logins_past_the_failure_limit_are_refused() {
     let r = c.call(&sasl(Opcode::SaslAuth, b"PLAIN", b"\0alpha\0apw"), 1);
     assert_eq!(status(&r[0]), (0x20, &b"Too many failed login attempts."[..]));
 }
+
+#[test]
+fn expirations_follow_memcached_exptime_rules() {
+    let (server, clock) = common::start_with_clock(config());
+    let mut c = Bin::open(server.local_addr());
+    let now = (common::CLOCK_START_MS / 1000) as u32;
+    let store = |key: &'static [u8], exptime| {
+        encode(Opcode::Set, 0, Command::Store { key, flags: 0, exptime, value: b"v" })
+    };
+    c.call(&store(b"rel", 2), 1);
+    c.call(&store(b"abs", now + 2), 1);
+    c.call(&store(b"past", now - 100), 1);
+    // Past 2^31: an absolute time (in 2106), not a negative one.
+    c.call(&store(b"far", 0xffff_fff0), 1);
+    c.call(&store(b"gat", 0), 1);
+    let gat = encode(Opcode::Gat, 0, Command::Get { key: b"gat", exptime: Some(1) });
+    assert_eq!(c.call(&gat, 1)[0].value, b"v");
+    c.call(&encode(Opcode::Flush, 0, Command::Flush { exptime: 5 }), 1);
+    assert_eq!(status(&c.call(&get(Opcode::Get, b"past"), 1)[0]), (1, NOT_FOUND));
+    clock.advance(2001);
+    for key in [&b"rel"[..], b"abs", b"gat"] {
+        assert_eq!(status(&c.call(&get(Opcode::Get, key), 1)[0]), (1, NOT_FOUND), "{key:?}");
+    }
+    assert_eq!(c.call(&get(Opcode::Get, b"far"), 1)[0].value, b"v");
+    // The delayed flush takes effect at its time.
+    clock.advance(3000);
+    assert_eq!(status(&c.call(&get(Opcode::Get, b"far"), 1)[0]), (1, NOT_FOUND));
+    // INCREMENT creates a counter with the given expiration.
+    let incr = arith(Opcode::Increment, b"ctr", 1, 7, 1);
+    assert_eq!(c.call(&incr, 1)[0].value, 7u64.to_be_bytes());
+    clock.advance(1001);
+    assert_eq!(status(&c.call(&get(Opcode::Get, b"ctr"), 1)[0]), (1, NOT_FOUND));
+}
