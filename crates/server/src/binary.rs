@@ -23,8 +23,8 @@
 //!   write (the engine's store does not return it), so a concurrent write to the same key may
 //!   be what they report.
 //! - STAT groups are the text protocol's (`stats <group>`), one packet per `STAT` line; a
-//!   group the text protocol answers `ERROR` is `Not found`, as memcached does for an unknown
-//!   group.
+//!   group the text protocol refuses (`ERROR`, `CLIENT_ERROR`, `SERVER_ERROR`) is `Not found`,
+//!   as memcached does for an unknown group.
 //! - VERSION answers fridge's version string, as the text `version` does.
 
 use fridge_engine::{Condition, EngineError, Expiry, StoreOutcome, TenantId};
@@ -414,7 +414,12 @@ fn stat(r: &mut Reply<'_>, group: &[u8], s: &mut Session, ctx: &mut Ctx<'_>) {
     crate::memcache::execute(memcache::Request::Stats { args: group }, &mut text, s, ctx);
     let (op, opaque) = (r.opcode as u8, r.opaque);
     let mut lines = text.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
-    let found = !matches!(lines.clone().next(), Some(b"ERROR") | None);
+    // `ERROR` (an unknown group) or a `CLIENT_ERROR`/`SERVER_ERROR` line: memcached's
+    // binary STAT answers those `Not found`.
+    let is_error = |line: &[u8]| {
+        line == b"ERROR" || line.starts_with(b"CLIENT_ERROR") || line.starts_with(b"SERVER_ERROR")
+    };
+    let found = lines.clone().next().is_some_and(|first| !is_error(first));
     if found {
         for line in lines.by_ref() {
             let Some(stat) = line.strip_prefix(b"STAT ") else { continue };
