@@ -4,6 +4,8 @@
 //! - [`memcache`]: the memcached text protocol and its meta commands
 //!   (`get`/`set`/… and `mg`/`ms`/`md`/`ma`/`mn`/`me`), as memcached 1.6
 //!   speaks them.
+//! - [`binary`]: the memcached binary protocol (deprecated upstream, still
+//!   used by older clients), as memcached 1.6 speaks it.
 //! - [`resp`]: the Redis protocol, RESP2 and RESP3: multibulk and inline
 //!   commands in, every reply type out, as Redis 7 speaks them.
 //!
@@ -36,18 +38,18 @@
 //! - Command semantics: the crate knows the shape of memcached commands, but
 //!   for RESP only splits arguments; dispatch, argument checks and the engine
 //!   calls live in the server. No engine type appears here.
-//! - The memcached binary protocol (deprecated upstream) and Redis
-//!   cluster/replication streams.
+//! - Redis cluster/replication streams.
 //!
 //! # Errors
 //! Parse errors are small `Copy` enums carrying what the server needs:
-//! [`memcache::ParseError`] and [`resp::ParseError`].
+//! [`memcache::ParseError`], [`binary::ParseError`] and [`resp::ParseError`].
 //! [`memcache::RequestError::reply`] and [`resp::ProtocolError::write_reply`]
 //! give the exact bytes the reference server sends.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod binary;
 pub mod memcache;
 pub mod number;
 pub mod resp;

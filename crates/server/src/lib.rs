@@ -1,5 +1,5 @@
 //! fridge-server: the fridge cache server — listeners, event loops, sessions, and the dispatch
-//! of memcached (text + meta) and Redis (RESP2/RESP3) requests to the engine.
+//! of memcached (text + meta + binary) and Redis (RESP2/RESP3) requests to the engine.
 //!
 //! The binary `fridge` is a thin `main` over [`Server`]; tests start a server in-process on an
 //! ephemeral port the same way (`port = 0`, then [`Server::local_addr`]).
@@ -47,7 +47,8 @@
 //! # Tenants
 //!
 //! Every request runs as one tenant (see [`tenants`] and `docs/tenants.md`): the one the
-//! connection logged in as (`AUTH`, `HELLO … AUTH`, memcached's `set` carrying `user pass`),
+//! connection logged in as (`AUTH`, `HELLO … AUTH`, memcached's `set` carrying `user pass`,
+//! the binary protocol's SASL `PLAIN`),
 //! or, for clients that have not logged in where that is allowed, `default` or the tenant
 //! whose key prefix matches. Workers read an immutable snapshot of the tenants; a reload
 //! (SIGHUP, `CONFIG RELOAD`) publishes a new one and bumps a generation counter that each
@@ -59,6 +60,7 @@
 
 #![forbid(unsafe_code)]
 mod auth;
+mod binary;
 mod config;
 mod counter;
 mod memcache;

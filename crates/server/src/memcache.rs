@@ -346,8 +346,8 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
 
 /// `append`/`prepend` (text, and meta `MA`/`MP`). A result over the item size limit is not
 /// stored and the old value stays: memcached 1.6.18 answers `NOT_STORED` (`NS`) there, not an
-/// error.
-fn append(
+/// error. The binary protocol's APPEND/PREPEND use it too.
+pub(crate) fn append(
     ctx: &mut Ctx<'_>,
     t: TenantId,
     key: &[u8],

@@ -14,7 +14,7 @@ use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
 use fridge_engine::{TenantId, Worker};
-use fridge_proto::{memcache, resp};
+use fridge_proto::{binary, memcache, resp};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
@@ -39,6 +39,8 @@ const REJECT_WAIT_MS: u64 = 1000;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Wire {
     Memcache,
+    /// The memcached binary protocol: the first byte was its request magic.
+    Binary,
     Resp,
 }
 
@@ -604,17 +606,24 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             continue;
         }
         let first = c.rbuf[c.rstart];
-        let wire = *c.wire.get_or_insert(if first == b'*' { Wire::Resp } else { Wire::Memcache });
+        let wire = *c.wire.get_or_insert(match first {
+            b'*' => Wire::Resp,
+            binary::REQUEST_MAGIC => Wire::Binary,
+            _ => Wire::Memcache,
+        });
         if c.reject {
             match wire {
                 Wire::Resp => c.wbuf.extend_from_slice(b"-ERR max number of clients reached\r\n"),
-                Wire::Memcache => c.wbuf.extend_from_slice(b"ERROR Too many open connections\r\n"),
+                Wire::Memcache | Wire::Binary => {
+                    c.wbuf.extend_from_slice(b"ERROR Too many open connections\r\n");
+                }
             }
             c.session.closing = true;
             continue;
         }
         let ran = match wire {
             Wire::Memcache => run_memcache(c, ctx, limits, avail),
+            Wire::Binary => run_binary(c, ctx, limits, avail),
             Wire::Resp => run_resp(c, ctx, limits, avail),
         };
         let used = match ran {
@@ -709,6 +718,37 @@ fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usi
                 }
                 e.skip.min(avail)
             }
+        }
+    };
+    Ran::Used(used)
+}
+
+/// Runs the memcached binary-protocol request at the head of the input (`avail` bytes of it).
+fn run_binary(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) -> Ran {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    let used = match binary::parse_request(buf, limits.mc) {
+        Ok((req, used)) => {
+            stats::inc(&ctx.stats.commands);
+            c.discard = crate::binary::execute(req, &mut c.wbuf, &mut c.session, ctx);
+            used
+        }
+        Err(binary::ParseError::Incomplete) => {
+            // Only a key longer than the query buffer leaves room for can get here.
+            const TOO_LARGE: &[u8] =
+                b"\x81\0\0\0\0\0\0\x82\0\0\0\x0d\0\0\0\0\0\0\0\0\0\0\0\0Out of memory";
+            c.incomplete(ctx, avail, limits.query, TOO_LARGE);
+            return Ran::Stop;
+        }
+        Err(binary::ParseError::BadMagic) => {
+            // memcached closes without a reply.
+            c.session.closing = true;
+            avail
+        }
+        Err(binary::ParseError::Invalid(e)) => {
+            e.write_reply(&mut c.wbuf);
+            c.session.closing |= e.close;
+            c.discard = e.skip.saturating_sub(avail);
+            e.skip.min(avail)
         }
     };
     Ran::Used(used)
