@@ -30,6 +30,9 @@ use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
 mod read;
+mod walk;
+
+pub use walk::ItemMeta;
 
 /// Keys whose lookups [`Worker::get_many`] overlaps.
 pub const BATCH: usize = 16;

@@ -61,12 +61,14 @@
 mod auth;
 mod config;
 mod counter;
+mod mc_admin;
 mod memcache;
 mod password;
 mod resp;
 mod server;
 mod session;
 mod shared;
+mod size_class;
 mod stats;
 pub mod tenants;
 mod worker;

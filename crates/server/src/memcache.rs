@@ -132,30 +132,8 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
                 mc::write_reply(out, Reply::Ok);
             }
         }
-        Request::Stats { args } => match args {
-            b"" => {
-                let view = s.view(ctx.tenants);
-                stats::write_memcache_stats(out, ctx.shared, &view);
-                mc::write_reply(out, Reply::End);
-            }
-            b"tenants" => {
-                let view = s.view(ctx.tenants);
-                stats::write_memcache_tenants(out, ctx.shared, &view);
-                mc::write_reply(out, Reply::End);
-            }
-            b"settings" => {
-                crate::stats::write_memcache_settings(out, ctx.shared, ctx.tenants);
-                mc::write_reply(out, Reply::End);
-            }
-            b"items" | b"slabs" => {
-                let view = s.view(ctx.tenants);
-                stats::write_memcache_items(out, ctx.shared, &view, args == b"slabs");
-                mc::write_reply(out, Reply::End);
-            }
-            b"sizes" | b"conns" | b"extstore" => mc::write_reply(out, Reply::End),
-            b"reset" => mc::write_reply(out, Reply::Reset),
-            _ => mc::write_reply(out, Reply::Error),
-        },
+        Request::Stats { args } => crate::mc_admin::stats(args, out, s, ctx),
+        Request::LruCrawler { args } => crate::mc_admin::lru_crawler(args, out, s, ctx),
         Request::Version => mc::write_version(out, crate::shared::MEMCACHED_VERSION.as_bytes()),
         Request::Verbosity { noreply, .. } => {
             if !noreply {

@@ -27,7 +27,8 @@ use fridge_proto::memcache;
 use crate::shared::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 use crate::tenants::Tenants;
 pub(crate) use crate::worker_stats::{
-    LoginCount, TenantCounters, WorkerStats, add, count_login, inc, tenant_lookups,
+    Baseline, LoginCount, TenantCounters, Totals, WorkerStats, add, count_login, inc,
+    tenant_lookups,
 };
 
 /// Hits and misses of `tenant`, summed over workers.
@@ -145,61 +146,36 @@ fn hitmap_fields(e: &EngineStats) -> Vec<(String, String)> {
     v
 }
 
-/// Sums of every worker's counters.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Totals {
-    pub cmd_set: u64,
-    pub cmd_touch: u64,
-    pub touch_hits: u64,
-    pub cmd_flush: u64,
-    pub delete_hits: u64,
-    pub delete_misses: u64,
-    pub incr_hits: u64,
-    pub incr_misses: u64,
-    pub cas_hits: u64,
-    pub cas_misses: u64,
-    pub cas_badval: u64,
-    pub commands: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub output_overflows: u64,
-    pub idle_kicks: u64,
-    pub request_timeouts: u64,
-    pub evicted_clients: u64,
-    pub query_overflows: u64,
-    pub auth_cmds: u64,
-    pub auth_errors: u64,
-    pub auth_refused: u64,
-}
-
+/// Sums of every worker's counters, as they are (not less the reset baseline).
 pub(crate) fn totals(shared: &Shared) -> Totals {
     let mut t = Totals::default();
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     for w in shared.workers.iter() {
-        t.cmd_set += get(&w.cmd_set);
-        t.cmd_touch += get(&w.cmd_touch);
-        t.touch_hits += get(&w.touch_hits);
-        t.cmd_flush += get(&w.cmd_flush);
-        t.delete_hits += get(&w.delete_hits);
-        t.delete_misses += get(&w.delete_misses);
-        t.incr_hits += get(&w.incr_hits);
-        t.incr_misses += get(&w.incr_misses);
-        t.cas_hits += get(&w.cas_hits);
-        t.cas_misses += get(&w.cas_misses);
-        t.cas_badval += get(&w.cas_badval);
-        t.commands += get(&w.commands);
-        t.bytes_read += get(&w.bytes_read);
-        t.bytes_written += get(&w.bytes_written);
-        t.output_overflows += get(&w.output_overflows);
-        t.idle_kicks += get(&w.idle_kicks);
-        t.request_timeouts += get(&w.request_timeouts);
-        t.evicted_clients += get(&w.evicted_clients);
-        t.query_overflows += get(&w.query_overflows);
-        t.auth_cmds += get(&w.auth_cmds);
-        t.auth_errors += get(&w.auth_errors);
-        t.auth_refused += get(&w.auth_refused);
+        t.add(w);
     }
     t
+}
+
+/// Takes the reset baseline (memcached `stats reset`, Redis `CONFIG RESETSTAT`): from now on
+/// the exports count from zero the counters memcached's `stats reset` clears — commands,
+/// hits and misses, bytes on the wire, connections received and rejected, evictions,
+/// expiries, logins. Gauges (items, bytes, connections now, memory) and the per-tenant rows
+/// are untouched.
+pub(crate) fn reset(shared: &Shared) {
+    let e = shared.engine.stats();
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let base = Baseline {
+        totals: totals(shared),
+        gets: e.gets,
+        hits: e.hits,
+        sets: e.sets,
+        evictions: e.evictions,
+        expired: e.expired,
+        expired_swept: e.expired_swept,
+        sweep_checked: e.sweep_checked,
+        total_connections: load(&shared.total_connections),
+        rejected_connections: load(&shared.rejected_connections),
+    };
+    *shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()) = base;
 }
 
 /// The counters a non-admin view shows: the login attempts naming the tenant `user` logged
@@ -241,13 +217,28 @@ impl Figures {
         let all = shared.engine.stats();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         if view.admin {
+            let base = *shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner());
+            let since = |now: u64, then: u64| now.saturating_sub(then);
+            let engine = EngineStats {
+                gets: since(all.gets, base.gets),
+                hits: since(all.hits, base.hits),
+                sets: since(all.sets, base.sets),
+                evictions: since(all.evictions, base.evictions),
+                expired: since(all.expired, base.expired),
+                expired_swept: since(all.expired_swept, base.expired_swept),
+                sweep_checked: since(all.sweep_checked, base.sweep_checked),
+                ..all
+            };
             return Figures {
-                engine: all,
-                totals: totals(shared),
+                engine,
+                totals: totals(shared).since(&base.totals),
                 own,
                 curr_connections: shared.connections.load(Ordering::Relaxed) as u64,
-                total_connections: load(&shared.total_connections),
-                rejected_connections: load(&shared.rejected_connections),
+                total_connections: since(load(&shared.total_connections), base.total_connections),
+                rejected_connections: since(
+                    load(&shared.rejected_connections),
+                    base.rejected_connections,
+                ),
                 reload_failures: load(&shared.reload_failures),
                 client_memory: shared.client_memory.load(Ordering::Relaxed) as u64,
                 cpu: rusage(),
@@ -401,6 +392,25 @@ pub(crate) fn write_memcache_tenants(out: &mut Vec<u8>, shared: &Shared, view: &
     }
 }
 
+/// Appends `stats conns` (without `END`): per visible client connection, memcached's
+/// `<id>:addr`, `<id>:listen_addr` and `<id>:secs_since_last_cmd`. fridge numbers
+/// connections by client id (as `CLIENT LIST`), not by file descriptor; memcached's `state`
+/// (its connection state machine) and its listening sockets' rows are left out.
+pub(crate) fn write_memcache_conns(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
+    let now = shared.now_ms();
+    let clients = shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rows: Vec<_> = clients.iter().filter(|(id, e)| view.sees_client(**id, e)).collect();
+    rows.sort_by_key(|(id, _)| **id);
+    for (id, e) in rows {
+        let addr = format!("tcp:{}", e.peer);
+        memcache::write_stat(out, format!("{id}:addr").as_bytes(), addr.as_bytes());
+        let listen = format!("tcp:{}", e.local);
+        memcache::write_stat(out, format!("{id}:listen_addr").as_bytes(), listen.as_bytes());
+        let idle = now.saturating_sub(e.last_command_ms.load(Ordering::Relaxed)) / 1000;
+        memcache::write_stat_u64(out, format!("{id}:secs_since_last_cmd").as_bytes(), idle);
+    }
+}
+
 /// Appends `stats settings` (without `END`).
 pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenants: &Tenants) {
     let c = &shared.config;
@@ -428,33 +438,6 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     memcache::write_stat(out, b"evictions", b"on");
     memcache::write_stat(out, b"cas_enabled", b"yes");
     memcache::write_stat(out, b"binding_protocol", b"ascii");
-}
-
-/// Appends `stats items`/`stats slabs`-style summaries: fridge has no slab classes, so the
-/// whole cache is reported as class 1.
-pub(crate) fn write_memcache_items(
-    out: &mut Vec<u8>,
-    shared: &Shared,
-    view: &View<'_>,
-    slabs: bool,
-) {
-    let e = Figures::of(shared, view).engine;
-    // Segment use is everyone's: a tenant's view shows the arena's shape only.
-    let used = if view.admin { e.segments - e.segments_free } else { 0 };
-    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
-    if slabs {
-        num("1:chunk_size", e.segment_size as u64);
-        num("1:total_pages", e.segments as u64);
-        num("1:used_chunks", used as u64);
-        num("1:free_chunks", e.segments_free as u64);
-        num("active_slabs", 1);
-        num("total_malloced", e.max_memory as u64);
-    } else if e.items > 0 {
-        num("items:1:number", e.items);
-        num("items:1:evicted", e.evictions);
-        num("items:1:reclaimed", e.expired);
-        num("items:1:mem_requested", e.item_bytes);
-    }
 }
 
 /// Which `INFO` sections to write.

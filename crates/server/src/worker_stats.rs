@@ -144,3 +144,71 @@ pub(crate) fn add(counter: &AtomicU64, n: u64) {
 pub(crate) fn inc(counter: &AtomicU64) {
     add(counter, 1);
 }
+
+/// Declares [`Totals`], one field per server-wide counter of [`WorkerStats`] of the same
+/// name, with its sum over workers and its difference from a baseline.
+macro_rules! totals {
+    ($($field:ident),* $(,)?) => {
+        /// Sums of every worker's counters.
+        #[derive(Debug, Default, Clone, Copy)]
+        pub(crate) struct Totals {
+            $(pub $field: u64,)*
+        }
+
+        impl Totals {
+            /// Adds one worker's counters.
+            pub(crate) fn add(&mut self, w: &WorkerStats) {
+                $(self.$field += w.$field.load(Ordering::Relaxed);)*
+            }
+
+            /// These counts less `base`: the counts since the reset that took `base`.
+            pub(crate) fn since(&self, base: &Totals) -> Totals {
+                Totals { $($field: self.$field.saturating_sub(base.$field),)* }
+            }
+        }
+    };
+}
+
+totals!(
+    cmd_set,
+    cmd_touch,
+    touch_hits,
+    cmd_flush,
+    delete_hits,
+    delete_misses,
+    incr_hits,
+    incr_misses,
+    cas_hits,
+    cas_misses,
+    cas_badval,
+    commands,
+    bytes_read,
+    bytes_written,
+    output_overflows,
+    idle_kicks,
+    request_timeouts,
+    evicted_clients,
+    query_overflows,
+    auth_cmds,
+    auth_errors,
+    auth_refused,
+);
+
+/// The counters as they were at the last `stats reset` (memcached) or `CONFIG RESETSTAT`
+/// (Redis). Counters are never written back to zero — a worker's counter has one writer,
+/// its worker, and a reset from another thread would race with it — so the exports report
+/// each counter less its baseline.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Baseline {
+    pub totals: Totals,
+    /// The engine's lookups, hits, stores, evictions and expiries.
+    pub gets: u64,
+    pub hits: u64,
+    pub sets: u64,
+    pub evictions: u64,
+    pub expired: u64,
+    pub expired_swept: u64,
+    pub sweep_checked: u64,
+    pub total_connections: u64,
+    pub rejected_connections: u64,
+}
