@@ -411,33 +411,38 @@ pub(crate) fn write_memcache_conns(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     }
 }
 
-/// Appends `stats settings` (without `END`).
+/// Appends `stats settings` (without `END`): memcached's settings that fridge has, in
+/// memcached's order, then fridge's own.
 pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenants: &Tenants) {
     let c = &shared.config;
-    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
-    num("maxbytes", c.memory.0);
-    num("maxconns", c.max_connections as u64);
-    num("tcpport", u64::from(shared.main_port));
-    num("udpport", 0);
-    num("num_threads", shared.workers.len() as u64);
-    num("item_size_max", c.max_item_size.0);
-    num("key_max_len", c.max_key_len as u64);
-    num("idle_timeout", c.idle_timeout);
-    num("write_chunk", c.write_chunk.0);
-    num("segment_size", c.engine_segment_size() as u64);
-    num("hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
-    num("auth_failure_burst", u64::from(tenants.failure_limit.burst));
+    let num = |out: &mut Vec<u8>, name: &str, n: u64| {
+        memcache::write_stat_u64(out, name.as_bytes(), n);
+    };
+    let text = |out: &mut Vec<u8>, name: &str, value: &[u8]| {
+        memcache::write_stat(out, name.as_bytes(), value);
+    };
+    num(out, "maxbytes", c.memory.0);
+    num(out, "maxconns", c.max_connections as u64);
+    num(out, "tcpport", u64::from(shared.main_port));
+    num(out, "udpport", 0);
+    text(out, "inter", c.listen.as_bytes());
+    text(out, "evictions", b"on");
+    num(out, "num_threads", shared.workers.len() as u64);
+    // fridge keeps no per-prefix figures (`stats detail`).
+    text(out, "detail_enabled", b"no");
+    text(out, "cas_enabled", b"yes");
+    text(out, "binding_protocol", b"ascii");
+    num(out, "item_size_max", c.max_item_size.0);
+    num(out, "idle_timeout", c.idle_timeout);
+    num(out, "key_max_len", c.max_key_len as u64);
+    num(out, "write_chunk", c.write_chunk.0);
+    num(out, "segment_size", c.engine_segment_size() as u64);
+    num(out, "hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
+    num(out, "auth_failure_burst", u64::from(tenants.failure_limit.burst));
     let rate = tenants.failure_limit.rate.to_string();
-    memcache::write_stat(out, b"auth_failure_rate", rate.as_bytes());
-    memcache::write_stat(
-        out,
-        b"memory_includes_index",
-        if c.memory_includes_index { b"yes" } else { b"no" },
-    );
-    memcache::write_stat(out, b"inter", c.listen.as_bytes());
-    memcache::write_stat(out, b"evictions", b"on");
-    memcache::write_stat(out, b"cas_enabled", b"yes");
-    memcache::write_stat(out, b"binding_protocol", b"ascii");
+    text(out, "auth_failure_rate", rate.as_bytes());
+    let includes = if c.memory_includes_index { b"yes" as &[u8] } else { b"no" };
+    text(out, "memory_includes_index", includes);
 }
 
 /// Which `INFO` sections to write.
