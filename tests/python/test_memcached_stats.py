@@ -68,10 +68,11 @@ ITEMS_OMITTED = {
     "hits_to_temp",
 }
 
-# Per-class `stats slabs` fields: page accounting and per-class command counts.
+# Per-class `stats slabs` fields: page accounting, and the counts of commands that do not
+# learn the item's size.
 SLABS_OMITTED = {
-    "total_pages", "total_chunks", "free_chunks", "free_chunks_end", "get_hits", "cmd_set",
-    "delete_hits", "incr_hits", "decr_hits", "cas_hits", "cas_badval", "touch_hits",
+    "total_pages", "total_chunks", "free_chunks", "free_chunks_end", "delete_hits",
+    "incr_hits", "decr_hits", "touch_hits",
 }
 
 
@@ -272,6 +273,30 @@ def test_stats_parse_as_memcached_exporter_does(servers):
     assert float(dict(stat_lines(fport, b"settings"))["maxconns"]) > 0
     for name, value in stat_lines(fport, b"items"):
         float(value)
+    # Per class, `cmd_set` less the `cas_*` counts is the exporter's set count.
+    slabs = per_class(stat_lines(fport, b"slabs"), "")
+    assert slabs
+    values = dict(stat_lines(fport, b"slabs"))
+    for cls, names in slabs.items():
+        for field in ["cmd_set", "cas_hits", "cas_badval", "get_hits", "chunk_size"]:
+            float(values[f"{cls}:{field}"])
+
+
+def test_per_class_command_counts(servers):
+    _, fport = servers
+    assert request(fport, b"stats reset\r\n", b"\r\n") == b"RESET\r\n"
+    request(fport, b"set tiny 0 0 1\r\nx\r\n", b"STORED\r\n")
+    request(fport, b"get tiny tiny\r\n")
+    request(fport, b"gets tiny\r\n")
+    cas = int(request(fport, b"gets tiny\r\n").split(b"\r\n")[0].split()[-1])
+    request(fport, f"cas tiny 0 0 1 {cas}\r\ny\r\n".encode(), b"STORED\r\n")
+    request(fport, f"cas tiny 0 0 1 {cas}\r\nz\r\n".encode(), b"EXISTS\r\n")
+    slabs = dict(stat_lines(fport, b"slabs"))
+    # A one-byte value with a four-byte key is in the smallest class.
+    assert slabs["1:get_hits"] == "4"
+    assert slabs["1:cmd_set"] == "3"
+    assert slabs["1:cas_hits"] == "1"
+    assert slabs["1:cas_badval"] == "1"
 
 
 def resp(port, *commands):

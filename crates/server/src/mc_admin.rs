@@ -250,7 +250,7 @@ fn class_stats(slabs: bool, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_
         return s.suspend(1);
     }
     if slabs {
-        write_slabs(out, &job, ctx, admin);
+        write_slabs(out, &job, s, ctx);
     } else {
         write_items(out, &job);
     }
@@ -268,26 +268,45 @@ fn write_items(out: &mut Vec<u8>, job: &WalkJob) {
     }
 }
 
-/// `stats slabs`: per class its `chunk_size` and `chunks_per_page` (memcached's table) and
-/// `used_chunks` (the items of that size class; each would take one chunk); then
-/// `active_slabs` (classes holding items) and `total_malloced` (bytes of the arena's
-/// segments in use). memcached's page counts, free chunks and per-class command counts
-/// have no counterpart (fridge allocates segments, not pages per class, and counts commands
-/// server-wide) and are left out.
-fn write_slabs(out: &mut Vec<u8>, job: &WalkJob, ctx: &Ctx<'_>, admin: bool) {
+/// `stats slabs`, in memcached's order: per class its `chunk_size` and `chunks_per_page`
+/// (memcached's table), `used_chunks` (the items of that size class; each would take one
+/// chunk), and the commands counted per class (`get_hits`, `cmd_set`, `cas_hits`,
+/// `cas_badval`: classic text commands, see `ClassCounters`); then `active_slabs` (classes
+/// listed) and `total_malloced` (bytes of the arena's segments in use). A class is listed
+/// once it holds items or has counted a command. memcached's page and free-chunk figures
+/// have no counterpart (fridge allocates segments, not pages per class), nor do its
+/// per-class `delete_hits`, `incr_hits`, `decr_hits` and `touch_hits` (those commands do
+/// not learn the item's size); all are left out.
+fn write_slabs(out: &mut Vec<u8>, job: &WalkJob, s: &Session, ctx: &Ctx<'_>) {
+    let view = s.view(ctx.tenants);
+    let counts = stats::class_totals(ctx.shared, &view);
     let mut active = 0;
-    for (id, items, _) in job.classes.used() {
+    for i in 0..CLASSES {
+        let items = job.classes.items[i];
+        let commands = [
+            ("get_hits", counts.get_hits[i]),
+            ("cmd_set", counts.cmd_set[i]),
+            ("cas_hits", counts.cas_hits[i]),
+            ("cas_badval", counts.cas_badval[i]),
+        ];
+        if items == 0 && commands.iter().all(|&(_, n)| n == 0) {
+            continue;
+        }
         active += 1;
+        let id = i + 1;
         let chunk = size_class::chunk_size(id);
         mc::write_stat_u64(out, format!("{id}:chunk_size").as_bytes(), chunk as u64);
         let per_page = (PAGE_SIZE / chunk) as u64;
         mc::write_stat_u64(out, format!("{id}:chunks_per_page").as_bytes(), per_page);
         mc::write_stat_u64(out, format!("{id}:used_chunks").as_bytes(), items);
+        for (name, n) in commands {
+            mc::write_stat_u64(out, format!("{id}:{name}").as_bytes(), n);
+        }
     }
     mc::write_stat_u64(out, b"active_slabs", active);
     // Segment use is everyone's: a tenant's view shows none.
     let e = ctx.shared.engine.stats();
-    let used = if admin { (e.segments - e.segments_free) * e.segment_size } else { 0 };
+    let used = if view.admin { (e.segments - e.segments_free) * e.segment_size } else { 0 };
     mc::write_stat_u64(out, b"total_malloced", used as u64);
 }
 

@@ -192,6 +192,8 @@ fn retrieval(
                     return;
                 }
                 hits += 1;
+                let get_hits = &ctx.stats.classes.get_hits;
+                stats::count_class(get_hits, key.len(), item.flags, item.value.len());
                 mc::write_value_header(out, key, item.flags, item.value.len(), None);
                 mc::write_data(out, item.value);
             });
@@ -212,6 +214,8 @@ fn retrieval(
     }
     while let Some(key) = keys.next() {
         let write = |item: fridge_engine::Item<'_>| {
+            let get_hits = &ctx.stats.classes.get_hits;
+            stats::count_class(get_hits, key.len(), item.flags, item.value.len());
             mc::write_value_header(
                 out,
                 key,
@@ -251,6 +255,8 @@ fn retrieval(
 
 fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
     stats::inc(&ctx.stats.cmd_set);
+    let count = |c| stats::count_class(c, st.key.len(), st.flags, st.data.len());
+    count(&ctx.stats.classes.cmd_set);
     let result = match st.command {
         StorageCommand::Append | StorageCommand::Prepend => {
             let prepend = st.command == StorageCommand::Prepend;
@@ -279,6 +285,11 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
             Ok(StoreOutcome::Exists) => &ctx.stats.cas_badval,
             _ => &ctx.stats.cas_misses,
         });
+        match result {
+            Ok(StoreOutcome::Stored) => count(&ctx.stats.classes.cas_hits),
+            Ok(StoreOutcome::Exists) => count(&ctx.stats.classes.cas_badval),
+            _ => {}
+        }
     }
     let reply = match result {
         Ok(StoreOutcome::Stored) => Reply::Stored,

@@ -27,8 +27,8 @@ use fridge_proto::memcache;
 use crate::shared::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 use crate::tenants::Tenants;
 pub(crate) use crate::worker_stats::{
-    Baseline, LoginCount, TenantCounters, Totals, WorkerStats, add, count_login, inc,
-    tenant_lookups,
+    Baseline, ClassTotals, LoginCount, TenantCounters, Totals, WorkerStats, add, count_class,
+    count_login, inc, tenant_lookups,
 };
 
 /// Hits and misses of `tenant`, summed over workers.
@@ -155,6 +155,19 @@ pub(crate) fn totals(shared: &Shared) -> Totals {
     t
 }
 
+/// Per-class command counts summed over workers, less the reset baseline; all zero for a
+/// tenant's view (they are server-wide activity, see the module doc).
+pub(crate) fn class_totals(shared: &Shared, view: &View<'_>) -> ClassTotals {
+    let mut c = ClassTotals::default();
+    if !view.admin {
+        return c;
+    }
+    for w in shared.workers.iter() {
+        c.add(&w.classes);
+    }
+    c.since(&shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()).classes)
+}
+
 /// Takes the reset baseline (memcached `stats reset`, Redis `CONFIG RESETSTAT`): from now on
 /// the exports count from zero the counters memcached's `stats reset` clears — commands,
 /// hits and misses, bytes on the wire, connections received and rejected, evictions,
@@ -163,8 +176,13 @@ pub(crate) fn totals(shared: &Shared) -> Totals {
 pub(crate) fn reset(shared: &Shared) {
     let e = shared.engine.stats();
     let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let mut classes = ClassTotals::default();
+    for w in shared.workers.iter() {
+        classes.add(&w.classes);
+    }
     let base = Baseline {
         totals: totals(shared),
+        classes,
         gets: e.gets,
         hits: e.hits,
         sets: e.sets,
