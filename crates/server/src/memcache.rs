@@ -92,13 +92,14 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             let decr = command == ArithmeticCommand::Decr;
             match ctx.engine.incr_u64(t, key, delta, decr) {
                 Ok(Some(n)) => {
-                    stats::inc(&ctx.stats.incr_hits);
+                    stats::inc(if decr { &ctx.stats.decr_hits } else { &ctx.stats.incr_hits });
                     if !noreply {
                         mc::write_number(out, n);
                     }
                 }
                 Ok(None) => {
-                    stats::inc(&ctx.stats.incr_misses);
+                    let misses = if decr { &ctx.stats.decr_misses } else { &ctx.stats.incr_misses };
+                    stats::inc(misses);
                     if !noreply {
                         mc::write_reply(out, Reply::NotFound);
                     }

@@ -345,8 +345,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("delete_hits", t.delete_hits);
     num("incr_misses", t.incr_misses);
     num("incr_hits", t.incr_hits);
-    num("decr_misses", 0);
-    num("decr_hits", 0);
+    num("decr_misses", t.decr_misses);
+    num("decr_hits", t.decr_hits);
     num("cas_misses", t.cas_misses);
     num("cas_hits", t.cas_hits);
     num("cas_badval", t.cas_badval);
@@ -359,6 +359,10 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
     num("limit_maxbytes", e.max_memory as u64);
+    // fridge never stops accepting: a connection over the limit is accepted, told, closed.
+    num("accepting_conns", 1);
+    num("listen_disabled_num", 0);
+    num("time_in_listen_disabled_us", 0);
     num("threads", shared.workers.len() as u64);
     num("conn_yields", 0);
     num("client_memory", f.client_memory);
@@ -367,11 +371,11 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("request_timeouts", t.request_timeouts);
     num("query_overflows", t.query_overflows);
     num("output_overflows", t.output_overflows);
+    // fridge's expiry sweep is its LRU crawler: a pass starts when an item may have expired.
+    num("lru_crawler_starts", e.sweep_passes);
     num("bytes", e.item_bytes);
     num("curr_items", e.items);
     num("total_items", e.sets);
-    num("expired_unfetched", 0);
-    num("evicted_unfetched", 0);
     num("evictions", e.evictions);
     num("reclaimed", e.expired);
     num("crawler_reclaimed", e.expired_swept);

@@ -25,10 +25,14 @@ pub struct WorkerStats {
     pub delete_hits: AtomicU64,
     /// Deletes of a missing key.
     pub delete_misses: AtomicU64,
-    /// incr/decr on a live item.
+    /// incr on a live item (meta `ma` and Redis counters: increments and decrements).
     pub incr_hits: AtomicU64,
-    /// incr/decr on a missing key.
+    /// incr on a missing key (meta `ma`: increments and decrements).
     pub incr_misses: AtomicU64,
+    /// memcached `decr` on a live item.
+    pub decr_hits: AtomicU64,
+    /// memcached `decr` on a missing key.
+    pub decr_misses: AtomicU64,
     /// cas that stored.
     pub cas_hits: AtomicU64,
     /// cas on a missing key.
@@ -271,6 +275,8 @@ totals!(
     delete_misses,
     incr_hits,
     incr_misses,
+    decr_hits,
+    decr_misses,
     cas_hits,
     cas_misses,
     cas_badval,
