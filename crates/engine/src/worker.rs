@@ -30,9 +30,7 @@ use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
 mod read;
-mod walk;
-
-pub use walk::ItemMeta;
+pub(crate) mod walk;
 
 /// Keys whose lookups [`Worker::get_many`] overlaps.
 pub const BATCH: usize = 16;
