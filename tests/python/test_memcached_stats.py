@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import launch, stop
+from conftest import launch, stop, tenants_toml
 
 # memcached `stats` fields fridge does not print: memcached's allocator, LRU maintainer,
 # crawler, hash table, logger and proxy internals, which have no counterpart in fridge, and
@@ -344,3 +344,55 @@ def test_redis_resetstat_keyspace_expires_and_idle():
         assert max(idles) >= 2, listing
     finally:
         stop(proc)
+
+
+TENANTS = {"default": ("root", []), "alpha": ("apw", []), "beta": ("bpw", [])}
+
+
+class Session:
+    """One memcached connection, logged in as a tenant."""
+
+    def __init__(self, port, user, password):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+        creds = f"{user} {password}".encode()
+        assert self.ask(b"set auth 0 0 %d\r\n%s\r\n" % (len(creds), creds), b"\r\n") == b"STORED\r\n"
+
+    def ask(self, line, end=b"END\r\n"):
+        self.sock.sendall(line)
+        buf = b""
+        while not buf.endswith(end):
+            chunk = self.sock.recv(1 << 16)
+            assert chunk, f"closed after {buf!r}"
+            buf += chunk
+        return buf
+
+
+def test_tenants_enumerate_only_their_own_keys(tenant_server):
+    server = tenant_server(tenants_toml(TENANTS))
+    alpha = Session(server.port, "alpha", "apw")
+    beta = Session(server.port, "beta", "bpw")
+    for i in range(5):
+        assert alpha.ask(f"set a{i} 0 0 1\r\nx\r\n".encode(), b"\r\n") == b"STORED\r\n"
+        assert beta.ask(f"set b{i} 0 0 1\r\nx\r\n".encode(), b"\r\n") == b"STORED\r\n"
+    dump = alpha.ask(b"lru_crawler metadump all\r\n").decode()
+    assert sorted(re.findall(r"key=(\S+)", dump)) == [f"a{i}" for i in range(5)]
+    mg = alpha.ask(b"lru_crawler mgdump all\r\n", b"EN\r\n").decode()
+    assert sorted(re.findall(r"mg (\S+)", mg)) == [f"a{i}" for i in range(5)]
+    cached = beta.ask(b"stats cachedump 1 0\r\n").decode()
+    assert sorted(re.findall(r"ITEM (\S+)", cached)) == [f"b{i}" for i in range(5)]
+    items = beta.ask(b"stats items\r\n").decode()
+    assert sum(map(int, re.findall(r":number (\d+)", items))) == 5
+    assert beta.ask(b"stats reset\r\n", b"\r\n") == b"CLIENT_ERROR permission denied\r\n"
+    admin = Session(server.port, "default", "root")
+    items = admin.ask(b"stats items\r\n").decode()
+    assert sum(map(int, re.findall(r":number (\d+)", items))) == 10, "the admin counts all"
+    assert admin.ask(b"stats reset\r\n", b"\r\n") == b"RESET\r\n"
+    conns = admin.ask(b"stats conns\r\n").decode()
+    assert len(re.findall(r":addr ", conns)) == 3
+    conns = beta.ask(b"stats conns\r\n").decode()
+    assert len(re.findall(r":addr ", conns)) == 1, "a tenant sees its own connections"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as r:
+        r.sendall(b"*3\r\n$4\r\nAUTH\r\n$4\r\nbeta\r\n$3\r\nbpw\r\n")
+        assert r.recv(100) == b"+OK\r\n"
+        r.sendall(b"*2\r\n$6\r\nCONFIG\r\n$9\r\nRESETSTAT\r\n")
+        assert r.recv(200).startswith(b"-NOPERM ")
