@@ -272,6 +272,13 @@ def test_metadump_and_mgdump(servers):
     assert request(fport, b"lru_crawler metadump hash\r\n") .count(b"key=") == len(lines)
     mg = request(fport, b"lru_crawler mgdump all\r\n", b"EN\r\n")
     assert b"mg meta%key\r\n" in mg
+    # A key only RESP can store: URI-encoded, base64, and left out of cachedump.
+    with socket.create_connection(("127.0.0.1", fport), timeout=5) as r:
+        r.sendall(b"*3\r\n$3\r\nSET\r\n$5\r\nx y\r\n\r\n$1\r\n1\r\n")
+        assert r.recv(100) == b"+OK\r\n"
+    assert b"key=x%20y%0D%0A exp=-1 " in request(fport, b"lru_crawler metadump all\r\n")
+    assert b"mg eCB5DQo= b\r\n" in request(fport, b"lru_crawler mgdump all\r\n", b"EN\r\n")
+    assert b"x y" not in request(fport, b"stats cachedump 1 0\r\n")
     assert request(fport, b"lru_crawler metadump\r\n", b"\r\n") == b"ERROR\r\n"
     assert request(fport, b"lru_crawler crawl all\r\n", b"\r\n") == b"ERROR\r\n"
 

@@ -201,7 +201,8 @@ fn base64(out: &mut Vec<u8>, data: &[u8]) {
 
 /// `stats cachedump <class> <limit>`: the keys of one size class, `limit` of them (0: no
 /// limit), the reply bounded to 2 MB as memcached's. `exp` is the absolute Unix time, 0
-/// for none (memcached's format).
+/// for none (memcached's format). Keys with spaces or control bytes (stored through RESP)
+/// are left out; `lru_crawler metadump` lists them URI-encoded.
 fn cachedump(class: usize, limit: u64, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     if class == 0 || class > CLASSES {
         return mc::write_reply(out, Reply::End);
@@ -211,7 +212,9 @@ fn cachedump(class: usize, limit: u64, out: &mut Vec<u8>, s: &mut Session, ctx: 
     let mut line = Vec::new();
     let mut full = false;
     job.cursor = ctx.engine.walk_bounded(Some(t), job.cursor, WALK_STEP_BUCKETS, |m| {
-        if full || size_class::class_of(m.size) != class {
+        // A key a memcached client could not send (spaces, control bytes: RESP allows
+        // them) would break the reply's lines; it is left out.
+        if full || size_class::class_of(m.size) != class || !is_text_key(m.key) {
             return;
         }
         line.clear();
@@ -234,6 +237,11 @@ fn cachedump(class: usize, limit: u64, out: &mut Vec<u8>, s: &mut Session, ctx: 
         return s.suspend(1);
     }
     mc::write_reply(out, Reply::End);
+}
+
+/// Whether `key` could be sent in a memcached text command: no space or control byte.
+fn is_text_key(key: &[u8]) -> bool {
+    key.iter().all(|&b| b > b' ' && b != 0x7f)
 }
 
 /// `stats items` and `stats slabs`, once a walk has counted the items per size class: the
