@@ -58,10 +58,7 @@ NOT_FOR_FRIDGE = {
     "memcached_slab_temporary_items",
     "memcached_slab_hot_age_seconds",
     "memcached_slab_warm_age_seconds",
-    # `stats slabs`: page accounting.
-    "memcached_slab_current_pages",
-    "memcached_slab_current_chunks",
-    "memcached_slab_chunks_free",
+    # `stats slabs`: the free chunks at the end of a page.
     "memcached_slab_chunks_free_end",
 }
 

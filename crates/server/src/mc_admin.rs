@@ -281,10 +281,15 @@ fn write_items(out: &mut Vec<u8>, job: &WalkJob) {
 /// chunk), and the commands counted per class (`get_hits`, `cmd_set`, `cas_hits`,
 /// `cas_badval`: classic text commands, see `ClassCounters`); then `active_slabs` (classes
 /// listed) and `total_malloced` (bytes of the arena's segments in use). A class is listed
-/// once it holds items or has counted a command. memcached's page and free-chunk figures
-/// have no counterpart (fridge allocates segments, not pages per class), nor do its
-/// per-class `delete_hits`, `incr_hits`, `decr_hits` and `touch_hits` (those commands do
-/// not learn the item's size); all are left out.
+/// once it holds items or has counted a command.
+///
+/// fridge allocates segments, not pages per class, so `total_pages`, `total_chunks` and
+/// `free_chunks` are a model, not memory fridge holds: the 1 MiB pages memcached's
+/// allocator would need for these items (`used_chunks` rounded up to whole pages), their
+/// chunks, and those left over. Tools that skip classes without pages (memcached-tool) or
+/// chart page use (munin, phpMemcachedAdmin) read them. `free_chunks_end` and the per-class
+/// `delete_hits`, `incr_hits`, `decr_hits` and `touch_hits` (those commands do not learn
+/// the item's size) are left out.
 fn write_slabs(out: &mut Vec<u8>, job: &WalkJob, s: &Session, ctx: &Ctx<'_>) {
     let view = s.view(ctx.tenants);
     let counts = stats::class_totals(ctx.shared, &view);
@@ -306,7 +311,13 @@ fn write_slabs(out: &mut Vec<u8>, job: &WalkJob, s: &Session, ctx: &Ctx<'_>) {
         mc::write_stat_u64(out, format!("{id}:chunk_size").as_bytes(), chunk as u64);
         let per_page = (PAGE_SIZE / chunk) as u64;
         mc::write_stat_u64(out, format!("{id}:chunks_per_page").as_bytes(), per_page);
+        // The pages memcached's allocator would need for these items (see the doc above).
+        let pages = items.div_ceil(per_page);
+        mc::write_stat_u64(out, format!("{id}:total_pages").as_bytes(), pages);
+        mc::write_stat_u64(out, format!("{id}:total_chunks").as_bytes(), pages * per_page);
         mc::write_stat_u64(out, format!("{id}:used_chunks").as_bytes(), items);
+        let free = pages * per_page - items;
+        mc::write_stat_u64(out, format!("{id}:free_chunks").as_bytes(), free);
         for (name, n) in commands {
             mc::write_stat_u64(out, format!("{id}:{name}").as_bytes(), n);
         }
