@@ -2,7 +2,9 @@
 //!
 //! Each worker owns a [`WorkerStats`] in its own cache lines and is its only writer, so a
 //! count is a plain load and store, not a locked add. Readers sum all workers; a snapshot may
-//! be a few requests stale, which both reference servers allow too. Hits, misses and login
+//! be a few requests stale, which both reference servers allow too. A reset (memcached
+//! `stats reset`, Redis `CONFIG RESETSTAT`) records the sums as a [`Baseline`] that the
+//! admin's figures subtract (see [`reset`]). Hits, misses and login
 //! attempts are also counted per tenant there (arrays of 2 KiB per worker, indexed by tenant
 //! id).
 //!
