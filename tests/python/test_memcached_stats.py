@@ -213,6 +213,15 @@ def test_sizes_conns_detail(servers):
         assert (request(port, b"stats detail\r\n", b"\r\n")
                 == b"CLIENT_ERROR usage: stats detail on|off|dump\r\n")
         assert request(port, b"stats nonsense\r\n", b"\r\n") == b"ERROR\r\n"
+        assert request(port, b"stats extstore\r\n") == b"END\r\n"
+        assert (request(port, b"stats sizes_disable\r\n", b"\r\n")
+                == b"STAT sizes_status disabled\r\n")
+        for bad in [b"0", b"99", b"1,x"]:
+            assert (request(port, b"lru_crawler metadump " + bad + b"\r\n", b"\r\n")
+                    == b"BADCLASS invalid class id\r\n")
+        assert request(port, b"lru_crawler metadump all extra\r\n", b"\r\n") == b"ERROR\r\n"
+        assert request(port, b"lru_crawler metadump 63\r\n") == b"END\r\n"
+        assert request(port, b"stats cachedump 63 0 extra\r\n") == b"END\r\n"
     conns = stat_lines(fport, b"conns")
     names = [n.split(":", 1)[1] for n, _ in conns]
     assert names[:3] == ["addr", "listen_addr", "secs_since_last_cmd"], names

@@ -56,6 +56,10 @@ pub(crate) fn stats(args: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: &mut C
             mc::write_stat(out, b"sizes_status", b"disabled");
             mc::write_reply(out, Reply::End);
         }
+        // memcached answers this one line, without `END`.
+        b"sizes_disable" => mc::write_stat(out, b"sizes_status", b"disabled"),
+        // No extstore: an empty list, as memcached without one answers.
+        b"extstore" => mc::write_reply(out, Reply::End),
         b"conns" => {
             stats::write_memcache_conns(out, ctx.shared, &view);
             mc::write_reply(out, Reply::End);
@@ -78,8 +82,8 @@ pub(crate) fn stats(args: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: &mut C
             }
         }
         b"cachedump" => {
-            let (class, limit) = (words.next(), words.next());
-            let (Some(class), Some(limit), None) = (class, limit, words.next()) else {
+            // (memcached ignores any further words.)
+            let (Some(class), Some(limit)) = (words.next(), words.next()) else {
                 return mc::write_client_error(out, b"bad command line");
             };
             let parse = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<u32>().ok();
@@ -99,14 +103,17 @@ pub(crate) fn stats(args: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: &mut C
 /// itself, so the crawler's controls (`crawl`, `enable`, `sleep`, …) are not commands here.
 pub(crate) fn lru_crawler(args: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let mut words = args.split(|&b| b == b' ').filter(|w| !w.is_empty());
-    let (sub, which) = (words.next().unwrap_or_default(), words.next());
+    let (sub, which, extra) = (words.next().unwrap_or_default(), words.next(), words.next());
     let mgdump = match sub {
         b"metadump" => false,
         b"mgdump" => true,
         _ => return mc::write_reply(out, Reply::Error),
     };
-    let Some(classes) = which.and_then(class_filter) else {
+    let (Some(which), None) = (which, extra) else {
         return mc::write_reply(out, Reply::Error);
+    };
+    let Some(classes) = class_filter(which) else {
+        return out.extend_from_slice(b"BADCLASS invalid class id\r\n");
     };
     let t = s.tenant;
     let mut job = s.resume.walk.take().unwrap_or_default();
