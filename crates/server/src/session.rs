@@ -150,7 +150,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 /// A memcached walk over the keys between its steps (`lru_crawler metadump|mgdump`,
-/// `stats cachedump`, and the size histogram of `stats items|slabs|sizes`): its memory is
+/// `stats cachedump`, and the size histogram of `stats items|slabs`): its memory is
 /// fixed, whatever the key space, since lines are written as the walk finds them.
 #[derive(Debug, Default)]
 pub(crate) struct WalkJob {
