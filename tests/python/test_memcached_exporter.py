@@ -67,7 +67,7 @@ def exporter_binary():
     if os.environ.get("MEMCACHED_EXPORTER"):
         return os.environ["MEMCACHED_EXPORTER"]
     script = os.path.join(ROOT, "scripts", "memcached-exporter")
-    run = subprocess.run([script], capture_output=True, text=True, timeout=600)
+    run = subprocess.run([script], capture_output=True, text=True, timeout=300)
     if run.returncode != 0:
         pytest.skip("memcached_exporter could not be built: " + run.stderr.strip()[-300:])
     return run.stdout.strip()
