@@ -30,6 +30,7 @@ use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
 mod read;
+pub(crate) mod walk;
 
 /// Keys whose lookups [`Worker::get_many`] overlaps.
 pub const BATCH: usize = 16;

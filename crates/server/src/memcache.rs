@@ -113,13 +113,14 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             let decr = command == ArithmeticCommand::Decr;
             match ctx.engine.incr_u64(t, key, delta, decr) {
                 Ok(Some(n)) => {
-                    stats::inc(&ctx.stats.incr_hits);
+                    stats::inc(if decr { &ctx.stats.decr_hits } else { &ctx.stats.incr_hits });
                     if !noreply {
                         mc::write_number(out, n);
                     }
                 }
                 Ok(None) => {
-                    stats::inc(&ctx.stats.incr_misses);
+                    let misses = if decr { &ctx.stats.decr_misses } else { &ctx.stats.incr_misses };
+                    stats::inc(misses);
                     if !noreply {
                         mc::write_reply(out, Reply::NotFound);
                     }
@@ -153,30 +154,8 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
                 mc::write_reply(out, Reply::Ok);
             }
         }
-        Request::Stats { args } => match args {
-            b"" => {
-                let view = s.view(ctx.tenants);
-                stats::write_memcache_stats(out, ctx.shared, &view);
-                mc::write_reply(out, Reply::End);
-            }
-            b"tenants" => {
-                let view = s.view(ctx.tenants);
-                stats::write_memcache_tenants(out, ctx.shared, &view);
-                mc::write_reply(out, Reply::End);
-            }
-            b"settings" => {
-                crate::stats::write_memcache_settings(out, ctx.shared, ctx.tenants);
-                mc::write_reply(out, Reply::End);
-            }
-            b"items" | b"slabs" => {
-                let view = s.view(ctx.tenants);
-                stats::write_memcache_items(out, ctx.shared, &view, args == b"slabs");
-                mc::write_reply(out, Reply::End);
-            }
-            b"sizes" | b"conns" | b"extstore" => mc::write_reply(out, Reply::End),
-            b"reset" => mc::write_reply(out, Reply::Reset),
-            _ => mc::write_reply(out, Reply::Error),
-        },
+        Request::Stats { args } => crate::mc_admin::stats(args, out, s, ctx),
+        Request::LruCrawler { args } => crate::mc_admin::lru_crawler(args, out, s, ctx),
         Request::Version => mc::write_version(out, crate::shared::MEMCACHED_VERSION.as_bytes()),
         Request::Verbosity { noreply, .. } => {
             if !noreply {
@@ -235,6 +214,8 @@ fn retrieval(
                     return;
                 }
                 hits += 1;
+                let get_hits = &ctx.stats.classes.get_hits;
+                stats::count_class(get_hits, key.len(), item.flags, item.value.len());
                 mc::write_value_header(out, key, item.flags, item.value.len(), None);
                 mc::write_data(out, item.value);
             });
@@ -255,6 +236,8 @@ fn retrieval(
     }
     while let Some(key) = keys.next() {
         let write = |item: fridge_engine::Item<'_>| {
+            let get_hits = &ctx.stats.classes.get_hits;
+            stats::count_class(get_hits, key.len(), item.flags, item.value.len());
             mc::write_value_header(
                 out,
                 key,
@@ -294,6 +277,8 @@ fn retrieval(
 
 fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
     stats::inc(&ctx.stats.cmd_set);
+    let count = |c| stats::count_class(c, st.key.len(), st.flags, st.data.len());
+    count(&ctx.stats.classes.cmd_set);
     let result = match st.command {
         StorageCommand::Append | StorageCommand::Prepend => {
             let prepend = st.command == StorageCommand::Prepend;
@@ -322,6 +307,11 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
             Ok(StoreOutcome::Exists) => &ctx.stats.cas_badval,
             _ => &ctx.stats.cas_misses,
         });
+        match result {
+            Ok(StoreOutcome::Stored) => count(&ctx.stats.classes.cas_hits),
+            Ok(StoreOutcome::Exists) => count(&ctx.stats.classes.cas_badval),
+            _ => {}
+        }
     }
     let reply = match result {
         Ok(StoreOutcome::Stored) => Reply::Stored,

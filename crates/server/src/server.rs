@@ -109,6 +109,7 @@ impl Server {
             registry: Mutex::new(registry),
             auth_failures: Mutex::new(auth::FailureLog::default()),
             reload_failures: AtomicU64::new(0),
+            stats_baseline: Mutex::default(),
             started_ms: clock.now_ms(),
             clock,
             injected_clock,

@@ -13,6 +13,7 @@ use fridge_engine::{TenantId, Worker};
 use fridge_proto::{memcache, resp};
 
 use crate::shared::Shared;
+use crate::size_class::Histogram;
 use crate::stats::{View, WorkerStats};
 use crate::tenants::Tenants;
 
@@ -62,6 +63,8 @@ pub(crate) struct Resume {
     pub retrieval: Option<(memcache::RetrievalCommand, i32)>,
     /// KEYS's state between its steps.
     pub keys: Option<Box<KeysJob>>,
+    /// A memcached walk's state between its steps (`lru_crawler metadump`, `stats items`…).
+    pub walk: Option<Box<WalkJob>>,
 }
 
 impl Session {
@@ -144,6 +147,21 @@ pub(crate) struct Ctx<'a> {
     /// unsent bytes at [`OUTPUT_SOFT_LIMIT`](crate::shared::OUTPUT_SOFT_LIMIT)); see
     /// [`Session::suspend`].
     pub out_limit: usize,
+}
+
+/// A memcached walk over the keys between its steps (`lru_crawler metadump|mgdump`,
+/// `stats cachedump`, and the size histogram of `stats items|slabs`): its memory is
+/// fixed, whatever the key space, since lines are written as the walk finds them.
+#[derive(Debug, Default)]
+pub(crate) struct WalkJob {
+    /// Where the pass over the index goes on.
+    pub cursor: u64,
+    /// Items written so far (`stats cachedump`'s limit).
+    pub written: u64,
+    /// Bytes written so far (`stats cachedump`'s 2 MB bound).
+    pub bytes: usize,
+    /// Items per size class seen so far.
+    pub classes: Histogram,
 }
 
 /// KEYS between its steps: the pass over the index, then the reply being written.

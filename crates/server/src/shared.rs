@@ -14,7 +14,7 @@ use mio::Waker;
 use mio::net::TcpStream;
 
 use crate::config::{Config, Protocol};
-use crate::worker_stats::WorkerStats;
+use crate::worker_stats::{Baseline, WorkerStats};
 use crate::{auth, tenants};
 
 pub use crate::config::{OUTPUT_SOFT_LIMIT, READ_BUDGET};
@@ -52,6 +52,9 @@ pub(crate) struct ClientEntry {
     pub tenant: TenantId,
     /// Bytes the connection's buffers take, as last reported by its worker.
     pub memory: usize,
+    /// When the connection's last command arrived (ms on the coarse clock); stored by its
+    /// worker, one relaxed store per command.
+    pub last_command_ms: Arc<AtomicU64>,
 }
 
 /// State shared by every thread. Written rarely: counters on the request path are per worker.
@@ -92,6 +95,8 @@ pub(crate) struct Shared {
     pub auth_failures: Mutex<auth::FailureLog>,
     /// Reloads refused (SIGHUP or `CONFIG RELOAD`).
     pub reload_failures: AtomicU64,
+    /// The counters at the last stats reset; locked by `stats` and its reset only.
+    pub stats_baseline: Mutex<Baseline>,
 }
 
 impl Shared {

@@ -2,7 +2,9 @@
 //!
 //! Each worker owns a [`WorkerStats`] in its own cache lines and is its only writer, so a
 //! count is a plain load and store, not a locked add. Readers sum all workers; a snapshot may
-//! be a few requests stale, which both reference servers allow too. Hits, misses and login
+//! be a few requests stale, which both reference servers allow too. A reset (memcached
+//! `stats reset`, Redis `CONFIG RESETSTAT`) records the sums as a [`Baseline`] that the
+//! admin's figures subtract (see [`reset`]). Hits, misses and login
 //! attempts are also counted per tenant there (arrays of 2 KiB per worker, indexed by tenant
 //! id).
 //!
@@ -27,7 +29,8 @@ use fridge_proto::memcache;
 use crate::shared::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 use crate::tenants::Tenants;
 pub(crate) use crate::worker_stats::{
-    LoginCount, TenantCounters, WorkerStats, add, count_login, inc, tenant_lookups,
+    Baseline, ClassTotals, LoginCount, TenantCounters, Totals, WorkerStats, add, count_class,
+    count_login, inc, tenant_lookups,
 };
 
 /// Hits and misses of `tenant`, summed over workers.
@@ -145,61 +148,54 @@ fn hitmap_fields(e: &EngineStats) -> Vec<(String, String)> {
     v
 }
 
-/// Sums of every worker's counters.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Totals {
-    pub cmd_set: u64,
-    pub cmd_touch: u64,
-    pub touch_hits: u64,
-    pub cmd_flush: u64,
-    pub delete_hits: u64,
-    pub delete_misses: u64,
-    pub incr_hits: u64,
-    pub incr_misses: u64,
-    pub cas_hits: u64,
-    pub cas_misses: u64,
-    pub cas_badval: u64,
-    pub commands: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub output_overflows: u64,
-    pub idle_kicks: u64,
-    pub request_timeouts: u64,
-    pub evicted_clients: u64,
-    pub query_overflows: u64,
-    pub auth_cmds: u64,
-    pub auth_errors: u64,
-    pub auth_refused: u64,
-}
-
+/// Sums of every worker's counters, as they are (not less the reset baseline).
 pub(crate) fn totals(shared: &Shared) -> Totals {
     let mut t = Totals::default();
-    let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     for w in shared.workers.iter() {
-        t.cmd_set += get(&w.cmd_set);
-        t.cmd_touch += get(&w.cmd_touch);
-        t.touch_hits += get(&w.touch_hits);
-        t.cmd_flush += get(&w.cmd_flush);
-        t.delete_hits += get(&w.delete_hits);
-        t.delete_misses += get(&w.delete_misses);
-        t.incr_hits += get(&w.incr_hits);
-        t.incr_misses += get(&w.incr_misses);
-        t.cas_hits += get(&w.cas_hits);
-        t.cas_misses += get(&w.cas_misses);
-        t.cas_badval += get(&w.cas_badval);
-        t.commands += get(&w.commands);
-        t.bytes_read += get(&w.bytes_read);
-        t.bytes_written += get(&w.bytes_written);
-        t.output_overflows += get(&w.output_overflows);
-        t.idle_kicks += get(&w.idle_kicks);
-        t.request_timeouts += get(&w.request_timeouts);
-        t.evicted_clients += get(&w.evicted_clients);
-        t.query_overflows += get(&w.query_overflows);
-        t.auth_cmds += get(&w.auth_cmds);
-        t.auth_errors += get(&w.auth_errors);
-        t.auth_refused += get(&w.auth_refused);
+        t.add(w);
     }
     t
+}
+
+/// Per-class command counts summed over workers, less the reset baseline; all zero for a
+/// tenant's view (they are server-wide activity, see the module doc).
+pub(crate) fn class_totals(shared: &Shared, view: &View<'_>) -> ClassTotals {
+    let mut c = ClassTotals::default();
+    if !view.admin {
+        return c;
+    }
+    for w in shared.workers.iter() {
+        c.add(&w.classes);
+    }
+    c.since(&shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()).classes)
+}
+
+/// Takes the reset baseline (memcached `stats reset`, Redis `CONFIG RESETSTAT`): from now on
+/// the exports count from zero the counters memcached's `stats reset` clears — commands,
+/// hits and misses, bytes on the wire, connections received and rejected, evictions,
+/// expiries, logins. Gauges (items, bytes, connections now, memory) and the per-tenant rows
+/// are untouched.
+pub(crate) fn reset(shared: &Shared) {
+    let e = shared.engine.stats();
+    let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let mut classes = ClassTotals::default();
+    for w in shared.workers.iter() {
+        classes.add(&w.classes);
+    }
+    let base = Baseline {
+        totals: totals(shared),
+        classes,
+        gets: e.gets,
+        hits: e.hits,
+        sets: e.sets,
+        evictions: e.evictions,
+        expired: e.expired,
+        expired_swept: e.expired_swept,
+        sweep_checked: e.sweep_checked,
+        total_connections: load(&shared.total_connections),
+        rejected_connections: load(&shared.rejected_connections),
+    };
+    *shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()) = base;
 }
 
 /// The counters a non-admin view shows: the login attempts naming the tenant `user` logged
@@ -241,13 +237,28 @@ impl Figures {
         let all = shared.engine.stats();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         if view.admin {
+            let base = *shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner());
+            let since = |now: u64, then: u64| now.saturating_sub(then);
+            let engine = EngineStats {
+                gets: since(all.gets, base.gets),
+                hits: since(all.hits, base.hits),
+                sets: since(all.sets, base.sets),
+                evictions: since(all.evictions, base.evictions),
+                expired: since(all.expired, base.expired),
+                expired_swept: since(all.expired_swept, base.expired_swept),
+                sweep_checked: since(all.sweep_checked, base.sweep_checked),
+                ..all
+            };
             return Figures {
-                engine: all,
-                totals: totals(shared),
+                engine,
+                totals: totals(shared).since(&base.totals),
                 own,
                 curr_connections: shared.connections.load(Ordering::Relaxed) as u64,
-                total_connections: load(&shared.total_connections),
-                rejected_connections: load(&shared.rejected_connections),
+                total_connections: since(load(&shared.total_connections), base.total_connections),
+                rejected_connections: since(
+                    load(&shared.rejected_connections),
+                    base.rejected_connections,
+                ),
                 reload_failures: load(&shared.reload_failures),
                 client_memory: shared.client_memory.load(Ordering::Relaxed) as u64,
                 cpu: rusage(),
@@ -336,8 +347,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("delete_hits", t.delete_hits);
     num("incr_misses", t.incr_misses);
     num("incr_hits", t.incr_hits);
-    num("decr_misses", 0);
-    num("decr_hits", 0);
+    num("decr_misses", t.decr_misses);
+    num("decr_hits", t.decr_hits);
     num("cas_misses", t.cas_misses);
     num("cas_hits", t.cas_hits);
     num("cas_badval", t.cas_badval);
@@ -350,6 +361,10 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
     num("limit_maxbytes", e.max_memory as u64);
+    // fridge never stops accepting: a connection over the limit is accepted, told, closed.
+    num("accepting_conns", 1);
+    num("listen_disabled_num", 0);
+    num("time_in_listen_disabled_us", 0);
     num("threads", shared.workers.len() as u64);
     num("conn_yields", 0);
     num("client_memory", f.client_memory);
@@ -358,11 +373,11 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("request_timeouts", t.request_timeouts);
     num("query_overflows", t.query_overflows);
     num("output_overflows", t.output_overflows);
+    // fridge's expiry sweep is its LRU crawler: a pass starts when an item may have expired.
+    num("lru_crawler_starts", e.sweep_passes);
     num("bytes", e.item_bytes);
     num("curr_items", e.items);
     num("total_items", e.sets);
-    num("expired_unfetched", 0);
-    num("evicted_unfetched", 0);
     num("evictions", e.evictions);
     num("reclaimed", e.expired);
     num("crawler_reclaimed", e.expired_swept);
@@ -401,60 +416,57 @@ pub(crate) fn write_memcache_tenants(out: &mut Vec<u8>, shared: &Shared, view: &
     }
 }
 
-/// Appends `stats settings` (without `END`).
-pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenants: &Tenants) {
-    let c = &shared.config;
-    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
-    num("maxbytes", c.memory.0);
-    num("maxconns", c.max_connections as u64);
-    num("tcpport", u64::from(shared.main_port));
-    num("udpport", 0);
-    num("num_threads", shared.workers.len() as u64);
-    num("item_size_max", c.max_item_size.0);
-    num("key_max_len", c.max_key_len as u64);
-    num("idle_timeout", c.idle_timeout);
-    num("write_chunk", c.write_chunk.0);
-    num("segment_size", c.engine_segment_size() as u64);
-    num("hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
-    num("auth_failure_burst", u64::from(tenants.failure_limit.burst));
-    let rate = tenants.failure_limit.rate.to_string();
-    memcache::write_stat(out, b"auth_failure_rate", rate.as_bytes());
-    memcache::write_stat(
-        out,
-        b"memory_includes_index",
-        if c.memory_includes_index { b"yes" } else { b"no" },
-    );
-    memcache::write_stat(out, b"inter", c.listen.as_bytes());
-    memcache::write_stat(out, b"evictions", b"on");
-    memcache::write_stat(out, b"cas_enabled", b"yes");
-    memcache::write_stat(out, b"binding_protocol", b"ascii");
+/// Appends `stats conns` (without `END`): per visible client connection, memcached's
+/// `<id>:addr`, `<id>:listen_addr` and `<id>:secs_since_last_cmd`. fridge numbers
+/// connections by client id (as `CLIENT LIST`), not by file descriptor; memcached's `state`
+/// (its connection state machine) and its listening sockets' rows are left out.
+pub(crate) fn write_memcache_conns(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
+    let now = shared.now_ms();
+    let clients = shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+    let mut rows: Vec<_> = clients.iter().filter(|(id, e)| view.sees_client(**id, e)).collect();
+    rows.sort_by_key(|(id, _)| **id);
+    for (id, e) in rows {
+        let addr = format!("tcp:{}", e.peer);
+        memcache::write_stat(out, format!("{id}:addr").as_bytes(), addr.as_bytes());
+        let listen = format!("tcp:{}", e.local);
+        memcache::write_stat(out, format!("{id}:listen_addr").as_bytes(), listen.as_bytes());
+        let idle = now.saturating_sub(e.last_command_ms.load(Ordering::Relaxed)) / 1000;
+        memcache::write_stat_u64(out, format!("{id}:secs_since_last_cmd").as_bytes(), idle);
+    }
 }
 
-/// Appends `stats items`/`stats slabs`-style summaries: fridge has no slab classes, so the
-/// whole cache is reported as class 1.
-pub(crate) fn write_memcache_items(
-    out: &mut Vec<u8>,
-    shared: &Shared,
-    view: &View<'_>,
-    slabs: bool,
-) {
-    let e = Figures::of(shared, view).engine;
-    // Segment use is everyone's: a tenant's view shows the arena's shape only.
-    let used = if view.admin { e.segments - e.segments_free } else { 0 };
-    let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
-    if slabs {
-        num("1:chunk_size", e.segment_size as u64);
-        num("1:total_pages", e.segments as u64);
-        num("1:used_chunks", used as u64);
-        num("1:free_chunks", e.segments_free as u64);
-        num("active_slabs", 1);
-        num("total_malloced", e.max_memory as u64);
-    } else if e.items > 0 {
-        num("items:1:number", e.items);
-        num("items:1:evicted", e.evictions);
-        num("items:1:reclaimed", e.expired);
-        num("items:1:mem_requested", e.item_bytes);
-    }
+/// Appends `stats settings` (without `END`): memcached's settings that fridge has, in
+/// memcached's order, then fridge's own.
+pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenants: &Tenants) {
+    let c = &shared.config;
+    let num = |out: &mut Vec<u8>, name: &str, n: u64| {
+        memcache::write_stat_u64(out, name.as_bytes(), n);
+    };
+    let text = |out: &mut Vec<u8>, name: &str, value: &[u8]| {
+        memcache::write_stat(out, name.as_bytes(), value);
+    };
+    num(out, "maxbytes", c.memory.0);
+    num(out, "maxconns", c.max_connections as u64);
+    num(out, "tcpport", u64::from(shared.main_port));
+    num(out, "udpport", 0);
+    text(out, "inter", c.listen.as_bytes());
+    text(out, "evictions", b"on");
+    num(out, "num_threads", shared.workers.len() as u64);
+    // fridge keeps no per-prefix figures (`stats detail`).
+    text(out, "detail_enabled", b"no");
+    text(out, "cas_enabled", b"yes");
+    text(out, "binding_protocol", b"ascii");
+    num(out, "item_size_max", c.max_item_size.0);
+    num(out, "idle_timeout", c.idle_timeout);
+    num(out, "key_max_len", c.max_key_len as u64);
+    num(out, "write_chunk", c.write_chunk.0);
+    num(out, "segment_size", c.engine_segment_size() as u64);
+    num(out, "hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
+    num(out, "auth_failure_burst", u64::from(tenants.failure_limit.burst));
+    let rate = tenants.failure_limit.rate.to_string();
+    text(out, "auth_failure_rate", rate.as_bytes());
+    let includes = if c.memory_includes_index { b"yes" as &[u8] } else { b"no" };
+    text(out, "memory_includes_index", includes);
 }
 
 /// Which `INFO` sections to write.

@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::time::{Duration, Instant};
 
@@ -79,6 +79,8 @@ struct Conn {
     queued: bool,
     reject: bool,
     last_active_ms: u64,
+    /// Shared with the connection's `ClientEntry` (`CLIENT LIST` idle, `stats conns`).
+    last_command_ms: Arc<AtomicU64>,
     accepted_ms: u64,
 }
 
@@ -220,6 +222,7 @@ impl Loop {
                 continue;
             }
             let now = self.shared.now_ms();
+            let last_command_ms = Arc::new(AtomicU64::new(now));
             if !reject {
                 let entry = ClientEntry {
                     peer,
@@ -230,6 +233,7 @@ impl Loop {
                     killed: false,
                     tenant: TenantId(0),
                     memory: 0,
+                    last_command_ms: Arc::clone(&last_command_ms),
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
             }
@@ -271,6 +275,7 @@ impl Loop {
                 queued: true,
                 reject,
                 last_active_ms: now,
+                last_command_ms,
                 accepted_ms: now,
             });
             self.queue.push_back(t);
@@ -666,8 +671,9 @@ fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usi
         } else {
             used
         }
-    } else if c.session.resume.resuming {
-        // A suspended multiget runs again on the keys it has not answered.
+    } else if c.session.resume.resuming && c.session.resume.walk.is_none() {
+        // A suspended multiget runs again on the keys it has not answered. (A suspended
+        // walk — `lru_crawler metadump`, `stats items` — is parsed again below.)
         let Some((command, exptime)) = c.session.resume.retrieval else {
             c.session.resume = Resume::default();
             return Ran::Again;
@@ -684,7 +690,10 @@ fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usi
     } else {
         match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
             Ok((req, used)) => {
-                stats::inc(&ctx.stats.commands);
+                if !c.session.resume.resuming {
+                    stats::inc(&ctx.stats.commands);
+                    c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
+                }
                 let keys = match &req {
                     memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
                     _ => 0..0,
@@ -771,6 +780,7 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
             Ok(used) => {
                 if !c.args.is_empty() {
                     stats::inc(&ctx.stats.commands);
+                    c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
                     let cmd = c.args.command(buf);
                     crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
                     if c.session.keep_for_later() {

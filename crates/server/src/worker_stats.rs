@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
 
+use crate::size_class::{self, CLASSES};
+
 /// Counters of one worker. Written only by that worker.
 #[derive(Debug, Default)]
 #[repr(align(128))]
@@ -23,10 +25,14 @@ pub struct WorkerStats {
     pub delete_hits: AtomicU64,
     /// Deletes of a missing key.
     pub delete_misses: AtomicU64,
-    /// incr/decr on a live item.
+    /// incr on a live item (meta `ma` and Redis counters: increments and decrements).
     pub incr_hits: AtomicU64,
-    /// incr/decr on a missing key.
+    /// incr on a missing key (meta `ma`: increments and decrements).
     pub incr_misses: AtomicU64,
+    /// memcached `decr` on a live item.
+    pub decr_hits: AtomicU64,
+    /// memcached `decr` on a missing key.
+    pub decr_misses: AtomicU64,
     /// cas that stored.
     pub cas_hits: AtomicU64,
     /// cas on a missing key.
@@ -57,6 +63,97 @@ pub struct WorkerStats {
     pub auth_refused: AtomicU64,
     /// Lookups and logins per tenant.
     pub tenants: TenantCounters,
+    /// Commands per size class.
+    pub classes: ClassCounters,
+}
+
+/// One worker's counts per size class (see `size_class`), index 0 for class 1: memcached's
+/// per-class command counts in `stats slabs`. Counted by the classic text commands, at the
+/// size of the item read or of the block stored; a class lookup (a binary search of 39
+/// sizes) and a plain add per command.
+#[derive(Debug)]
+pub struct ClassCounters {
+    /// `get`/`gets`/`gat`/`gats` hits.
+    pub get_hits: [AtomicU64; CLASSES],
+    /// Storage commands.
+    pub cmd_set: [AtomicU64; CLASSES],
+    /// `cas` that stored.
+    pub cas_hits: [AtomicU64; CLASSES],
+    /// `cas` with a stale CAS value.
+    pub cas_badval: [AtomicU64; CLASSES],
+}
+
+impl Default for ClassCounters {
+    fn default() -> Self {
+        let zeros = || std::array::from_fn(|_| AtomicU64::new(0));
+        ClassCounters {
+            get_hits: zeros(),
+            cmd_set: zeros(),
+            cas_hits: zeros(),
+            cas_badval: zeros(),
+        }
+    }
+}
+
+/// Sums of [`ClassCounters`] over workers, index 0 for class 1.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClassTotals {
+    pub get_hits: [u64; CLASSES],
+    pub cmd_set: [u64; CLASSES],
+    pub cas_hits: [u64; CLASSES],
+    pub cas_badval: [u64; CLASSES],
+}
+
+impl Default for ClassTotals {
+    fn default() -> Self {
+        ClassTotals {
+            get_hits: [0; CLASSES],
+            cmd_set: [0; CLASSES],
+            cas_hits: [0; CLASSES],
+            cas_badval: [0; CLASSES],
+        }
+    }
+}
+
+impl ClassTotals {
+    /// Adds one worker's counts.
+    pub(crate) fn add(&mut self, c: &ClassCounters) {
+        let sum = |to: &mut [u64; CLASSES], from: &[AtomicU64; CLASSES]| {
+            for (t, f) in to.iter_mut().zip(from) {
+                *t += f.load(Ordering::Relaxed);
+            }
+        };
+        sum(&mut self.get_hits, &c.get_hits);
+        sum(&mut self.cmd_set, &c.cmd_set);
+        sum(&mut self.cas_hits, &c.cas_hits);
+        sum(&mut self.cas_badval, &c.cas_badval);
+    }
+
+    /// These counts less `base` (see [`Baseline`]).
+    pub(crate) fn since(&self, base: &ClassTotals) -> ClassTotals {
+        let less = |now: &[u64; CLASSES], then: &[u64; CLASSES]| -> [u64; CLASSES] {
+            std::array::from_fn(|i| now[i].saturating_sub(then[i]))
+        };
+        ClassTotals {
+            get_hits: less(&self.get_hits, &base.get_hits),
+            cmd_set: less(&self.cmd_set, &base.cmd_set),
+            cas_hits: less(&self.cas_hits, &base.cas_hits),
+            cas_badval: less(&self.cas_badval, &base.cas_badval),
+        }
+    }
+}
+
+/// Counts one command on the calling worker in the class of an item with a key of
+/// `key_len` bytes, `flags` and a value of `value_len` bytes (the engine's item size).
+#[inline]
+pub(crate) fn count_class(
+    counters: &[AtomicU64; CLASSES],
+    key_len: usize,
+    flags: u32,
+    value_len: usize,
+) {
+    let size = fridge_engine::item::record_len(key_len, flags != 0) + value_len;
+    inc(&counters[size_class::class_of(size) - 1]);
 }
 
 /// Per-tenant counters of one worker, indexed by tenant id.
@@ -143,4 +240,75 @@ pub(crate) fn add(counter: &AtomicU64, n: u64) {
 #[inline]
 pub(crate) fn inc(counter: &AtomicU64) {
     add(counter, 1);
+}
+
+/// Declares [`Totals`], one field per server-wide counter of [`WorkerStats`] of the same
+/// name, with its sum over workers and its difference from a baseline.
+macro_rules! totals {
+    ($($field:ident),* $(,)?) => {
+        /// Sums of every worker's counters.
+        #[derive(Debug, Default, Clone, Copy)]
+        pub(crate) struct Totals {
+            $(pub $field: u64,)*
+        }
+
+        impl Totals {
+            /// Adds one worker's counters.
+            pub(crate) fn add(&mut self, w: &WorkerStats) {
+                $(self.$field += w.$field.load(Ordering::Relaxed);)*
+            }
+
+            /// These counts less `base`: the counts since the reset that took `base`.
+            pub(crate) fn since(&self, base: &Totals) -> Totals {
+                Totals { $($field: self.$field.saturating_sub(base.$field),)* }
+            }
+        }
+    };
+}
+
+totals!(
+    cmd_set,
+    cmd_touch,
+    touch_hits,
+    cmd_flush,
+    delete_hits,
+    delete_misses,
+    incr_hits,
+    incr_misses,
+    decr_hits,
+    decr_misses,
+    cas_hits,
+    cas_misses,
+    cas_badval,
+    commands,
+    bytes_read,
+    bytes_written,
+    output_overflows,
+    idle_kicks,
+    request_timeouts,
+    evicted_clients,
+    query_overflows,
+    auth_cmds,
+    auth_errors,
+    auth_refused,
+);
+
+/// The counters as they were at the last `stats reset` (memcached) or `CONFIG RESETSTAT`
+/// (Redis). Counters are never written back to zero — a worker's counter has one writer,
+/// its worker, and a reset from another thread would race with it — so the exports report
+/// each counter less its baseline.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Baseline {
+    pub totals: Totals,
+    pub classes: ClassTotals,
+    /// The engine's lookups, hits, stores, evictions and expiries.
+    pub gets: u64,
+    pub hits: u64,
+    pub sets: u64,
+    pub evictions: u64,
+    pub expired: u64,
+    pub expired_swept: u64,
+    pub sweep_checked: u64,
+    pub total_connections: u64,
+    pub rejected_connections: u64,
 }

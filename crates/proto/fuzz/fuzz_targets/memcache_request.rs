@@ -107,6 +107,9 @@ enum Op {
     Stats {
         args: Option<Key>,
     },
+    LruCrawler {
+        args: Option<Key>,
+    },
     Version,
     Verbosity {
         level: u32,
@@ -307,6 +310,9 @@ fn check_op(op: &Op) {
         }
         Op::Stats { args } => {
             round_trip(Request::Stats { args: args.as_ref().map_or(&[], |k| &k.0) })
+        }
+        Op::LruCrawler { args } => {
+            round_trip(Request::LruCrawler { args: args.as_ref().map_or(&[], |k| &k.0) })
         }
         Op::Version => round_trip(Request::Version),
         Op::Verbosity { level, noreply } => {

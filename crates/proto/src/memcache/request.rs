@@ -56,6 +56,11 @@ pub enum Request<'a> {
         /// Everything after `stats `, e.g. `settings` or `detail dump`.
         args: &'a [u8],
     },
+    /// `lru_crawler [args…]`; `args` is the rest of the line, e.g. `metadump all`.
+    LruCrawler {
+        /// Everything after `lru_crawler `.
+        args: &'a [u8],
+    },
     /// `version`.
     Version,
     /// `verbosity <level> [noreply]`.
@@ -318,6 +323,7 @@ pub fn parse_request<'a>(
             Request::FlushAll { delay, noreply }
         }
         b"stats" => Request::Stats { args: t.rest(1) },
+        b"lru_crawler" => Request::LruCrawler { args: t.rest(1) },
         b"version" => Request::Version,
         b"quit" => Request::Quit,
         b"verbosity" => {
@@ -544,6 +550,14 @@ impl Request<'_> {
             }
             Self::Stats { args } => {
                 out.extend_from_slice(b"stats");
+                if !args.is_empty() {
+                    out.push(b' ');
+                    out.extend_from_slice(args);
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::LruCrawler { args } => {
+                out.extend_from_slice(b"lru_crawler");
                 if !args.is_empty() {
                     out.push(b' ');
                     out.extend_from_slice(args);
@@ -816,6 +830,10 @@ mod tests {
         );
         assert_eq!(ok(b"stats\r\n"), Request::Stats { args: b"" });
         assert_eq!(ok(b"stats detail dump \r\n"), Request::Stats { args: b"detail dump" });
+        assert_eq!(
+            ok(b"lru_crawler metadump all\r\n"),
+            Request::LruCrawler { args: b"metadump all" }
+        );
         assert_eq!(ok(b"version\r\n"), Request::Version);
         assert_eq!(ok(b"quit\r\n"), Request::Quit);
         assert_eq!(ok(b"verbosity 1\r\n"), Request::Verbosity { level: 1, noreply: false });

@@ -143,6 +143,10 @@ pub(super) fn config(
         }
         write_simple(out, b"OK");
     } else if sub.eq_ignore_ascii_case(b"resetstat") {
+        if !s.is_admin(ctx.tenants) {
+            return no_permission(out, b"config|resetstat");
+        }
+        crate::stats::reset(ctx.shared);
         write_simple(out, b"OK");
     } else if cmd.len() < 2 {
         write_wrong_arity(out, b"config");
@@ -161,13 +165,14 @@ fn client_line(
 ) {
     let _ = writeln!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle=0 flags=N db=0 sub=0 psub=0 \
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db=0 sub=0 psub=0 \
          ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 \
          tot-mem={} events=r cmd=client user={user} redir=-1 resp={resp}",
         e.peer,
         e.local,
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
+        now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
         e.memory,
     );
 }
