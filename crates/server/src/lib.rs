@@ -62,6 +62,7 @@ mod auth;
 mod config;
 mod counter;
 mod memcache;
+mod memlimit;
 mod password;
 mod resp;
 mod server;
@@ -69,6 +70,8 @@ mod session;
 mod shared;
 mod stats;
 pub mod tenants;
+mod watch;
+mod watch_events;
 mod worker;
 mod worker_stats;
 

@@ -92,6 +92,8 @@ pub(crate) struct Shared {
     pub auth_failures: Mutex<auth::FailureLog>,
     /// Reloads refused (SIGHUP or `CONFIG RELOAD`).
     pub reload_failures: AtomicU64,
+    /// The log watchers (`watch`), shared with the engine's eviction observer.
+    pub watch: Arc<crate::watch::Hub>,
 }
 
 impl Shared {

@@ -349,7 +349,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("reload_failures", f.reload_failures);
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
-    num("limit_maxbytes", e.max_memory as u64);
+    num("limit_maxbytes", shared.engine.memory_limit() as u64);
     num("threads", shared.workers.len() as u64);
     num("conn_yields", 0);
     num("client_memory", f.client_memory);
@@ -405,7 +405,7 @@ pub(crate) fn write_memcache_tenants(out: &mut Vec<u8>, shared: &Shared, view: &
 pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenants: &Tenants) {
     let c = &shared.config;
     let mut num = |name: &str, n: u64| memcache::write_stat_u64(out, name.as_bytes(), n);
-    num("maxbytes", c.memory.0);
+    num("maxbytes", shared.engine.memory_limit() as u64);
     num("maxconns", c.max_connections as u64);
     num("tcpport", u64::from(shared.main_port));
     num("udpport", 0);
