@@ -207,8 +207,9 @@ pub(crate) struct Hub {
 thread_local! {
     /// The calling thread's lane: its worker index; others share the last lane.
     static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
-    /// The calling thread's copy of the watcher list, with its generation.
-    static WATCHERS: RefCell<(u64, Option<List>)> = const { RefCell::new((0, None)) };
+    /// The calling thread's copy of the watcher list, with its hub's address and generation
+    /// (a process may run several servers: tests do).
+    static WATCHERS: RefCell<(usize, u64, Option<List>)> = const { RefCell::new((0, 0, None)) };
     /// The line being built.
     static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
@@ -281,12 +282,14 @@ impl Hub {
         tenant: Option<TenantId>,
         body: impl FnOnce(&mut Vec<u8>),
     ) {
-        WATCHERS.with_borrow_mut(|(generation, list)| {
+        WATCHERS.with_borrow_mut(|(hub, generation, list)| {
             let now = self.generation.load(Ordering::Acquire);
-            if *generation != now || list.is_none() {
+            let me = std::ptr::from_ref(self) as usize;
+            if *hub != me || *generation != now || list.is_none() {
                 if let Ok(current) = self.registry.try_lock() {
-                    *list = Some(Arc::clone(&current));
-                    *generation = now;
+                    (*hub, *generation, *list) = (me, now, Some(Arc::clone(&current)));
+                } else if *hub != me {
+                    return; // another server's list: drop this line rather than misroute it
                 }
             }
             let Some(list) = list.as_deref() else { return };
