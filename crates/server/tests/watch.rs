@@ -286,6 +286,10 @@ fn cache_memlimit_replies_and_limit_maxbytes() {
     assert_eq!(server.engine().memory_limit(), 40 << 20);
     assert_eq!(stat(&mut k, b"stats\r\n", "limit_maxbytes"), (40u64 << 20).to_string());
     assert_eq!(stat(&mut k, b"stats settings\r\n", "maxbytes"), (40u64 << 20).to_string());
+    // Redis clients see it too.
+    let mut r = Conn::open(server.local_addr());
+    r.send(&common::cmd(&[b"CONFIG", b"GET", b"maxmemory"]));
+    r.expect(format!("*2\r\n$9\r\nmaxmemory\r\n$8\r\n{}\r\n", 40u64 << 20).as_bytes());
     // Below what the server could start with (its segments for two workers): refused.
     k.roundtrip(
         b"cache_memlimit 8\r\n",
