@@ -1,15 +1,16 @@
 //! What the engine tells an observer about the items it evicts, for a server's event streams
 //! (memcached's `watch evictions`, its `doc/protocol.txt` "Watchers" and `logger.c`).
 //!
-//! The observer is set once ([`crate::Engine::set_eviction_observer`]) and called by the
-//! cleaner — on the background thread or inside a writer running the inline cleaner — for
-//! each item a pass or a whole-segment eviction drops while live, with the record still
-//! readable. An engine with no observer pays one load per evicted item. The observer must not
-//! block: it runs while the cleaner holds its lock and is pinned.
+//! The observer is set once ([`crate::Engine::set_eviction_observer`]) and called for each
+//! live item the engine drops to make room, with the record still readable: by the cleaner
+//! (on the background thread, or inside a writer running the inline cleaner) for a pass's or
+//! a whole-segment eviction, and by a writer whose insert made the index drop an item (after
+//! it unlocked the index root). An engine with no observer pays one load per evicted item.
+//! The observer must not block: it may run while the cleaner holds its lock, and pinned.
 
 use crate::tenant::TenantId;
 
-/// An item the cleaner evicted.
+/// An item the engine evicted.
 #[derive(Debug, Clone, Copy)]
 pub struct Evicted<'a> {
     /// The tenant the item belonged to.
