@@ -408,6 +408,16 @@ fn line_formats_match_memcached() {
         formats.push(seen);
     }
     assert_eq!(formats[0], formats[1]);
+    let kinds: Vec<String> = formats[1].keys().map(|(k, s)| format!("{k} {s}")).collect();
+    let want = [
+        "conn_close ",
+        "conn_new ",
+        "item_get found",
+        "item_get not_found",
+        "item_store not_stored",
+        "item_store stored",
+    ];
+    assert_eq!(kinds, want);
     // Both answer the same to the same `cache_memlimit` requests.
     let mut k = Conn::open(memcached.1);
     for (req, reply) in CACHE_MEMLIMIT {
