@@ -382,7 +382,68 @@ pub(crate) fn uri_encode(out: &mut Vec<u8>, key: &[u8]) {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use fridge_engine::ManualClock;
+
     use super::*;
+
+    /// Producers on three threads (two workers' lanes and the shared one) race a consumer
+    /// that drains into a small output: every line arrives whole and in its thread's order,
+    /// or is counted in a `skipped=` line; none is lost or torn.
+    #[test]
+    fn lines_arrive_whole_or_are_counted() {
+        const PER_THREAD: usize = 20_000;
+        let poll = mio::Poll::new().unwrap();
+        let waker = Arc::new(Waker::new(poll.registry(), mio::Token(0)).unwrap());
+        let hub = Arc::new(Hub::new(2, Arc::new(ManualClock::new(0))));
+        let w = hub.add(Watcher::new(1, WatchEvents::FETCHERS, None, 0, waker, 2)).unwrap();
+        assert!(hub.wants(WatchEvents::FETCHERS) && !hub.wants(WatchEvents::EVICTIONS));
+        let done = Arc::new(AtomicUsize::new(0));
+        let producers: Vec<_> = (0..3)
+            .map(|lane| {
+                let (hub, done) = (Arc::clone(&hub), Arc::clone(&done));
+                std::thread::spawn(move || {
+                    set_lane(lane);
+                    for i in 0..PER_THREAD {
+                        hub.emit(WatchEvents::FETCHERS, Some(TenantId(0)), |line| {
+                            let _ = write!(line, "type=item_get key=t{lane}-{i}");
+                        });
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        let (mut out, mut spare) = (Vec::new(), Vec::new());
+        let mut last = [None::<usize>; 3];
+        let (mut lines, mut skipped) = (0, 0);
+        loop {
+            let finished = done.load(Ordering::SeqCst) == 3;
+            let more = w.drain(&mut out, &mut spare, 64 << 10);
+            assert!(out.is_empty() || out.ends_with(b"\n"), "a line was torn");
+            for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let line = std::str::from_utf8(line).unwrap();
+                if let Some(n) = line.strip_prefix("skipped=") {
+                    skipped += n.parse::<usize>().unwrap();
+                    continue;
+                }
+                let key = line.split(' ').find_map(|f| f.strip_prefix("key=t")).unwrap();
+                let (lane, i) = key.split_once('-').unwrap();
+                let (lane, i): (usize, usize) = (lane.parse().unwrap(), i.parse().unwrap());
+                assert!(last[lane].is_none_or(|prev| prev < i), "lane {lane} out of order");
+                last[lane] = Some(i);
+                lines += 1;
+            }
+            out.clear();
+            if finished && !more {
+                break;
+            }
+        }
+        producers.into_iter().for_each(|p| p.join().unwrap());
+        assert_eq!(lines + skipped, 3 * PER_THREAD);
+        hub.remove(&w);
+        assert!(!hub.wants(WatchEvents::FETCHERS));
+    }
 
     #[test]
     fn keys_are_uri_encoded_as_memcached_does() {
