@@ -105,11 +105,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         Request::Retrieval(r) => retrieval(r, out, s, t, ctx, now),
         Request::Storage(st) => storage(st, out, t, ctx, now),
         Request::Delete { key, noreply } => {
-            let size = watch::deleting(ctx, t, key);
-            let deleted = ctx.engine.delete(t, key);
-            if let (true, Some(size)) = (deleted, size) {
-                watch::deleted(ctx, t, key, "delete", size);
-            }
+            let deleted = watch::delete(ctx, t, key, "delete");
             stats::inc(if deleted { &ctx.stats.delete_hits } else { &ctx.stats.delete_misses });
             if !noreply {
                 mc::write_reply(out, if deleted { Reply::Deleted } else { Reply::NotFound });
@@ -467,11 +463,7 @@ fn meta(
                     Some(_) => {}
                 }
             }
-            let size = watch::deleting(ctx, t, key);
-            if ctx.engine.delete(t, key) {
-                if let Some(size) = size {
-                    watch::deleted(ctx, t, key, "md", size);
-                }
+            if watch::delete(ctx, t, key, "md") {
                 stats::inc(&ctx.stats.delete_hits);
                 if !f.quiet() {
                     meta_status(out, MetaStatus::Header, &m);

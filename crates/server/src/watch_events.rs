@@ -5,7 +5,7 @@
 
 use std::io::Write as _;
 
-use fridge_engine::{EngineError, Expiry, StoreOutcome, TenantId};
+use fridge_engine::{EngineError, Expiry, StoreOutcome, TenantId, Update};
 use fridge_proto::memcache::WatchEvents;
 
 use crate::session::{Ctx, Session};
@@ -96,17 +96,26 @@ pub(crate) fn ttl(expiry: Expiry, now_ms: u64) -> u32 {
     }
 }
 
-/// Before a delete, when someone watches deletions: the size of the value about to go
-/// (`None` when no one watches, or the key is missing).
-pub(crate) fn deleting(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8]) -> Option<usize> {
+/// Deletes `key` (`delete`, or `md` as `cmd`), with a `deleted` line if someone watches
+/// deletions: the delete then learns the value's size as it removes it. Returns whether a
+/// live item was deleted.
+pub(crate) fn delete(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], cmd: &str) -> bool {
     if !ctx.shared.watch.wants(WatchEvents::DELETIONS) {
-        return None;
+        return ctx.engine.delete(t, key);
     }
-    ctx.engine.get(t, key, |item| item.value.len())
+    let size = ctx.engine.update(t, key, |current, _| {
+        Ok(match current {
+            Some(item) => Update::Delete(Some(item.value.len())),
+            None => Update::Done(None),
+        })
+    });
+    let Ok(Some(size)) = size else { return false };
+    deleted(ctx, t, key, cmd, size);
+    true
 }
 
 /// `type=deleted`: `cmd` is `delete` or `md`.
-pub(crate) fn deleted(ctx: &Ctx<'_>, t: TenantId, key: &[u8], cmd: &str, size: usize) {
+fn deleted(ctx: &Ctx<'_>, t: TenantId, key: &[u8], cmd: &str, size: usize) {
     ctx.shared.watch.emit(WatchEvents::DELETIONS, Some(t), |line| {
         line.extend_from_slice(b"type=deleted key=");
         watch::uri_encode(line, key);
