@@ -516,8 +516,12 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
         None => process(c, ctx, limits),
         Some(w) => {
             (c.rstart, c.rend) = (0, 0);
+            // A watcher whose tenant was removed closes, as other connections do.
+            c.session.check_generation(ctx.tenants);
             compact_output(c);
-            c.backlogged = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+            if !c.session.closing {
+                c.backlogged = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+            }
         }
     }
     // 3. Write.
