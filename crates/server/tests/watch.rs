@@ -215,6 +215,21 @@ fn evictions_are_streamed() {
 }
 
 #[test]
+fn a_watcher_is_not_idle_and_sees_idle_clients_leave() {
+    let (server, clock) = common::start_with_clock(Config { idle_timeout: 1, ..config() });
+    let addr = server.local_addr();
+    let mut w = watch(addr, b"watch connevents\r\n");
+    let mut idle = Conn::open(addr);
+    idle.roundtrip(b"mn\r\n", b"MN\r\n");
+    let rport = idle.stream.local_addr().unwrap().port().to_string();
+    clock.advance(2001);
+    assert!(idle.is_closed());
+    // The watcher, as idle as the client, is still there to see it leave.
+    let lines = lines_until(&mut w, |l| kind(l) == "conn_close" && field(l, "rport") == rport);
+    assert_eq!(field(lines.last().unwrap(), "reason"), "idle_timeout");
+}
+
+#[test]
 fn a_slow_watcher_is_told_what_it_missed() {
     let server = start_with(config());
     let addr = server.local_addr();
