@@ -124,13 +124,14 @@ impl Worker {
     ) -> Result<(Loc, usize), EngineError> {
         let inner = &*self.inner;
         let value_len: usize = value.iter().map(|v| v.len()).sum();
-        let record_len = item.record_len();
-        let size = record_len + value_len;
         if item.key.len() > item::MAX_KEY_LEN {
             return Err(EngineError::KeyTooLong);
         }
+        // The record is 8 bytes longer in a segment where the expiry needs its wide field;
+        // the item limit is judged on the compact form, the segment's room on the widest.
+        let size = item.record_len(inner.now_ms()) + value_len;
         if size > inner.config.max_item_size
-            || size > inner.config.segment_size
+            || item.max_record_len() + value_len > inner.config.segment_size
             || !inner.value_fits(value_len)
         {
             return Err(EngineError::TooLarge);
@@ -139,8 +140,8 @@ impl Worker {
         let head = &mut self.heads[usize::from(large)];
         loop {
             if let Some(seg) = *head {
-                if let Some(loc) = inner.append_to(seg, item, value) {
-                    return Ok((loc, size));
+                if let Some(written) = inner.append_to(seg, item, value) {
+                    return Ok(written);
                 }
                 inner.segments.seal(seg);
                 *head = None;
@@ -177,7 +178,9 @@ impl Worker {
             key: req.key,
             flags: req.flags,
             expires_at_ms,
+            cas: req.cas.unwrap_or_else(|| self.inner.new_cas()),
             access: self.inner.recency(),
+            state: 0,
         };
         let (new, size) = self.write_item(&item, &[req.value])?;
         let inner = &*self.inner;
@@ -196,7 +199,9 @@ impl Worker {
                 StoreOutcome::NotStored
             }
             (Condition::IfCas(_), None) => StoreOutcome::NotFound,
-            (Condition::IfCas(cas), Some(_)) if cas == locked.cas() => StoreOutcome::Stored,
+            (Condition::IfCas(cas), Some((_, l))) if cas == inner.record(&guard, l).cas() => {
+                StoreOutcome::Stored
+            }
             (Condition::IfCas(_), Some(_)) => StoreOutcome::Exists,
         };
         if outcome != StoreOutcome::Stored {
@@ -215,16 +220,16 @@ impl Worker {
             Condition::IfCas(cas) => {
                 let inner = &*self.inner;
                 let guard = inner.epochs.pin(&self.slot);
-                let found = inner.index.find_with_cas(&guard, hash, |l| {
-                    inner.key_matches(&guard, l, req.tenant, req.key)
-                });
+                let found = inner
+                    .index
+                    .find(&guard, hash, |l| inner.key_matches(&guard, l, req.tenant, req.key));
                 return match found {
                     None => Some(StoreOutcome::NotFound),
-                    Some((loc, cas_now)) => {
+                    Some(loc) => {
                         let rec = inner.record(&guard, loc);
                         if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
                             Some(StoreOutcome::NotFound)
-                        } else if cas_now != cas {
+                        } else if rec.cas() != cas {
                             Some(StoreOutcome::Exists)
                         } else {
                             None
@@ -322,31 +327,35 @@ impl Worker {
                 .index
                 .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
             let seen = found.map(|(loc, _)| loc);
-            let seen_cas = found.map(|(_, cas)| cas);
-            let current = found.and_then(|(loc, cas)| {
+            // The root's change counter: the item is published only if nothing changed
+            // under the root since it was read.
+            let seen_version = found.map(|(_, version)| version);
+            let current = found.and_then(|(loc, _)| {
                 let rec = inner.record(&guard, loc);
                 let expires_at_ms = inner.expires_at(&rec, loc);
                 (!is_expired(expires_at_ms, || inner.now_ms())).then(|| Current {
                     value: rec.value(),
                     flags: rec.flags(),
                     expires_at_ms,
-                    cas,
+                    cas: rec.cas(),
+                    state: rec.state(),
                 })
             });
             let step = match f(current, &mut buf) {
                 Ok(step) => step,
                 Err(e) => break Err(e),
             };
+            let step = Step::of(step, current, &mut buf);
             drop(guard);
             let (new, result, expires_at_ms) = match step {
-                Update::Done(r) => break Ok(r),
-                Update::Delete(r) => {
+                Step::Done(r) => break Ok(r),
+                Step::Delete(r) => {
                     if let Some(loc) = seen {
                         self.remove_if_at(tenant, hash, key, loc, false);
                     }
                     break Ok(r);
                 }
-                Update::Write { flags, expires_at_ms, result } => {
+                Step::Write { flags, expires_at_ms, cas, state, result } => {
                     if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
                         if let Some(loc) = seen {
                             self.remove_if_at(tenant, hash, key, loc, false);
@@ -358,7 +367,9 @@ impl Worker {
                         key,
                         flags,
                         expires_at_ms,
+                        cas: cas.unwrap_or_else(|| inner.new_cas()),
                         access: inner.recency(),
+                        state,
                     };
                     match self.write_item(&item, &[&buf]) {
                         Ok(new) => (new, result, expires_at_ms),
@@ -373,7 +384,9 @@ impl Worker {
             let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
             // Publish only over the very item `f` saw: same location and no change under
             // the root since (which also rules out the location being reused).
-            if found.map(|(_, l)| l) != seen || (seen.is_some() && Some(locked.cas()) != seen_cas) {
+            if found.map(|(_, l)| l) != seen
+                || (seen.is_some() && Some(locked.cas()) != seen_version)
+            {
                 // Someone changed the key in between: this copy is dead; go again.
                 inner.segments.header(new.segment).add_dead(size);
                 continue;
@@ -413,13 +426,12 @@ impl Worker {
         key: &[u8],
         expires_at_ms: Option<u64>,
     ) -> Result<Option<Option<u64>>, EngineError> {
-        self.update(tenant, key, |current, buf| {
+        self.update(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
             if c.expires_at_ms == expires_at_ms {
                 return Ok(Update::Done(Some(c.expires_at_ms)));
             }
-            buf.extend_from_slice(c.value);
-            Ok(Update::Write { flags: c.flags, expires_at_ms, result: Some(c.expires_at_ms) })
+            Ok(Update::Retime { expires_at_ms, result: Some(c.expires_at_ms) })
         })
     }
 
@@ -434,15 +446,15 @@ impl Worker {
         let mut f = Some(f);
         let inner = Arc::clone(&self.inner);
         epoch::bump(&inner.epochs.counters(&self.slot).gets);
-        let out = self.update(tenant, key, |current, buf| {
+        let out = self.update(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
-            let r =
-                f.take().map(|f| f(Item { value: c.value, flags: c.flags, expires_at_ms, cas: 0 }));
+            let item =
+                Item { value: c.value, flags: c.flags, expires_at_ms, cas: c.cas, state: c.state };
+            let r = f.take().map(|f| f(item));
             if c.expires_at_ms == expires_at_ms {
                 return Ok(Update::Done(r));
             }
-            buf.extend_from_slice(c.value);
-            Ok(Update::Write { flags: c.flags, expires_at_ms, result: r })
+            Ok(Update::Retime { expires_at_ms, result: r })
         })?;
         if out.is_some() {
             epoch::bump(&inner.epochs.counters(&self.slot).hits);
@@ -550,6 +562,36 @@ impl Worker {
             }
         }
         cursor
+    }
+}
+
+/// An [`Update`] with its writes brought to one form.
+enum Step<R> {
+    Done(R),
+    Delete(R),
+    Write { flags: u32, expires_at_ms: Option<u64>, cas: Option<u64>, state: u8, result: R },
+}
+
+impl<R> Step<R> {
+    /// The step `update` asks for on `current`; a retime copies the current value into `buf`.
+    fn of(update: Update<R>, current: Option<Current<'_>>, buf: &mut Vec<u8>) -> Step<R> {
+        match (update, current) {
+            (Update::Done(r), _) => Step::Done(r),
+            (Update::Delete(r), _) => Step::Delete(r),
+            (Update::Write { flags, expires_at_ms, result }, _) => {
+                Step::Write { flags, expires_at_ms, cas: None, state: 0, result }
+            }
+            (Update::WriteWith { flags, expires_at_ms, cas, state, result }, _) => {
+                Step::Write { flags, expires_at_ms, cas, state, result }
+            }
+            (Update::Retime { expires_at_ms, result }, Some(c)) => {
+                buf.clear();
+                buf.extend_from_slice(c.value);
+                let (flags, cas, state) = (c.flags, Some(c.cas), c.state);
+                Step::Write { flags, expires_at_ms, cas, state, result }
+            }
+            (Update::Retime { result, .. }, None) => Step::Done(result),
+        }
     }
 }
 

@@ -292,6 +292,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
                 flags: st.flags,
                 expiry: expiry(st.exptime, now),
                 condition,
+                cas: None,
             })
         }
     };
@@ -537,6 +538,7 @@ fn meta_set(
                 flags: f.client_flags().unwrap_or(0),
                 expiry: expiry(f.ttl().unwrap_or(0), now),
                 condition,
+                cas: None,
             })
         }
     };
@@ -605,6 +607,7 @@ fn meta_arithmetic(
                     flags: 0,
                     expiry: expiry(ttl, now),
                     condition: Condition::IfAbsent,
+                    cas: None,
                 });
                 match stored {
                     Ok(StoreOutcome::Stored) => {

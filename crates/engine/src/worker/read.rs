@@ -7,6 +7,7 @@ use super::{BATCH, Worker};
 use crate::cache::is_expired;
 use crate::epoch;
 use crate::hash::key_hash;
+use crate::item::STATE_FETCHED;
 use crate::ops::Item;
 use crate::tenant::TenantId;
 
@@ -18,17 +19,18 @@ impl Worker {
         key: &[u8],
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
-        self.read(tenant, key, false, f)
+        self.read(tenant, key, f)
     }
 
-    /// Reads `key` with its CAS value.
+    /// Reads `key` with its CAS value (the same as [`Worker::get`]: every read sees the CAS,
+    /// which is in the key record).
     pub fn gets<R>(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
-        self.read(tenant, key, true, f)
+        self.read(tenant, key, f)
     }
 
     /// Whether `key` has a live item, without counting a GET or touching recency.
@@ -147,7 +149,14 @@ impl Worker {
                 rec.touch_access(recency);
                 epoch::bump(&counters.hits);
                 self.note_access(h, false);
-                let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
+                let state = rec.set_state(STATE_FETCHED);
+                let item = Item {
+                    value: rec.value(),
+                    flags: rec.flags(),
+                    expires_at_ms,
+                    cas: rec.cas(),
+                    state,
+                };
                 f(c * BATCH + j, key, item);
             }
             filled[slot] = false;
@@ -159,7 +168,6 @@ impl Worker {
         &mut self,
         tenant: TenantId,
         key: &[u8],
-        with_cas: bool,
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
         let hash = key_hash(tenant, key);
@@ -168,13 +176,9 @@ impl Worker {
         let counters = inner.epochs.counters(&self.slot);
         epoch::bump(&counters.gets);
         let guard = inner.epochs.pin(&self.slot);
-        let is_key = |l| inner.key_matches(&guard, l, tenant, key);
-        let found = if with_cas {
-            inner.index.find_with_cas(&guard, hash, is_key)
-        } else {
-            inner.index.find(&guard, hash, is_key).map(|loc| (loc, 0))
-        };
-        let Some((loc, cas)) = found else {
+        let Some(loc) =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
+        else {
             inner.missed(tenant, hash);
             return None;
         };
@@ -187,7 +191,10 @@ impl Worker {
         }
         rec.touch_access(inner.recency());
         epoch::bump(&counters.hits);
-        let result = f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas });
+        let state = rec.set_state(STATE_FETCHED);
+        let item =
+            Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: rec.cas(), state };
+        let result = f(item);
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.
