@@ -448,6 +448,7 @@ fn copy_out(
         cas: rec.cas(),
         access,
         state: rec.state(),
+        touched: rec.touched(),
     };
     loop {
         if let Some(seg) = *head {

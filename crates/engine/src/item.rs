@@ -8,9 +8,10 @@
 //! is:
 //!
 //! ```text
-//!  0             8             16          20       21      22
-//!  ├──── word ───┼───── cas ───┼─ expiry ──┼ access ┼ state ┼ [expires_at u64] [flags u32]
-//!                                                            [key len u16] key…
+//!  0             8             16          20       21      22            25
+//!  ├──── word ───┼───── cas ───┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
+//!                                                                          [flags u32]
+//!                                                                          [key len u16] key…
 //!
 //!  word (u64, little-endian):
 //!  │ 63        │ 62       │ 61 ... 54 │ 53 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
@@ -38,21 +39,25 @@
 //!   their segment was opened. Nothing is rounded: an item expires at the millisecond asked.
 //! - Client flags (memcached's 32-bit opaque) are stored only when non-zero (`HAS_FLAGS`).
 //! - Keys longer than 255 bytes (RESP allows 64 KiB) set `LONG_KEY` and store a u16 length.
-//! - The access byte is a coarse last-access stamp of the engine's recency clock; the state
-//!   byte holds the meta protocol's per-item bits (memcached `doc/new_lru.txt`: stale, win
-//!   token handed out, fetched since written). They are the only bytes of a published item
-//!   that are ever written, and they are accessed atomically.
+//! - The access byte is a coarse last-access stamp of the engine's recency clock (for the
+//!   eviction ranks); the state byte holds the meta protocol's per-item bits (memcached
+//!   `doc/new_lru.txt`: stale, win token handed out, fetched since written); `touched` is the
+//!   last access in whole seconds of the engine's clock, modulo 2^24 (194 days; memcached
+//!   meta `l`). They are the only bytes of a published item that are ever written, each
+//!   accessed atomically on its own (a reader may see `touched` half-updated when a second
+//!   carries into its next byte: `l` is then off by a multiple of 256 s for that read).
 //!
-//! **Metadata per small item**: 22 bytes here (8 of them the CAS, 1 the state byte; 30 for an
-//! item expiring more than 12.4 days after its segment opened) plus the item's share of the
-//! index: one 8-byte slot nominally (30 bytes in all), measured at 19.1 bytes at the index's
-//! real load (4.2 items per root bucket plus sub-bucket groups), for 41.1 bytes in all.
+//! **Metadata per small item**: 25 bytes here (8 of them the CAS, 1 the state byte, 3 the
+//! access time; 33 for an item expiring more than 12.4 days after its segment opened) plus the
+//! item's share of the index: one 8-byte slot nominally (33 bytes in all), measured at 19.1
+//! bytes at the index's real load (4.2 items per root bucket plus sub-bucket groups), for
+//! 44.1 bytes in all.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Bytes of the fixed key-record header.
-pub const HEADER_LEN: usize = 22;
+pub const HEADER_LEN: usize = 25;
 /// Bytes of the absolute expiry that follows the header of an item with a wide expiry.
 pub const WIDE_EXPIRY_LEN: usize = 8;
 
@@ -78,6 +83,20 @@ const CAS_OFFSET: usize = 8;
 const EXPIRY_OFFSET: usize = 16;
 const ACCESS_OFFSET: usize = 20;
 const STATE_OFFSET: usize = 21;
+const TOUCHED_OFFSET: usize = 22;
+const TOUCHED_LEN: usize = 3;
+/// The `touched` stamp counts seconds modulo this.
+pub const TOUCHED_MODULUS: u32 = 1 << (8 * TOUCHED_LEN);
+
+/// The `touched` stamp of a time in ms.
+pub const fn touched_stamp(now_ms: u64) -> u32 {
+    ((now_ms / 1000) % TOUCHED_MODULUS as u64) as u32
+}
+
+/// Whole seconds from stamp `then` to the stamp of `now_ms` (modulo 2^24).
+pub const fn seconds_since(then: u32, now_ms: u64) -> u32 {
+    touched_stamp(now_ms).wrapping_sub(then) % TOUCHED_MODULUS
+}
 
 const EXPIRY_KIND_SHIFT: u32 = 30;
 const EXPIRY_DELTA_MASK: u32 = (1 << EXPIRY_KIND_SHIFT) - 1;
@@ -113,6 +132,8 @@ pub struct NewItem<'a> {
     pub access: u8,
     /// Initial state bits (`STATE_*`).
     pub state: u8,
+    /// Initial `touched` stamp ([`touched_stamp`]).
+    pub touched: u32,
 }
 
 impl NewItem<'_> {
@@ -198,6 +219,7 @@ pub unsafe fn write(
     header[EXPIRY_OFFSET..ACCESS_OFFSET].copy_from_slice(&expiry.to_le_bytes());
     header[ACCESS_OFFSET] = item.access;
     header[STATE_OFFSET] = item.state;
+    header[TOUCHED_OFFSET..].copy_from_slice(&item.touched.to_le_bytes()[..TOUCHED_LEN]);
     // SAFETY: the caller guarantees `record` is writable for the whole record and unshared;
     // every write below stays inside `record_len(base_ms)` bytes, in order: header, wide
     // expiry, flags, key length, key.
@@ -227,6 +249,21 @@ pub unsafe fn write(
             std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
             at = at.add(part.len());
         }
+    }
+}
+
+/// The state byte of a published item, as a reader may change it: bits are only ever set,
+/// and setting returns the bits as they were, so of many readers racing to set a bit exactly
+/// one sees it clear (the meta protocol's win token).
+#[derive(Debug, Clone, Copy)]
+pub struct StateCell<'g>(&'g AtomicU8);
+
+impl StateCell<'_> {
+    /// Sets `bits`, returning the state bits as they were before.
+    #[inline]
+    pub fn set(&self, bits: u8) -> u8 {
+        let old = self.0.load(Ordering::Relaxed);
+        if old & bits == bits { old } else { self.0.fetch_or(bits, Ordering::AcqRel) }
     }
 }
 
@@ -405,6 +442,12 @@ impl<'g> Record<'g> {
         unsafe { AtomicU8::from_ptr(self.record.add(STATE_OFFSET).cast_mut()) }
     }
 
+    /// The atomic state byte, for setting bits after the read (see [`StateCell`]).
+    #[inline]
+    pub fn state_cell(&self) -> StateCell<'g> {
+        StateCell(self.state_byte())
+    }
+
     /// The state bits (`STATE_*`).
     #[inline]
     pub fn state(&self) -> u8 {
@@ -415,9 +458,34 @@ impl<'g> Record<'g> {
     /// concurrent callers sees a bit clear: the meta protocol's win token).
     #[inline]
     pub fn set_state(&self, bits: u8) -> u8 {
-        let byte = self.state_byte();
-        let old = byte.load(Ordering::Relaxed);
-        if old & bits == bits { old } else { byte.fetch_or(bits, Ordering::AcqRel) }
+        self.state_cell().set(bits)
+    }
+
+    fn touched_bytes(&self) -> [&'g AtomicU8; TOUCHED_LEN] {
+        // SAFETY: as for the access byte: the three bytes lie inside the published record and
+        // are only ever accessed through these atomic views.
+        std::array::from_fn(|i| unsafe {
+            AtomicU8::from_ptr(self.record.add(TOUCHED_OFFSET + i).cast_mut())
+        })
+    }
+
+    /// The `touched` stamp: the last access, in seconds modulo 2^24 ([`touched_stamp`]).
+    #[inline]
+    pub fn touched(&self) -> u32 {
+        let b = self.touched_bytes().map(|b| b.load(Ordering::Relaxed));
+        u32::from_le_bytes([b[0], b[1], b[2], 0])
+    }
+
+    /// Records an access at `stamp`, writing only the bytes that change (a hot item's line is
+    /// written at most once a second).
+    #[inline]
+    pub fn touch_touched(&self, stamp: u32) {
+        let bytes = self.touched_bytes();
+        for (byte, new) in bytes.iter().zip(stamp.to_le_bytes()) {
+            if byte.load(Ordering::Relaxed) != new {
+                byte.store(new, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Records an access at stamp `now`, writing only if the stamp changes (so a hot item's
@@ -431,7 +499,7 @@ impl<'g> Record<'g> {
     }
 }
 
-const _: () = assert!(HEADER_LEN == STATE_OFFSET + 1);
+const _: () = assert!(HEADER_LEN == TOUCHED_OFFSET + TOUCHED_LEN);
 const _: () = assert!(MAX_SEGMENT_SIZE as u64 - 1 == VALUE_OFFSET_MASK);
 
 #[cfg(test)]
@@ -448,6 +516,7 @@ mod tests {
             cas: 99,
             access: 0,
             state: 0,
+            touched: 0,
         };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -496,6 +565,7 @@ mod tests {
             cas: 1,
             access: 0,
             state: 0,
+            touched: 0,
         };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -524,6 +594,7 @@ mod tests {
                 cas: u64::MAX - 1,
                 access: 3,
                 state: STATE_STALE,
+                touched: 0xAB_CDEF,
             };
             let value_offset = 4096 - value.len();
             let base = seg.as_mut_ptr();
@@ -538,6 +609,11 @@ mod tests {
             assert_eq!(rec.tenant(), 9);
             assert_eq!(rec.access(), 3);
             assert_eq!(rec.state(), STATE_STALE);
+            assert_eq!(rec.touched(), 0xAB_CDEF);
+            rec.touch_touched(0xAB_CE00);
+            assert_eq!(rec.touched(), 0xAB_CE00);
+            assert_eq!(seconds_since(rec.touched(), (0xAB_CE00 + 5) * 1000), 5);
+            assert_eq!(seconds_since(TOUCHED_MODULUS - 1, 1000), 2, "wraps");
             assert_eq!(rec.cas(), u64::MAX - 1);
             assert_eq!(rec.expires_at_ms(1000), Some(1234));
             assert!(rec.has_expiry());

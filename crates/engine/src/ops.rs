@@ -3,6 +3,7 @@
 //! closure sees and decides ([`Current`], [`Update`]). Nothing here is a protocol's: what a
 //! value means (a counter, a list) is the caller's business.
 
+use crate::item::StateCell;
 use crate::tenant::TenantId;
 
 /// An item as a read sees it. Borrowed from the engine's memory for the duration of the
@@ -19,6 +20,11 @@ pub struct Item<'a> {
     pub cas: u64,
     /// The item's state bits as the read found them (`item::STATE_*`, meta protocol).
     pub state: u8,
+    /// Whole seconds since the item's previous access (memcached meta `l`).
+    pub idle_s: u32,
+    /// The item's state byte, to set bits on (`None` where the item is not the published
+    /// one, as in an update).
+    pub state_cell: Option<StateCell<'a>>,
 }
 
 /// When a stored item expires.
@@ -140,6 +146,19 @@ pub enum Update<R> {
     Retime {
         /// Absolute expiry.
         expires_at_ms: Option<u64>,
+        /// What the update returns once published.
+        result: R,
+    },
+    /// Keep the item's value and flags, and give it this expiry, CAS value (`None`: a new one)
+    /// and state bits (memcached meta `md I`: marked stale, with a new CAS). The closure
+    /// leaves the buffer empty.
+    Rewrite {
+        /// Absolute expiry.
+        expires_at_ms: Option<u64>,
+        /// CAS value, or `None` for a new one.
+        cas: Option<u64>,
+        /// State bits (`item::STATE_*`).
+        state: u8,
         /// What the update returns once published.
         result: R,
     },

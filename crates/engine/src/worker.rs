@@ -45,6 +45,8 @@ pub struct Worker {
     heads: [Option<u32>; 2],
     scratch: Vec<u8>,
     refs: Vec<u32>,
+    /// The CAS value of the last item this handle published.
+    last_cas: u64,
 }
 
 impl Worker {
@@ -56,6 +58,7 @@ impl Worker {
             heads: [None, None],
             scratch: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
+            last_cas: 0,
         }
     }
 
@@ -181,6 +184,7 @@ impl Worker {
             cas: req.cas.unwrap_or_else(|| self.inner.new_cas()),
             access: self.inner.recency(),
             state: 0,
+            touched: item::touched_stamp(self.inner.now_ms()),
         };
         let (new, size) = self.write_item(&item, &[req.value])?;
         let inner = &*self.inner;
@@ -209,6 +213,7 @@ impl Worker {
             return Ok(outcome);
         }
         let replaced_expired = found.is_some() && live.is_none();
+        self.last_cas = item.cas;
         publish(inner, &guard, locked, found, new, replaced_expired, tenant, size, expires_at_ms);
         Ok(StoreOutcome::Stored)
     }
@@ -347,7 +352,7 @@ impl Worker {
             };
             let step = Step::of(step, current, &mut buf);
             drop(guard);
-            let (new, result, expires_at_ms) = match step {
+            let (new, result, expires_at_ms, cas) = match step {
                 Step::Done(r) => break Ok(r),
                 Step::Delete(r) => {
                     if let Some(loc) = seen {
@@ -370,9 +375,10 @@ impl Worker {
                         cas: cas.unwrap_or_else(|| inner.new_cas()),
                         access: inner.recency(),
                         state,
+                        touched: item::touched_stamp(inner.now_ms()),
                     };
                     match self.write_item(&item, &[&buf]) {
-                        Ok(new) => (new, result, expires_at_ms),
+                        Ok(new) => (new, result, expires_at_ms, item.cas),
                         Err(e) => break Err(e),
                     }
                 }
@@ -393,6 +399,7 @@ impl Worker {
             }
             let replaced_expired =
                 found.is_some_and(|(_, old)| current_was_expired(&inner, &guard, old));
+            self.last_cas = cas;
             publish(
                 &inner,
                 &guard,
@@ -408,6 +415,13 @@ impl Worker {
         };
         self.scratch = buf;
         result
+    }
+
+    /// The CAS value of the last item this handle stored (by [`Worker::store`] or an update
+    /// that wrote), 0 before the first: what memcached returns for `ms … c` without a second
+    /// lookup.
+    pub fn last_cas(&self) -> u64 {
+        self.last_cas
     }
 
     /// Deletes `key`. Returns whether a live item was deleted.
@@ -448,8 +462,15 @@ impl Worker {
         epoch::bump(&inner.epochs.counters(&self.slot).gets);
         let out = self.update(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
-            let item =
-                Item { value: c.value, flags: c.flags, expires_at_ms, cas: c.cas, state: c.state };
+            let item = Item {
+                value: c.value,
+                flags: c.flags,
+                expires_at_ms,
+                cas: c.cas,
+                state: c.state,
+                idle_s: 0,
+                state_cell: None,
+            };
             let r = f.take().map(|f| f(item));
             if c.expires_at_ms == expires_at_ms {
                 return Ok(Update::Done(r));
@@ -590,7 +611,14 @@ impl<R> Step<R> {
                 let (flags, cas, state) = (c.flags, Some(c.cas), c.state);
                 Step::Write { flags, expires_at_ms, cas, state, result }
             }
-            (Update::Retime { result, .. }, None) => Step::Done(result),
+            (Update::Rewrite { expires_at_ms, cas, state, result }, Some(c)) => {
+                buf.clear();
+                buf.extend_from_slice(c.value);
+                Step::Write { flags: c.flags, expires_at_ms, cas, state, result }
+            }
+            (Update::Retime { result, .. } | Update::Rewrite { result, .. }, None) => {
+                Step::Done(result)
+            }
         }
     }
 }

@@ -62,6 +62,8 @@ mod auth;
 mod config;
 mod counter;
 mod memcache;
+mod memcache_common;
+mod meta;
 mod password;
 mod resp;
 mod server;

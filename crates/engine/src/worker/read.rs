@@ -7,7 +7,7 @@ use super::{BATCH, Worker};
 use crate::cache::is_expired;
 use crate::epoch;
 use crate::hash::key_hash;
-use crate::item::STATE_FETCHED;
+use crate::item::{Record, STATE_FETCHED, seconds_since, touched_stamp};
 use crate::ops::Item;
 use crate::tenant::TenantId;
 
@@ -81,6 +81,8 @@ impl Worker {
         let counters = inner.epochs.counters(&self.slot);
         let guard = inner.epochs.pin(&self.slot);
         let recency = inner.recency();
+        let now_ms = inner.now_ms();
+        let touched = touched_stamp(now_ms);
         // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
         let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
         let mut ring_hashes = [[0u64; BATCH]; 3];
@@ -149,14 +151,7 @@ impl Worker {
                 rec.touch_access(recency);
                 epoch::bump(&counters.hits);
                 self.note_access(h, false);
-                let state = rec.set_state(STATE_FETCHED);
-                let item = Item {
-                    value: rec.value(),
-                    flags: rec.flags(),
-                    expires_at_ms,
-                    cas: rec.cas(),
-                    state,
-                };
+                let item = hit(&rec, expires_at_ms, now_ms, touched);
                 f(c * BATCH + j, key, item);
             }
             filled[slot] = false;
@@ -191,14 +186,28 @@ impl Worker {
         }
         rec.touch_access(inner.recency());
         epoch::bump(&counters.hits);
-        let state = rec.set_state(STATE_FETCHED);
-        let item =
-            Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: rec.cas(), state };
-        let result = f(item);
+        let now_ms = inner.now_ms();
+        let result = f(hit(&rec, expires_at_ms, now_ms, touched_stamp(now_ms)));
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.
         self.note_access(hash, false);
         Some(result)
+    }
+}
+
+/// The item a read hit returns, noting the access on the record: fetched, and touched now.
+#[inline]
+fn hit<'g>(rec: &Record<'g>, expires_at_ms: Option<u64>, now_ms: u64, touched: u32) -> Item<'g> {
+    let idle_s = seconds_since(rec.touched(), now_ms);
+    rec.touch_touched(touched);
+    Item {
+        value: rec.value(),
+        flags: rec.flags(),
+        expires_at_ms,
+        cas: rec.cas(),
+        state: rec.set_state(STATE_FETCHED),
+        idle_s,
+        state_cell: Some(rec.state_cell()),
     }
 }
