@@ -119,6 +119,14 @@ const SCRIPT: &[&[u8]] = &[
     b"mg k3 Nabc\r\nmg k3 Rabc\r\nmg k3 Tabc\r\nms k4 1 Cabc\r\nx\r\nms k4 1 Tabc\r\nx\r\n",
     b"ms k4 1 Fabc\r\nx\r\nmg k4 L P O1\r\nmg k4 I\r\nmg k4 C5 F5\r\n",
     b"ms k4 1 v h N30\r\nx\r\nmd k4 v\r\nmd k4 T5\r\nma k4 v\r\n",
+    // Modes, numeric tokens, opaque and flag-count limits.
+    b"ms k5 1 MZ\r\nx\r\nma k5 MZ\r\nma k5 Dabc\r\nma k5 Jabc\r\nma k5 Nabc\r\n",
+    b"mg k5 Oaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\nmg k5 v v\r\nmg k5 zz\r\nmd k5 zz\r\n",
+    b"mg k5 a b c d e f g h i j k l m n o p q r s t\r\nms k5 abc\r\nms k5\r\nmg\r\n",
+    b"ma k5 N0 J7 v t c\r\nma k5 MD D3 v\r\nma k5 M- D100 v\r\nma k5 q\r\nma k5 v\r\n",
+    b"ms k6 2 MA\r\nzz\r\nms k6 2 ME c\r\nzz\r\nms k6 2 ME\r\nyy\r\nms k6 1 MP\r\na\r\n",
+    b"ms k6 1 MR T0 F3\r\nb\r\nmg k6 v f t k s\r\nmg a3Y= b k v\r\nms k6 1 S1\r\nc\r\n",
+    b"mg k6 T-1 v\r\nmg k6 v\r\nms k7 1 T-1\r\nx\r\nmg k7 v\r\n",
 ];
 
 #[test]
