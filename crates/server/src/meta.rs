@@ -187,8 +187,11 @@ fn write_hit(
     } else {
         mc::write_meta_header(out, MetaStatus::Header, 0);
     }
+    // Flags act in order, as memcached's: `t` before `T` reports the TTL before the touch.
+    let mut retimed = false;
     for flag in f.tokens() {
         match flag.letter {
+            b'T' => retimed = true,
             b'c' => mc::write_meta_flag_u64(out, b'c', item.cas),
             b'f' => mc::write_meta_flag_u64(out, b'f', u64::from(item.flags)),
             b'h' => {
@@ -198,7 +201,7 @@ fn write_hit(
             b'l' => mc::write_meta_flag_u64(out, b'l', u64::from(item.idle_s)),
             b's' => mc::write_meta_flag_u64(out, b's', item.value.len() as u64),
             b't' => {
-                let at = new_expiry.unwrap_or(item.expires_at_ms);
+                let at = new_expiry.filter(|_| retimed).unwrap_or(item.expires_at_ms);
                 mc::write_meta_flag_i64(out, b't', ttl_secs(at, now));
             }
             letter => {
@@ -295,6 +298,37 @@ fn store_invalidating(
     })
 }
 
+/// `ms` in append or prepend mode with a compare CAS: memcached's simplified check, `EX`
+/// unless the item's CAS is the one given (`NS` when there is no item).
+fn append_if_cas(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    data: &[u8],
+    prepend: bool,
+    compare: u64,
+) -> Result<StoreOutcome, fridge_engine::EngineError> {
+    let r = ctx.engine.update(t, key, |current, buf| {
+        let Some(c) = current else { return Ok(Update::Done(StoreOutcome::NotStored)) };
+        if c.cas != compare {
+            return Ok(Update::Done(StoreOutcome::Exists));
+        }
+        let (first, second) = if prepend { (data, c.value) } else { (c.value, data) };
+        buf.extend_from_slice(first);
+        buf.extend_from_slice(second);
+        Ok(Update::Write {
+            flags: c.flags,
+            expires_at_ms: c.expires_at_ms,
+            result: StoreOutcome::Stored,
+        })
+    });
+    // As for `append`: a result over the size limit is not stored.
+    match r {
+        Err(fridge_engine::EngineError::TooLarge) => Ok(StoreOutcome::NotStored),
+        r => r,
+    }
+}
+
 fn meta_set(
     m: &MetaRequest<'_>,
     key: &[u8],
@@ -307,7 +341,8 @@ fn meta_set(
     let f = m.flags;
     let mode = f.mode().unwrap_or(b'S').to_ascii_uppercase();
     let result = match (mode, f.compare_cas()) {
-        (b'A' | b'P', _) => append(ctx, t, key, m.data, mode == b'P'),
+        (b'A' | b'P', Some(compare)) => append_if_cas(ctx, t, key, m.data, mode == b'P', compare),
+        (b'A' | b'P', None) => append(ctx, t, key, m.data, mode == b'P'),
         (b'S' | b'R', Some(compare)) if f.has(b'I') => {
             store_invalidating(ctx, t, key, m, compare, now)
         }
@@ -438,7 +473,7 @@ fn meta_arithmetic(
             Some(_) => {}
         }
     }
-    let mut value = None;
+    let (mut value, mut created) = (None, false);
     for _ in 0..3 {
         match ctx.engine.incr_u64(t, key, delta, decr) {
             Ok(Some(n)) => {
@@ -462,7 +497,7 @@ fn meta_arithmetic(
                 });
                 match stored {
                     Ok(StoreOutcome::Stored) => {
-                        value = Some(initial);
+                        (value, created) = (Some(initial), true);
                         break;
                     }
                     Ok(_) => {} // someone created it meanwhile: increment that
@@ -479,7 +514,8 @@ fn meta_arithmetic(
     if let Some(ttl) = f.ttl() {
         let _ = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now));
     }
-    if f.quiet() {
+    // memcached's `q` hides the nominal reply of an increment, not of a vivifying one.
+    if f.quiet() && !created {
         return;
     }
     let needs_item = f.has(b't') || f.has(b'c');

@@ -127,6 +127,11 @@ const SCRIPT: &[&[u8]] = &[
     b"ms k6 2 MA\r\nzz\r\nms k6 2 ME c\r\nzz\r\nms k6 2 ME\r\nyy\r\nms k6 1 MP\r\na\r\n",
     b"ms k6 1 MR T0 F3\r\nb\r\nmg k6 v f t k s\r\nmg a3Y= b k v\r\nms k6 1 S1\r\nc\r\n",
     b"mg k6 T-1 v\r\nmg k6 v\r\nms k7 1 T-1\r\nx\r\nmg k7 v\r\n",
+    // Flags act in order: `t` before `T` reports the TTL before the touch.
+    b"ms k8 1 T100\r\nx\r\nmg k8 v t T0\r\nmg k8 t T50 t\r\n",
+    // Append with a compare CAS; a vivifying increment answers even under `q`.
+    b"ms ap 1\r\nx\r\nms ap 1 MA C1\r\ny\r\nms nope 1 MA C1\r\ny\r\nmg ap v\r\n",
+    b"ma n N0 J10 q\r\nma n q\r\nma n v q\r\nma n v\r\n",
 ];
 
 #[test]
