@@ -21,8 +21,8 @@
 //!  expiry (u32): │ 31 30 │ 29 ................ 0 │
 //!                │ KIND  │ DELTA ms from the segment's base time (KIND = COMPACT)
 //!
-//!  state (u8, atomic): │ 7 ... 3 │    2    │    1     │   0   │
-//!                      │ unused  │ FETCHED │ WIN_SENT │ STALE │
+//!  state (u8, atomic): │ 7 ... 4 │     3      │    2    │    1     │   0   │
+//!                      │ unused  │ KEY_BINARY │ FETCHED │ WIN_SENT │ STALE │
 //! ```
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
@@ -110,6 +110,9 @@ pub const STATE_STALE: u8 = 1;
 pub const STATE_WIN_SENT: u8 = 1 << 1;
 /// State bit: the item was read since it was written (meta `h`).
 pub const STATE_FETCHED: u8 = 1 << 2;
+/// State bit, set when the item is written and never changed: the client sent the key
+/// base64-encoded (memcached meta `b`), so replies that echo the key encode it again.
+pub const STATE_KEY_BINARY: u8 = 1 << 3;
 
 const fn expiry_kind(code: u32) -> u32 {
     code >> EXPIRY_KIND_SHIFT

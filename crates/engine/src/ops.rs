@@ -81,6 +81,9 @@ pub struct Store<'a> {
     pub condition: Condition,
     /// The CAS value to give the item: `None` for a new one (memcached meta `E` sets it).
     pub cas: Option<u64>,
+    /// The item's initial state bits (`item::STATE_*`; memcached meta `b` sets
+    /// `STATE_KEY_BINARY`).
+    pub state: u8,
 }
 
 impl<'a> Store<'a> {
@@ -94,6 +97,7 @@ impl<'a> Store<'a> {
             expiry: Expiry::Never,
             condition: Condition::Always,
             cas: None,
+            state: 0,
         }
     }
 }

@@ -183,7 +183,7 @@ impl Worker {
             expires_at_ms,
             cas: req.cas.unwrap_or_else(|| self.inner.new_cas()),
             access: self.inner.recency(),
-            state: 0,
+            state: req.state,
             touched: item::touched_stamp(self.inner.now_ms()),
         };
         let (new, size) = self.write_item(&item, &[req.value])?;

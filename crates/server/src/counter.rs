@@ -81,9 +81,14 @@ impl Counters for Worker {
             };
             let n = if decrement { n.saturating_sub(delta) } else { n.wrapping_add(delta) };
             write_u64(buf, n);
-            Ok(Update::Write {
+            // memcached rewrites a number of the same length in place, keeping the item's
+            // state (stale, win token, fetched), and makes a new item of one that changed length.
+            let state = if buf.len() == c.value.len() { c.state } else { 0 };
+            Ok(Update::WriteWith {
                 flags: c.flags,
                 expires_at_ms: c.expires_at_ms,
+                cas: None,
+                state,
                 result: Ok(Some(n)),
             })
         })?

@@ -242,6 +242,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
                 expiry: expiry(st.exptime, now),
                 condition,
                 cas: None,
+                state: 0,
             })
         }
     };

@@ -23,7 +23,9 @@
 //! 1.6.18 answers `CLIENT_ERROR invalid flag`. `ma E` is accepted and ignored (the counter gets
 //! a new CAS); `mg u` (no LRU bump) is accepted and the read still counts as an access.
 
-use fridge_engine::item::{STATE_FETCHED, STATE_STALE, STATE_WIN_SENT, StateCell};
+use fridge_engine::item::{
+    STATE_FETCHED, STATE_KEY_BINARY, STATE_STALE, STATE_WIN_SENT, StateCell,
+};
 use fridge_engine::{Condition, Current, Item, StoreOutcome, TenantId, Update};
 use fridge_proto::memcache::{self as mc, MetaCommand, MetaFlags, MetaRequest, MetaStatus};
 use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
@@ -170,10 +172,16 @@ impl Revalidation {
     }
 }
 
-/// Writes `mg`'s reply for a hit.
+/// The state bit recording that the request's key came base64-encoded.
+fn key_state(f: MetaFlags<'_>) -> u8 {
+    if f.base64_key() { STATE_KEY_BINARY } else { 0 }
+}
+
+/// Writes `mg`'s reply for a hit on `key` (decoded).
 fn write_hit(
     out: &mut Vec<u8>,
     m: &MetaRequest<'_>,
+    key: &[u8],
     item: &Item<'_>,
     new_expiry: Option<Option<u64>>,
     created: bool,
@@ -204,6 +212,13 @@ fn write_hit(
                 let at = new_expiry.filter(|_| retimed).unwrap_or(item.expires_at_ms);
                 mc::write_meta_flag_i64(out, b't', ttl_secs(at, now));
             }
+            // The key as the item was stored: base64 (with ` b`) only if it was sent so.
+            b'k' if item.state & STATE_KEY_BINARY != 0 => {
+                out.extend_from_slice(b" k");
+                mc::base64_encode(key, out);
+                mc::write_meta_flag(out, b'b', b"");
+            }
+            b'k' => mc::write_meta_flag(out, b'k', key),
             letter => {
                 echo_flag(out, letter, flag.token, m);
             }
@@ -227,7 +242,8 @@ fn meta_get(
     let f = m.flags;
     // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
     let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now));
-    let mut hit = ctx.engine.get(t, key, |item| write_hit(out, m, &item, new_expiry, false, now));
+    let mut hit =
+        ctx.engine.get(t, key, |item| write_hit(out, m, key, &item, new_expiry, false, now));
     if hit.is_none() {
         if let Some(ttl) = f.vivify_ttl() {
             // Vivify: create an empty item whose token is already sent, only if the key is
@@ -246,9 +262,9 @@ fn meta_get(
             });
             match created {
                 Ok(created) => {
-                    hit = ctx
-                        .engine
-                        .get(t, key, |item| write_hit(out, m, &item, new_expiry, created, now));
+                    hit = ctx.engine.get(t, key, |item| {
+                        write_hit(out, m, key, &item, new_expiry, created, now)
+                    });
                 }
                 Err(e) => return engine_error(out, e),
             }
@@ -281,9 +297,9 @@ fn store_invalidating(
     ctx.engine.update(t, key, |current: Option<Current<'_>>, buf| {
         let Some(c) = current else { return Ok(Update::Done(StoreOutcome::NotFound)) };
         let (expires_at_ms, state) = if c.cas == compare {
-            (expiry_ms(f.ttl().unwrap_or(0), now), 0)
+            (expiry_ms(f.ttl().unwrap_or(0), now), key_state(f))
         } else if compare < c.cas {
-            (c.expires_at_ms, STATE_STALE | c.state & STATE_WIN_SENT)
+            (c.expires_at_ms, STATE_STALE | c.state & STATE_WIN_SENT | key_state(f))
         } else {
             return Ok(Update::Done(StoreOutcome::Exists));
         };
@@ -361,6 +377,7 @@ fn meta_set(
                 expiry: expiry(f.ttl().unwrap_or(0), now),
                 condition,
                 cas: f.new_cas(),
+                state: key_state(f),
             })
         }
     };
@@ -494,6 +511,7 @@ fn meta_arithmetic(
                     expiry: expiry(ttl, now),
                     condition: Condition::IfAbsent,
                     cas: None,
+                    state: 0,
                 });
                 match stored {
                     Ok(StoreOutcome::Stored) => {

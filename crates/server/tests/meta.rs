@@ -132,6 +132,13 @@ const SCRIPT: &[&[u8]] = &[
     // Append with a compare CAS; a vivifying increment answers even under `q`.
     b"ms ap 1\r\nx\r\nms ap 1 MA C1\r\ny\r\nms nope 1 MA C1\r\ny\r\nmg ap v\r\n",
     b"ma n N0 J10 q\r\nma n q\r\nma n v q\r\nma n v\r\n",
+    // An increment in place keeps the item's state; one that changes the length does not.
+    b"ms n1 1\r\n1\r\nmd n1 I\r\nma n1 v\r\nmg n1 v\r\n",
+    b"ms n2 1\r\n9\r\nmd n2 I\r\nma n2 v\r\nmg n2 v\r\n",
+    b"ms n3 2\r\n10\r\nmg n3 v\r\nma n3 v MD\r\nmg n3 h v\r\n",
+    // `k` echoes the key as the item was stored: base64 only if it was sent so.
+    b"mg Yg== b N30 k v c\r\nmg Yg== b v k\r\nmg Yw== b N30 k v\r\nmg Yw== b k v\r\n",
+    b"ms ZA== 1 b\r\nd\r\nmg d k\r\nmg ZA== b k\r\nmd ZA== b k\r\nmg c k v\r\n",
 ];
 
 #[test]
