@@ -49,6 +49,19 @@ pub(crate) trait Counters {
         key: &[u8],
         delta: u64,
         decrement: bool,
+    ) -> Result<Option<u64>, CounterError> {
+        self.incr_u64_with_cas(tenant, key, delta, decrement, None)
+    }
+
+    /// [`Counters::incr_u64`] giving the result this CAS value (`None`: a new one; memcached
+    /// meta `ma E`).
+    fn incr_u64_with_cas(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        delta: u64,
+        decrement: bool,
+        cas: Option<u64>,
     ) -> Result<Option<u64>, CounterError>;
 
     /// Redis `INCRBY`: the value must be a signed 64-bit integer; a missing key counts as 0;
@@ -67,12 +80,13 @@ pub(crate) trait Counters {
 }
 
 impl Counters for Worker {
-    fn incr_u64(
+    fn incr_u64_with_cas(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         delta: u64,
         decrement: bool,
+        cas: Option<u64>,
     ) -> Result<Option<u64>, CounterError> {
         self.update(tenant, key, |current, buf| {
             let Some(c) = current else { return Ok(Update::Done(Ok(None))) };
@@ -87,7 +101,7 @@ impl Counters for Worker {
             Ok(Update::WriteWith {
                 flags: c.flags,
                 expires_at_ms: c.expires_at_ms,
-                cas: None,
+                cas,
                 state,
                 result: Ok(Some(n)),
             })

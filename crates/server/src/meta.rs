@@ -20,8 +20,7 @@
 //!
 //! Differences from memcached 1.6.18, which predates them: `E` (explicit CAS) and `md x`
 //! (drop the value, keep the item) are implemented as later 1.6 releases document them, where
-//! 1.6.18 answers `CLIENT_ERROR invalid flag`. `ma E` is accepted and ignored (the counter gets
-//! a new CAS); `mg u` (no LRU bump) is accepted and the read still counts as an access.
+//! 1.6.18 answers `CLIENT_ERROR invalid flag`.
 
 use fridge_engine::item::{
     STATE_FETCHED, STATE_KEY_BINARY, STATE_STALE, STATE_WIN_SENT, StateCell,
@@ -102,7 +101,7 @@ pub(crate) fn execute(
         MetaCommand::Delete => meta_delete(&m, key, out, t, ctx, now),
         MetaCommand::Arithmetic => meta_arithmetic(&m, key, out, t, ctx, now),
         MetaCommand::Debug => {
-            let found = ctx.engine.get(t, key, |item| {
+            let found = ctx.engine.peek(t, key, |item| {
                 out.extend_from_slice(b"ME ");
                 out.extend_from_slice(m.key);
                 out.extend_from_slice(b" exp=");
@@ -113,8 +112,11 @@ pub(crate) fn execute(
                 write_i64(out, i64::try_from(item.cas).unwrap_or(i64::MAX));
                 let fetched = item.state & STATE_FETCHED != 0;
                 out.extend_from_slice(if fetched { b" fetch=yes" } else { b" fetch=no" });
+                // memcached's item size: a 48-byte header, the CAS, the key and its NUL, the
+                // value and its CRLF, and the client flags when not zero.
                 out.extend_from_slice(b" cls=1 size=");
-                write_i64(out, item.value.len() as i64 + m.key.len() as i64 + 48);
+                let flags_len = if item.flags != 0 { 4 } else { 0 };
+                write_i64(out, (48 + 8 + key.len() + 1 + item.value.len() + 2 + flags_len) as i64);
                 out.extend_from_slice(b"\r\n");
             });
             if found.is_none() {
@@ -231,6 +233,17 @@ fn write_hit(
     }
 }
 
+/// A read that counts as an access of the item, or (`peek`) one that does not.
+fn read(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    peek: bool,
+    f: impl FnOnce(Item<'_>),
+) -> Option<()> {
+    if peek { ctx.engine.peek(t, key, f) } else { ctx.engine.get(t, key, f) }
+}
+
 fn meta_get(
     m: &MetaRequest<'_>,
     key: &[u8],
@@ -242,8 +255,11 @@ fn meta_get(
     let f = m.flags;
     // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
     let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now));
-    let mut hit =
-        ctx.engine.get(t, key, |item| write_hit(out, m, key, &item, new_expiry, false, now));
+    // `u`: the read does not count as an access (no fetched bit, no last-access time).
+    let peek = f.has(b'u');
+    let mut hit = read(ctx, t, key, peek, |item| {
+        write_hit(out, m, key, &item, new_expiry, false, now);
+    });
     if hit.is_none() {
         if let Some(ttl) = f.vivify_ttl() {
             // Vivify: create an empty item whose token is already sent, only if the key is
@@ -262,8 +278,8 @@ fn meta_get(
             });
             match created {
                 Ok(created) => {
-                    hit = ctx.engine.get(t, key, |item| {
-                        write_hit(out, m, key, &item, new_expiry, created, now)
+                    hit = read(ctx, t, key, peek, |item| {
+                        write_hit(out, m, key, &item, new_expiry, created, now);
                     });
                 }
                 Err(e) => return engine_error(out, e),
@@ -484,7 +500,7 @@ fn meta_arithmetic(
     let decr = matches!(f.mode(), Some(b'D' | b'd' | b'-'));
     let delta = f.delta().unwrap_or(1);
     if let Some(cas) = f.compare_cas() {
-        match ctx.engine.gets(t, key, |item| item.cas) {
+        match ctx.engine.peek(t, key, |item| item.cas) {
             None => return meta_status(out, MetaStatus::NotFound, m),
             Some(now_cas) if now_cas != cas => return meta_status(out, MetaStatus::Exists, m),
             Some(_) => {}
@@ -492,7 +508,7 @@ fn meta_arithmetic(
     }
     let (mut value, mut created) = (None, false);
     for _ in 0..3 {
-        match ctx.engine.incr_u64(t, key, delta, decr) {
+        match ctx.engine.incr_u64_with_cas(t, key, delta, decr, f.new_cas()) {
             Ok(Some(n)) => {
                 stats::inc(&ctx.stats.incr_hits);
                 value = Some(n);
@@ -510,7 +526,7 @@ fn meta_arithmetic(
                     flags: 0,
                     expiry: expiry(ttl, now),
                     condition: Condition::IfAbsent,
-                    cas: None,
+                    cas: f.new_cas(),
                     state: 0,
                 });
                 match stored {
@@ -538,7 +554,7 @@ fn meta_arithmetic(
     }
     let needs_item = f.has(b't') || f.has(b'c');
     let (cas, expires) = if needs_item {
-        ctx.engine.gets(t, key, |item| (item.cas, item.expires_at_ms)).unwrap_or((0, None))
+        ctx.engine.peek(t, key, |item| (item.cas, item.expires_at_ms)).unwrap_or((0, None))
     } else {
         (0, None)
     };

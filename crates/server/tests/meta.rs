@@ -80,6 +80,8 @@ fn normalize(reply: &str) -> String {
                     {
                         format!("{}#", &w[..1])
                     }
+                    _ if w.starts_with("la=") => "la=#".to_owned(),
+                    _ if w.starts_with("cas=") => "cas=#".to_owned(),
                     _ => w.to_owned(),
                 })
                 .collect::<Vec<_>>()
@@ -136,6 +138,10 @@ const SCRIPT: &[&[u8]] = &[
     b"ms n1 1\r\n1\r\nmd n1 I\r\nma n1 v\r\nmg n1 v\r\n",
     b"ms n2 1\r\n9\r\nmd n2 I\r\nma n2 v\r\nmg n2 v\r\n",
     b"ms n3 2\r\n10\r\nmg n3 v\r\nma n3 v MD\r\nmg n3 h v\r\n",
+    // `u` and `me` read without counting an access.
+    b"ms uu 1\r\nx\r\nmg uu u h\r\nmg uu u h\r\nmg uu h\r\nmg uu h\r\n",
+    b"ms uv 1\r\nx\r\nme uv\r\nmg uv h\r\nme uv\r\nms uw 1 T100\r\nx\r\nmg uw u R200 v\r\n",
+    b"ms uf 3 F5\r\nabc\r\nme uf\r\nma n3 v h c\r\nma n3 v t c\r\n",
     // `k` echoes the key as the item was stored: base64 only if it was sent so.
     b"mg Yg== b N30 k v c\r\nmg Yg== b v k\r\nmg Yw== b N30 k v\r\nmg Yw== b k v\r\n",
     b"ms ZA== 1 b\r\nd\r\nmg d k\r\nmg ZA== b k\r\nmd ZA== b k\r\nmg c k v\r\n",
@@ -215,7 +221,7 @@ fn hit_before_and_last_access_are_real() {
     c.roundtrip(b"get k\r\n", b"VALUE k 0 1\r\nx\r\nEND\r\n")
         .roundtrip(b"mg k l\r\n", b"HD l0\r\n");
     clock.advance(3_000);
-    c.roundtrip(b"me k\r\n", b"ME k exp=-1 la=3 cas=1 fetch=yes cls=1 size=50\r\n");
+    c.roundtrip(b"me k\r\n", b"ME k exp=-1 la=3 cas=1 fetch=yes cls=1 size=61\r\n");
     // A TTL change keeps the item's state; a new value starts unfetched.
     c.roundtrip(b"mg k T100 h\r\n", b"HD h1\r\n").roundtrip(b"mg k h\r\n", b"HD h1\r\n");
     c.roundtrip(b"ms k 1\r\ny\r\n", b"HD\r\n").roundtrip(b"mg k h\r\n", b"HD h0\r\n");
@@ -235,5 +241,8 @@ fn explicit_cas_and_dropping_the_value() {
         .roundtrip(b"mg k v f\r\n", b"VA 0 f9\r\n\r\n")
         .roundtrip(b"mg new N30 E4242 c\r\n", b"HD c4242 W\r\n")
         .roundtrip(b"md k x C1\r\n", b"EX\r\n")
-        .roundtrip(b"md nope x\r\n", b"NF\r\n");
+        .roundtrip(b"md nope x\r\n", b"NF\r\n")
+        .roundtrip(b"ma n N0 J5 E555 c v\r\n", b"VA 1 c555\r\n5\r\n")
+        .roundtrip(b"ma n E600 c v\r\n", b"VA 1 c600\r\n6\r\n")
+        .roundtrip(b"ma n v\r\n", b"VA 1\r\n7\r\n");
 }
