@@ -352,7 +352,7 @@ impl Worker {
             };
             let step = Step::of(step, current, &mut buf);
             drop(guard);
-            let (new, result, expires_at_ms, cas) = match step {
+            let (new, result, expires_at_ms, cas, carry) = match step {
                 Step::Done(r) => break Ok(r),
                 Step::Delete(r) => {
                     if let Some(loc) = seen {
@@ -360,7 +360,7 @@ impl Worker {
                     }
                     break Ok(r);
                 }
-                Step::Write { flags, expires_at_ms, cas, state, result } => {
+                Step::Write { flags, expires_at_ms, cas, state, carry, result } => {
                     if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
                         if let Some(loc) = seen {
                             self.remove_if_at(tenant, hash, key, loc, false);
@@ -378,7 +378,7 @@ impl Worker {
                         touched: item::touched_stamp(inner.now_ms()),
                     };
                     match self.write_item(&item, &[&buf]) {
-                        Ok(new) => (new, result, expires_at_ms, item.cas),
+                        Ok(new) => (new, result, expires_at_ms, item.cas, carry),
                         Err(e) => break Err(e),
                     }
                 }
@@ -399,6 +399,11 @@ impl Worker {
             }
             let replaced_expired =
                 found.is_some_and(|(_, old)| current_was_expired(&inner, &guard, old));
+            if let Some((_, old)) = found.filter(|_| carry != 0) {
+                // State bits readers set on the old record since `f` read it (a win token
+                // claimed meanwhile) carry over; the new record is not yet visible.
+                inner.record(&guard, new).set_state(inner.record(&guard, old).state() & carry);
+            }
             self.last_cas = cas;
             publish(
                 &inner,
@@ -590,7 +595,16 @@ impl Worker {
 enum Step<R> {
     Done(R),
     Delete(R),
-    Write { flags: u32, expires_at_ms: Option<u64>, cas: Option<u64>, state: u8, result: R },
+    /// `carry`: state bits of the replaced record, as they are when the new one is published,
+    /// that the new one takes on too.
+    Write {
+        flags: u32,
+        expires_at_ms: Option<u64>,
+        cas: Option<u64>,
+        state: u8,
+        carry: u8,
+        result: R,
+    },
 }
 
 impl<R> Step<R> {
@@ -600,21 +614,21 @@ impl<R> Step<R> {
             (Update::Done(r), _) => Step::Done(r),
             (Update::Delete(r), _) => Step::Delete(r),
             (Update::Write { flags, expires_at_ms, result }, _) => {
-                Step::Write { flags, expires_at_ms, cas: None, state: 0, result }
+                Step::Write { flags, expires_at_ms, cas: None, state: 0, carry: 0, result }
             }
             (Update::WriteWith { flags, expires_at_ms, cas, state, result }, _) => {
-                Step::Write { flags, expires_at_ms, cas, state, result }
+                Step::Write { flags, expires_at_ms, cas, state, carry: 0, result }
             }
             (Update::Retime { expires_at_ms, result }, Some(c)) => {
                 buf.clear();
                 buf.extend_from_slice(c.value);
                 let (flags, cas, state) = (c.flags, Some(c.cas), c.state);
-                Step::Write { flags, expires_at_ms, cas, state, result }
+                Step::Write { flags, expires_at_ms, cas, state, carry: u8::MAX, result }
             }
             (Update::Rewrite { expires_at_ms, cas, state, result }, Some(c)) => {
                 buf.clear();
                 buf.extend_from_slice(c.value);
-                Step::Write { flags: c.flags, expires_at_ms, cas, state, result }
+                Step::Write { flags: c.flags, expires_at_ms, cas, state, carry: 0, result }
             }
             (Update::Retime { result, .. } | Update::Rewrite { result, .. }, None) => {
                 Step::Done(result)

@@ -16,7 +16,10 @@
 //! The token is claimed by an atomic bit-set on the published item ([`StateCell::set`]), and
 //! a vivifying miss creates its item with the token already sent through an update that
 //! publishes only if the key is still absent, so of any number of concurrent clients exactly
-//! one is told `W`.
+//! one is told `W`. A TTL change (`mg T`, `touch`) rewrites the item and carries its state
+//! bits over as they are when the copy is published; a reader that found the old copy just
+//! before and claims the token on it just after is the one case where a second client can
+//! still win (a window of one lookup).
 //!
 //! Differences from memcached 1.6.18, which predates them: `E` (explicit CAS) and `md x`
 //! (drop the value, keep the item) are implemented as later 1.6 releases document them, where
