@@ -437,20 +437,46 @@ impl Worker {
         .unwrap_or(false)
     }
 
-    /// Sets a live item's expiry (memcached `touch`, Redis `EXPIRE`/`PERSIST`). Returns the
-    /// previous expiry, or `None` if there is no live item.
+    /// Sets a live item's expiry (Redis `EXPIRE`/`PERSIST`, memcached meta `T`), keeping its
+    /// value, flags, CAS and state. Returns the previous expiry, or `None` if there is no live
+    /// item.
     pub fn set_expiry(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         expires_at_ms: Option<u64>,
     ) -> Result<Option<Option<u64>>, EngineError> {
+        self.retime(tenant, key, expires_at_ms, 0)
+    }
+
+    /// memcached `touch`: [`Worker::set_expiry`] that also counts as a fetch of the item (its
+    /// `STATE_FETCHED` bit, memcached meta `h`).
+    pub fn touch(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        expires_at_ms: Option<u64>,
+    ) -> Result<Option<Option<u64>>, EngineError> {
+        self.retime(tenant, key, expires_at_ms, item::STATE_FETCHED)
+    }
+
+    /// Sets a live item's expiry and state `bits`, keeping the rest (no write if nothing
+    /// changes).
+    fn retime(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        expires_at_ms: Option<u64>,
+        bits: u8,
+    ) -> Result<Option<Option<u64>>, EngineError> {
         self.update(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
-            if c.expires_at_ms == expires_at_ms {
-                return Ok(Update::Done(Some(c.expires_at_ms)));
+            let result = Some(c.expires_at_ms);
+            if c.expires_at_ms == expires_at_ms && c.state & bits == bits {
+                return Ok(Update::Done(result));
             }
-            Ok(Update::Retime { expires_at_ms, result: Some(c.expires_at_ms) })
+            let (cas, state) = (Some(c.cas), c.state | bits);
+            Ok(Update::Rewrite { expires_at_ms, cas, state, result })
         })
     }
 
@@ -477,10 +503,12 @@ impl Worker {
                 state_cell: None,
             };
             let r = f.take().map(|f| f(item));
-            if c.expires_at_ms == expires_at_ms {
+            // A fetch: the item is marked fetched (memcached's `gat` bumps it).
+            if c.expires_at_ms == expires_at_ms && c.state & item::STATE_FETCHED != 0 {
                 return Ok(Update::Done(r));
             }
-            Ok(Update::Retime { expires_at_ms, result: r })
+            let (cas, state) = (Some(c.cas), c.state | item::STATE_FETCHED);
+            Ok(Update::Rewrite { expires_at_ms, cas, state, result: r })
         })?;
         if out.is_some() {
             epoch::bump(&inner.epochs.counters(&self.slot).hits);
@@ -628,7 +656,10 @@ impl<R> Step<R> {
             (Update::Rewrite { expires_at_ms, cas, state, result }, Some(c)) => {
                 buf.clear();
                 buf.extend_from_slice(c.value);
-                Step::Write { flags: c.flags, expires_at_ms, cas, state, carry: 0, result }
+                // Bits the rewrite clears stay cleared; any other a reader sets meanwhile
+                // carries over.
+                let carry = state | !c.state;
+                Step::Write { flags: c.flags, expires_at_ms, cas, state, carry, result }
             }
             (Update::Retime { result, .. } | Update::Rewrite { result, .. }, None) => {
                 Step::Done(result)

@@ -61,8 +61,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         }
         Request::Touch { key, exptime, noreply } => {
             stats::inc(&ctx.stats.cmd_touch);
-            let found =
-                matches!(ctx.engine.set_expiry(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
+            let found = matches!(ctx.engine.touch(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
             if found {
                 stats::inc(&ctx.stats.touch_hits);
             }

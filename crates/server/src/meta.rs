@@ -143,17 +143,14 @@ struct Revalidation {
 
 impl Revalidation {
     /// Decides for `item`, as memcached's `mg` does: a vivified item (`created`) is won; a
-    /// stale item, or one whose TTL left is under the `R` token, is won by the first reader
-    /// to claim the token (an atomic bit-set, so exactly one).
-    fn of(item: &Item<'_>, f: MetaFlags<'_>, created: bool, now: u64) -> Revalidation {
+    /// stale item, or one whose TTL left was under the `R` token (`recache`), is won by the
+    /// first reader to claim the token (an atomic bit-set, so exactly one).
+    fn of(item: &Item<'_>, recache: bool, created: bool) -> Revalidation {
         let stale = item.state & STATE_STALE != 0;
         if created {
             return Revalidation { token_sent: false, stale, won: true };
         }
         let mut token_sent = item.state & STATE_WIN_SENT != 0;
-        let recache = f.recache_ttl().is_some_and(|r| {
-            item.expires_at_ms.is_some() && ttl_secs(item.expires_at_ms, now) < i64::from(r)
-        });
         let mut won = false;
         if !token_sent && (stale || recache) {
             match item.state_cell.map(|cell: StateCell<'_>| cell.set(STATE_WIN_SENT)) {
@@ -193,18 +190,26 @@ fn write_hit(
     now: u64,
 ) {
     let f = m.flags;
-    let revalidation = Revalidation::of(item, f, created, now);
     let with_value = f.has(b'v');
     if with_value {
         mc::write_meta_header(out, MetaStatus::Value, item.value.len());
     } else {
         mc::write_meta_header(out, MetaStatus::Header, 0);
     }
-    // Flags act in order, as memcached's: `t` before `T` reports the TTL before the touch.
-    let mut retimed = false;
+    // Flags act in order, as memcached's: `t` reports the expiry as the `T` and `N` before it
+    // left it, and `R` compares against that same expiry.
+    // (A vivified item starts with none: memcached creates it without one and `N` sets it.)
+    let mut expiry = if created { None } else { item.expires_at_ms };
+    let mut recache = false;
     for flag in f.tokens() {
         match flag.letter {
-            b'T' => retimed = true,
+            b'T' => expiry = new_expiry.unwrap_or(expiry),
+            // A vivified item's expiry is the `N` TTL it was created with.
+            b'N' if created => expiry = item.expires_at_ms,
+            b'R' => {
+                let r = f.recache_ttl().map_or(0, i64::from);
+                recache = !created && expiry.is_some() && ttl_secs(expiry, now) < r;
+            }
             b'c' => mc::write_meta_flag_u64(out, b'c', item.cas),
             b'f' => mc::write_meta_flag_u64(out, b'f', u64::from(item.flags)),
             b'h' => {
@@ -213,10 +218,7 @@ fn write_hit(
             }
             b'l' => mc::write_meta_flag_u64(out, b'l', u64::from(item.idle_s)),
             b's' => mc::write_meta_flag_u64(out, b's', item.value.len() as u64),
-            b't' => {
-                let at = new_expiry.filter(|_| retimed).unwrap_or(item.expires_at_ms);
-                mc::write_meta_flag_i64(out, b't', ttl_secs(at, now));
-            }
+            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expiry, now)),
             // The key as the item was stored: base64 (with ` b`) only if it was sent so.
             b'k' if item.state & STATE_KEY_BINARY != 0 => {
                 out.extend_from_slice(b" k");
@@ -229,7 +231,7 @@ fn write_hit(
             }
         }
     }
-    revalidation.write(out);
+    Revalidation::of(item, recache, created).write(out);
     mc::write_meta_end(out);
     if with_value {
         mc::write_data(out, item.value);
@@ -263,6 +265,7 @@ fn meta_get(
     let mut hit = read(ctx, t, key, peek, |item| {
         write_hit(out, m, key, &item, new_expiry, false, now);
     });
+    let mut vivified = false;
     if hit.is_none() {
         if let Some(ttl) = f.vivify_ttl() {
             // Vivify: create an empty item whose token is already sent, only if the key is
@@ -281,6 +284,7 @@ fn meta_get(
             });
             match created {
                 Ok(created) => {
+                    vivified = created;
                     hit = read(ctx, t, key, peek, |item| {
                         write_hit(out, m, key, &item, new_expiry, created, now);
                     });
@@ -290,7 +294,11 @@ fn meta_get(
         }
     }
     stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
-    if let (Some(()), Some(at)) = (hit, new_expiry) {
+    // On a vivified item the later of `T` and `N` sets the TTL, as in memcached's flag loop.
+    let n_last = vivified
+        && f.tokens().filter(|t| matches!(t.letter, b'T' | b'N')).last().map(|t| t.letter)
+            == Some(b'N');
+    if let (Some(()), Some(at), false) = (hit, new_expiry, n_last) {
         stats::inc(&ctx.stats.cmd_touch);
         if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
             stats::inc(&ctx.stats.touch_hits);
@@ -410,12 +418,13 @@ fn meta_set(
     if status == MetaStatus::Header && f.quiet() {
         return;
     }
-    // Appends report the CAS they wrote too: every write goes through this handle.
-    let cas = ctx.engine.last_cas();
+    // Appends report the CAS they wrote too: every write goes through this handle. A store
+    // that did not happen reports `c0`, as memcached does.
+    let cas = if status == MetaStatus::Header { ctx.engine.last_cas() } else { 0 };
     mc::write_meta_header(out, status, 0);
     for flag in f.tokens() {
         match flag.letter {
-            b'c' if status == MetaStatus::Header => mc::write_meta_flag_u64(out, b'c', cas),
+            b'c' => mc::write_meta_flag_u64(out, b'c', cas),
             letter => {
                 echo_flag(out, letter, flag.token, m);
             }

@@ -73,6 +73,11 @@ fn normalize(reply: &str) -> String {
     reply
         .split("\r\n")
         .map(|line| {
+            // `gets`: VALUE <key> <flags> <bytes> <cas>
+            if line.starts_with("VALUE ") && line.split(' ').count() == 5 {
+                return line.rsplit_once(' ').map_or(line.to_owned(), |(head, _)| head.to_owned())
+                    + " #";
+            }
             line.split(' ')
                 .map(|w| match w.as_bytes() {
                     [b'c' | b't' | b'l', rest @ ..]
@@ -155,6 +160,7 @@ fn replies_match_memcached() {
     let mut theirs = TcpStream::connect(memcached.addr).unwrap();
     for s in [&ours, &theirs] {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_nodelay(true).unwrap();
     }
     for req in SCRIPT {
         let (a, b) = (exchange(&mut ours, req), exchange(&mut theirs, req));
@@ -164,6 +170,78 @@ fn replies_match_memcached() {
             "request {:?}\nfridge:    {a:?}\nmemcached: {b:?}",
             String::from_utf8_lossy(req)
         );
+    }
+}
+
+/// A deterministic mix of meta and text commands over a few keys, with the flags that drive
+/// the stale-while-revalidate machinery in random combinations and orders.
+fn random_script(seed: u64, len: usize) -> Vec<Vec<u8>> {
+    let mut x = seed;
+    let mut next = move |n: usize| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % n as u64) as usize
+    };
+    let pick = |next: &mut dyn FnMut(usize) -> usize, from: &[&str], most: usize| {
+        let mut chosen: Vec<&str> = Vec::new();
+        for _ in 0..next(most + 1) {
+            let f = from[next(from.len())];
+            // One flag of a letter per request (memcached refuses duplicates).
+            if !chosen.iter().any(|c| c.as_bytes()[0] == f.as_bytes()[0]) {
+                chosen.push(f);
+            }
+        }
+        chosen.iter().map(|f| format!(" {f}")).collect::<String>()
+    };
+    const MG: &[&str] = &[
+        "v", "c", "f", "h", "s", "t", "k", "q", "O9", "T30", "N30", "R30", "R5", "u", "I", "T-1",
+        "N0", "l", "T0", "R100",
+    ];
+    const MD: &[&str] = &["q", "I", "T30", "C1", "k", "O1", "T0"];
+    const MS: &[&str] = &["q", "I", "C1", "C99999", "T10", "F3", "c", "k", "MS", "ME", "MA", "O4"];
+    const MA: &[&str] = &["q", "N0", "J5", "v", "c", "t", "MD", "T20", "k"];
+    let mut script = Vec::new();
+    for _ in 0..len {
+        let key = ["k1", "k2", "k3", "k4"][next(4)];
+        let req = match next(10) {
+            0..=3 => format!("mg {key}{}\r\n", pick(&mut next, MG, 6)),
+            4 => format!("md {key}{}\r\n", pick(&mut next, MD, 3)),
+            5 | 6 => format!("ms {key} 1{}\r\n{}\r\n", pick(&mut next, MS, 4), next(10)),
+            7 => format!("ma {key}{}\r\n", pick(&mut next, MA, 3)),
+            _ => {
+                let text =
+                    ["touch {} 50", "gat 40 {}", "get {}", "delete {}", "incr {} 1", "gets {}"];
+                format!("{}\r\n", text[next(text.len())].replace("{}", key))
+            }
+        };
+        script.push(req.into_bytes());
+    }
+    script
+}
+
+#[test]
+fn random_meta_sequences_match_memcached() {
+    let Some(memcached) = Memcached::start() else { return };
+    let server = start();
+    let mut ours = TcpStream::connect(server.local_addr()).unwrap();
+    let mut theirs = TcpStream::connect(memcached.addr).unwrap();
+    for s in [&ours, &theirs] {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.set_nodelay(true).unwrap();
+    }
+    for seed in [7, 8, 9] {
+        exchange(&mut ours, b"flush_all\r\n");
+        exchange(&mut theirs, b"flush_all\r\n");
+        for req in random_script(seed, 400) {
+            let (a, b) = (exchange(&mut ours, &req), exchange(&mut theirs, &req));
+            assert_eq!(
+                normalize(&a),
+                normalize(&b),
+                "seed {seed}, request {:?}\nfridge:    {a:?}\nmemcached: {b:?}",
+                String::from_utf8_lossy(&req)
+            );
+        }
     }
 }
 
