@@ -564,6 +564,9 @@ impl Worker {
     pub fn flush(&mut self, tenant: TenantId, delay_ms: u64) {
         let inner = &*self.inner;
         if delay_ms == 0 {
+            // memcached notes the CAS value a flush happened at; taking one keeps the two
+            // servers' CAS sequences alike.
+            inner.new_cas();
             inner.tenants[usize::from(tenant.0)].flush_at_ms.store(NO_FLUSH, Ordering::Relaxed);
             inner.flush_now(&self.slot, tenant);
         } else {

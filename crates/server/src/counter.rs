@@ -95,9 +95,15 @@ impl Counters for Worker {
             };
             let n = if decrement { n.saturating_sub(delta) } else { n.wrapping_add(delta) };
             write_u64(buf, n);
-            // memcached rewrites a number of the same length in place, keeping the item's
-            // state (stale, win token, fetched), and makes a new item of one that changed length.
-            let state = if buf.len() == c.value.len() { c.state } else { 0 };
+            // memcached rewrites a number that is no longer in place, padded with spaces to
+            // the old length and keeping the item's state (stale, win token, fetched), and makes
+            // a new item of one that grew (`doc/protocol.txt`: "The number MAY be
+            // space-padded").
+            let in_place = buf.len() <= c.value.len();
+            if in_place {
+                buf.resize(c.value.len(), b' ');
+            }
+            let state = if in_place { c.state } else { 0 };
             Ok(Update::WriteWith {
                 flags: c.flags,
                 expires_at_ms: c.expires_at_ms,

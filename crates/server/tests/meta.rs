@@ -142,7 +142,13 @@ const SCRIPT: &[&[u8]] = &[
     // An increment in place keeps the item's state; one that changes the length does not.
     b"ms n1 1\r\n1\r\nmd n1 I\r\nma n1 v\r\nmg n1 v\r\n",
     b"ms n2 1\r\n9\r\nmd n2 I\r\nma n2 v\r\nmg n2 v\r\n",
-    b"ms n3 2\r\n10\r\nmg n3 v\r\nma n3 v MD\r\nmg n3 h v\r\n",
+    // A decrement that shortens the number rewrites it in place, space-padded. (No read of
+    // the item just before: memcached makes a new item instead while a reply still holds it,
+    // which depends on its timing.)
+    b"ms n3 2\r\n10\r\n",
+    b"ma n3 v MD\r\n",
+    b"decr n3 5\r\n",
+    b"get n3\r\n",
     // `u` and `me` read without counting an access.
     b"ms uu 1\r\nx\r\nmg uu u h\r\nmg uu u h\r\nmg uu h\r\nmg uu h\r\n",
     b"ms uv 1\r\nx\r\nme uv\r\nmg uv h\r\nme uv\r\nms uw 1 T100\r\nx\r\nmg uw u R200 v\r\n",
@@ -200,18 +206,18 @@ fn random_script(seed: u64, len: usize) -> Vec<Vec<u8>> {
     ];
     const MD: &[&str] = &["q", "I", "T30", "C1", "k", "O1", "T0"];
     const MS: &[&str] = &["q", "I", "C1", "C99999", "T10", "F3", "c", "k", "MS", "ME", "MA", "O4"];
-    const MA: &[&str] = &["q", "N0", "J5", "v", "c", "t", "MD", "T20", "k"];
     let mut script = Vec::new();
     for _ in 0..len {
         let key = ["k1", "k2", "k3", "k4"][next(4)];
-        let req = match next(10) {
+        // No `ma` or `incr`: whether memcached rewrites a number in place (keeping the item's
+        // state) depends on whether a reply still holds the item, which is timing (the fixed
+        // script covers them).
+        let req = match next(9) {
             0..=3 => format!("mg {key}{}\r\n", pick(&mut next, MG, 6)),
             4 => format!("md {key}{}\r\n", pick(&mut next, MD, 3)),
             5 | 6 => format!("ms {key} 1{}\r\n{}\r\n", pick(&mut next, MS, 4), next(10)),
-            7 => format!("ma {key}{}\r\n", pick(&mut next, MA, 3)),
             _ => {
-                let text =
-                    ["touch {} 50", "gat 40 {}", "get {}", "delete {}", "incr {} 1", "gets {}"];
+                let text = ["touch {} 50", "gat 40 {}", "get {}", "delete {}", "gets {}"];
                 format!("{}\r\n", text[next(text.len())].replace("{}", key))
             }
         };
