@@ -123,3 +123,18 @@ def test_unicode_values_with_serde(fridge):
     client.set("obj", {"a": [1, 2, 3]})
     assert client.get("obj") == {"a": [1, 2, 3]}
     client.close()
+
+
+def test_cas_survives_a_touch(mc):
+    """memcached keeps an item's CAS when only its TTL changes: gets, touch, cas stores."""
+    assert mc.set("t", b"v1", noreply=False) is True
+    assert mc.set("u", b"other", noreply=False) is True
+    value, cas = mc.gets("t")
+    assert value == b"v1"
+    assert mc.gets("u")[1] != cas, "every item has its own CAS"
+    assert mc.touch("t", 100, noreply=False) is True
+    assert mc.set("u", b"changed", noreply=False) is True
+    assert mc.gets("t") == (b"v1", cas)
+    assert mc.cas("t", b"v2", cas, noreply=False) is True
+    assert mc.cas("t", b"v3", cas, noreply=False) is False
+    assert mc.get("t") == b"v2"

@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo bench -p fridge-engine --bench engine_compare -- [keys...]     (default: 1M 10M)
+//! cargo bench ... -- -n 1000000 --no-capacity 100000    (fewer ops per phase; no capacity)
 //! taskset -c 1 cargo bench ...                                          (pin to one core)
 //! ```
 //!
@@ -24,6 +25,7 @@ use fridge_workload::{Rng, Zipf, render_key};
 
 const KEY_LEN: usize = 16;
 const VALUE_LEN: usize = 32;
+/// Operations per phase unless `-n` says otherwise.
 const OPS: usize = 10_000_000;
 const T: TenantId = TenantId(0);
 /// GETs are issued in chunks of this many keys (a deep request pipeline's worth).
@@ -223,21 +225,32 @@ fn mops(x: f64) -> String {
 }
 
 fn main() {
-    let mut keys: Vec<u64> =
-        std::env::args().skip(1).filter_map(|a| a.replace('_', "").parse().ok()).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let ops = args
+        .iter()
+        .position(|a| a == "-n")
+        .and_then(|i| args.get(i + 1)?.replace('_', "").parse().ok())
+        .unwrap_or(OPS);
+    let with_capacity = !args.iter().any(|a| a == "--no-capacity");
+    let mut keys: Vec<u64> = args
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| i == 0 || args[i - 1] != "-n")
+        .filter_map(|(_, a)| a.replace('_', "").parse().ok())
+        .collect();
     if keys.is_empty() {
         keys = vec![1_000_000, 10_000_000];
     }
     println!(
-        "# engine_compare: one thread, Zipf(0.99), 16 B keys, 32 B values, {OPS} ops per phase"
+        "# engine_compare: one thread, Zipf(0.99), 16 B keys, 32 B values, {ops} ops per phase"
     );
     println!();
     println!("| keys | cache | SET Mops/s | GET-hit Mops/s | GET-miss Mops/s | hit ratio |");
     println!("|---:|---|---:|---:|---:|---:|");
     let mut by_keys = Vec::new();
     for &n in &keys {
-        let hits = zipf_stream(n, OPS, 42);
-        let misses: Vec<Key> = (0..OPS as u64).map(|i| key(n + 1 + (i % n))).collect();
+        let hits = zipf_stream(n, ops, 42);
+        let misses: Vec<Key> = (0..ops as u64).map(|i| key(n + 1 + (i % n))).collect();
         let heap = ((n as usize * 120).next_power_of_two()).max(256 << 20);
         let mut rows = Vec::new();
         let caches: Vec<Box<dyn Fn() -> Box<dyn Cache>>> = vec![
@@ -296,6 +309,9 @@ fn main() {
             );
         }
     }
+    if !with_capacity {
+        return;
+    }
     println!();
     println!("## capacity: distinct 16 B/32 B items resident in 1 GiB");
     println!();
@@ -310,9 +326,10 @@ fn main() {
     let in_segments = s.item_bytes as f64 / s.items as f64 - (KEY_LEN + VALUE_LEN) as f64;
     let index = s.index_bytes as f64 / s.items as f64;
     println!(
-        "| fridge-engine | {items} | {:.1} | {:.1}: record header {in_segments:.1} + index {index:.1} (nominal 12 + 8) |",
+        "| fridge-engine | {items} | {:.1} | {:.1}: record header {in_segments:.1} + index {index:.1} (nominal {} + 8) |",
         gib as f64 / items as f64,
-        in_segments + index
+        in_segments + index,
+        fridge_engine::item::HEADER_LEN
     );
     drop(fridge);
     let mut seg = Seg::new(gib, total);

@@ -54,6 +54,8 @@ pub(crate) struct Inner {
     /// A lower bound on the expiry of every live item (`u64::MAX`: none has one); see
     /// [`crate::expiry`].
     pub(crate) next_expiry_ms: AtomicU64,
+    /// The last CAS value handed out (see [`Inner::new_cas`]).
+    pub(crate) cas: CasCounter,
     /// The expiry sweep's cursor (one step at a time).
     pub(crate) sweep: Mutex<SweepState>,
     /// Set when the background thread is asked to run; guards `wake` (a leaf lock, so a
@@ -66,6 +68,11 @@ pub(crate) struct Inner {
     /// Told about each evicted item, once set (see `observe.rs`).
     pub(crate) eviction_observer: OnceLock<EvictionObserver>,
 }
+
+/// The engine-wide CAS counter, on a cache line of its own: every store writes it.
+#[derive(Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct CasCounter(pub(crate) AtomicU64);
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -133,6 +140,13 @@ impl Inner {
             expires_at_ms: self.expires_at(&rec, loc),
             last_access_ms: self.tick_time_ms(rec.access()),
         });
+    }
+
+    /// A CAS value no item has had: one more than the last handed out. One atomic add on a
+    /// line of its own per store (memcached takes a global lock for the same).
+    #[inline]
+    pub(crate) fn new_cas(&self) -> u64 {
+        self.cas.0.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     #[inline]
@@ -229,10 +243,16 @@ impl Inner {
     /// bytes follows its record directly (one cache line holds both, saving a miss per GET
     /// hit; see `docs/design.md`); a larger one goes at the high end, apart from keys
     /// (Cavast §4.2).
-    pub(crate) fn append_to(&self, seg: u32, item: &NewItem<'_>, value: &[&[u8]]) -> Option<Loc> {
+    pub(crate) fn append_to(
+        &self,
+        seg: u32,
+        item: &NewItem<'_>,
+        value: &[&[u8]],
+    ) -> Option<(Loc, usize)> {
         let value_len: usize = value.iter().map(|v| v.len()).sum();
-        let record_len = item.record_len();
         let h = self.segments.header(seg);
+        let base_ms = h.base_ms.load(Ordering::Relaxed);
+        let record_len = item.record_len(base_ms);
         let top = h.key_top.load(Ordering::Relaxed) as usize;
         let bottom = h.value_bottom.load(Ordering::Relaxed) as usize;
         if top + record_len + value_len > bottom {
@@ -254,18 +274,11 @@ impl Inner {
         // where the record ends; any other value ends at `bottom` and starts at or after
         // top + record_len.
         unsafe {
-            item::write(
-                base.add(top),
-                base.add(value_offset),
-                item,
-                value_offset,
-                value,
-                h.base_ms.load(Ordering::Relaxed),
-            );
+            item::write(base.add(top), base.add(value_offset), item, value_offset, value, base_ms);
         }
         h.key_top.store(new_top as u32, Ordering::Release);
         h.value_bottom.store(new_bottom as u32, Ordering::Release);
-        Some(Loc { segment: seg, offset: top as u32 })
+        Some((Loc { segment: seg, offset: top as u32 }, record_len + value_len))
     }
 
     pub(crate) fn note_segment_fill(&self) {

@@ -266,6 +266,14 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 if relocate(inner, &guard, s.hash, s.loc, new) {
                     relocated.0 += 1;
                     relocated.1 += size as u64;
+                    // State bits set on the old record while it was copied carry over.
+                    inner.record(&guard, new).set_state(inner.record(&guard, s.loc).state());
+                    if size != s.size as usize {
+                        // A wide expiry that fits the compact field in the new segment.
+                        let t = &inner.tenants[usize::from(s.tenant)];
+                        t.bytes.fetch_add(size as u64, Ordering::Relaxed);
+                        t.bytes.fetch_sub(u64::from(s.size), Ordering::Relaxed);
+                    }
                     // The copy is a record the expiry sweep's pass under way may not
                     // account for (see `crate::expiry`).
                     inner.note_expiry(inner.expires_at(&inner.record(&guard, new), new));
@@ -428,7 +436,6 @@ fn copy_out(
     outputs_left: &mut usize,
 ) -> Option<(Loc, usize)> {
     let rec = inner.record(guard, s.loc);
-    let size = rec.size();
     let head = &mut state.heads[usize::from(s.large)];
     // Keep the access stamp, but never let it look older than half the stamp range, so it
     // cannot wrap around to look young.
@@ -442,12 +449,15 @@ fn copy_out(
         key: rec.key(),
         flags: rec.flags(),
         expires_at_ms: inner.expires_at(&rec, s.loc),
+        cas: rec.cas(),
         access,
+        state: rec.state(),
+        touched: rec.touched(),
     };
     loop {
         if let Some(seg) = *head {
-            if let Some(loc) = inner.append_to(seg, &new_item, &[rec.value()]) {
-                return Some((loc, size));
+            if let Some(written) = inner.append_to(seg, &new_item, &[rec.value()]) {
+                return Some(written);
             }
             inner.segments.seal(seg);
             *head = None;

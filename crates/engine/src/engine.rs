@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use crate::arbiter::Arbiter;
 use crate::arena::Arena;
 use crate::budget::{self, LEND_AHEAD, LimitError};
-use crate::cache::{CleanerState, Inner, SweepState};
+use crate::cache::{CasCounter, CleanerState, Inner, SweepState};
 use crate::cleaner;
 use crate::clock::Clock;
 use crate::config::{CleanerMode, EngineConfig};
@@ -97,6 +97,7 @@ impl Engine {
             watermark,
             cleaner: Mutex::new(CleanerState::new(cleaner_id, config.seed)),
             next_expiry_ms: AtomicU64::new(NO_EXPIRY),
+            cas: CasCounter::default(),
             sweep: Mutex::new(SweepState::new()),
             wake_requested: Mutex::new(false),
             wake: Condvar::new(),

@@ -33,9 +33,11 @@
 //! If a new table cannot be mapped (out of memory), the growth is given up and counted ([`IndexStats::growth_failures`]), never a panic: the index goes on in the table it
 //! has, evicting from full paths, and tries again a few thousand maintenance steps later.
 //!
-//! **CAS.** Every change under a root's lock increments its `CAS` after publishing the change,
-//! so a CAS value read with an item never matches once that item is modified. Migration gives
-//! new roots a CAS above every value the old root handed out.
+//! **CAS (the root's change counter).** Every change under a root's lock increments its `CAS`
+//! after publishing the change, so a lookup that raced a change can tell and look again, and an
+//! update publishes only over an unchanged root. Migration gives new roots a CAS above every
+//! value the old root handed out. This is the index's own version, not the CAS clients see:
+//! that one is per item, in the key record (`crate::item`).
 //!
 //! **Memory.** The index counts what it keeps resident: each live table's roots and its pool
 //! up to the last group ever handed out (the rest of a pool is mapped but never touched), and

@@ -8,37 +8,58 @@
 //! is:
 //!
 //! ```text
-//!  0                                   8              11      12
-//!  ├──────────────── word ─────────────┼─── expiry ───┼ access┼ [flags u32] [key len u16] key…
+//!  0             8             16          20       21      22            25
+//!  ├──── word ───┼───── cas ───┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
+//!                                                                          [flags u32]
+//!                                                                          [key len u16] key…
 //!
 //!  word (u64, little-endian):
 //!  │ 63        │ 62       │ 61 ... 54 │ 53 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
 //!  │ HAS_FLAGS │ LONG_KEY │  TENANT   │  KEY_LEN  │  VALUE_LEN   │ VALUE_OFFSET │
 //!  │   1 bit   │  1 bit   │  8 bit    │  8 bit    │   23 bit     │    23 bit    │
 //!
-//!  expiry (u24): │ 23 22 │ 21 ............ 0 │
-//!                │ UNIT  │ DELTA from the segment's base time, rounded up
+//!  expiry (u32): │ 31 30 │ 29 ................ 0 │
+//!                │ KIND  │ DELTA ms from the segment's base time (KIND = COMPACT)
+//!
+//!  state (u8, atomic): │ 7 ... 4 │     3      │    2    │    1     │   0   │
+//!                      │ unused  │ KEY_BINARY │ FETCHED │ WIN_SENT │ STALE │
 //! ```
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
 //!   which bounds segments to 8 MiB.
+//! - `cas` is the item's own CAS value (memcached's "unique"), given when the value is written
+//!   and kept by everything that leaves the value as it is: a TTL change (which rewrites the
+//!   record with the same CAS) and the cleaner's relocation. Values come from one engine-wide
+//!   counter, so they are unique per item and grow with time (memcached's `ms I` compares
+//!   them); a client may also set one explicitly (memcached meta `E`).
+//! - Expiry is exact to the millisecond. KIND `NONE` is no expiry; `COMPACT` holds the
+//!   delta from the segment's base time (up to 2^30 ms, 12.4 days); `WIDE` means the delta
+//!   does not fit and the absolute expiry (ms since the Unix epoch) follows the header as a
+//!   u64, 8 bytes paid only by items that expire more than 12.4 days after
+//!   their segment was opened. Nothing is rounded: an item expires at the millisecond asked.
 //! - Client flags (memcached's 32-bit opaque) are stored only when non-zero (`HAS_FLAGS`).
 //! - Keys longer than 255 bytes (RESP allows 64 KiB) set `LONG_KEY` and store a u16 length.
-//! - Expiry units: none, 1 ms (TTLs up to 69 min are exact to the millisecond), 1 s (up to
-//!   48 days, exact to the second), 1 h (up to 478 years). Rounding is always up: an item may
-//!   live up to one unit longer than asked, never shorter.
-//! - The access byte is a coarse last-access stamp of the engine's recency clock; it is the
-//!   only byte of a published item that is ever written, and it is accessed atomically.
+//! - The access byte is a coarse last-access stamp of the engine's recency clock (for the
+//!   eviction ranks); the state byte holds the meta protocol's per-item bits (memcached
+//!   `doc/new_lru.txt`: stale, win token handed out, fetched since written); `touched` is the
+//!   last access in whole seconds of the engine's clock, modulo 2^24 (194 days; memcached
+//!   meta `l`). They are the only bytes of a published item that are ever written, each
+//!   accessed atomically on its own (a reader may see `touched` half-updated when a second
+//!   carries into its next byte: `l` is then off by a multiple of 256 s for that read).
 //!
-//! **Metadata per small item**: 12 bytes here plus the item's share of the index: one 8-byte
-//! slot nominally (20 bytes in all), measured at 19.1 bytes at the index's real load (4.2
-//! items per root bucket plus sub-bucket groups), for 31.1 bytes in all.
+//! **Metadata per small item**: 25 bytes here (8 of them the CAS, 1 the state byte, 3 the
+//! access time; 33 for an item expiring more than 12.4 days after its segment opened) plus the
+//! item's share of the index: one 8-byte slot nominally (33 bytes in all), measured at 19.1
+//! bytes at the index's real load (4.2 items per root bucket plus sub-bucket groups), for
+//! 44.1 bytes in all.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Bytes of the fixed key-record header.
-pub const HEADER_LEN: usize = 12;
+pub const HEADER_LEN: usize = 25;
+/// Bytes of the absolute expiry that follows the header of an item with a wide expiry.
+pub const WIDE_EXPIRY_LEN: usize = 8;
 
 const VALUE_OFFSET_BITS: u32 = 23;
 const VALUE_OFFSET_MASK: u64 = (1 << VALUE_OFFSET_BITS) - 1;
@@ -58,13 +79,44 @@ pub const MAX_KEY_LEN: usize = u16::MAX as usize;
 /// Number of distinct tenant ids a record can hold.
 pub const MAX_TENANTS: usize = 256;
 
-const EXPIRY_UNIT_SHIFT: u32 = 22;
-const EXPIRY_DELTA_MASK: u32 = (1 << 22) - 1;
-const UNIT_NONE: u32 = 0;
-/// Milliseconds per unit, indexed by the UNIT field (index 0, "no expiry", is unused).
-const UNIT_MS: [u64; 4] = [0, 1, 1_000, 3_600_000];
+const CAS_OFFSET: usize = 8;
+const EXPIRY_OFFSET: usize = 16;
+const ACCESS_OFFSET: usize = 20;
+const STATE_OFFSET: usize = 21;
+const TOUCHED_OFFSET: usize = 22;
+const TOUCHED_LEN: usize = 3;
+/// The `touched` stamp counts seconds modulo this.
+pub const TOUCHED_MODULUS: u32 = 1 << (8 * TOUCHED_LEN);
 
-const ACCESS_OFFSET: usize = 11;
+/// The `touched` stamp of a time in ms.
+pub const fn touched_stamp(now_ms: u64) -> u32 {
+    ((now_ms / 1000) % TOUCHED_MODULUS as u64) as u32
+}
+
+/// Whole seconds from stamp `then` to the stamp of `now_ms` (modulo 2^24).
+pub const fn seconds_since(then: u32, now_ms: u64) -> u32 {
+    touched_stamp(now_ms).wrapping_sub(then) % TOUCHED_MODULUS
+}
+
+const EXPIRY_KIND_SHIFT: u32 = 30;
+const EXPIRY_DELTA_MASK: u32 = (1 << EXPIRY_KIND_SHIFT) - 1;
+const KIND_NONE: u32 = 0;
+const KIND_COMPACT: u32 = 1;
+const KIND_WIDE: u32 = 2;
+
+/// State bit: the item is stale (memcached meta `md I`, `ms I`).
+pub const STATE_STALE: u8 = 1;
+/// State bit: a client was handed the win token to recache the item (meta `W`).
+pub const STATE_WIN_SENT: u8 = 1 << 1;
+/// State bit: the item was read since it was written (meta `h`).
+pub const STATE_FETCHED: u8 = 1 << 2;
+/// State bit, set when the item is written and never changed: the client sent the key
+/// base64-encoded (memcached meta `b`), so replies that echo the key encode it again.
+pub const STATE_KEY_BINARY: u8 = 1 << 3;
+
+const fn expiry_kind(code: u32) -> u32 {
+    code >> EXPIRY_KIND_SHIFT
+}
 
 /// Everything needed to write one item.
 #[derive(Debug, Clone, Copy)]
@@ -77,51 +129,70 @@ pub struct NewItem<'a> {
     pub flags: u32,
     /// Absolute expiry in ms since the Unix epoch, or `None` for never.
     pub expires_at_ms: Option<u64>,
+    /// The item's CAS value.
+    pub cas: u64,
     /// Initial access stamp.
     pub access: u8,
+    /// Initial state bits (`STATE_*`).
+    pub state: u8,
+    /// Initial `touched` stamp ([`touched_stamp`]).
+    pub touched: u32,
 }
 
 impl NewItem<'_> {
-    /// Bytes this item's key record takes.
-    pub fn record_len(&self) -> usize {
-        record_len(self.key.len(), self.flags != 0)
+    /// Bytes this item's key record takes in a segment whose base time is `base_ms`.
+    pub fn record_len(&self, base_ms: u64) -> usize {
+        record_len(self.key.len(), self.flags != 0, is_wide(self.expires_at_ms, base_ms))
+    }
+
+    /// The most bytes this item's key record can take, whatever segment it lands in.
+    pub fn max_record_len(&self) -> usize {
+        record_len(self.key.len(), self.flags != 0, self.expires_at_ms.is_some())
     }
 }
 
 /// Bytes of a key record for a key of `key_len` bytes.
-pub const fn record_len(key_len: usize, has_flags: bool) -> usize {
-    HEADER_LEN + if has_flags { 4 } else { 0 } + if key_len > 255 { 2 } else { 0 } + key_len
+pub const fn record_len(key_len: usize, has_flags: bool, wide_expiry: bool) -> usize {
+    HEADER_LEN
+        + if wide_expiry { WIDE_EXPIRY_LEN } else { 0 }
+        + if has_flags { 4 } else { 0 }
+        + if key_len > 255 { 2 } else { 0 }
+        + key_len
 }
 
-/// Encodes an absolute expiry relative to a segment's base time.
+/// Whether an expiry needs the wide field in a segment whose base time is `base_ms`: its
+/// delta from the base is over 30 bits of milliseconds, or it lies before the base.
+pub fn is_wide(expires_at_ms: Option<u64>, base_ms: u64) -> bool {
+    expires_at_ms.is_some_and(|at| at < base_ms || at - base_ms > u64::from(EXPIRY_DELTA_MASK))
+}
+
+/// Encodes an absolute expiry relative to a segment's base time: the compact code, whose
+/// kind says whether the absolute time must also be stored (see [`is_wide`]).
 pub fn encode_expiry(expires_at_ms: Option<u64>, base_ms: u64) -> u32 {
-    let Some(at) = expires_at_ms else { return UNIT_NONE };
-    let delta = at.saturating_sub(base_ms);
-    for (unit, &ms) in UNIT_MS.iter().enumerate().skip(1) {
-        let units = delta.div_ceil(ms);
-        if units <= u64::from(EXPIRY_DELTA_MASK) {
-            return ((unit as u32) << EXPIRY_UNIT_SHIFT) | units as u32;
-        }
+    match expires_at_ms {
+        None => KIND_NONE << EXPIRY_KIND_SHIFT,
+        Some(_) if is_wide(expires_at_ms, base_ms) => KIND_WIDE << EXPIRY_KIND_SHIFT,
+        Some(at) => KIND_COMPACT << EXPIRY_KIND_SHIFT | (at - base_ms) as u32,
     }
-    (3 << EXPIRY_UNIT_SHIFT) | EXPIRY_DELTA_MASK
 }
 
-/// Decodes an expiry written by [`encode_expiry`].
-pub fn decode_expiry(code: u32, base_ms: u64) -> Option<u64> {
-    let unit = (code >> EXPIRY_UNIT_SHIFT) as usize & 3;
-    if unit as u32 == UNIT_NONE {
-        return None;
+/// Decodes an expiry written by [`encode_expiry`]; `wide` is the absolute time stored after
+/// the header when the code's kind is `WIDE`.
+pub fn decode_expiry(code: u32, base_ms: u64, wide: impl FnOnce() -> u64) -> Option<u64> {
+    match expiry_kind(code) {
+        KIND_NONE => None,
+        KIND_COMPACT => Some(base_ms + u64::from(code & EXPIRY_DELTA_MASK)),
+        _ => Some(wide()),
     }
-    Some(base_ms + u64::from(code & EXPIRY_DELTA_MASK) * UNIT_MS[unit])
 }
 
 /// Writes a key record at `record` and the value at `value`; `value_offset` is the value's
-/// offset within the segment.
+/// offset within the segment, `base_ms` the segment's base time.
 ///
 /// # Safety
-/// `record` must be valid for writes of `item.record_len()` bytes and `value` for writes of
-/// `value_len` bytes, both inside one segment that no other thread reads or writes at those
-/// addresses until the item is published; the ranges must not overlap.
+/// `record` must be valid for writes of `item.record_len(base_ms)` bytes and `value` for
+/// writes of `value_len` bytes, both inside one segment that no other thread reads or writes
+/// at those addresses until the item is published; the ranges must not overlap.
 pub unsafe fn write(
     record: *mut u8,
     value: *mut u8,
@@ -146,15 +217,23 @@ pub unsafe fn write(
     }
     let expiry = encode_expiry(item.expires_at_ms, base_ms);
     let mut header = [0u8; HEADER_LEN];
-    header[..8].copy_from_slice(&word.to_le_bytes());
-    header[8..11].copy_from_slice(&expiry.to_le_bytes()[..3]);
+    header[..CAS_OFFSET].copy_from_slice(&word.to_le_bytes());
+    header[CAS_OFFSET..EXPIRY_OFFSET].copy_from_slice(&item.cas.to_le_bytes());
+    header[EXPIRY_OFFSET..ACCESS_OFFSET].copy_from_slice(&expiry.to_le_bytes());
     header[ACCESS_OFFSET] = item.access;
+    header[STATE_OFFSET] = item.state;
+    header[TOUCHED_OFFSET..].copy_from_slice(&item.touched.to_le_bytes()[..TOUCHED_LEN]);
     // SAFETY: the caller guarantees `record` is writable for the whole record and unshared;
-    // every write below stays inside `record_len()` bytes, in order: header, flags, key length,
-    // key.
+    // every write below stays inside `record_len(base_ms)` bytes, in order: header, wide
+    // expiry, flags, key length, key.
     unsafe {
         std::ptr::copy_nonoverlapping(header.as_ptr(), record, HEADER_LEN);
         let mut at = record.add(HEADER_LEN);
+        if expiry_kind(expiry) == KIND_WIDE {
+            let wide = item.expires_at_ms.unwrap_or(0).to_le_bytes();
+            std::ptr::copy_nonoverlapping(wide.as_ptr(), at, WIDE_EXPIRY_LEN);
+            at = at.add(WIDE_EXPIRY_LEN);
+        }
         if item.flags != 0 {
             std::ptr::copy_nonoverlapping(item.flags.to_le_bytes().as_ptr(), at, 4);
             at = at.add(4);
@@ -173,6 +252,21 @@ pub unsafe fn write(
             std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
             at = at.add(part.len());
         }
+    }
+}
+
+/// The state byte of a published item, as a reader may change it: bits are only ever set,
+/// and setting returns the bits as they were, so of many readers racing to set a bit exactly
+/// one sees it clear (the meta protocol's win token).
+#[derive(Debug, Clone, Copy)]
+pub struct StateCell<'g>(&'g AtomicU8);
+
+impl StateCell<'_> {
+    /// Sets `bits`, returning the state bits as they were before.
+    #[inline]
+    pub fn set(&self, bits: u8) -> u8 {
+        let old = self.0.load(Ordering::Relaxed);
+        if old & bits == bits { old } else { self.0.fetch_or(bits, Ordering::AcqRel) }
     }
 }
 
@@ -201,12 +295,12 @@ impl<'g> Record<'g> {
     pub unsafe fn at(segment: *const u8, offset: usize) -> Record<'g> {
         // SAFETY: the caller guarantees a whole record is published at `offset`; the header is
         // the first HEADER_LEN bytes of it and is never written after publication (except the
-        // access byte, which is not read here).
+        // access and state bytes, which are not read here).
         unsafe {
             let record = segment.add(offset);
             let word = u64::from_le_bytes(std::ptr::read_unaligned(record.cast::<[u8; 8]>()));
-            let e = std::ptr::read_unaligned(record.add(8).cast::<[u8; 3]>());
-            let expiry = u32::from_le_bytes([e[0], e[1], e[2], 0]);
+            let e = std::ptr::read_unaligned(record.add(EXPIRY_OFFSET).cast::<[u8; 4]>());
+            let expiry = u32::from_le_bytes(e);
             Record { record, segment, word, expiry, live: PhantomData }
         }
     }
@@ -223,14 +317,36 @@ impl<'g> Record<'g> {
         if self.word & HAS_FLAGS_BIT == 0 {
             return 0;
         }
-        // SAFETY: HAS_FLAGS says four flag bytes follow the header inside the record.
-        let b = unsafe { std::ptr::read_unaligned(self.record.add(HEADER_LEN).cast::<[u8; 4]>()) };
+        // SAFETY: HAS_FLAGS says four flag bytes follow the header (and the wide expiry, if
+        // any) inside the record.
+        let b = unsafe {
+            std::ptr::read_unaligned(self.record.add(self.flags_start()).cast::<[u8; 4]>())
+        };
         u32::from_le_bytes(b)
     }
 
     #[inline]
+    fn is_wide(&self) -> bool {
+        expiry_kind(self.expiry) == KIND_WIDE
+    }
+
+    #[inline]
+    fn flags_start(&self) -> usize {
+        HEADER_LEN + if self.is_wide() { WIDE_EXPIRY_LEN } else { 0 }
+    }
+
+    #[inline]
     fn key_start(&self) -> usize {
-        HEADER_LEN + if self.word & HAS_FLAGS_BIT != 0 { 4 } else { 0 }
+        self.flags_start() + if self.word & HAS_FLAGS_BIT != 0 { 4 } else { 0 }
+    }
+
+    /// The item's CAS value.
+    #[inline]
+    pub fn cas(&self) -> u64 {
+        // SAFETY: the CAS lies inside the published header and is never written after
+        // publication.
+        let b = unsafe { std::ptr::read_unaligned(self.record.add(CAS_OFFSET).cast::<[u8; 8]>()) };
+        u64::from_le_bytes(b)
     }
 
     /// Key bytes.
@@ -255,7 +371,7 @@ impl<'g> Record<'g> {
     /// Length of the whole key record.
     #[inline]
     pub fn record_len(&self) -> usize {
-        record_len(self.key().len(), self.word & HAS_FLAGS_BIT != 0)
+        record_len(self.key().len(), self.word & HAS_FLAGS_BIT != 0, self.is_wide())
     }
 
     /// Value length.
@@ -288,13 +404,26 @@ impl<'g> Record<'g> {
     /// Whether the item has an expiry (without decoding it).
     #[inline]
     pub fn has_expiry(&self) -> bool {
-        self.expiry >> EXPIRY_UNIT_SHIFT != UNIT_NONE
+        expiry_kind(self.expiry) != KIND_NONE
+    }
+
+    /// Whether the record stores its expiry in the wide field (a copy must keep it so, for
+    /// the item's size not to change).
+    #[inline]
+    pub fn has_wide_expiry(&self) -> bool {
+        self.is_wide()
     }
 
     /// Absolute expiry, given the segment's base time.
     #[inline]
     pub fn expires_at_ms(&self, base_ms: u64) -> Option<u64> {
-        decode_expiry(self.expiry, base_ms)
+        decode_expiry(self.expiry, base_ms, || {
+            // SAFETY: a WIDE kind says the absolute expiry follows the header inside the
+            // record; it is never written after publication.
+            let b =
+                unsafe { std::ptr::read_unaligned(self.record.add(HEADER_LEN).cast::<[u8; 8]>()) };
+            u64::from_le_bytes(b)
+        })
     }
 
     fn access_byte(&self) -> &'g AtomicU8 {
@@ -310,6 +439,58 @@ impl<'g> Record<'g> {
         self.access_byte().load(Ordering::Relaxed)
     }
 
+    fn state_byte(&self) -> &'g AtomicU8 {
+        // SAFETY: as for the access byte: inside the published record, only ever accessed
+        // through this atomic view.
+        unsafe { AtomicU8::from_ptr(self.record.add(STATE_OFFSET).cast_mut()) }
+    }
+
+    /// The atomic state byte, for setting bits after the read (see [`StateCell`]).
+    #[inline]
+    pub fn state_cell(&self) -> StateCell<'g> {
+        StateCell(self.state_byte())
+    }
+
+    /// The state bits (`STATE_*`).
+    #[inline]
+    pub fn state(&self) -> u8 {
+        self.state_byte().load(Ordering::Relaxed)
+    }
+
+    /// Sets state `bits`, returning the bits as they were before (so exactly one of many
+    /// concurrent callers sees a bit clear: the meta protocol's win token).
+    #[inline]
+    pub fn set_state(&self, bits: u8) -> u8 {
+        self.state_cell().set(bits)
+    }
+
+    fn touched_bytes(&self) -> [&'g AtomicU8; TOUCHED_LEN] {
+        // SAFETY: as for the access byte: the three bytes lie inside the published record and
+        // are only ever accessed through these atomic views.
+        std::array::from_fn(|i| unsafe {
+            AtomicU8::from_ptr(self.record.add(TOUCHED_OFFSET + i).cast_mut())
+        })
+    }
+
+    /// The `touched` stamp: the last access, in seconds modulo 2^24 ([`touched_stamp`]).
+    #[inline]
+    pub fn touched(&self) -> u32 {
+        let b = self.touched_bytes().map(|b| b.load(Ordering::Relaxed));
+        u32::from_le_bytes([b[0], b[1], b[2], 0])
+    }
+
+    /// Records an access at `stamp`, writing only the bytes that change (a hot item's line is
+    /// written at most once a second).
+    #[inline]
+    pub fn touch_touched(&self, stamp: u32) {
+        let bytes = self.touched_bytes();
+        for (byte, new) in bytes.iter().zip(stamp.to_le_bytes()) {
+            if byte.load(Ordering::Relaxed) != new {
+                byte.store(new, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Records an access at stamp `now`, writing only if the stamp changes (so a hot item's
     /// line is not written by every reader).
     #[inline]
@@ -321,34 +502,83 @@ impl<'g> Record<'g> {
     }
 }
 
-const _: () = assert!(HEADER_LEN == 12);
+const _: () = assert!(HEADER_LEN == TOUCHED_OFFSET + TOUCHED_LEN);
 const _: () = assert!(MAX_SEGMENT_SIZE as u64 - 1 == VALUE_OFFSET_MASK);
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn expiry_is_exact_to_the_millisecond_below_69_minutes() {
-        let base = 1_700_000_000_000;
-        for ttl in [0, 1, 999, 60_000, 4_194_303] {
-            assert_eq!(
-                decode_expiry(encode_expiry(Some(base + ttl), base), base),
-                Some(base + ttl)
-            );
-        }
+    fn round_trip(at: Option<u64>, base: u64) -> Option<u64> {
+        let mut seg = vec![0u8; 256];
+        let item = NewItem {
+            tenant: 0,
+            key: b"k",
+            flags: 7,
+            expires_at_ms: at,
+            cas: 99,
+            access: 0,
+            state: 0,
+            touched: 0,
+        };
+        let p = seg.as_mut_ptr();
+        // SAFETY: both ranges lie inside `seg`, which nothing else uses.
+        let rec = unsafe {
+            write(p, p.add(200), &item, 200, &[b"v"], base);
+            Record::at(p, 0)
+        };
+        assert_eq!(rec.flags(), 7);
+        assert_eq!(rec.key(), b"k");
+        assert_eq!(rec.cas(), 99);
+        assert_eq!(rec.record_len(), item.record_len(base));
+        rec.expires_at_ms(base)
     }
 
     #[test]
-    fn long_expiry_rounds_up_never_down() {
-        let base = 5_000;
-        for ttl in [4_194_304u64, 86_400_123, 30 * 86_400_000 + 1, 10 * 365 * 86_400_000] {
-            let got = decode_expiry(encode_expiry(Some(base + ttl), base), base).unwrap();
-            assert!(got >= base + ttl, "ttl {ttl} decoded early");
-            let unit = if ttl < 4_194_304_000 { 1_000 } else { 3_600_000 };
-            assert!(got - (base + ttl) < unit, "ttl {ttl} rounded by more than one unit");
+    fn expiry_is_exact_to_the_millisecond_at_every_magnitude() {
+        let base: u64 = 1_700_000_000_123;
+        let mut ttl = 1u64;
+        while ttl < u64::MAX / 4 {
+            for t in [ttl - 1, ttl, ttl + 1, ttl.saturating_mul(1000)] {
+                let at = base.saturating_add(t);
+                assert_eq!(round_trip(Some(at), base), Some(at), "ttl {t}");
+            }
+            ttl *= 3;
         }
-        assert_eq!(decode_expiry(encode_expiry(None, base), base), None);
+        assert_eq!(round_trip(Some(base - 5), base), Some(base - 5), "before the base");
+        assert_eq!(round_trip(None, base), None);
+    }
+
+    #[test]
+    fn only_a_far_expiry_pays_for_the_wide_field() {
+        let base = 10_000;
+        assert!(!is_wide(Some(base + u64::from(EXPIRY_DELTA_MASK)), base));
+        assert!(is_wide(Some(base + u64::from(EXPIRY_DELTA_MASK) + 1), base));
+        assert!(!is_wide(None, base));
+    }
+
+    #[test]
+    fn state_bits_are_set_once() {
+        let mut seg = vec![0u8; 64];
+        let item = NewItem {
+            tenant: 0,
+            key: b"k",
+            flags: 0,
+            expires_at_ms: None,
+            cas: 1,
+            access: 0,
+            state: 0,
+            touched: 0,
+        };
+        let p = seg.as_mut_ptr();
+        // SAFETY: both ranges lie inside `seg`, which nothing else uses.
+        let rec = unsafe {
+            write(p, p.add(60), &item, 60, &[b"v"], 0);
+            Record::at(p, 0)
+        };
+        assert_eq!(rec.set_state(STATE_WIN_SENT) & STATE_WIN_SENT, 0);
+        assert_ne!(rec.set_state(STATE_WIN_SENT) & STATE_WIN_SENT, 0);
+        assert_eq!(rec.state(), STATE_WIN_SENT);
     }
 
     #[test]
@@ -359,7 +589,16 @@ mod tests {
             (&b"flagged"[..], 0xDEAD_BEEF, &b""[..]),
             (&[7u8; 300][..], 5, &[1u8; 100][..]),
         ] {
-            let item = NewItem { tenant: 9, key, flags, expires_at_ms: Some(1234), access: 3 };
+            let item = NewItem {
+                tenant: 9,
+                key,
+                flags,
+                expires_at_ms: Some(1234),
+                cas: u64::MAX - 1,
+                access: 3,
+                state: STATE_STALE,
+                touched: 0xAB_CDEF,
+            };
             let value_offset = 4096 - value.len();
             let base = seg.as_mut_ptr();
             // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -372,9 +611,16 @@ mod tests {
             assert_eq!(rec.flags(), flags);
             assert_eq!(rec.tenant(), 9);
             assert_eq!(rec.access(), 3);
+            assert_eq!(rec.state(), STATE_STALE);
+            assert_eq!(rec.touched(), 0xAB_CDEF);
+            rec.touch_touched(0xAB_CE00);
+            assert_eq!(rec.touched(), 0xAB_CE00);
+            assert_eq!(seconds_since(rec.touched(), (0xAB_CE00 + 5) * 1000), 5);
+            assert_eq!(seconds_since(TOUCHED_MODULUS - 1, 1000), 2, "wraps");
+            assert_eq!(rec.cas(), u64::MAX - 1);
             assert_eq!(rec.expires_at_ms(1000), Some(1234));
             assert!(rec.has_expiry());
-            assert_eq!(rec.record_len(), item.record_len());
+            assert_eq!(rec.record_len(), item.record_len(1000));
         }
     }
 }

@@ -3,6 +3,7 @@
 //! closure sees and decides ([`Current`], [`Update`]). Nothing here is a protocol's: what a
 //! value means (a counter, a list) is the caller's business.
 
+use crate::item::StateCell;
 use crate::tenant::TenantId;
 
 /// An item as a read sees it. Borrowed from the engine's memory for the duration of the
@@ -15,8 +16,15 @@ pub struct Item<'a> {
     pub flags: u32,
     /// Absolute expiry (ms since the Unix epoch), `None` for never.
     pub expires_at_ms: Option<u64>,
-    /// CAS value (0 unless asked for).
+    /// The item's CAS value.
     pub cas: u64,
+    /// The item's state bits as the read found them (`item::STATE_*`, meta protocol).
+    pub state: u8,
+    /// Whole seconds since the item's previous access (memcached meta `l`).
+    pub idle_s: u32,
+    /// The item's state byte, to set bits on (`None` where the item is not the published
+    /// one, as in an update).
+    pub state_cell: Option<StateCell<'a>>,
 }
 
 /// When a stored item expires.
@@ -71,12 +79,26 @@ pub struct Store<'a> {
     pub expiry: Expiry,
     /// Condition.
     pub condition: Condition,
+    /// The CAS value to give the item: `None` for a new one (memcached meta `E` sets it).
+    pub cas: Option<u64>,
+    /// The item's initial state bits (`item::STATE_*`; memcached meta `b` sets
+    /// `STATE_KEY_BINARY`).
+    pub state: u8,
 }
 
 impl<'a> Store<'a> {
     /// An unconditional store with no flags and no expiry.
     pub fn new(tenant: TenantId, key: &'a [u8], value: &'a [u8]) -> Self {
-        Store { tenant, key, value, flags: 0, expiry: Expiry::Never, condition: Condition::Always }
+        Store {
+            tenant,
+            key,
+            value,
+            flags: 0,
+            expiry: Expiry::Never,
+            condition: Condition::Always,
+            cas: None,
+            state: 0,
+        }
     }
 }
 
@@ -92,6 +114,8 @@ pub struct Current<'a> {
     /// CAS value. The update is published only if the item is still this one, so a closure
     /// that compares this CAS acts atomically (memcached `md`/`ma` with `C`).
     pub cas: u64,
+    /// State bits (`item::STATE_*`).
+    pub state: u8,
 }
 
 /// What a [`Worker::update`](crate::Worker::update) closure decided.
@@ -103,6 +127,42 @@ pub enum Update<R> {
         flags: u32,
         /// Absolute expiry.
         expires_at_ms: Option<u64>,
+        /// What the update returns once published.
+        result: R,
+    },
+    /// Write the value the closure put in the buffer as [`Update::Write`] does, with the CAS
+    /// value and state bits given (`cas: None`: a new CAS value).
+    WriteWith {
+        /// Client flags.
+        flags: u32,
+        /// Absolute expiry.
+        expires_at_ms: Option<u64>,
+        /// CAS value, or `None` for a new one.
+        cas: Option<u64>,
+        /// State bits (`item::STATE_*`).
+        state: u8,
+        /// What the update returns once published.
+        result: R,
+    },
+    /// Keep the item's value, flags, CAS and state, and give it this expiry (memcached
+    /// `touch`: a TTL change is not a change of the item). The closure leaves the buffer
+    /// empty.
+    Retime {
+        /// Absolute expiry.
+        expires_at_ms: Option<u64>,
+        /// What the update returns once published.
+        result: R,
+    },
+    /// Keep the item's value and flags, and give it this expiry, CAS value (`None`: a new one)
+    /// and state bits (memcached meta `md I`: marked stale, with a new CAS). The closure
+    /// leaves the buffer empty.
+    Rewrite {
+        /// Absolute expiry.
+        expires_at_ms: Option<u64>,
+        /// CAS value, or `None` for a new one.
+        cas: Option<u64>,
+        /// State bits (`item::STATE_*`).
+        state: u8,
         /// What the update returns once published.
         result: R,
     },

@@ -46,6 +46,8 @@ pub struct Worker {
     heads: [Option<u32>; 2],
     scratch: Vec<u8>,
     refs: Vec<u32>,
+    /// The CAS value of the last item this handle published.
+    last_cas: u64,
 }
 
 impl Worker {
@@ -57,6 +59,7 @@ impl Worker {
             heads: [None, None],
             scratch: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
+            last_cas: 0,
         }
     }
 
@@ -125,13 +128,14 @@ impl Worker {
     ) -> Result<(Loc, usize), EngineError> {
         let inner = &*self.inner;
         let value_len: usize = value.iter().map(|v| v.len()).sum();
-        let record_len = item.record_len();
-        let size = record_len + value_len;
         if item.key.len() > item::MAX_KEY_LEN {
             return Err(EngineError::KeyTooLong);
         }
+        // The record is 8 bytes longer in a segment where the expiry needs its wide field;
+        // the item limit is judged on the compact form, the segment's room on the widest.
+        let size = item.record_len(inner.now_ms()) + value_len;
         if size > inner.config.max_item_size
-            || size > inner.config.segment_size
+            || item.max_record_len() + value_len > inner.config.segment_size
             || !inner.value_fits(value_len)
         {
             return Err(EngineError::TooLarge);
@@ -140,8 +144,8 @@ impl Worker {
         let head = &mut self.heads[usize::from(large)];
         loop {
             if let Some(seg) = *head {
-                if let Some(loc) = inner.append_to(seg, item, value) {
-                    return Ok((loc, size));
+                if let Some(written) = inner.append_to(seg, item, value) {
+                    return Ok(written);
                 }
                 inner.segments.seal(seg);
                 *head = None;
@@ -178,7 +182,10 @@ impl Worker {
             key: req.key,
             flags: req.flags,
             expires_at_ms,
+            cas: req.cas.unwrap_or_else(|| self.inner.new_cas()),
             access: self.inner.recency(),
+            state: req.state,
+            touched: item::touched_stamp(self.inner.now_ms()),
         };
         let (new, size) = self.write_item(&item, &[req.value])?;
         let inner = &*self.inner;
@@ -197,7 +204,9 @@ impl Worker {
                 StoreOutcome::NotStored
             }
             (Condition::IfCas(_), None) => StoreOutcome::NotFound,
-            (Condition::IfCas(cas), Some(_)) if cas == locked.cas() => StoreOutcome::Stored,
+            (Condition::IfCas(cas), Some((_, l))) if cas == inner.record(&guard, l).cas() => {
+                StoreOutcome::Stored
+            }
             (Condition::IfCas(_), Some(_)) => StoreOutcome::Exists,
         };
         if outcome != StoreOutcome::Stored {
@@ -205,6 +214,7 @@ impl Worker {
             return Ok(outcome);
         }
         let replaced_expired = found.is_some() && live.is_none();
+        self.last_cas = item.cas;
         publish(inner, &guard, locked, found, new, replaced_expired, tenant, size, expires_at_ms);
         Ok(StoreOutcome::Stored)
     }
@@ -216,16 +226,16 @@ impl Worker {
             Condition::IfCas(cas) => {
                 let inner = &*self.inner;
                 let guard = inner.epochs.pin(&self.slot);
-                let found = inner.index.find_with_cas(&guard, hash, |l| {
-                    inner.key_matches(&guard, l, req.tenant, req.key)
-                });
+                let found = inner
+                    .index
+                    .find(&guard, hash, |l| inner.key_matches(&guard, l, req.tenant, req.key));
                 return match found {
                     None => Some(StoreOutcome::NotFound),
-                    Some((loc, cas_now)) => {
+                    Some(loc) => {
                         let rec = inner.record(&guard, loc);
                         if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
                             Some(StoreOutcome::NotFound)
-                        } else if cas_now != cas {
+                        } else if rec.cas() != cas {
                             Some(StoreOutcome::Exists)
                         } else {
                             None
@@ -323,31 +333,35 @@ impl Worker {
                 .index
                 .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
             let seen = found.map(|(loc, _)| loc);
-            let seen_cas = found.map(|(_, cas)| cas);
-            let current = found.and_then(|(loc, cas)| {
+            // The root's change counter: the item is published only if nothing changed
+            // under the root since it was read.
+            let seen_version = found.map(|(_, version)| version);
+            let current = found.and_then(|(loc, _)| {
                 let rec = inner.record(&guard, loc);
                 let expires_at_ms = inner.expires_at(&rec, loc);
                 (!is_expired(expires_at_ms, || inner.now_ms())).then(|| Current {
                     value: rec.value(),
                     flags: rec.flags(),
                     expires_at_ms,
-                    cas,
+                    cas: rec.cas(),
+                    state: rec.state(),
                 })
             });
             let step = match f(current, &mut buf) {
                 Ok(step) => step,
                 Err(e) => break Err(e),
             };
+            let step = Step::of(step, current, &mut buf);
             drop(guard);
-            let (new, result, expires_at_ms) = match step {
-                Update::Done(r) => break Ok(r),
-                Update::Delete(r) => {
+            let (new, result, expires_at_ms, cas, carry) = match step {
+                Step::Done(r) => break Ok(r),
+                Step::Delete(r) => {
                     if let Some(loc) = seen {
                         self.remove_if_at(tenant, hash, key, loc, false);
                     }
                     break Ok(r);
                 }
-                Update::Write { flags, expires_at_ms, result } => {
+                Step::Write { flags, expires_at_ms, cas, state, carry, result } => {
                     if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
                         if let Some(loc) = seen {
                             self.remove_if_at(tenant, hash, key, loc, false);
@@ -359,10 +373,13 @@ impl Worker {
                         key,
                         flags,
                         expires_at_ms,
+                        cas: cas.unwrap_or_else(|| inner.new_cas()),
                         access: inner.recency(),
+                        state,
+                        touched: item::touched_stamp(inner.now_ms()),
                     };
                     match self.write_item(&item, &[&buf]) {
-                        Ok(new) => (new, result, expires_at_ms),
+                        Ok(new) => (new, result, expires_at_ms, item.cas, carry),
                         Err(e) => break Err(e),
                     }
                 }
@@ -374,13 +391,21 @@ impl Worker {
             let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
             // Publish only over the very item `f` saw: same location and no change under
             // the root since (which also rules out the location being reused).
-            if found.map(|(_, l)| l) != seen || (seen.is_some() && Some(locked.cas()) != seen_cas) {
+            if found.map(|(_, l)| l) != seen
+                || (seen.is_some() && Some(locked.cas()) != seen_version)
+            {
                 // Someone changed the key in between: this copy is dead; go again.
                 inner.segments.header(new.segment).add_dead(size);
                 continue;
             }
             let replaced_expired =
                 found.is_some_and(|(_, old)| current_was_expired(&inner, &guard, old));
+            if let Some((_, old)) = found.filter(|_| carry != 0) {
+                // State bits readers set on the old record since `f` read it (a win token
+                // claimed meanwhile) carry over; the new record is not yet visible.
+                inner.record(&guard, new).set_state(inner.record(&guard, old).state() & carry);
+            }
+            self.last_cas = cas;
             publish(
                 &inner,
                 &guard,
@@ -398,6 +423,13 @@ impl Worker {
         result
     }
 
+    /// The CAS value of the last item this handle stored (by [`Worker::store`] or an update
+    /// that wrote), 0 before the first: what memcached returns for `ms … c` without a second
+    /// lookup.
+    pub fn last_cas(&self) -> u64 {
+        self.last_cas
+    }
+
     /// Deletes `key`. Returns whether a live item was deleted.
     pub fn delete(&mut self, tenant: TenantId, key: &[u8]) -> bool {
         self.update(tenant, key, |current, _| {
@@ -406,21 +438,46 @@ impl Worker {
         .unwrap_or(false)
     }
 
-    /// Sets a live item's expiry (memcached `touch`, Redis `EXPIRE`/`PERSIST`). Returns the
-    /// previous expiry, or `None` if there is no live item.
+    /// Sets a live item's expiry (Redis `EXPIRE`/`PERSIST`, memcached meta `T`), keeping its
+    /// value, flags, CAS and state. Returns the previous expiry, or `None` if there is no live
+    /// item.
     pub fn set_expiry(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         expires_at_ms: Option<u64>,
     ) -> Result<Option<Option<u64>>, EngineError> {
-        self.update(tenant, key, |current, buf| {
+        self.retime(tenant, key, expires_at_ms, 0)
+    }
+
+    /// memcached `touch`: [`Worker::set_expiry`] that also counts as a fetch of the item (its
+    /// `STATE_FETCHED` bit, memcached meta `h`).
+    pub fn touch(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        expires_at_ms: Option<u64>,
+    ) -> Result<Option<Option<u64>>, EngineError> {
+        self.retime(tenant, key, expires_at_ms, item::STATE_FETCHED)
+    }
+
+    /// Sets a live item's expiry and state `bits`, keeping the rest (no write if nothing
+    /// changes).
+    fn retime(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        expires_at_ms: Option<u64>,
+        bits: u8,
+    ) -> Result<Option<Option<u64>>, EngineError> {
+        self.update(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
-            if c.expires_at_ms == expires_at_ms {
-                return Ok(Update::Done(Some(c.expires_at_ms)));
+            let result = Some(c.expires_at_ms);
+            if c.expires_at_ms == expires_at_ms && c.state & bits == bits {
+                return Ok(Update::Done(result));
             }
-            buf.extend_from_slice(c.value);
-            Ok(Update::Write { flags: c.flags, expires_at_ms, result: Some(c.expires_at_ms) })
+            let (cas, state) = (Some(c.cas), c.state | bits);
+            Ok(Update::Rewrite { expires_at_ms, cas, state, result })
         })
     }
 
@@ -435,15 +492,24 @@ impl Worker {
         let mut f = Some(f);
         let inner = Arc::clone(&self.inner);
         epoch::bump(&inner.epochs.counters(&self.slot).gets);
-        let out = self.update(tenant, key, |current, buf| {
+        let out = self.update(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
-            let r =
-                f.take().map(|f| f(Item { value: c.value, flags: c.flags, expires_at_ms, cas: 0 }));
-            if c.expires_at_ms == expires_at_ms {
+            let item = Item {
+                value: c.value,
+                flags: c.flags,
+                expires_at_ms,
+                cas: c.cas,
+                state: c.state,
+                idle_s: 0,
+                state_cell: None,
+            };
+            let r = f.take().map(|f| f(item));
+            // A fetch: the item is marked fetched (memcached's `gat` bumps it).
+            if c.expires_at_ms == expires_at_ms && c.state & item::STATE_FETCHED != 0 {
                 return Ok(Update::Done(r));
             }
-            buf.extend_from_slice(c.value);
-            Ok(Update::Write { flags: c.flags, expires_at_ms, result: r })
+            let (cas, state) = (Some(c.cas), c.state | item::STATE_FETCHED);
+            Ok(Update::Rewrite { expires_at_ms, cas, state, result: r })
         })?;
         if out.is_some() {
             epoch::bump(&inner.epochs.counters(&self.slot).hits);
@@ -499,6 +565,9 @@ impl Worker {
     pub fn flush(&mut self, tenant: TenantId, delay_ms: u64) {
         let inner = &*self.inner;
         if delay_ms == 0 {
+            // memcached notes the CAS value a flush happened at; taking one keeps the two
+            // servers' CAS sequences alike.
+            inner.new_cas();
             inner.tenants[usize::from(tenant.0)].flush_at_ms.store(NO_FLUSH, Ordering::Relaxed);
             inner.flush_now(&self.slot, tenant);
         } else {
@@ -551,6 +620,55 @@ impl Worker {
             }
         }
         cursor
+    }
+}
+
+/// An [`Update`] with its writes brought to one form.
+enum Step<R> {
+    Done(R),
+    Delete(R),
+    /// `carry`: state bits of the replaced record, as they are when the new one is published,
+    /// that the new one takes on too.
+    Write {
+        flags: u32,
+        expires_at_ms: Option<u64>,
+        cas: Option<u64>,
+        state: u8,
+        carry: u8,
+        result: R,
+    },
+}
+
+impl<R> Step<R> {
+    /// The step `update` asks for on `current`; a retime copies the current value into `buf`.
+    fn of(update: Update<R>, current: Option<Current<'_>>, buf: &mut Vec<u8>) -> Step<R> {
+        match (update, current) {
+            (Update::Done(r), _) => Step::Done(r),
+            (Update::Delete(r), _) => Step::Delete(r),
+            (Update::Write { flags, expires_at_ms, result }, _) => {
+                Step::Write { flags, expires_at_ms, cas: None, state: 0, carry: 0, result }
+            }
+            (Update::WriteWith { flags, expires_at_ms, cas, state, result }, _) => {
+                Step::Write { flags, expires_at_ms, cas, state, carry: 0, result }
+            }
+            (Update::Retime { expires_at_ms, result }, Some(c)) => {
+                buf.clear();
+                buf.extend_from_slice(c.value);
+                let (flags, cas, state) = (c.flags, Some(c.cas), c.state);
+                Step::Write { flags, expires_at_ms, cas, state, carry: u8::MAX, result }
+            }
+            (Update::Rewrite { expires_at_ms, cas, state, result }, Some(c)) => {
+                buf.clear();
+                buf.extend_from_slice(c.value);
+                // Bits the rewrite clears stay cleared; any other a reader sets meanwhile
+                // carries over.
+                let carry = state | !c.state;
+                Step::Write { flags: c.flags, expires_at_ms, cas, state, carry, result }
+            }
+            (Update::Retime { result, .. } | Update::Rewrite { result, .. }, None) => {
+                Step::Done(result)
+            }
+        }
     }
 }
 

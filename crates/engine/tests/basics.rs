@@ -113,10 +113,68 @@ fn long_ttls_survive_and_report_their_expiry() {
     let year = 365 * 86_400_000;
     let at = clock_now(&clock) + 20 * year;
     w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"k", b"v") }).unwrap();
-    let got = w.get(T, b"k", |i| i.expires_at_ms).unwrap().unwrap();
-    assert!(got >= at && got - at < 3_600_000, "hour precision beyond 48 days");
+    assert_eq!(w.get(T, b"k", |i| i.expires_at_ms), Some(Some(at)), "exact beyond 12 days");
     clock.advance(19 * year);
     assert_eq!(get(&mut w, b"k"), Some(b"v".to_vec()));
+    for ttl in [1, 999, 20_000_000, 10_000_000_000, 86_400_000 * 13 + 7, u64::MAX / 2] {
+        let at = clock_now(&clock).saturating_add(ttl);
+        w.store(Store { expiry: Expiry::At(at), ..Store::new(T, b"t", b"v") }).unwrap();
+        assert_eq!(w.get(T, b"t", |i| i.expires_at_ms), Some(Some(at)), "ttl {ttl} ms");
+        w.set_expiry(T, b"t", Some(at + 1)).unwrap();
+        assert_eq!(w.get(T, b"t", |i| i.expires_at_ms), Some(Some(at + 1)), "ttl {ttl} ms");
+    }
+}
+
+#[test]
+fn cas_is_per_item_and_kept_by_a_ttl_change() {
+    let (engine, clock) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for k in 0..2000u32 {
+        w.store(Store::new(T, &k.to_le_bytes(), b"v")).unwrap();
+    }
+    for k in 0..2000u32 {
+        assert!(seen.insert(w.gets(T, &k.to_le_bytes(), |i| i.cas).unwrap()), "CAS shared");
+    }
+    let cas = w.gets(T, b"\0\0\0\0", |i| i.cas).unwrap();
+    let later = clock_now(&clock) + 3_600_000;
+    w.set_expiry(T, b"\0\0\0\0", Some(later)).unwrap();
+    assert_eq!(w.gets(T, b"\0\0\0\0", |i| i.cas), Some(cas), "touch keeps the CAS");
+    let touched = w.get_and_touch(T, b"\0\0\0\0", None, |i| i.cas).unwrap();
+    assert_eq!(touched, Some(cas), "get-and-touch keeps the CAS");
+    // A neighbour's change does not change this item's CAS.
+    w.store(Store::new(T, &1u32.to_le_bytes(), b"w")).unwrap();
+    let cond = Store { condition: Condition::IfCas(cas), ..Store::new(T, b"\0\0\0\0", b"x") };
+    assert_eq!(w.store(cond), Ok(StoreOutcome::Stored));
+    let new = w.gets(T, b"\0\0\0\0", |i| i.cas).unwrap();
+    assert!(new > cas && !seen.contains(&new), "a new value gets a new, later CAS");
+    assert_eq!(w.store(cond), Ok(StoreOutcome::Exists));
+    let explicit = Store { cas: Some(7), ..Store::new(T, b"e", b"v") };
+    w.store(explicit).unwrap();
+    assert_eq!(w.gets(T, b"e", |i| i.cas), Some(7), "an explicit CAS is kept");
+    engine.validate();
+}
+
+#[test]
+fn relocation_keeps_the_cas() {
+    let (engine, _) = small_engine(1 << 20, 16 << 10);
+    let mut w = engine.worker().unwrap();
+    let far = 1u64 << 50;
+    w.store(Store { expiry: Expiry::At(far), ..Store::new(T, b"kept", b"v") }).unwrap();
+    let cas = w.gets(T, b"kept", |i| i.cas).unwrap();
+    let value = [3u8; 1000];
+    let mut x = 12345u64;
+    for _ in 0..30_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let k = (x % 600).to_le_bytes();
+        w.store(Store::new(T, &k, &value)).unwrap();
+    }
+    let s = engine.stats();
+    assert!(s.relocated_items > 0, "the cleaner moved items: {s:?}");
+    assert_eq!(w.gets(T, b"kept", |i| (i.cas, i.expires_at_ms)), Some((cas, Some(far))));
+    engine.validate();
 }
 
 #[test]
@@ -317,8 +375,8 @@ fn overwrites_never_evict_while_live_data_fits() {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        let k = (x % 300).to_le_bytes();
-        w.store(Store::new(T, &k, &value[..(x % 1000) as usize])).unwrap();
+        let k = (x % 600).to_le_bytes();
+        w.store(Store::new(T, &k, &value)).unwrap();
     }
     let s = engine.stats();
     assert!(s.cleaner_passes > 100, "the cleaner ran: {s:?}");

@@ -292,8 +292,16 @@ fn store(
         (cas, _) => Condition::IfCas(cas),
     };
     let expiry = expiry(exptime, now);
-    let result =
-        ctx.engine.store(fridge_engine::Store { tenant: t, key, value, flags, expiry, condition });
+    let result = ctx.engine.store(fridge_engine::Store {
+        tenant: t,
+        key,
+        value,
+        flags,
+        expiry,
+        condition,
+        cas: None,
+        state: 0,
+    });
     if cas != 0 {
         stats::inc(match result {
             Ok(StoreOutcome::Stored) => &ctx.stats.cas_hits,
@@ -334,7 +342,7 @@ fn concat(r: &mut Reply<'_>, cas: u64, key: &[u8], value: &[u8], t: TenantId, ct
         }
     }
     let prepend = r.opcode.loud() == Opcode::Prepend;
-    match crate::memcache::append(ctx, t, key, value, prepend) {
+    match crate::memcache_common::append(ctx, t, key, value, prepend) {
         Ok(StoreOutcome::Stored) => {
             let cas = if r.opcode.quiet() { 0 } else { cas_of(ctx, t, key) };
             r.success(cas, b"", b"");
@@ -384,6 +392,8 @@ fn arithmetic(
                     flags: 0,
                     expiry: expiry(exptime, now),
                     condition: Condition::IfAbsent,
+                    cas: None,
+                    state: 0,
                 });
                 match stored {
                     Ok(StoreOutcome::Stored) => {

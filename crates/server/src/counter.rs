@@ -49,6 +49,19 @@ pub(crate) trait Counters {
         key: &[u8],
         delta: u64,
         decrement: bool,
+    ) -> Result<Option<u64>, CounterError> {
+        self.incr_u64_with_cas(tenant, key, delta, decrement, None)
+    }
+
+    /// [`Counters::incr_u64`] giving the result this CAS value (`None`: a new one; memcached
+    /// meta `ma E`).
+    fn incr_u64_with_cas(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        delta: u64,
+        decrement: bool,
+        cas: Option<u64>,
     ) -> Result<Option<u64>, CounterError>;
 
     /// Redis `INCRBY`: the value must be a signed 64-bit integer; a missing key counts as 0;
@@ -67,12 +80,13 @@ pub(crate) trait Counters {
 }
 
 impl Counters for Worker {
-    fn incr_u64(
+    fn incr_u64_with_cas(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         delta: u64,
         decrement: bool,
+        cas: Option<u64>,
     ) -> Result<Option<u64>, CounterError> {
         self.update(tenant, key, |current, buf| {
             let Some(c) = current else { return Ok(Update::Done(Ok(None))) };
@@ -81,9 +95,20 @@ impl Counters for Worker {
             };
             let n = if decrement { n.saturating_sub(delta) } else { n.wrapping_add(delta) };
             write_u64(buf, n);
-            Ok(Update::Write {
+            // memcached rewrites a number that is no longer in place, padded with spaces to
+            // the old length and keeping the item's state (stale, win token, fetched), and makes
+            // a new item of one that grew (`doc/protocol.txt`: "The number MAY be
+            // space-padded").
+            let in_place = buf.len() <= c.value.len();
+            if in_place {
+                buf.resize(c.value.len(), b' ');
+            }
+            let state = if in_place { c.state } else { 0 };
+            Ok(Update::WriteWith {
                 flags: c.flags,
                 expires_at_ms: c.expires_at_ms,
+                cas,
+                state,
                 result: Ok(Some(n)),
             })
         })?

@@ -1,72 +1,21 @@
-//! memcached text and meta commands, run against the engine.
+//! memcached text commands, run against the engine; the meta commands are in `meta.rs`.
 //!
 //! Replies follow memcached 1.6 byte for byte (checked against memcached 1.6.18 and
 //! libmemcached's `memccapable`). Values are copied from engine memory straight into the
 //! connection's write buffer inside the engine's read callback.
-//!
-//! Known differences: the meta "stale/win" machinery (`mg N`/`R`, `md I`, `ms I` and the `W`
-//! `X` `Z` reply flags) is not implemented — `md I` deletes, `N`/`R` are accepted and ignored;
-//! `h` and `l` always report 0 (the engine keeps no per-item fetch bit or access time in
-//! seconds).
 
 use fridge_engine::{Condition, EngineError, Expiry, StoreOutcome, TenantId};
 use fridge_proto::memcache::{
-    self as mc, ArithmeticCommand, MetaCommand, MetaRequest, MetaStatus, Reply, Request, Retrieval,
-    SpaceSplit, Storage, StorageCommand,
+    self as mc, ArithmeticCommand, Reply, Request, Retrieval, SpaceSplit, Storage, StorageCommand,
 };
-use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
 
-use crate::counter::{CounterError, Counters};
+use crate::counter::Counters;
+pub(crate) use crate::memcache_common::expiry;
+use crate::memcache_common::{append, counter_error, engine_error, expiry_ms};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 use crate::watch::WatchEvents;
 use crate::watch_events as watch;
-
-/// memcached treats exptimes above 30 days as absolute Unix times.
-const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
-
-/// Converts a memcached exptime to an absolute expiry: 0 never, negative already expired,
-/// up to 30 days relative seconds, beyond that an absolute Unix time. `now_ms` is the coarse
-/// clock; relative deadlines count from the precise one ([`crate::shared::precise_now_ms`]), so an
-/// item is never gone before its time.
-pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
-    let e = i64::from(exptime);
-    if e == 0 {
-        Expiry::Never
-    } else if e < 0 {
-        Expiry::At(now_ms.saturating_sub(1).max(1))
-    } else if e > RELATIVE_EXPTIME_MAX {
-        // An absolute Unix time; one in the past expires at once.
-        Expiry::At(e as u64 * 1000)
-    } else {
-        Expiry::At(crate::shared::precise_now_ms(now_ms) + e as u64 * 1000)
-    }
-}
-
-fn expiry_ms(exptime: i32, now_ms: u64) -> Option<u64> {
-    match expiry(exptime, now_ms) {
-        Expiry::At(at) => Some(at),
-        _ => None,
-    }
-}
-
-fn engine_error(out: &mut Vec<u8>, e: EngineError) {
-    match e {
-        EngineError::TooLarge => mc::write_server_error(out, b"object too large for cache"),
-        EngineError::KeyTooLong => mc::write_client_error(out, b"bad command line format"),
-        EngineError::OutOfMemory | EngineError::TooManyWorkers => {
-            mc::write_server_error(out, b"out of memory storing object");
-        }
-    }
-}
-
-fn counter_error(out: &mut Vec<u8>, e: CounterError) {
-    match e {
-        CounterError::Engine(e) => engine_error(out, e),
-        // memcached's counters fail only one way; the Redis reasons cannot arise here.
-        _ => mc::write_client_error(out, b"cannot increment or decrement non-numeric value"),
-    }
-}
 
 /// Drops the stored value of the key of a `set` or `ms` at the head of `buf` that the parser
 /// refused as too large, as memcached does (see [`mc::oversize_store_key`]).
@@ -136,8 +85,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         }
         Request::Touch { key, exptime, noreply } => {
             stats::inc(&ctx.stats.cmd_touch);
-            let found =
-                matches!(ctx.engine.set_expiry(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
+            let found = matches!(ctx.engine.touch(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
             if found {
                 stats::inc(&ctx.stats.touch_hits);
             }
@@ -169,7 +117,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             crate::memlimit::cache_memlimit(megabytes, noreply, out, s, ctx);
         }
         Request::Watch { events } => watch::start(events, out, s, ctx),
-        Request::Meta(m) => meta(m, out, s.user, t, ctx, now),
+        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx, now),
     }
 }
 
@@ -310,6 +258,8 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
                 flags: st.flags,
                 expiry: expiry(st.exptime, now),
                 condition,
+                cas: None,
+                state: 0,
             })
         }
     };
@@ -347,349 +297,5 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
     };
     if !st.noreply {
         mc::write_reply(out, reply);
-    }
-}
-
-/// `append`/`prepend` (text, and meta `MA`/`MP`). A result over the item size limit is not
-/// stored and the old value stays: memcached 1.6.18 answers `NOT_STORED` (`NS`) there, not an
-/// error. The binary protocol's APPEND/PREPEND use it too.
-pub(crate) fn append(
-    ctx: &mut Ctx<'_>,
-    t: TenantId,
-    key: &[u8],
-    data: &[u8],
-    prepend: bool,
-) -> Result<StoreOutcome, EngineError> {
-    match ctx.engine.append(t, key, data, prepend, false) {
-        Ok(Some(_)) => Ok(StoreOutcome::Stored),
-        Ok(None) | Err(EngineError::TooLarge) => Ok(StoreOutcome::NotStored),
-        Err(e) => Err(e),
-    }
-}
-
-/// Seconds left before `expires_at_ms`, memcached style: -1 for never. Counted from the
-/// precise clock deadlines are set from (the coarse `now` may lag it and add a second).
-fn ttl_secs(expires_at_ms: Option<u64>, now: u64) -> i64 {
-    match expires_at_ms {
-        None => -1,
-        Some(at) => {
-            let left = at.saturating_sub(crate::shared::precise_now_ms(now));
-            i64::try_from(left.div_ceil(1000)).unwrap_or(i64::MAX)
-        }
-    }
-}
-
-/// The returned flags every meta command echoes: `O`, `k` (with ` b` for base64 keys).
-fn echo_flag(out: &mut Vec<u8>, letter: u8, token: &[u8], m: &MetaRequest<'_>) -> bool {
-    match letter {
-        b'O' => mc::write_meta_flag(out, b'O', token),
-        b'k' => {
-            mc::write_meta_flag(out, b'k', m.key);
-            if m.flags.base64_key() {
-                mc::write_meta_flag(out, b'b', b"");
-            }
-        }
-        _ => return false,
-    }
-    true
-}
-
-fn write_echoes(out: &mut Vec<u8>, m: &MetaRequest<'_>) {
-    for f in m.flags.tokens() {
-        echo_flag(out, f.letter, f.token, m);
-    }
-}
-
-/// A meta reply with no value: the status, echoed flags, end of line.
-fn meta_status(out: &mut Vec<u8>, status: MetaStatus, m: &MetaRequest<'_>) {
-    mc::write_meta_header(out, status, 0);
-    write_echoes(out, m);
-    mc::write_meta_end(out);
-}
-
-fn meta(
-    m: MetaRequest<'_>,
-    out: &mut Vec<u8>,
-    user: Option<TenantId>,
-    t: TenantId,
-    ctx: &mut Ctx<'_>,
-    now: u64,
-) {
-    // The parser checked that a `b` key is valid base64 within the key limit.
-    let mut decoded = [0u8; 512];
-    let mut heap_key = Vec::new();
-    let key: &[u8] = if m.flags.base64_key() && m.command != MetaCommand::Noop {
-        let len = mc::base64_decoded_len(m.key).unwrap_or(0);
-        let dst = if len <= decoded.len() {
-            &mut decoded[..]
-        } else {
-            heap_key.resize(len, 0);
-            &mut heap_key[..]
-        };
-        match mc::base64_decode(m.key, dst) {
-            Some(n) => &dst[..n],
-            None => {
-                mc::write_client_error(out, b"error decoding key");
-                return;
-            }
-        }
-    } else {
-        m.key
-    };
-    // A base64 key is routed by its decoded bytes.
-    let t = if user.is_none() && key != m.key { ctx.tenants.route(key) } else { t };
-    let f = m.flags;
-    match m.command {
-        MetaCommand::Noop => mc::write_meta_noop(out),
-        MetaCommand::Get => meta_get(&m, key, out, t, ctx, now),
-        MetaCommand::Set => meta_set(&m, key, out, t, ctx, now),
-        MetaCommand::Delete => {
-            if let Some(cas) = f.compare_cas() {
-                match ctx.engine.gets(t, key, |item| item.cas) {
-                    None => return meta_status(out, MetaStatus::NotFound, &m),
-                    Some(now_cas) if now_cas != cas => {
-                        return meta_status(out, MetaStatus::Exists, &m);
-                    }
-                    Some(_) => {}
-                }
-            }
-            if watch::delete(ctx, t, key, "md") {
-                stats::inc(&ctx.stats.delete_hits);
-                if !f.quiet() {
-                    meta_status(out, MetaStatus::Header, &m);
-                }
-            } else {
-                stats::inc(&ctx.stats.delete_misses);
-                meta_status(out, MetaStatus::NotFound, &m);
-            }
-        }
-        MetaCommand::Arithmetic => meta_arithmetic(&m, key, out, t, ctx, now),
-        MetaCommand::Debug => {
-            let found = ctx.engine.gets(t, key, |item| {
-                out.extend_from_slice(b"ME ");
-                out.extend_from_slice(m.key);
-                out.extend_from_slice(b" exp=");
-                write_i64(out, ttl_secs(item.expires_at_ms, now));
-                out.extend_from_slice(b" la=0 cas=");
-                write_i64(out, i64::try_from(item.cas).unwrap_or(i64::MAX));
-                out.extend_from_slice(b" fetch=no cls=1 size=");
-                write_i64(out, item.value.len() as i64 + m.key.len() as i64 + 48);
-                out.extend_from_slice(b"\r\n");
-            });
-            if found.is_none() {
-                mc::write_meta_header(out, MetaStatus::Miss, 0);
-                mc::write_meta_end(out);
-            }
-        }
-    }
-}
-
-fn meta_get(
-    m: &MetaRequest<'_>,
-    key: &[u8],
-    out: &mut Vec<u8>,
-    t: TenantId,
-    ctx: &mut Ctx<'_>,
-    now: u64,
-) {
-    let f = m.flags;
-    // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
-    let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now));
-    let mut size = 0;
-    let write = |item: fridge_engine::Item<'_>| {
-        size = item.value.len();
-        let with_value = f.has(b'v');
-        if with_value {
-            mc::write_meta_header(out, MetaStatus::Value, item.value.len());
-        } else {
-            mc::write_meta_header(out, MetaStatus::Header, 0);
-        }
-        for flag in f.tokens() {
-            match flag.letter {
-                b'c' => mc::write_meta_flag_u64(out, b'c', item.cas),
-                b'f' => mc::write_meta_flag_u64(out, b'f', u64::from(item.flags)),
-                b'h' => mc::write_meta_flag(out, b'h', b"0"),
-                b'l' => mc::write_meta_flag(out, b'l', b"0"),
-                b's' => mc::write_meta_flag_u64(out, b's', item.value.len() as u64),
-                b't' => {
-                    let at = new_expiry.unwrap_or(item.expires_at_ms);
-                    mc::write_meta_flag_i64(out, b't', ttl_secs(at, now));
-                }
-                letter => {
-                    echo_flag(out, letter, flag.token, m);
-                }
-            }
-        }
-        mc::write_meta_end(out);
-        if with_value {
-            mc::write_data(out, item.value);
-        }
-    };
-    let hit =
-        if f.has(b'c') { ctx.engine.gets(t, key, write) } else { ctx.engine.get(t, key, write) };
-    stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
-    if ctx.shared.watch.wants(WatchEvents::FETCHERS) {
-        watch::fetched(ctx, t, key, hit.map(|()| size));
-    }
-    if let (Some(()), Some(at)) = (hit, new_expiry) {
-        stats::inc(&ctx.stats.cmd_touch);
-        if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
-            stats::inc(&ctx.stats.touch_hits);
-        }
-    }
-    if hit.is_none() && !f.quiet() {
-        meta_status(out, MetaStatus::Miss, m);
-    }
-}
-
-fn meta_set(
-    m: &MetaRequest<'_>,
-    key: &[u8],
-    out: &mut Vec<u8>,
-    t: TenantId,
-    ctx: &mut Ctx<'_>,
-    now: u64,
-) {
-    stats::inc(&ctx.stats.cmd_set);
-    let f = m.flags;
-    let mode = f.mode().unwrap_or(b'S').to_ascii_uppercase();
-    let result = match mode {
-        b'A' | b'P' => append(ctx, t, key, m.data, mode == b'P'),
-        _ => {
-            let condition = match (f.compare_cas(), mode) {
-                (Some(cas), _) => Condition::IfCas(cas),
-                (None, b'E') => Condition::IfAbsent,
-                (None, b'R') => Condition::IfPresent,
-                _ => Condition::Always,
-            };
-            ctx.engine.store(fridge_engine::Store {
-                tenant: t,
-                key,
-                value: m.data,
-                flags: f.client_flags().unwrap_or(0),
-                expiry: expiry(f.ttl().unwrap_or(0), now),
-                condition,
-            })
-        }
-    };
-    if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
-        let cmd = watch::meta_store_name(mode, f.compare_cas().is_some());
-        let ttl = watch::ttl(expiry(f.ttl().unwrap_or(0), now), now);
-        watch::stored(ctx, t, key, &result, cmd, ttl, m.data.len());
-    }
-    let status = match result {
-        Ok(StoreOutcome::Stored) => MetaStatus::Header,
-        Ok(StoreOutcome::NotStored) => MetaStatus::NotStored,
-        Ok(StoreOutcome::Exists) => MetaStatus::Exists,
-        Ok(StoreOutcome::NotFound) => MetaStatus::NotFound,
-        Err(e) => return engine_error(out, e),
-    };
-    if status == MetaStatus::Header && f.quiet() {
-        return;
-    }
-    let cas = if status == MetaStatus::Header && f.has(b'c') {
-        ctx.engine.gets(t, key, |item| item.cas).unwrap_or(0)
-    } else {
-        0
-    };
-    mc::write_meta_header(out, status, 0);
-    for flag in f.tokens() {
-        match flag.letter {
-            b'c' if status == MetaStatus::Header => mc::write_meta_flag_u64(out, b'c', cas),
-            letter => {
-                echo_flag(out, letter, flag.token, m);
-            }
-        }
-    }
-    mc::write_meta_end(out);
-}
-
-fn meta_arithmetic(
-    m: &MetaRequest<'_>,
-    key: &[u8],
-    out: &mut Vec<u8>,
-    t: TenantId,
-    ctx: &mut Ctx<'_>,
-    now: u64,
-) {
-    let f = m.flags;
-    let decr = matches!(f.mode(), Some(b'D' | b'd' | b'-'));
-    let delta = f.delta().unwrap_or(1);
-    if let Some(cas) = f.compare_cas() {
-        match ctx.engine.gets(t, key, |item| item.cas) {
-            None => return meta_status(out, MetaStatus::NotFound, m),
-            Some(now_cas) if now_cas != cas => return meta_status(out, MetaStatus::Exists, m),
-            Some(_) => {}
-        }
-    }
-    let mut value = None;
-    for _ in 0..3 {
-        match ctx.engine.incr_u64(t, key, delta, decr) {
-            Ok(Some(n)) => {
-                stats::inc(&ctx.stats.incr_hits);
-                value = Some(n);
-                break;
-            }
-            Ok(None) => {
-                let Some(ttl) = f.vivify_ttl() else { break };
-                let initial = f.initial().unwrap_or(0);
-                let mut buf = [0u8; MAX_DIGITS];
-                let digits = u64_digits(initial, &mut buf);
-                let stored = ctx.engine.store(fridge_engine::Store {
-                    tenant: t,
-                    key,
-                    value: digits,
-                    flags: 0,
-                    expiry: expiry(ttl, now),
-                    condition: Condition::IfAbsent,
-                });
-                match stored {
-                    Ok(StoreOutcome::Stored) => {
-                        value = Some(initial);
-                        break;
-                    }
-                    Ok(_) => {} // someone created it meanwhile: increment that
-                    Err(e) => return engine_error(out, e),
-                }
-            }
-            Err(e) => return counter_error(out, e),
-        }
-    }
-    let Some(n) = value else {
-        stats::inc(&ctx.stats.incr_misses);
-        return meta_status(out, MetaStatus::NotFound, m);
-    };
-    if let Some(ttl) = f.ttl() {
-        let _ = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now));
-    }
-    if f.quiet() {
-        return;
-    }
-    let needs_item = f.has(b't') || f.has(b'c');
-    let (cas, expires) = if needs_item {
-        ctx.engine.gets(t, key, |item| (item.cas, item.expires_at_ms)).unwrap_or((0, None))
-    } else {
-        (0, None)
-    };
-    let mut buf = [0u8; MAX_DIGITS];
-    let digits = u64_digits(n, &mut buf);
-    let with_value = f.has(b'v');
-    if with_value {
-        mc::write_meta_header(out, MetaStatus::Value, digits.len());
-    } else {
-        mc::write_meta_header(out, MetaStatus::Header, 0);
-    }
-    for flag in f.tokens() {
-        match flag.letter {
-            b'c' => mc::write_meta_flag_u64(out, b'c', cas),
-            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expires, now)),
-            letter => {
-                echo_flag(out, letter, flag.token, m);
-            }
-        }
-    }
-    mc::write_meta_end(out);
-    if with_value {
-        mc::write_data(out, digits);
     }
 }

@@ -115,7 +115,7 @@ pub(crate) fn delete(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], cmd: &str) -> b
 }
 
 /// `type=deleted`: `cmd` is `delete` or `md`.
-fn deleted(ctx: &Ctx<'_>, t: TenantId, key: &[u8], cmd: &str, size: usize) {
+pub(crate) fn deleted(ctx: &Ctx<'_>, t: TenantId, key: &[u8], cmd: &str, size: usize) {
     ctx.shared.watch.emit(WatchEvents::DELETIONS, Some(t), |line| {
         line.extend_from_slice(b"type=deleted key=");
         watch::uri_encode(line, key);

@@ -152,7 +152,8 @@ pub(crate) fn count_class(
     flags: u32,
     value_len: usize,
 ) {
-    let size = fridge_engine::item::record_len(key_len, flags != 0) + value_len;
+    // The class of the record's common form (a far expiry's wide field, 8 bytes, is left out).
+    let size = fridge_engine::item::record_len(key_len, flags != 0, false) + value_len;
     inc(&counters[size_class::class_of(size) - 1]);
 }
 

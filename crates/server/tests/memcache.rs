@@ -284,3 +284,55 @@ fn deep_pipeline_in_one_write() {
     }
     c.send(&req).expect(&want);
 }
+
+/// Reads the CAS value of `key` with `gets`.
+fn gets_cas(c: &mut Conn, key: &str) -> u64 {
+    c.send(format!("gets {key}\r\n").as_bytes());
+    let header = c.line();
+    let cas = header.rsplit(' ').next().unwrap().parse().unwrap();
+    c.line();
+    assert_eq!(c.line(), "END");
+    cas
+}
+
+#[test]
+fn a_ttl_change_keeps_the_cas() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    c.roundtrip(b"set a 0 0 1\r\nx\r\nset b 0 0 1\r\ny\r\n", b"STORED\r\nSTORED\r\n");
+    let (a, b) = (gets_cas(&mut c, "a"), gets_cas(&mut c, "b"));
+    assert_ne!(a, b, "every item has its own CAS");
+    c.roundtrip(b"gat 100 a\r\n", b"VALUE a 0 1\r\nx\r\nEND\r\n")
+        .roundtrip(b"touch a 200\r\n", b"TOUCHED\r\n")
+        .roundtrip(b"mg a T300\r\n", b"HD\r\n")
+        .roundtrip(b"gats 400 a\r\n", format!("VALUE a 0 1 {a}\r\nx\r\nEND\r\n").as_bytes())
+        .roundtrip(b"mg a c T500\r\n", format!("HD c{a}\r\n").as_bytes())
+        // Changing b leaves a's CAS alone.
+        .roundtrip(b"set b 0 0 1\r\nz\r\n", b"STORED\r\n")
+        .roundtrip(format!("cas a 0 0 1 {a}\r\nw\r\n").as_bytes(), b"STORED\r\n")
+        .roundtrip(format!("cas a 0 0 1 {a}\r\nv\r\n").as_bytes(), b"EXISTS\r\n");
+    let new = gets_cas(&mut c, "a");
+    assert!(new != a && new != b);
+}
+
+#[test]
+fn long_ttls_are_exact() {
+    let (server, _clock) = start_with_clock(config());
+    let mut c = Conn::open(server.local_addr());
+    let now = CLOCK_START_MS / 1000;
+    for ttl in [1u64, 59, 3600, 20_000, 86_400, 2_592_000] {
+        c.roundtrip(format!("set k 0 {ttl} 1\r\nx\r\n").as_bytes(), b"STORED\r\n")
+            .roundtrip(b"mg k t\r\n", format!("HD t{ttl}\r\n").as_bytes())
+            .roundtrip(format!("touch k {ttl}\r\n").as_bytes(), b"TOUCHED\r\n")
+            .roundtrip(b"mg k t\r\n", format!("HD t{ttl}\r\n").as_bytes());
+    }
+    // Absolute times, up to the largest exptime memcached reads (a 32-bit signed number).
+    for ahead in [2_592_001u64, 10_000_000, 400_000_000] {
+        let at = now + ahead;
+        c.roundtrip(format!("set k 0 {at} 1\r\nx\r\n").as_bytes(), b"STORED\r\n")
+            .roundtrip(b"mg k t\r\n", format!("HD t{ahead}\r\n").as_bytes());
+    }
+    let max = i32::MAX as u64;
+    c.roundtrip(format!("set k 0 {max} 1\r\nx\r\n").as_bytes(), b"STORED\r\n")
+        .roundtrip(b"mg k t\r\n", format!("HD t{}\r\n", max - now).as_bytes());
+}

@@ -121,6 +121,35 @@ fn expiry_commands() {
 }
 
 #[test]
+fn ttls_read_back_exactly_at_every_magnitude() {
+    let (server, clock) = start_with_clock(config());
+    let mut k = Conn::open(server.local_addr());
+    let now = clock.now_ms();
+    let mut secs = 1u64;
+    while secs < 1 << 40 {
+        for s in [secs, secs + 1, secs * 7 / 5 + 1] {
+            let ms = s * 1000 + 123;
+            k.roundtrip(&c(&format!("SET k v EX {s}")), b"+OK\r\n")
+                .roundtrip(&c("TTL k"), format!(":{s}\r\n").as_bytes())
+                .roundtrip(&c("PTTL k"), format!(":{}\r\n", s * 1000).as_bytes())
+                .roundtrip(&c(&format!("SET k v PX {ms}")), b"+OK\r\n")
+                .roundtrip(&c("PTTL k"), format!(":{ms}\r\n").as_bytes())
+                .roundtrip(&c(&format!("SET k v EXAT {}", now / 1000 + s)), b"+OK\r\n")
+                .roundtrip(&c("TTL k"), format!(":{s}\r\n").as_bytes())
+                .roundtrip(&c(&format!("SET k v PXAT {}", now + ms)), b"+OK\r\n")
+                .roundtrip(&c("PTTL k"), format!(":{ms}\r\n").as_bytes())
+                .roundtrip(&c(&format!("EXPIRE k {s}")), b":1\r\n")
+                .roundtrip(&c("TTL k"), format!(":{s}\r\n").as_bytes())
+                .roundtrip(&c(&format!("PEXPIRE k {ms}")), b":1\r\n")
+                .roundtrip(&c("PTTL k"), format!(":{ms}\r\n").as_bytes())
+                .roundtrip(&c(&format!("GETEX k PX {ms}")), b"$1\r\nv\r\n")
+                .roundtrip(&c("PTTL k"), format!(":{ms}\r\n").as_bytes());
+        }
+        secs *= 10;
+    }
+}
+
+#[test]
 fn keyspace_and_connection_commands() {
     let server = start();
     let mut k = Conn::open(server.local_addr());

@@ -316,10 +316,11 @@ mod tests {
 
     #[test]
     fn hitmap_items_counts_average_items_with_their_headers() {
-        // 272-byte objects cost 284 bytes each.
-        assert_eq!(hitmap_items(284 * 1000, 272), 1000);
+        // 272-byte objects cost 272 + the record header each.
+        let cost = 272 + RECORD_HEADER;
+        assert_eq!(hitmap_items(cost * 1000, 272), 1000);
         // Objects under 8 bytes still carry an 8-byte key.
-        assert_eq!(hitmap_items(2000, 1), 100);
+        assert_eq!(hitmap_items((8 + RECORD_HEADER) * 100, 1), 100);
         assert_eq!(hitmap_items(10, 1000), 1);
     }
 

@@ -7,6 +7,7 @@ use super::{BATCH, Worker};
 use crate::cache::is_expired;
 use crate::epoch;
 use crate::hash::key_hash;
+use crate::item::{Record, STATE_FETCHED, seconds_since, touched_stamp};
 use crate::ops::Item;
 use crate::tenant::TenantId;
 
@@ -18,10 +19,23 @@ impl Worker {
         key: &[u8],
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
+        self.read(tenant, key, true, f)
+    }
+
+    /// Reads `key` without counting as an access: its recency, fetched bit and last-access
+    /// time stay as they are, and the eviction metadata is not told (memcached meta `mg u`,
+    /// `me`). Counted as a GET.
+    pub fn peek<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
         self.read(tenant, key, false, f)
     }
 
-    /// Reads `key` with its CAS value.
+    /// Reads `key` with its CAS value (the same as [`Worker::get`]: every read sees the CAS,
+    /// which is in the key record).
     pub fn gets<R>(
         &mut self,
         tenant: TenantId,
@@ -79,6 +93,8 @@ impl Worker {
         let counters = inner.epochs.counters(&self.slot);
         let guard = inner.epochs.pin(&self.slot);
         let recency = inner.recency();
+        let now_ms = inner.now_ms();
+        let touched = touched_stamp(now_ms);
         // A ring of three chunks: [c % 3] holds chunk c's keys, hashes and length.
         let mut ring_keys: [[&'k [u8]; BATCH]; 3] = [[&[]; BATCH]; 3];
         let mut ring_hashes = [[0u64; BATCH]; 3];
@@ -147,7 +163,7 @@ impl Worker {
                 rec.touch_access(recency);
                 epoch::bump(&counters.hits);
                 self.note_access(h, false);
-                let item = Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas: 0 };
+                let item = hit(&rec, expires_at_ms, now_ms, touched);
                 f(c * BATCH + j, key, item);
             }
             filled[slot] = false;
@@ -155,11 +171,12 @@ impl Worker {
         }
     }
 
+    /// A single-key read; `access`: whether it counts as an access of the item.
     fn read<R>(
         &mut self,
         tenant: TenantId,
         key: &[u8],
-        with_cas: bool,
+        access: bool,
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
         let hash = key_hash(tenant, key);
@@ -168,13 +185,9 @@ impl Worker {
         let counters = inner.epochs.counters(&self.slot);
         epoch::bump(&counters.gets);
         let guard = inner.epochs.pin(&self.slot);
-        let is_key = |l| inner.key_matches(&guard, l, tenant, key);
-        let found = if with_cas {
-            inner.index.find_with_cas(&guard, hash, is_key)
-        } else {
-            inner.index.find(&guard, hash, is_key).map(|loc| (loc, 0))
-        };
-        let Some((loc, cas)) = found else {
+        let Some(loc) =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
+        else {
             inner.missed(tenant, hash);
             return None;
         };
@@ -185,13 +198,42 @@ impl Worker {
             self.remove_if_at(tenant, hash, key, loc, true);
             return None;
         }
-        rec.touch_access(inner.recency());
         epoch::bump(&counters.hits);
-        let result = f(Item { value: rec.value(), flags: rec.flags(), expires_at_ms, cas });
+        let now_ms = inner.now_ms();
+        if !access {
+            let result = f(Item {
+                value: rec.value(),
+                flags: rec.flags(),
+                expires_at_ms,
+                cas: rec.cas(),
+                state: rec.state(),
+                idle_s: seconds_since(rec.touched(), now_ms),
+                state_cell: Some(rec.state_cell()),
+            });
+            return Some(result);
+        }
+        rec.touch_access(inner.recency());
+        let result = f(hit(&rec, expires_at_ms, now_ms, touched_stamp(now_ms)));
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.
         self.note_access(hash, false);
         Some(result)
+    }
+}
+
+/// The item a read hit returns, noting the access on the record: fetched, and touched now.
+#[inline]
+fn hit<'g>(rec: &Record<'g>, expires_at_ms: Option<u64>, now_ms: u64, touched: u32) -> Item<'g> {
+    let idle_s = seconds_since(rec.touched(), now_ms);
+    rec.touch_touched(touched);
+    Item {
+        value: rec.value(),
+        flags: rec.flags(),
+        expires_at_ms,
+        cas: rec.cas(),
+        state: rec.set_state(STATE_FETCHED),
+        idle_s,
+        state_cell: Some(rec.state_cell()),
     }
 }

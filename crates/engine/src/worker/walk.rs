@@ -47,26 +47,25 @@ impl Worker {
         let mut on_evict = |l| inner.unlinked(&guard, l);
         let now = inner.now_ms();
         for _ in 0..max_buckets.max(1) {
-            cursor =
-                inner.index.scan(&guard, cursor, &rehash, &mut on_evict, &mut |locked, _, loc| {
-                    let rec = inner.record(&guard, loc);
-                    if tenant.is_some_and(|t| rec.tenant() != t.0) {
-                        return;
-                    }
-                    let expires_at_ms = inner.expires_at(&rec, loc);
-                    if is_expired(expires_at_ms, || now) {
-                        return;
-                    }
-                    f(ItemMeta {
-                        tenant: TenantId(rec.tenant()),
-                        key: rec.key(),
-                        value_len: rec.value_len(),
-                        size: rec.size(),
-                        flags: rec.flags(),
-                        expires_at_ms,
-                        cas: locked.cas(),
-                    });
+            cursor = inner.index.scan(&guard, cursor, &rehash, &mut on_evict, &mut |_, _, loc| {
+                let rec = inner.record(&guard, loc);
+                if tenant.is_some_and(|t| rec.tenant() != t.0) {
+                    return;
+                }
+                let expires_at_ms = inner.expires_at(&rec, loc);
+                if is_expired(expires_at_ms, || now) {
+                    return;
+                }
+                f(ItemMeta {
+                    tenant: TenantId(rec.tenant()),
+                    key: rec.key(),
+                    value_len: rec.value_len(),
+                    size: rec.size(),
+                    flags: rec.flags(),
+                    expires_at_ms,
+                    cas: rec.cas(),
                 });
+            });
             if cursor == 0 {
                 break;
             }

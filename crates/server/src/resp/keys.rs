@@ -179,7 +179,7 @@ pub(super) fn expire(
         return write_error(out, b"ERR GT and LT options at the same time are not compatible");
     }
     let at = u64::try_from(at).unwrap_or(0);
-    let r = ctx.engine.update(t, arg(1), |cur, buf| {
+    let r = ctx.engine.update(t, arg(1), |cur, _| {
         let Some(c) = cur else { return Ok(Update::Done(false)) };
         let ok = match c.expires_at_ms {
             None => !xx && !gt,
@@ -191,8 +191,8 @@ pub(super) fn expire(
         if at <= now {
             return Ok(Update::Delete(true));
         }
-        buf.extend_from_slice(c.value);
-        Ok(Update::Write { flags: c.flags, expires_at_ms: Some(at), result: true })
+        // A TTL change keeps the value, flags and CAS.
+        Ok(Update::Retime { expires_at_ms: Some(at), result: true })
     });
     match r {
         Ok(done) => write_integer(out, i64::from(done)),

@@ -217,7 +217,7 @@ fn store(
 ) -> Result<StoreOutcome, EngineError> {
     stats::inc(&ctx.stats.cmd_set);
     check_sizes(ctx, key, value)?;
-    ctx.engine.store(Store { tenant, key, value, flags: 0, expiry, condition })
+    ctx.engine.store(Store { expiry, condition, ..Store::new(tenant, key, value) })
 }
 
 /// The configured key and item limits (the engine's own are a little looser: they count the
