@@ -33,8 +33,8 @@
 //!   memcached does. A slow watcher therefore holds at most its lanes and one output buffer,
 //!   and never slows a request.
 //! - The watcher list that producers read is a per-thread copy of an immutable snapshot,
-//!   refreshed when the hub's generation changes, with `try_lock` (a busy registry leaves the
-//!   old copy in use one event longer).
+//!   refreshed when the hub's generation changes (under the registry's lock, held only to
+//!   clone an `Arc`), so a new watcher sees every line emitted after it was added.
 //! - A producer that writes into an idle watcher's lane wakes the watcher's worker (its mio
 //!   `Waker`, and a per-worker flag like `CLIENT KILL`'s) once; the worker moves the lanes'
 //!   bytes to the connection's output and writes them. No one polls: an idle server sleeps.
@@ -286,11 +286,11 @@ impl Hub {
             let now = self.generation.load(Ordering::Acquire);
             let me = std::ptr::from_ref(self) as usize;
             if *hub != me || *generation != now || list.is_none() {
-                if let Ok(current) = self.registry.try_lock() {
-                    (*hub, *generation, *list) = (me, now, Some(Arc::clone(&current)));
-                } else if *hub != me {
-                    return; // another server's list: drop this line rather than misroute it
-                }
+                // Only after a watcher came or went: the lock is held just long enough to
+                // clone an `Arc`, and a line is never offered to an outdated list (a new
+                // watcher would miss it without a `skipped=` count).
+                let current = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+                (*hub, *generation, *list) = (me, now, Some(Arc::clone(&current)));
             }
             let Some(list) = list.as_deref() else { return };
             let sees = |w: &&Arc<Watcher>| {
