@@ -1,8 +1,10 @@
 //! Configuration: defaults, an optional TOML file, `FRIDGE_*` environment variables and
 //! command-line flags, in increasing order of precedence.
 //!
-//! memcached's common short flags are accepted as aliases (`-p -l -m -t -c -I -U 0`), so an
-//! init script written for memcached starts fridge unchanged. Sizes are written `"1GiB"`,
+//! memcached's command-line flags are accepted as aliases (`-p -l -m -t -c -I -U 0 -s -a -b -u
+//! -P -d -v -A -o`, after `memcached -h` of 1.6.18), so an init script or a Debian
+//! `memcached.conf` written for memcached starts fridge unchanged; `docs/deployment.md` lists
+//! each flag and how far fridge honours it. Sizes are written `"1GiB"`,
 //! `"64MiB"`, `"512k"`, `"1.5g"` or as a plain number of bytes; durations `"250ms"`, `"30s"`,
 //! `"5m"`, `"1h"` or a plain number of seconds (the rule of [`fridge_units`]).
 
@@ -16,6 +18,7 @@ use fridge_engine::item::MAX_TENANTS;
 use fridge_engine::{IdleTax, RankKind, TenantPolicy};
 use serde::Deserialize;
 
+use crate::extended::{self, Effect};
 use crate::password::PasswordHash;
 
 /// Byte sizes and durations are read by the rule the simulator and the load generator share
@@ -39,7 +42,8 @@ pub enum Protocol {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Address to listen on.
+    /// Addresses to listen on, comma-separated (memcached's `-l`, which may also repeat):
+    /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT`; an entry without a port takes `port`.
     pub listen: String,
     /// Main port (both protocols unless `protocol` pins one); 0 picks a free port.
     pub port: u16,
@@ -47,6 +51,26 @@ pub struct Config {
     pub resp_port: Option<u16>,
     /// What the main port speaks.
     pub protocol: Protocol,
+    /// A unix socket to listen on instead of TCP (memcached's `-s`): with it, the main TCP
+    /// port is not opened. It speaks what the main port would.
+    pub unix_socket: Option<PathBuf>,
+    /// Permission bits of the unix socket (memcached's `-a`, octal; TOML `0o700`).
+    pub unix_mask: u32,
+    /// Listen backlog of every listening socket (memcached's `-b`).
+    pub listen_backlog: u32,
+    /// Whether memcached's `shutdown` command stops the server (memcached's `-A`).
+    pub enable_shutdown: bool,
+    /// Log level (memcached's `-v`, `-vv`, `-vvv`; `verbosity N` changes it at run time): 0
+    /// startup and errors, 1 also warnings (refused connections), 2 and up also every
+    /// accepted connection.
+    pub verbose: u8,
+    /// Started as root: the user to become once the sockets are bound (memcached's `-u`).
+    /// fridge refuses to run as root without it, as memcached does.
+    pub user: Option<String>,
+    /// File to write the process id to once serving (memcached's `-P`); removed on exit.
+    pub pidfile: Option<PathBuf>,
+    /// Detach from the terminal once the sockets are bound (memcached's `-d`).
+    pub daemon: bool,
     /// Item memory (the engine's arena). The index, the hitmap and the rest of the engine's
     /// bookkeeping come on top unless `memory_includes_index` is set; connection buffers
     /// always do.
@@ -117,6 +141,14 @@ impl Default for Config {
             port: 11211,
             resp_port: None,
             protocol: Protocol::Auto,
+            unix_socket: None,
+            unix_mask: 0o700,
+            listen_backlog: 1024,
+            enable_shutdown: false,
+            verbose: 0,
+            user: None,
+            pidfile: None,
+            daemon: false,
             memory: Size(1 << 30),
             memory_includes_index: false,
             workers: 0,
@@ -157,18 +189,43 @@ const MIN_OUTPUT_ROOM: usize = OUTPUT_SOFT_LIMIT + 64 * 1024;
 const ITEM_OVERHEAD: usize = 1024;
 
 impl Config {
-    /// Worker threads to start.
+    /// Worker threads to start: as configured, else one per core, but no more than the
+    /// memory gives segments for (the engine wants 4 segments per worker besides 8 shared), so
+    /// that a small `-m` such as Debian's 64 starts on a machine with many cores.
     pub fn worker_count(&self) -> usize {
         if self.workers > 0 {
-            self.workers
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            return self.workers;
         }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let segments = self.memory.bytes() / self.engine_segment_size();
+        cores.min((segments.saturating_sub(8) / 4).max(1))
     }
 
-    /// The address of the main port.
+    /// The address of the main port (the first of [`Config::listen_addrs`]).
     pub fn addr(&self) -> Result<SocketAddr, String> {
-        socket_addr(&self.listen, self.port)
+        Ok(self.listen_addrs()?[0])
+    }
+
+    /// Every address the main port listens on: each entry of `listen`, each address a host
+    /// name resolves to (as memcached binds them all), without repeats.
+    pub fn listen_addrs(&self) -> Result<Vec<SocketAddr>, String> {
+        use std::net::ToSocketAddrs;
+        let mut addrs = Vec::new();
+        for entry in self.listen.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (host, port) = host_port(entry, self.port)?;
+            let resolved = (host, port)
+                .to_socket_addrs()
+                .map_err(|e| format!("bad listen address {entry:?}: {e}"))?;
+            for a in resolved {
+                if !addrs.contains(&a) {
+                    addrs.push(a);
+                }
+            }
+        }
+        if addrs.is_empty() {
+            return Err(format!("listen address {:?} names no address", self.listen));
+        }
+        Ok(addrs)
     }
 
     /// The address of the RESP-only port, if one is configured.
@@ -268,6 +325,15 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         self.addr()?;
         self.resp_addr()?;
+        if self.unix_mask > 0o777 {
+            return Err(format!(
+                "unix_mask {:o} is not a permission mask (at most 777)",
+                self.unix_mask
+            ));
+        }
+        if self.listen_backlog > i32::MAX as u32 {
+            return Err(format!("listen_backlog must be at most {}", i32::MAX));
+        }
         if self.max_connections == 0 {
             return Err("max_connections must be at least 1".into());
         }
@@ -304,6 +370,27 @@ fn position(text: &str, offset: usize) -> String {
     let line = before.iter().filter(|&&c| c == b'\n').count() + 1;
     let column = before.iter().rev().take_while(|&&c| c != b'\n').count() + 1;
     format!(", line {line} column {column}")
+}
+
+/// Splits one `-l` entry as memcached does: `[V6]:PORT` and `[V6]`, `HOST:PORT` (one colon),
+/// or a bare host (a bare IPv6 address has several colons).
+fn host_port(entry: &str, default_port: u16) -> Result<(&str, u16), String> {
+    let bad_port = |p: &str| format!("bad port {p:?} in listen address {entry:?}");
+    if let Some(rest) = entry.strip_prefix('[') {
+        let (host, after) =
+            rest.split_once(']').ok_or_else(|| format!("bad listen address {entry:?}"))?;
+        return match after {
+            "" => Ok((host, default_port)),
+            _ => {
+                let p = after.strip_prefix(':').ok_or_else(|| bad_port(after))?;
+                Ok((host, p.parse().map_err(|_| bad_port(p))?))
+            }
+        };
+    }
+    match entry.split_once(':') {
+        Some((host, p)) if !p.contains(':') => Ok((host, p.parse().map_err(|_| bad_port(p))?)),
+        _ => Ok((entry, default_port)),
+    }
 }
 
 fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
@@ -357,9 +444,10 @@ pub struct Cli {
     /// TOML configuration file (keys as in `Config`, e.g. `memory = "4GiB"`).
     #[arg(long, env = "FRIDGE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1].
+    /// Addresses to listen on: a comma list, and the flag may repeat; each HOST, HOST:PORT,
+    /// [V6] or [V6]:PORT (memcached's -l) [default: 127.0.0.1].
     #[arg(short = 'l', long, env = "FRIDGE_LISTEN", value_name = "ADDR")]
-    pub listen: Option<String>,
+    pub listen: Vec<String>,
     /// Main port, serving memcached and RESP (0 = any free port) [default: 11211].
     #[arg(short = 'p', long, env = "FRIDGE_PORT")]
     pub port: Option<u16>,
@@ -369,6 +457,43 @@ pub struct Cli {
     /// Protocol of the main port [default: auto].
     #[arg(long, env = "FRIDGE_PROTOCOL", value_enum)]
     pub protocol: Option<Protocol>,
+    /// Listen on this unix socket instead of TCP, speaking what the main port would
+    /// (memcached's -s).
+    #[arg(short = 's', long, env = "FRIDGE_UNIX_SOCKET", value_name = "PATH")]
+    pub unix_socket: Option<PathBuf>,
+    /// Permissions of the unix socket, octal (memcached's -a) [default: 700].
+    #[arg(short = 'a', long, env = "FRIDGE_UNIX_MASK", value_name = "OCTAL", value_parser = octal)]
+    pub unix_mask: Option<u32>,
+    /// Listen backlog of each listening socket (memcached's -b) [default: 1024].
+    #[arg(short = 'b', long, env = "FRIDGE_LISTEN_BACKLOG", value_name = "N")]
+    pub listen_backlog: Option<u32>,
+    /// Let memcached's `shutdown` command stop the server (memcached's -A).
+    #[arg(short = 'A', long, env = "FRIDGE_ENABLE_SHUTDOWN")]
+    pub enable_shutdown: bool,
+    /// More logging; repeat for more (-v warnings, -vv every connection).
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// When started as root: become this user once the sockets are bound (memcached's -u).
+    #[arg(short = 'u', long, env = "FRIDGE_USER", value_name = "USER")]
+    pub user: Option<String>,
+    /// Write the process id to this file (memcached's -P).
+    #[arg(
+        short = 'P',
+        long,
+        visible_alias = "pid-file",
+        env = "FRIDGE_PIDFILE",
+        value_name = "FILE"
+    )]
+    pub pidfile: Option<PathBuf>,
+    /// Run in the background once the sockets are bound (memcached's -d).
+    #[arg(short = 'd', long, env = "FRIDGE_DAEMON")]
+    pub daemon: bool,
+    /// memcached's extended options, comma-separated; the flag may repeat. Honoured:
+    /// idle_timeout=N, read_buf_mem_limit=MB, and those asking for what fridge always does
+    /// (maxconns_fast, modern, slab_reassign, slab_automove, lru_crawler, lru_maintainer);
+    /// the rest are refused with the reason (docs/deployment.md).
+    #[arg(short = 'o', long, value_name = "OPTIONS")]
+    pub extended: Vec<String>,
     /// Item memory [default: 1GiB]. The index, hitmap and other bookkeeping come on top
     /// (about 0.5× more with small items) unless --memory-includes-index; see below.
     #[arg(long, env = "FRIDGE_MEMORY", value_name = "SIZE")]
@@ -395,7 +520,7 @@ pub struct Cli {
     /// Largest value (memcached's -I) [default: 1MiB].
     #[arg(short = 'I', long, env = "FRIDGE_MAX_ITEM_SIZE", value_name = "SIZE")]
     pub max_item_size: Option<Size>,
-    /// memcached's UDP port: only 0 (off) is supported.
+    /// memcached's UDP port: only 0 (off, memcached's default) is supported.
     #[arg(short = 'U', long = "udp-port", value_name = "0")]
     pub udp_port: Option<u16>,
     /// Longest memcached key [default: 250].
@@ -455,6 +580,14 @@ pub struct Cli {
     pub auth_failure_burst: Option<u32>,
 }
 
+/// memcached's `-a`: permission bits in octal.
+fn octal(text: &str) -> Result<u32, String> {
+    u32::from_str_radix(text, 8)
+        .ok()
+        .filter(|m| *m <= 0o777)
+        .ok_or_else(|| format!("{text:?} is not an octal permission mask (000 to 777)"))
+}
+
 /// Tools run instead of the server.
 #[derive(clap::Subcommand, Debug)]
 pub enum Tool {
@@ -481,8 +614,12 @@ impl Cli {
         macro_rules! take {
             ($($field:ident),*) => { $( if let Some(v) = self.$field { c.$field = v; } )* };
         }
+        if self.max_connections == Some(0) {
+            return Err("Maximum connections must be greater than 0".into());
+        }
+        let item_flag = self.max_item_size.is_some();
+        let output_flag = self.max_output_buffer.is_some();
         take!(
-            listen,
             port,
             protocol,
             memory,
@@ -520,9 +657,90 @@ impl Cli {
         if let Some(mb) = self.memory_mb {
             c.memory = Size(mb.checked_mul(1 << 20).ok_or("-m is too large")?);
         }
+        self.memcached_flags(&mut c)?;
+        // `-d` moves to `/`: paths given relative to where fridge was started must stay right.
+        for path in [&mut c.config_file, &mut c.pidfile, &mut c.unix_socket].into_iter().flatten() {
+            *path = std::path::absolute(&*path)
+                .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+        }
+        if item_flag {
+            memcached_item_size(&c)?;
+            if !output_flag {
+                // memcached needs no such setting: make room for a reply of one value.
+                let room = c.max_item_size.0 + MIN_OUTPUT_ROOM as u64;
+                c.max_output_buffer = c.max_output_buffer.max(Size(room));
+            }
+        }
         c.validate()?;
         Ok(c)
     }
+
+    /// The settings only memcached's flags (and their long names) set: listening, process
+    /// identity, logging, and `-o`.
+    fn memcached_flags(&self, c: &mut Config) -> Result<(), String> {
+        if !self.listen.is_empty() {
+            c.listen = self.listen.join(",");
+        }
+        if let Some(path) = &self.unix_socket {
+            c.unix_socket = Some(path.clone());
+        }
+        if let Some(mask) = self.unix_mask {
+            c.unix_mask = mask;
+        }
+        if let Some(n) = self.listen_backlog {
+            c.listen_backlog = n;
+        }
+        if let Some(user) = &self.user {
+            c.user = Some(user.clone());
+        }
+        if let Some(path) = &self.pidfile {
+            c.pidfile = Some(path.clone());
+        }
+        c.enable_shutdown |= self.enable_shutdown;
+        c.daemon |= self.daemon;
+        c.verbose = c.verbose.max(self.verbose);
+        for list in &self.extended {
+            for effect in extended::parse(list)? {
+                match effect {
+                    Effect::IdleTimeout(secs) => c.idle_timeout = secs,
+                    Effect::ReadBufMemLimitMb(0) => c.max_client_memory = Some(Size(u64::MAX)),
+                    Effect::ReadBufMemLimitMb(mb) => {
+                        let bytes =
+                            mb.checked_mul(1 << 20).ok_or("read_buf_mem_limit is too large")?;
+                        c.max_client_memory = Some(Size(bytes));
+                    }
+                    Effect::Nothing => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The largest value fridge can store: one item must fit in one segment of at most
+/// [`fridge_engine::item::MAX_SEGMENT_SIZE`] (8 MiB) with its key and header.
+pub const MAX_ITEM_SIZE: u64 = (fridge_engine::item::MAX_SEGMENT_SIZE - ITEM_OVERHEAD) as u64;
+
+/// memcached's checks of `-I`, with its messages (memcached 1.6.18: at least 1 KiB, at most
+/// half of `-m`, at most a gigabyte), and fridge's own ceiling below memcached's gigabyte.
+fn memcached_item_size(c: &Config) -> Result<(), String> {
+    let item = c.max_item_size.0;
+    if item < 1024 {
+        return Err("Item max size cannot be less than 1024 bytes.".into());
+    }
+    if item > c.memory.0 / 2 {
+        return Err("Cannot set item size limit higher than 1/2 of memory max.".into());
+    }
+    if item > 1 << 30 {
+        return Err("Cannot set item size limit higher than a gigabyte.".into());
+    }
+    if item > MAX_ITEM_SIZE {
+        return Err(format!(
+            "Cannot set item size limit higher than {MAX_ITEM_SIZE} bytes: fridge stores an item \
+             in one segment of at most 8 MiB (memcached's limit is a gigabyte)"
+        ));
+    }
+    Ok(())
 }
 
 // Tenants as the file configures them. The server's runtime view of them (ids, logins,

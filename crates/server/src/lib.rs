@@ -61,8 +61,11 @@
 mod auth;
 mod config;
 mod counter;
+mod extended;
+mod listen;
 mod memcache;
 mod password;
+pub mod process;
 mod resp;
 mod server;
 mod session;
@@ -73,7 +76,8 @@ mod worker;
 mod worker_stats;
 
 pub use config::TenantConfig;
-pub use config::{Cli, Config, Millis, Protocol, Size, Tool};
+pub use config::{Cli, Config, MAX_ITEM_SIZE, Millis, Protocol, Size, Tool};
+pub use listen::Listeners;
 pub use password::PasswordHash;
 pub use server::{ReloadHandle, Server, ShutdownHandle};
 pub use shared::{DRAIN_TIMEOUT, MEMCACHED_VERSION, OUTPUT_SOFT_LIMIT, READ_BUDGET, REDIS_VERSION};
