@@ -9,6 +9,8 @@
 //! `h` and `l` always report 0 (the engine keeps no per-item fetch bit or access time in
 //! seconds).
 
+use std::sync::atomic::Ordering;
+
 use fridge_engine::{Condition, EngineError, Expiry, StoreOutcome, TenantId};
 use fridge_proto::memcache::{
     self as mc, ArithmeticCommand, MetaCommand, MetaRequest, MetaStatus, Reply, Request, Retrieval,
@@ -157,12 +159,29 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             _ => mc::write_reply(out, Reply::Error),
         },
         Request::Version => mc::write_version(out, crate::shared::MEMCACHED_VERSION.as_bytes()),
-        Request::Verbosity { noreply, .. } => {
-            if !noreply {
-                mc::write_reply(out, Reply::Ok);
+        Request::Verbosity { level, noreply } => {
+            // memcached's ceiling is 2; the server's log is the admin's to change.
+            if s.is_admin(ctx.tenants) {
+                ctx.shared.verbose.store(level.min(2) as u8, Ordering::Relaxed);
+                if !noreply {
+                    mc::write_reply(out, Reply::Ok);
+                }
+            } else {
+                mc::write_client_error(out, b"verbosity is for the admin");
             }
         }
         Request::Quit => s.closing = true,
+        Request::Shutdown { args } => {
+            if !ctx.shared.config.enable_shutdown || !s.is_admin(ctx.tenants) {
+                out.extend_from_slice(b"ERROR: shutdown not enabled\r\n");
+            } else if args.is_empty() || args == b"graceful" {
+                // fridge's only shutdown is graceful: in-flight requests finish.
+                ctx.shared.shutdown.store(true, Ordering::SeqCst);
+                s.closing = true;
+            } else {
+                mc::write_client_error(out, b"invalid shutdown mode");
+            }
+        }
         Request::Meta(m) => meta(m, out, s.user, t, ctx, now),
     }
 }

@@ -67,6 +67,11 @@ pub enum Request<'a> {
     },
     /// `quit`: close the connection, no reply.
     Quit,
+    /// `shutdown [graceful]` (memcached 1.6, with `-A`).
+    Shutdown {
+        /// Everything after `shutdown `: empty or `graceful` are its modes.
+        args: &'a [u8],
+    },
     /// `mg ms md ma mn me`.
     Meta(MetaRequest<'a>),
 }
@@ -320,6 +325,7 @@ pub fn parse_request<'a>(
         b"stats" => Request::Stats { args: t.rest(1) },
         b"version" => Request::Version,
         b"quit" => Request::Quit,
+        b"shutdown" => Request::Shutdown { args: t.rest(1) },
         b"verbosity" => {
             if !(2..=3).contains(&n) {
                 return unknown;
@@ -554,6 +560,14 @@ impl Request<'_> {
                 out.extend_from_slice(b"\r\n");
             }
             Self::Quit => out.extend_from_slice(b"quit\r\n"),
+            Self::Shutdown { args } => {
+                out.extend_from_slice(b"shutdown");
+                if !args.is_empty() {
+                    out.push(b' ');
+                    out.extend_from_slice(args);
+                }
+                out.extend_from_slice(b"\r\n");
+            }
             Self::Meta(m) => m.encode(out),
         }
     }
@@ -801,6 +815,8 @@ mod tests {
         assert_eq!(ok(b"quit\r\n"), Request::Quit);
         assert_eq!(ok(b"verbosity 1\r\n"), Request::Verbosity { level: 1, noreply: false });
         assert_eq!(ok(b"verbosity 1 noreply\r\n"), Request::Verbosity { level: 1, noreply: true });
+        assert_eq!(ok(b"shutdown\r\n"), Request::Shutdown { args: b"" });
+        assert_eq!(ok(b"shutdown graceful \r\n"), Request::Shutdown { args: b"graceful" });
     }
 
     #[test]

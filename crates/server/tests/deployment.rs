@@ -1,0 +1,422 @@
+//! memcached's command line, run as deployments run it: the `fridge` binary started with
+//! the option line of Debian's `/etc/memcached.conf`, a unix socket, several `-l` addresses,
+//! `-P`, `-d`, `-u`, and the refusals (`-c`, `-o`, root without `-u`), whose messages are
+//! compared with those of Debian's memcached 1.6.18 in the same run when it is installed.
+//! `shutdown` and `verbosity` run in-process.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Conn, config, start_with};
+use fridge_server::Config;
+
+const FRIDGE: &str = env!("CARGO_BIN_EXE_fridge");
+const MEMCACHED: &str = "/usr/bin/memcached";
+
+/// Debian's `/etc/memcached.conf` (memcached 1.6.18-1), verbatim.
+const DEBIAN_CONF: &str = "\
+# memcached default config file
+# 2003 - Jay Bonci <jaybonci@debian.org>
+# This configuration file is read by the start-memcached script provided as
+# part of the Debian GNU/Linux distribution.
+
+# Run memcached as a daemon. This command is implied, and is not needed for the
+# daemon to run. See the README.Debian that comes with this package for more
+# information.
+-d
+
+# Log memcached's output to /var/log/memcached
+logfile /var/log/memcached.log
+
+# Be verbose
+# -v
+
+# Start with a cap of 64 megs of memory. It's reasonable, and the daemon default
+# Note that the daemon will grow to this size, but does not start out holding this much
+# memory
+-m 64
+
+# Default connection port is 11211
+-p 11211
+
+# Run the daemon as root. The start-memcached will default to running as root if no
+# -u command is present in this config file
+-u memcache
+
+# Specify which IP address to listen on. The default is to listen on all IP addresses
+# This parameter is one of the only security measures that memcached has, so make sure
+# it's listening on a firewalled interface.
+-l 127.0.0.1
+
+# Limit the number of simultaneous incoming connections. The daemon default is 1024
+# -c 1024
+
+# Use a pidfile
+-P /var/run/memcached/memcached.pid
+";
+
+/// The arguments Debian's `systemd-memcached-wrapper` (and `start-memcached`) build from a
+/// `memcached.conf`: comments stripped, `-d`/`-h` lines and directives (`logfile`) skipped,
+/// the option lines joined and split by the shell.
+fn debian_wrapper_args(conf: &str) -> Vec<String> {
+    conf.lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| l.starts_with('-') && !l.starts_with("-d") && !l.starts_with("-h"))
+        .flat_map(|l| l.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+fn is_root() -> bool {
+    fridge_server::process::is_root()
+}
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A fresh directory anyone may write (the `-u` user writes its pid file there).
+fn scratch_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fridge-deploy-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    dir
+}
+
+fn spawn(args: &[&str]) -> Child {
+    Command::new(FRIDGE)
+        .args(args)
+        .env_remove("FRIDGE_USER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fridge runs")
+}
+
+/// Runs a command that is expected to exit at once.
+fn run(program: &str, args: &[&str]) -> Output {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_remove("FRIDGE_USER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{program} {args:?} did not exit");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// What memcached prints for `args` (with `-U 0`), when it is installed and exits at once.
+fn memcached_says(args: &[&str]) -> Option<String> {
+    if !Path::new(MEMCACHED).exists() {
+        return None;
+    }
+    let mut all = vec!["-U", "0"];
+    all.extend_from_slice(args);
+    let out = run(MEMCACHED, &all);
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    Some(text.trim().to_string())
+}
+
+/// fridge's startup failure for `args`: (exit status, stderr).
+fn fridge_refuses(args: &[&str]) -> (i32, String) {
+    let out = run(FRIDGE, args);
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).trim().to_string())
+}
+
+fn wait_port(addr: SocketAddr) {
+    common::wait_ready(addr);
+}
+
+fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(pid: u32, name: &str) {
+    let status = Command::new("kill").args([name, &pid.to_string()]).status().unwrap();
+    assert!(status.success(), "kill {name} {pid}");
+}
+
+/// Stops a fridge child gracefully and checks it exits 0.
+fn stop(mut child: Child) {
+    signal(child.id(), "-TERM");
+    let status = child.wait().unwrap();
+    assert!(status.success(), "graceful exit: {status:?}");
+}
+
+/// The real user id of a process, from /proc.
+fn uid_of(pid: u32) -> u32 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+fn roundtrip(stream: &mut (impl Read + Write), request: &[u8], want: &[u8]) {
+    stream.write_all(request).unwrap();
+    let mut got = vec![0u8; want.len()];
+    stream.read_exact(&mut got).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        String::from_utf8_lossy(want),
+        "reply to {request:?}"
+    );
+}
+
+/// memcached text and RESP both answer on connections `connect` opens (a connection's first
+/// byte picks its protocol).
+fn speaks_both<S: Read + Write>(connect: impl Fn() -> S) {
+    let mut mc = connect();
+    roundtrip(&mut mc, b"set k 5 0 2\r\nhi\r\n", b"STORED\r\n");
+    roundtrip(&mut mc, b"get k\r\n", b"VALUE k 5 2\r\nhi\r\nEND\r\n");
+    let mut resp = connect();
+    roundtrip(&mut resp, b"*1\r\n$4\r\nPING\r\n", b"+PONG\r\n");
+    roundtrip(&mut resp, b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n", b"$2\r\nhi\r\n");
+}
+
+#[test]
+fn the_option_line_of_debians_memcached_conf_runs_fridge() {
+    let dir = scratch_dir("debian");
+    let port = free_port();
+    let pidfile = dir.join("memcached.pid");
+    // Only what a test must change: the port, the pid file's directory, and the user when
+    // this machine has no `memcache` (the package creates it).
+    let user = if nix::unistd::User::from_name("memcache").ok().flatten().is_some() {
+        "memcache"
+    } else {
+        "nobody"
+    };
+    let conf = DEBIAN_CONF
+        .replace("-p 11211", &format!("-p {port}"))
+        .replace("/var/run/memcached/memcached.pid", pidfile.to_str().unwrap())
+        .replace("-u memcache", &format!("-u {user}"));
+    let args = debian_wrapper_args(&conf);
+    assert_eq!(args[..4], ["-m", "64", "-p", &port.to_string()[..]]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let child = spawn(&args);
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    wait_port(addr);
+    speaks_both(|| TcpStream::connect(addr).unwrap());
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert_eq!(pid, child.id(), "the pid file names the server");
+    if is_root() {
+        let uid = nix::unistd::User::from_name(user).unwrap().unwrap().uid.as_raw();
+        assert_eq!(uid_of(pid), uid, "root was dropped for -u {user}");
+    }
+    stop(child);
+    assert!(!pidfile.exists(), "the pid file is removed on a graceful exit");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn a_unix_socket_serves_both_protocols_under_its_mask() {
+    let dir = scratch_dir("unix");
+    let path = dir.join("fridge.sock");
+    std::fs::write(&path, b"").unwrap();
+    let (status, err) = fridge_refuses(&["-u", "nobody", "-s", path.to_str().unwrap()]);
+    assert_eq!(status, 71, "{err}");
+    assert!(
+        err.contains("failed to listen on UNIX socket"),
+        "a plain file is never removed: {err}"
+    );
+    std::fs::remove_file(&path).unwrap();
+
+    let child = spawn(&["-u", "nobody", "-s", path.to_str().unwrap(), "-a", "766", "-m", "64"]);
+    wait_for("the socket", || UnixStream::connect(&path).is_ok());
+    let meta = std::fs::metadata(&path).unwrap();
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o766, "-a sets the permission bits");
+    speaks_both(|| UnixStream::connect(&path).unwrap());
+    stop(child);
+    assert!(!path.exists(), "the socket file is removed on exit");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn several_listen_addresses_as_a_comma_list_and_repeated() {
+    let port = free_port();
+    let other = free_port();
+    let child = spawn(&[
+        "-u",
+        "nobody",
+        "-m",
+        "64",
+        "-p",
+        &port.to_string(),
+        "-l",
+        "127.0.0.1,127.0.0.2",
+        "-l",
+        &format!("127.0.0.3:{other}"),
+    ]);
+    for addr in
+        [format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}"), format!("127.0.0.3:{other}")]
+    {
+        let addr: SocketAddr = addr.parse().unwrap();
+        wait_port(addr);
+        roundtrip(&mut TcpStream::connect(addr).unwrap(), b"*1\r\n$4\r\nPING\r\n", b"+PONG\r\n");
+    }
+    stop(child);
+}
+
+#[test]
+fn daemonized_it_detaches_and_the_pid_file_finds_it() {
+    let dir = scratch_dir("daemon");
+    let pidfile = dir.join("fridge.pid");
+    let port = free_port();
+    let out = run(
+        FRIDGE,
+        &[
+            "-d",
+            "-u",
+            "nobody",
+            "-m",
+            "64",
+            "-p",
+            &port.to_string(),
+            "-P",
+            pidfile.to_str().unwrap(),
+        ],
+    );
+    assert!(out.status.success(), "the foreground process exits 0: {out:?}");
+    wait_for("the pid file", || pidfile.exists());
+    let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    wait_port(addr);
+    let mut c = Conn::open(addr);
+    c.roundtrip(
+        b"version\r\n",
+        format!("VERSION {}\r\n", fridge_server::MEMCACHED_VERSION).as_bytes(),
+    );
+    signal(pid, "-TERM");
+    wait_for("the daemon to exit", || !Path::new(&format!("/proc/{pid}")).exists());
+    assert!(!pidfile.exists());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn root_needs_a_user_to_become() {
+    if !is_root() {
+        return; // memcached ignores -u when not root; nothing to refuse
+    }
+    for (args, status) in
+        [(&["-p", "0"][..], 64), (&["-p", "0", "-u", "no-such-user-here"][..], 67)]
+    {
+        let (got, err) = fridge_refuses(args);
+        assert_eq!(got, status, "{err}");
+        if let Some(theirs) = memcached_says(args) {
+            assert_eq!(err, format!("fridge: {theirs}"));
+        }
+    }
+    assert_eq!(fridge_refuses(&["-p", "0"]).1, "fridge: can't run as root without the -u switch");
+}
+
+#[test]
+fn more_connections_than_the_system_allows_are_refused_like_memcached() {
+    // More descriptors than any process may have: refused whoever runs the test.
+    let nr_open: u64 =
+        std::fs::read_to_string("/proc/sys/fs/nr_open").unwrap().trim().parse().unwrap();
+    let c = (nr_open + 1).to_string();
+    let args = ["-u", "nobody", "-p", "0", "-c", &c];
+    let (status, err) = fridge_refuses(&args);
+    let message = "failed to set rlimit for open files. Try starting as root or requesting \
+                   smaller maxconns value.";
+    assert_eq!((status, err.as_str()), (71, &*format!("fridge: {message}")));
+    if let Some(theirs) = memcached_says(&args) {
+        assert_eq!(theirs, message);
+    }
+    let (status, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-c", "0"]);
+    assert_ne!(status, 0);
+    assert_eq!(err, "fridge: Maximum connections must be greater than 0");
+    if let Some(theirs) = memcached_says(&["-u", "nobody", "-p", "0", "-c", "0"]) {
+        assert_eq!(err, format!("fridge: {theirs}"));
+    }
+}
+
+#[test]
+fn extended_options_are_honoured_or_refused_never_ignored() {
+    let (status, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-o", "modern,bogus"]);
+    assert_ne!(status, 0);
+    assert_eq!(err, "fridge: Illegal suboption \"bogus\"");
+    if let Some(theirs) = memcached_says(&["-u", "nobody", "-p", "0", "-o", "modern,bogus"]) {
+        assert_eq!(err, format!("fridge: {theirs}"));
+    }
+    let (status, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-o", "hashpower=20"]);
+    assert_ne!(status, 0);
+    assert!(err.starts_with("fridge: Unsupported suboption \"hashpower=20\": "), "{err}");
+    let (_, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-o", "idle_timeout"]);
+    assert_eq!(err, "fridge: Missing numeric argument for idle_timeout");
+
+    let cli = <fridge_server::Cli as clap::Parser>::try_parse_from([
+        "fridge",
+        "-o",
+        "modern,idle_timeout=7",
+        "-o",
+        "read_buf_mem_limit=128",
+    ])
+    .unwrap();
+    let c = cli.into_config().unwrap();
+    assert_eq!(c.idle_timeout, 7);
+    assert_eq!(c.max_client_memory, Some(fridge_server::Size(128 << 20)));
+}
+
+#[test]
+fn item_size_limits_read_like_memcached() {
+    for args in [&["-I", "512"][..], &["-m", "64", "-I", "48m"][..]] {
+        let mut all = vec!["-u", "nobody", "-p", "0"];
+        all.extend_from_slice(args);
+        let (status, err) = fridge_refuses(&all);
+        assert_ne!(status, 0);
+        if let Some(theirs) = memcached_says(&all) {
+            assert_eq!(err, format!("fridge: {theirs}"), "{args:?}");
+        }
+    }
+    let (_, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-m", "64", "-I", "9m"]);
+    assert!(err.contains("fridge stores an item in one segment of at most 8 MiB"), "{err}");
+}
+
+#[test]
+fn shutdown_needs_enable_shutdown_and_verbosity_answers_as_memcached() {
+    let server = start_with(config());
+    let mut c = Conn::open(server.local_addr());
+    c.roundtrip(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n");
+    c.roundtrip(b"shutdown graceful\r\n", b"ERROR: shutdown not enabled\r\n");
+    c.roundtrip(b"verbosity 1\r\n", b"OK\r\n");
+    c.send(b"verbosity 2 noreply\r\n");
+    c.roundtrip(b"verbosity\r\n", b"ERROR\r\n");
+    c.roundtrip(b"verbosity x\r\n", b"CLIENT_ERROR bad command line format\r\n");
+    c.roundtrip(b"verbosity 0\r\n", b"OK\r\n");
+    server.shutdown();
+
+    let server = start_with(Config { enable_shutdown: true, ..config() });
+    let addr = server.local_addr();
+    let mut c = Conn::open(addr);
+    c.roundtrip(b"shutdown now\r\n", b"CLIENT_ERROR invalid shutdown mode\r\n");
+    c.roundtrip(b"shutdown graceful noreply\r\n", b"CLIENT_ERROR invalid shutdown mode\r\n");
+    c.send(b"shutdown\r\n");
+    let mut rest = Vec::new();
+    let _ = c.stream.read_to_end(&mut rest);
+    assert!(rest.is_empty(), "closed without a reply, as memcached: {rest:?}");
+    server.wait();
+    assert!(TcpStream::connect(addr).is_err(), "the server stopped");
+}
