@@ -48,21 +48,24 @@ fn reserved_descriptors(config: &Config) -> u64 {
 
 /// Makes sure `RLIMIT_NOFILE` allows `max_connections` connections (memcached's `-c`):
 /// raises the soft limit, and the hard one if it must (root with `CAP_SYS_RESOURCE` only),
-/// never lowers either. Fails with memcached's message.
+/// never lowers either. It asks for the connections plus the server's own descriptors, and
+/// settles for the connections alone (memcached's exact request, which counts its own
+/// descriptors within `-c`) where the system allows no more; if not even that, it fails with
+/// memcached's message.
 pub fn raise_open_files(config: &Config) -> Result<(), Failure> {
-    let needed = (config.max_connections as u64).saturating_add(reserved_descriptors(config));
+    let connections = config.max_connections as u64;
     let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE)
         .map_err(|_| fail("failed to getrlimit number of files", EX_OSERR))?;
-    if soft >= needed {
-        return Ok(());
+    for needed in [connections.saturating_add(reserved_descriptors(config)), connections] {
+        if soft >= needed || setrlimit(Resource::RLIMIT_NOFILE, needed, hard.max(needed)).is_ok() {
+            return Ok(());
+        }
     }
-    setrlimit(Resource::RLIMIT_NOFILE, needed, hard.max(needed)).map_err(|_| {
-        fail(
-            "failed to set rlimit for open files. Try starting as root or requesting smaller \
-             maxconns value.",
-            EX_OSERR,
-        )
-    })
+    Err(fail(
+        "failed to set rlimit for open files. Try starting as root or requesting smaller \
+         maxconns value.",
+        EX_OSERR,
+    ))
 }
 
 /// Whether this process runs as root, by real or effective id (memcached checks both).

@@ -395,19 +395,66 @@ fn item_size_limits_read_like_memcached() {
     assert!(err.contains("fridge stores an item in one segment of at most 8 MiB"), "{err}");
 }
 
-#[test]
-fn shutdown_needs_enable_shutdown_and_verbosity_answers_as_memcached() {
-    let server = start_with(config());
-    let mut c = Conn::open(server.local_addr());
-    c.roundtrip(b"shutdown\r\n", b"ERROR: shutdown not enabled\r\n");
-    c.roundtrip(b"shutdown graceful\r\n", b"ERROR: shutdown not enabled\r\n");
-    c.roundtrip(b"verbosity 1\r\n", b"OK\r\n");
-    c.send(b"verbosity 2 noreply\r\n");
-    c.roundtrip(b"verbosity\r\n", b"ERROR\r\n");
-    c.roundtrip(b"verbosity x\r\n", b"CLIENT_ERROR bad command line format\r\n");
-    c.roundtrip(b"verbosity 0\r\n", b"OK\r\n");
-    server.shutdown();
+/// What a server answers to each request, read up to the `MN` of a meta no-op sent after it.
+fn replies(addr: SocketAddr, requests: &[&[u8]]) -> Vec<String> {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut out = Vec::new();
+    for request in requests {
+        stream.write_all(request).unwrap();
+        stream.write_all(b"mn\r\n").unwrap();
+        let mut got = Vec::new();
+        while !got.ends_with(b"MN\r\n") {
+            let mut byte = [0u8; 1];
+            assert_eq!(stream.read(&mut byte).unwrap(), 1, "reply to {request:?}");
+            got.push(byte[0]);
+        }
+        got.truncate(got.len() - 4);
+        out.push(String::from_utf8_lossy(&got).into_owned());
+    }
+    out
+}
 
+#[test]
+fn verbosity_and_shutdown_replies_are_memcacheds() {
+    let requests: &[&[u8]] = &[
+        b"verbosity 1\r\n",
+        b"verbosity 1 noreply\r\n",
+        b"verbosity 1 2\r\n",
+        b"verbosity 1 2 3\r\n",
+        b"verbosity\r\n",
+        b"verbosity abc\r\n",
+        b"verbosity -1\r\n",
+        b"verbosity 99999999999999\r\n",
+        b"verbosity 0\r\n",
+        b"shutdown\r\n",
+        b"shutdown graceful\r\n",
+        b"shutdown a b\r\n",
+    ];
+    let server = start_with(config());
+    let ours = replies(server.local_addr(), requests);
+    assert_eq!(ours[0], "OK\r\n");
+    assert_eq!(ours[9], "ERROR: shutdown not enabled\r\n");
+    if Path::new(MEMCACHED).exists() {
+        let port = free_port();
+        let user = nix::unistd::User::from_uid(nix::unistd::getuid()).unwrap().unwrap().name;
+        let mut memcached = Command::new(MEMCACHED)
+            .args(["-u", &user, "-l", "127.0.0.1", "-U", "0", "-p", &port.to_string()])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        wait_port(addr);
+        let theirs = replies(addr, requests);
+        let _ = memcached.kill();
+        let _ = memcached.wait();
+        assert_eq!(ours, theirs);
+    }
+    server.shutdown();
+}
+
+#[test]
+fn with_enable_shutdown_the_shutdown_command_stops_the_server() {
     let server = start_with(Config { enable_shutdown: true, ..config() });
     let addr = server.local_addr();
     let mut c = Conn::open(addr);

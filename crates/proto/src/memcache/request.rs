@@ -331,7 +331,9 @@ pub fn parse_request<'a>(
                 return unknown;
             }
             let noreply = t.noreply();
-            let level = parse_u32(t.get(1))
+            // memcached's safe_strtoul takes any unsigned long and keeps its low 32 bits.
+            let level = parse_u64(t.get(1))
+                .map(|n| n as u32)
                 .ok_or_else(|| invalid(ErrorKind::BadFormat, line_len, noreply))?;
             Request::Verbosity { level, noreply }
         }
@@ -815,6 +817,11 @@ mod tests {
         assert_eq!(ok(b"quit\r\n"), Request::Quit);
         assert_eq!(ok(b"verbosity 1\r\n"), Request::Verbosity { level: 1, noreply: false });
         assert_eq!(ok(b"verbosity 1 noreply\r\n"), Request::Verbosity { level: 1, noreply: true });
+        assert_eq!(
+            ok(b"verbosity 99999999999999\r\n"),
+            Request::Verbosity { level: 99999999999999u64 as u32, noreply: false },
+            "as memcached: any unsigned long, truncated"
+        );
         assert_eq!(ok(b"shutdown\r\n"), Request::Shutdown { args: b"" });
         assert_eq!(ok(b"shutdown graceful \r\n"), Request::Shutdown { args: b"graceful" });
     }
