@@ -608,7 +608,9 @@ impl Cli {
         };
         if let Some(udp) = self.udp_port {
             if udp != 0 {
-                return Err("UDP is not supported: only -U 0 is accepted".into());
+                return Err("UDP is not supported: only -U 0 (off, memcached's default) is \
+                            accepted; fridge has no UDP frame header"
+                    .into());
             }
         }
         macro_rules! take {
@@ -671,6 +673,9 @@ impl Cli {
                 c.max_output_buffer = c.max_output_buffer.max(Size(room));
             }
         }
+        if let Some(mb) = self.memory_mb {
+            memcached_memory(&c, mb)?;
+        }
         c.validate()?;
         Ok(c)
     }
@@ -715,6 +720,28 @@ impl Cli {
         }
         Ok(())
     }
+}
+
+/// `-m` below what the engine needs, said in `-m`'s terms: (4 × workers + 8) segments, each
+/// holding one largest item (memcached's minimum is twice `-I`).
+fn memcached_memory(c: &Config, mb: u64) -> Result<(), String> {
+    if c.memory_includes_index {
+        return Ok(()); // the index comes out of it too: the engine explains
+    }
+    let workers = c.worker_count();
+    let segments = 4 * workers + 8;
+    let segment = c.engine_segment_size();
+    let min = (segments * segment) as u64;
+    if c.memory.0 < min {
+        return Err(format!(
+            "-m {mb} is below fridge's minimum of {} for items up to {} (-I) and {workers} \
+             worker(s): {segments} segments of {} (memcached's minimum is twice -I)",
+            min >> 20,
+            c.max_item_size,
+            Size(segment as u64)
+        ));
+    }
+    Ok(())
 }
 
 /// The largest value fridge can store: one item must fit in one segment of at most

@@ -268,6 +268,8 @@ fn several_listen_addresses_as_a_comma_list_and_repeated() {
         "127.0.0.1,127.0.0.2",
         "-l",
         &format!("127.0.0.3:{other}"),
+        "-b",
+        "77",
     ]);
     for addr in
         [format!("127.0.0.1:{port}"), format!("127.0.0.2:{port}"), format!("127.0.0.3:{other}")]
@@ -275,6 +277,13 @@ fn several_listen_addresses_as_a_comma_list_and_repeated() {
         let addr: SocketAddr = addr.parse().unwrap();
         wait_port(addr);
         roundtrip(&mut TcpStream::connect(addr).unwrap(), b"*1\r\n$4\r\nPING\r\n", b"+PONG\r\n");
+    }
+    // A listening socket's backlog is its Send-Q in `ss -ltn`.
+    if let Ok(out) = Command::new("ss").args(["-ltnH", &format!("sport = :{port}")]).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        for line in text.lines() {
+            assert_eq!(line.split_whitespace().nth(2), Some("77"), "-b 77: {line}");
+        }
     }
     stop(child);
 }
@@ -393,6 +402,12 @@ fn item_size_limits_read_like_memcached() {
     }
     let (_, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-m", "64", "-I", "9m"]);
     assert!(err.contains("fridge stores an item in one segment of at most 8 MiB"), "{err}");
+    let (_, err) = fridge_refuses(&["-u", "nobody", "-p", "0", "-m", "8", "-t", "1"]);
+    assert_eq!(
+        err,
+        "fridge: -m 8 is below fridge's minimum of 24 for items up to 1MiB (-I) and 1 \
+         worker(s): 12 segments of 2MiB (memcached's minimum is twice -I)"
+    );
 }
 
 /// What a server answers to each request, read up to the `MN` of a meta no-op sent after it.
