@@ -59,6 +59,7 @@
 
 #![forbid(unsafe_code)]
 mod auth;
+mod cli;
 mod config;
 mod counter;
 mod extended;
@@ -75,8 +76,9 @@ pub mod tenants;
 mod worker;
 mod worker_stats;
 
+pub use cli::{Cli, MAX_ITEM_SIZE, Tool};
 pub use config::TenantConfig;
-pub use config::{Cli, Config, MAX_ITEM_SIZE, Millis, Protocol, Size, Tool};
+pub use config::{Config, Millis, Protocol, Size};
 pub use listen::Listeners;
 pub use password::PasswordHash;
 pub use server::{ReloadHandle, Server, ShutdownHandle};
