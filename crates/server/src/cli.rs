@@ -51,7 +51,7 @@ pub struct Cli {
     #[arg(long, env = "FRIDGE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Addresses to listen on: a comma list, and the flag may repeat; each HOST, HOST:PORT,
-    /// [V6] or [V6]:PORT (memcached's -l) [default: 127.0.0.1].
+    /// or an IPv6 address in brackets, with :PORT or not (memcached's -l) [default: 127.0.0.1].
     #[arg(short = 'l', long, env = "FRIDGE_LISTEN", value_name = "ADDR")]
     pub listen: Vec<String>,
     /// Main port, serving memcached and RESP (0 = any free port) [default: 11211].

@@ -4,7 +4,7 @@
 //! memcached's command-line flags are accepted as aliases (`-p -l -m -t -c -I -U 0 -s -a -b -u
 //! -P -d -v -A -o`, after `memcached -h` of 1.6.18), so an init script or a Debian
 //! `memcached.conf` written for memcached starts fridge unchanged; `docs/deployment.md` lists
-//! each flag and how far fridge honours it. Sizes are written `"1GiB"`,
+//! each flag and how far fridge honours it (the flags are read in `cli.rs`). Sizes are written `"1GiB"`,
 //! `"64MiB"`, `"512k"`, `"1.5g"` or as a plain number of bytes; durations `"250ms"`, `"30s"`,
 //! `"5m"`, `"1h"` or a plain number of seconds (the rule of [`fridge_units`]).
 
