@@ -227,8 +227,12 @@ impl Config {
     }
 
     /// The address of the RESP-only port, if one is configured.
+    /// It is on the first listen address.
     pub fn resp_addr(&self) -> Result<Option<SocketAddr>, String> {
-        self.resp_port.map(|p| socket_addr(&self.listen, p)).transpose()
+        let Some(port) = self.resp_port else { return Ok(None) };
+        let mut addr = self.addr()?;
+        addr.set_port(port);
+        Ok(Some(addr))
     }
 
     /// Reads a TOML configuration file (keys as in this struct). Errors are one line (they
@@ -389,16 +393,6 @@ fn host_port(entry: &str, default_port: u16) -> Result<(&str, u16), String> {
         Some((host, p)) if !p.contains(':') => Ok((host, p.parse().map_err(|_| bad_port(p))?)),
         _ => Ok((entry, default_port)),
     }
-}
-
-fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("bad listen address {host:?}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("listen address {host:?} resolves to nothing"))
 }
 
 // Tenants as the file configures them. The server's runtime view of them (ids, logins,
@@ -642,6 +636,24 @@ mod tests {
         assert_eq!("90".parse::<Millis>(), Ok(Millis(90_000)));
         assert_eq!("1h".parse::<Millis>(), Ok(Millis(3_600_000)));
         assert!("5 parsecs".parse::<Millis>().is_err());
+    }
+
+    #[test]
+    fn listen_takes_memcacheds_address_list() {
+        let c = |listen: &str| Config { listen: listen.into(), port: 11211, ..Config::default() };
+        let addrs = |listen: &str| -> Vec<String> {
+            c(listen).listen_addrs().unwrap().iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(
+            addrs("127.0.0.1, 127.0.0.2:99,[::1],[::1]:98,::1,127.0.0.1"),
+            ["127.0.0.1:11211", "127.0.0.2:99", "[::1]:11211", "[::1]:98"],
+            "ports where given, `port` elsewhere, repeats once"
+        );
+        assert!(c("127.0.0.1:x").listen_addrs().unwrap_err().contains("bad port"));
+        assert!(c("[::1").listen_addrs().is_err());
+        assert!(c(" , ").listen_addrs().is_err());
+        let resp = Config { resp_port: Some(6379), ..c("127.0.0.2,127.0.0.3") };
+        assert_eq!(resp.resp_addr().unwrap().unwrap().to_string(), "127.0.0.2:6379");
     }
 
     #[test]
