@@ -166,11 +166,11 @@ fn stop(mut child: Child) {
     assert!(status.success(), "graceful exit: {status:?}");
 }
 
-/// The real user id of a process, from /proc.
-fn uid_of(pid: u32) -> u32 {
+/// The fields of a `/proc/PID/status` line (`Uid:`, `Gid:`, `Groups:`).
+fn proc_status(pid: u32, field: &str) -> Vec<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().skip(1).map(|n| n.parse().unwrap()).collect()
 }
 
 fn roundtrip(stream: &mut (impl Read + Write), request: &[u8], want: &[u8]) {
@@ -221,8 +221,11 @@ fn the_option_line_of_debians_memcached_conf_runs_fridge() {
     let pid: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     assert_eq!(pid, child.id(), "the pid file names the server");
     if is_root() {
-        let uid = nix::unistd::User::from_name(user).unwrap().unwrap().uid.as_raw();
-        assert_eq!(uid_of(pid), uid, "root was dropped for -u {user}");
+        let u = nix::unistd::User::from_name(user).unwrap().unwrap();
+        let (uid, gid) = (u.uid.as_raw(), u.gid.as_raw());
+        assert_eq!(proc_status(pid, "Uid:"), [uid; 4], "root was dropped for -u {user}");
+        assert_eq!(proc_status(pid, "Gid:"), [gid; 4], "and its group taken");
+        assert_eq!(proc_status(pid, "Groups:"), [0u32; 0], "and no supplementary groups");
     }
     stop(child);
     assert!(!pidfile.exists(), "the pid file is removed on a graceful exit");
