@@ -485,3 +485,27 @@ fn with_enable_shutdown_the_shutdown_command_stops_the_server() {
     server.wait();
     assert!(TcpStream::connect(addr).is_err(), "the server stopped");
 }
+
+#[test]
+fn verbosity_changes_what_the_running_server_logs() {
+    let port = free_port();
+    let mut child = spawn(&["-u", "nobody", "-m", "64", "-p", &port.to_string(), "-v"]);
+    let stderr = child.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let next = || lines.recv_timeout(Duration::from_secs(10)).expect("a log line");
+    assert!(next().contains("serving memcached and RESP on 127.0.0.1:"), "the startup line");
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut c = Conn::open(addr);
+    c.roundtrip(b"verbosity 2\r\n", b"OK\r\n");
+    let _second = Conn::open(addr);
+    let line = next();
+    assert!(line.contains("new client connection from 127.0.0.1:"), "-vv logs connections: {line}");
+    assert!(lines.try_recv().is_err(), "at -v the first connection was not logged");
+    stop(child);
+}
