@@ -18,8 +18,10 @@ use crate::extended::{self, Effect};
     version,
     about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
              (RESP2/3) on one port",
-    after_help = "memcached compatibility: -p -l -m -t -c -I and -U 0 mean what they mean to \
-                  memcached. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
+    after_help = "memcached compatibility: -p -l -s -a -b -u -P -d -v -A -m -t -c -I -o and -U 0 \
+                  mean what they mean to memcached 1.6, with its messages; as root, fridge \
+                  wants -u USER, as memcached does. docs/deployment.md lists every memcached \
+                  flag and -o option and how far fridge honours it. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
                   512k) or bytes; durations 250ms, 30s, 5m, 1h, or seconds.\n\n\
                   Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
                   bytes per item, about 19 with small items), the hitmap (--hitmap-bits-per-item \
