@@ -18,7 +18,7 @@ use crate::extended::{self, Effect};
     version,
     about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
              (RESP2/3) on one port",
-    after_help = "memcached compatibility: -p -l -s -a -b -u -P -d -v -A -m -t -c -I -o and -U 0 \
+    after_help = "memcached compatibility: -p -l -s -a -b -u -P -d -v -A -m -t -c -I -o and -U \
                   mean what they mean to memcached 1.6, with its messages; as root, fridge \
                   wants -u USER, as memcached does. docs/deployment.md lists every memcached \
                   flag and -o option and how far fridge honours it. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
@@ -128,8 +128,8 @@ pub struct Cli {
     /// Largest value (memcached's -I) [default: 1MiB].
     #[arg(short = 'I', long, env = "FRIDGE_MAX_ITEM_SIZE", value_name = "SIZE")]
     pub max_item_size: Option<Size>,
-    /// memcached's UDP port: only 0 (off, memcached's default) is supported.
-    #[arg(short = 'U', long = "udp-port", value_name = "0")]
+    /// memcached's UDP port, serving get and gets (memcached's -U) [default: 0, off].
+    #[arg(short = 'U', long = "udp-port", env = "FRIDGE_UDP_PORT", value_name = "PORT")]
     pub udp_port: Option<u16>,
     /// Longest memcached key [default: 250].
     #[arg(long, env = "FRIDGE_MAX_KEY_LEN")]
@@ -214,13 +214,6 @@ impl Cli {
             Some(path) => Config::from_file(path)?,
             None => Config::default(),
         };
-        if let Some(udp) = self.udp_port {
-            if udp != 0 {
-                return Err("UDP is not supported: only -U 0 (off, memcached's default) is \
-                            accepted; fridge has no UDP frame header"
-                    .into());
-            }
-        }
         macro_rules! take {
             ($($field:ident),*) => { $( if let Some(v) = self.$field { c.$field = v; } )* };
         }
@@ -293,6 +286,9 @@ impl Cli {
     fn memcached_flags(&self, c: &mut Config) -> Result<(), String> {
         if !self.listen.is_empty() {
             c.listen = self.listen.join(",");
+        }
+        if let Some(port) = self.udp_port {
+            c.udp_port = port;
         }
         if let Some(path) = &self.unix_socket {
             c.unix_socket = Some(path.clone());
@@ -408,7 +404,7 @@ mod tests {
         assert_eq!(c.max_item_size, Size(2 << 20));
         assert_eq!(c.engine_segment_size(), 4 << 20);
         let udp = Cli::try_parse_from(["fridge", "-U", "11211"]).unwrap();
-        assert!(udp.into_config().is_err());
+        assert_eq!(udp.into_config().unwrap().udp_port, 11211, "memcached's UDP port");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Configuration: defaults, an optional TOML file, `FRIDGE_*` environment variables and
 //! command-line flags, in increasing order of precedence.
 //!
-//! memcached's command-line flags are accepted as aliases (`-p -l -m -t -c -I -U 0 -s -a -b -u
+//! memcached's command-line flags are accepted as aliases (`-p -l -m -t -c -I -U -s -a -b -u
 //! -P -d -v -A -o`, after `memcached -h` of 1.6.18), so an init script or a Debian
 //! `memcached.conf` written for memcached starts fridge unchanged; `docs/deployment.md` lists
 //! each flag and how far fridge honours it (the flags are read in `cli.rs`). Sizes are written `"1GiB"`,
@@ -49,6 +49,8 @@ pub struct Config {
     pub resp_port: Option<u16>,
     /// What the main port speaks.
     pub protocol: Protocol,
+    /// memcached's UDP port (`-U`), serving `get` and `gets` on every listen address; 0: off.
+    pub udp_port: u16,
     /// A unix socket to listen on instead of TCP (memcached's `-s`): with it, the main TCP
     /// port is not opened. It speaks what the main port would.
     pub unix_socket: Option<PathBuf>,
@@ -139,6 +141,7 @@ impl Default for Config {
             port: 11211,
             resp_port: None,
             protocol: Protocol::Auto,
+            udp_port: 0,
             unix_socket: None,
             unix_mask: 0o700,
             listen_backlog: 1024,

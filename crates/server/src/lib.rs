@@ -18,7 +18,8 @@
 //!   connections (slab)      connections              owns its connections and one engine
 //!   engine::Worker          engine::Worker           `Worker` handle for its whole life
 //!   └──────────── engine (shared: index, segments) ─────────┘
-//!                  cleaner thread ("fridge-cleaner"), clock ticker ("fridge-clock")
+//!                  cleaner thread ("fridge-cleaner"), clock ticker ("fridge-clock"),
+//!                  with `-U`, one "fridge-udp" thread per UDP socket (`udp.rs`)
 //! ```
 //!
 //! - A connection lives on one worker from accept to close; nothing about it is shared except
@@ -73,6 +74,7 @@ mod session;
 mod shared;
 mod stats;
 pub mod tenants;
+mod udp;
 mod worker;
 mod worker_stats;
 

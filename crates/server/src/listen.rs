@@ -12,7 +12,8 @@
 //! - Unix (memcached's `-s`): a stale socket file is removed first (never any other kind of
 //!   file), the socket is created under the umask that leaves exactly the `-a` permission bits
 //!   (memcached's way: there is no window with wider ones), and the file is removed again when
-//!   the server stops. It replaces the TCP port, as in memcached.
+//!   the server stops. It replaces the TCP port (and UDP), as in memcached.
+//! - UDP (memcached's `-U`, off at 0): one socket per listen address, served by `udp.rs`.
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -38,6 +39,8 @@ pub struct Listeners {
     pub(crate) unix: Option<(UnixListener, PathBuf)>,
     /// The RESP-only port.
     pub(crate) resp: Option<TcpListener>,
+    /// memcached's UDP port, one socket per listen address (blocking: each has its thread).
+    pub(crate) udp: Vec<std::net::UdpSocket>,
 }
 
 impl Listeners {
@@ -47,6 +50,7 @@ impl Listeners {
         let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
         let backlog = config.listen_backlog as i32;
         let mut tcp = Vec::new();
+        let mut udp = Vec::new();
         let mut unix = None;
         match &config.unix_socket {
             Some(path) => {
@@ -69,6 +73,12 @@ impl Listeners {
                     })?;
                     port.get_or_insert(listener.local_addr()?.port());
                     tcp.push(listener);
+                    if config.udp_port != 0 {
+                        addr.set_port(config.udp_port);
+                        udp.push(bind_udp(addr).map_err(|e| {
+                            io::Error::new(e.kind(), format!("failed to listen on UDP {addr}: {e}"))
+                        })?);
+                    }
                 }
             }
         }
@@ -76,7 +86,7 @@ impl Listeners {
             Some(addr) => Some(bind_tcp(addr, backlog)?),
             None => None,
         };
-        Ok(Listeners { config, tcp, unix, resp })
+        Ok(Listeners { config, tcp, unix, resp, udp })
     }
 
     /// The main port's first address; `0.0.0.0:0` when only a unix socket is open.
@@ -112,6 +122,16 @@ fn bind_tcp(addr: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
     socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(addr))?;
     socket::listen(&fd, Backlog::new(backlog)?)?;
     Ok(TcpListener::from_std(std::net::TcpListener::from(fd)))
+}
+
+fn bind_udp(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
+    let family = if addr.is_ipv4() { AddressFamily::Inet } else { AddressFamily::Inet6 };
+    let fd = socket::socket(family, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+    if addr.is_ipv6() {
+        socket::setsockopt(&fd, socket::sockopt::Ipv6V6Only, &true)?;
+    }
+    socket::bind(std::os::fd::AsRawFd::as_raw_fd(&fd), &SockaddrStorage::from(addr))?;
+    Ok(std::net::UdpSocket::from(fd))
 }
 
 fn bind_unix(path: &Path, mask: u32, backlog: i32) -> io::Result<UnixListener> {

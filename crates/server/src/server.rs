@@ -99,7 +99,7 @@ impl Server {
         let addr = listeners.local_addr();
         let addrs = listeners.tcp.iter().map(TcpListener::local_addr).collect::<io::Result<_>>()?;
         let resp_addr = listeners.resp.as_ref().map(TcpListener::local_addr).transpose()?;
-        let Listeners { config, tcp, unix, resp } = listeners;
+        let Listeners { config, tcp, unix, resp, udp } = listeners;
 
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
@@ -151,6 +151,18 @@ impl Server {
                     worker::run(i, poll, rx, engine_worker, sh);
                 })?;
             senders.push((tx, waker));
+            handles.push(handle);
+        }
+
+        for (i, socket) in udp.into_iter().enumerate() {
+            let engine_worker = shared
+                .engine
+                .worker()
+                .map_err(|e| io::Error::other(format!("engine worker: {e}")))?;
+            let sh = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("fridge-udp{i}"))
+                .spawn(move || crate::udp::serve(socket, sh, engine_worker))?;
             handles.push(handle);
         }
 

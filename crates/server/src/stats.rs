@@ -408,7 +408,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num("maxbytes", c.memory.0);
     num("maxconns", c.max_connections as u64);
     num("tcpport", u64::from(shared.main_port));
-    num("udpport", 0);
+    num("udpport", u64::from(c.udp_port));
     num("num_threads", shared.workers.len() as u64);
     num("item_size_max", c.max_item_size.0);
     num("key_max_len", c.max_key_len as u64);
