@@ -91,15 +91,35 @@ fn scratch_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn spawn(args: &[&str]) -> Child {
-    Command::new(FRIDGE)
+/// A fridge process started by a test; killed when dropped unless [`stop`] stopped it (so a
+/// failed assertion leaves nothing running).
+struct Fridge(Option<Child>);
+
+impl Fridge {
+    fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+}
+
+impl Drop for Fridge {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn spawn(args: &[&str]) -> Fridge {
+    let child = Command::new(FRIDGE)
         .args(args)
         .env_remove("FRIDGE_USER")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .expect("fridge runs")
+        .expect("fridge runs");
+    Fridge(Some(child))
 }
 
 /// Runs a command that is expected to exit at once.
@@ -197,7 +217,8 @@ fn signal(pid: u32, name: &str) {
 }
 
 /// Stops a fridge child gracefully and checks it exits 0.
-fn stop(mut child: Child) {
+fn stop(mut fridge: Fridge) {
+    let mut child = fridge.0.take().unwrap();
     signal(child.id(), "-TERM");
     let status = child.wait().unwrap();
     assert!(status.success(), "graceful exit: {status:?}");
@@ -515,7 +536,7 @@ fn with_enable_shutdown_the_shutdown_command_stops_the_server() {
 fn verbosity_changes_what_the_running_server_logs() {
     let port = free_port();
     let mut child = spawn(&["-u", "nobody", "-m", "64", "-p", &port.to_string(), "-v"]);
-    let stderr = child.stderr.take().unwrap();
+    let stderr = child.0.as_mut().and_then(|c| c.stderr.take()).unwrap();
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
