@@ -125,19 +125,25 @@ impl PidFile {
         tmp.push(".tmp");
         let tmp = PathBuf::from(tmp);
         if let Err(e) = std::fs::write(&tmp, format!("{}\n", std::process::id())) {
+            let e = strerror(&e);
             eprintln!("Could not open the pid file {} for writing: {e}", tmp.display());
             return None;
         }
         if let Err(e) = std::fs::rename(&tmp, path) {
-            eprintln!(
-                "Could not rename the pid file from {} to {}: {e}",
-                tmp.display(),
-                path.display()
-            );
+            let (from, to, e) = (tmp.display(), path.display(), strerror(&e));
+            eprintln!("Could not rename the pid file from {from} to {to}: {e}");
             let _ = std::fs::remove_file(&tmp);
             return None;
         }
         Some(PidFile(path.to_path_buf()))
+    }
+}
+
+/// The C library's words for an error, as memcached's `perror` prints them.
+fn strerror(e: &std::io::Error) -> String {
+    match e.raw_os_error() {
+        Some(code) => nix::errno::Errno::from_raw(code).desc().to_string(),
+        None => e.to_string(),
     }
 }
 

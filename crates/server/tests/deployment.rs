@@ -651,3 +651,27 @@ fn udp_get_and_gets_carry_memcacheds_frame_header() {
     }
     server.shutdown();
 }
+
+#[test]
+fn an_unwritable_pid_file_is_reported_as_memcached_does_and_not_fatal() {
+    let port = free_port();
+    let mut child = spawn(&[
+        "-u",
+        "nobody",
+        "-m",
+        "64",
+        "-p",
+        &port.to_string(),
+        "-P",
+        "/nonexistent-dir/x.pid",
+    ]);
+    let stderr = child.0.as_mut().and_then(|c| c.stderr.take()).unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(stderr));
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        "Could not open the pid file /nonexistent-dir/x.pid.tmp for writing: No such file or directory",
+        "memcached's words (memcached 1.6.18 prints the same line)"
+    );
+    wait_port(format!("127.0.0.1:{port}").parse().unwrap());
+    stop(child);
+}
