@@ -1,6 +1,7 @@
 """Starts fridge servers (the binary cargo built) on ephemeral ports: one plain server for the
 session, and servers with tenants from a configuration file for the tenant tests."""
 
+import getpass
 import hashlib
 import os
 import re
@@ -20,10 +21,14 @@ def fridge_binary():
 
 def launch(*args, workers=2):
     """Starts fridge with `args`; returns (process, port) once it serves."""
+    # Started as root, fridge (like memcached) wants a user to become: this one. Through the
+    # environment, which older builds (bench/hostile runs one) ignore.
+    env = {**os.environ, "FRIDGE_USER": os.environ.get("FRIDGE_USER", getpass.getuser())}
     proc = subprocess.Popen(
         [fridge_binary(), "-p", "0", "-m", "64", "-t", str(workers), *args],
         stderr=subprocess.PIPE,
         text=True,
+        env=env,
     )
     line = proc.stderr.readline()
     match = re.search(r"on 127\.0\.0\.1:(\d+)", line)

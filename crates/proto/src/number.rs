@@ -85,7 +85,7 @@ pub fn parse_u64_padded(s: &[u8]) -> Option<u64> {
 }
 
 /// Parses an unsigned decimal that must fit in 32 bits (memcached's
-/// `safe_strtoul` as used for client flags and verbosity).
+/// `safe_strtoul` as used for client flags).
 pub fn parse_u32(s: &[u8]) -> Option<u32> {
     parse_u64(s).and_then(|n| u32::try_from(n).ok())
 }

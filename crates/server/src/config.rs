@@ -1,8 +1,10 @@
 //! Configuration: defaults, an optional TOML file, `FRIDGE_*` environment variables and
 //! command-line flags, in increasing order of precedence.
 //!
-//! memcached's common short flags are accepted as aliases (`-p -l -m -t -c -I -U 0`), so an
-//! init script written for memcached starts fridge unchanged. Sizes are written `"1GiB"`,
+//! memcached's command-line flags are accepted as aliases (`-p -l -m -t -c -I -U -s -a -b -u
+//! -P -d -v -A -o`, after `memcached -h` of 1.6.18), so an init script or a Debian
+//! `memcached.conf` written for memcached starts fridge unchanged; `docs/deployment.md` lists
+//! each flag and how far fridge honours it (the flags are read in `cli.rs`). Sizes are written `"1GiB"`,
 //! `"64MiB"`, `"512k"`, `"1.5g"` or as a plain number of bytes; durations `"250ms"`, `"30s"`,
 //! `"5m"`, `"1h"` or a plain number of seconds (the rule of [`fridge_units`]).
 
@@ -11,7 +13,6 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
 use fridge_engine::item::MAX_TENANTS;
 use fridge_engine::{IdleTax, RankKind, TenantPolicy};
 use serde::Deserialize;
@@ -39,7 +40,8 @@ pub enum Protocol {
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Address to listen on.
+    /// Addresses to listen on, comma-separated (memcached's `-l`, which may also repeat):
+    /// `HOST`, `HOST:PORT`, `[V6]` or `[V6]:PORT`; an entry without a port takes `port`.
     pub listen: String,
     /// Main port (both protocols unless `protocol` pins one); 0 picks a free port.
     pub port: u16,
@@ -47,6 +49,28 @@ pub struct Config {
     pub resp_port: Option<u16>,
     /// What the main port speaks.
     pub protocol: Protocol,
+    /// memcached's UDP port (`-U`), serving `get` and `gets` on every listen address; 0: off.
+    pub udp_port: u16,
+    /// A unix socket to listen on instead of TCP (memcached's `-s`): with it, the main TCP
+    /// port is not opened. It speaks what the main port would.
+    pub unix_socket: Option<PathBuf>,
+    /// Permission bits of the unix socket (memcached's `-a`, octal; TOML `0o700`).
+    pub unix_mask: u32,
+    /// Listen backlog of every listening socket (memcached's `-b`).
+    pub listen_backlog: u32,
+    /// Whether memcached's `shutdown` command stops the server (memcached's `-A`).
+    pub enable_shutdown: bool,
+    /// Log level (memcached's `-v`, `-vv`, `-vvv`; `verbosity N` changes it at run time): 0
+    /// startup and errors, 1 also warnings (refused connections), 2 and up also every
+    /// accepted connection.
+    pub verbose: u8,
+    /// Started as root: the user to become once the sockets are bound (memcached's `-u`).
+    /// fridge refuses to run as root without it, as memcached does.
+    pub user: Option<String>,
+    /// File to write the process id to once serving (memcached's `-P`); removed on exit.
+    pub pidfile: Option<PathBuf>,
+    /// Detach from the terminal once the sockets are bound (memcached's `-d`).
+    pub daemon: bool,
     /// Item memory (the engine's arena). The index, the hitmap and the rest of the engine's
     /// bookkeeping come on top unless `memory_includes_index` is set; connection buffers
     /// always do.
@@ -117,6 +141,15 @@ impl Default for Config {
             port: 11211,
             resp_port: None,
             protocol: Protocol::Auto,
+            udp_port: 0,
+            unix_socket: None,
+            unix_mask: 0o700,
+            listen_backlog: 1024,
+            enable_shutdown: false,
+            verbose: 0,
+            user: None,
+            pidfile: None,
+            daemon: false,
             memory: Size(1 << 30),
             memory_includes_index: false,
             workers: 0,
@@ -151,29 +184,58 @@ pub const OUTPUT_SOFT_LIMIT: usize = 256 * 1024;
 
 /// Room in the output buffer beyond one value: the replies written before a long reply
 /// suspends (the soft limit) and one value's header.
-const MIN_OUTPUT_ROOM: usize = OUTPUT_SOFT_LIMIT + 64 * 1024;
+pub(crate) const MIN_OUTPUT_ROOM: usize = OUTPUT_SOFT_LIMIT + 64 * 1024;
 
 /// Largest per-item overhead (key record and key) added to a value's size.
-const ITEM_OVERHEAD: usize = 1024;
+pub(crate) const ITEM_OVERHEAD: usize = 1024;
 
 impl Config {
-    /// Worker threads to start.
+    /// Worker threads to start: as configured, else one per core, but no more than the
+    /// memory gives segments for (the engine wants 4 segments per worker besides 8 shared), so
+    /// that a small `-m` such as Debian's 64 starts on a machine with many cores.
     pub fn worker_count(&self) -> usize {
         if self.workers > 0 {
-            self.workers
-        } else {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
+            return self.workers;
         }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let segments = self.memory.bytes() / self.engine_segment_size();
+        cores.min((segments.saturating_sub(8) / 4).max(1))
     }
 
-    /// The address of the main port.
+    /// The address of the main port (the first of [`Config::listen_addrs`]).
     pub fn addr(&self) -> Result<SocketAddr, String> {
-        socket_addr(&self.listen, self.port)
+        Ok(self.listen_addrs()?[0])
+    }
+
+    /// Every address the main port listens on: each entry of `listen`, each address a host
+    /// name resolves to (as memcached binds them all), without repeats.
+    pub fn listen_addrs(&self) -> Result<Vec<SocketAddr>, String> {
+        use std::net::ToSocketAddrs;
+        let mut addrs = Vec::new();
+        for entry in self.listen.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (host, port) = host_port(entry, self.port)?;
+            let resolved = (host, port)
+                .to_socket_addrs()
+                .map_err(|e| format!("bad listen address {entry:?}: {e}"))?;
+            for a in resolved {
+                if !addrs.contains(&a) {
+                    addrs.push(a);
+                }
+            }
+        }
+        if addrs.is_empty() {
+            return Err(format!("listen address {:?} names no address", self.listen));
+        }
+        Ok(addrs)
     }
 
     /// The address of the RESP-only port, if one is configured.
+    /// It is on the first listen address.
     pub fn resp_addr(&self) -> Result<Option<SocketAddr>, String> {
-        self.resp_port.map(|p| socket_addr(&self.listen, p)).transpose()
+        let Some(port) = self.resp_port else { return Ok(None) };
+        let mut addr = self.addr()?;
+        addr.set_port(port);
+        Ok(Some(addr))
     }
 
     /// Reads a TOML configuration file (keys as in this struct). Errors are one line (they
@@ -268,6 +330,15 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         self.addr()?;
         self.resp_addr()?;
+        if self.unix_mask > 0o777 {
+            return Err(format!(
+                "unix_mask {:o} is not a permission mask (at most 777)",
+                self.unix_mask
+            ));
+        }
+        if self.listen_backlog > i32::MAX as u32 {
+            return Err(format!("listen_backlog must be at most {}", i32::MAX));
+        }
         if self.max_connections == 0 {
             return Err("max_connections must be at least 1".into());
         }
@@ -306,222 +377,24 @@ fn position(text: &str, offset: usize) -> String {
     format!(", line {line} column {column}")
 }
 
-fn socket_addr(host: &str, port: u16) -> Result<SocketAddr, String> {
-    use std::net::ToSocketAddrs;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("bad listen address {host:?}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("listen address {host:?} resolves to nothing"))
-}
-
-/// The command line. Every option can also be set by a `FRIDGE_*` environment variable or in
-/// the TOML file given with `--config` (the file's keys are the long option names with `_`
-/// for `-`); the command line wins over the environment, which wins over the file.
-#[derive(Parser, Debug, Default)]
-#[command(
-    name = "fridge",
-    version,
-    about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
-             (RESP2/3) on one port",
-    after_help = "memcached compatibility: -p -l -m -t -c -I and -U 0 mean what they mean to \
-                  memcached. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
-                  512k) or bytes; durations 250ms, 30s, 5m, 1h, or seconds.\n\n\
-                  Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
-                  bytes per item, about 19 with small items), the hitmap (--hitmap-bits-per-item \
-                  bits per 64 bytes of memory: 1/16 of it at 32), a 64-byte header per segment, \
-                  the cleaner's buffers (about 40 bytes per item of a cleaning pass), and for \
-                  each connection 32 KiB of buffers, growing with large requests and replies up \
-                  to --max-query-buffer and --max-output-buffer. Measured at -m 256 filled with \
-                  16-byte keys and 32-byte values: 1.5x the setting. With \
-                  --memory-includes-index the index, hitmap, headers and cleaner buffers come \
-                  out of --memory instead (fewer items fit; connection buffers still come on \
-                  top). See docs/design.md.\n\n\
-                  Tenants are configured in the --config file, one [[tenants]] table each: \
-                  name, password_sha256 (print one with `fridge hash-password`), reserved, \
-                  credit, rank (hitmap, lru, lfu, slru), idle_tax = { rate, idle_time }, \
-                  hard_cap, key_prefixes. Clients log in with AUTH user pass, HELLO 3 AUTH user \
-                  pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. Failed logins \
-                  are limited per client address and per user name (--auth-failure-rate, \
-                  --auth-failure-burst); past the limit a login is refused unchecked. SIGHUP \
-                  or CONFIG RELOAD rereads the tenants and login settings without losing \
-                  cached data; a file that does not parse, or that would let clients in \
-                  without a password where one is required now, is refused and the running \
-                  configuration stays. See docs/tenants.md."
-)]
-pub struct Cli {
-    /// A tool instead of the server.
-    #[command(subcommand)]
-    pub command: Option<Tool>,
-    /// TOML configuration file (keys as in `Config`, e.g. `memory = "4GiB"`).
-    #[arg(long, env = "FRIDGE_CONFIG", value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// Address to listen on [default: 127.0.0.1].
-    #[arg(short = 'l', long, env = "FRIDGE_LISTEN", value_name = "ADDR")]
-    pub listen: Option<String>,
-    /// Main port, serving memcached and RESP (0 = any free port) [default: 11211].
-    #[arg(short = 'p', long, env = "FRIDGE_PORT")]
-    pub port: Option<u16>,
-    /// Also open a RESP-only port (e.g. 6379).
-    #[arg(long, env = "FRIDGE_RESP_PORT")]
-    pub resp_port: Option<u16>,
-    /// Protocol of the main port [default: auto].
-    #[arg(long, env = "FRIDGE_PROTOCOL", value_enum)]
-    pub protocol: Option<Protocol>,
-    /// Item memory [default: 1GiB]. The index, hitmap and other bookkeeping come on top
-    /// (about 0.5× more with small items) unless --memory-includes-index; see below.
-    #[arg(long, env = "FRIDGE_MEMORY", value_name = "SIZE")]
-    pub memory: Option<Size>,
-    /// Item memory in megabytes (memcached's -m).
-    #[arg(short = 'm', long = "memory-mb", value_name = "MB", conflicts_with = "memory")]
-    pub memory_mb: Option<u64>,
-    /// Count the index and the engine's other bookkeeping within --memory, so the server's
-    /// memory stays near it (plus connection buffers); fewer items fit [default: false].
-    #[arg(
-        long,
-        env = "FRIDGE_MEMORY_INCLUDES_INDEX",
-        value_name = "BOOL",
-        num_args = 0..=1,
-        default_missing_value = "true"
-    )]
-    pub memory_includes_index: Option<bool>,
-    /// Worker threads, 0 = one per core (memcached's -t) [default: 0].
-    #[arg(short = 't', long, visible_alias = "threads", env = "FRIDGE_WORKERS")]
-    pub workers: Option<usize>,
-    /// Most simultaneous connections (memcached's -c) [default: 1024].
-    #[arg(short = 'c', long, env = "FRIDGE_MAX_CONNECTIONS")]
-    pub max_connections: Option<usize>,
-    /// Largest value (memcached's -I) [default: 1MiB].
-    #[arg(short = 'I', long, env = "FRIDGE_MAX_ITEM_SIZE", value_name = "SIZE")]
-    pub max_item_size: Option<Size>,
-    /// memcached's UDP port: only 0 (off) is supported.
-    #[arg(short = 'U', long = "udp-port", value_name = "0")]
-    pub udp_port: Option<u16>,
-    /// Longest memcached key [default: 250].
-    #[arg(long, env = "FRIDGE_MAX_KEY_LEN")]
-    pub max_key_len: Option<usize>,
-    /// Longest RESP key [default: 65535].
-    #[arg(long, env = "FRIDGE_MAX_RESP_KEY_LEN")]
-    pub max_resp_key_len: Option<usize>,
-    /// Longest memcached command line, except multigets [default: 2048].
-    #[arg(long, env = "FRIDGE_MAX_LINE_LEN")]
-    pub max_line_len: Option<usize>,
-    /// Most arguments of one RESP command [default: 1048576].
-    #[arg(long, env = "FRIDGE_MAX_MULTIBULK_LEN")]
-    pub max_multibulk_len: Option<usize>,
-    /// Longest RESP argument [default: item size + 64KiB].
-    #[arg(long, env = "FRIDGE_MAX_BULK_LEN", value_name = "SIZE")]
-    pub max_bulk_len: Option<Size>,
-    /// Most unprocessed request bytes per connection (at least one whole request)
-    /// [default: 4MiB].
-    #[arg(long, env = "FRIDGE_MAX_QUERY_BUFFER", value_name = "SIZE")]
-    pub max_query_buffer: Option<Size>,
-    /// Most unsent reply bytes per connection; long replies are written in steps, never held
-    /// whole [default: 64MiB].
-    #[arg(long, env = "FRIDGE_MAX_OUTPUT_BUFFER", value_name = "SIZE")]
-    pub max_output_buffer: Option<Size>,
-    /// Close connections idle this many seconds, 0 = never [default: 0].
-    #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
-    pub idle_timeout: Option<u64>,
-    /// Close a connection whose request stays half-sent this long, 0 = never [default: 30s].
-    #[arg(long, env = "FRIDGE_PARTIAL_REQUEST_TIMEOUT", value_name = "DURATION")]
-    pub partial_request_timeout: Option<Millis>,
-    /// Most memory all connections' buffers may take together; past it the largest
-    /// connections are closed first [default: a quarter of --memory, at least 64MiB].
-    #[arg(long, env = "FRIDGE_MAX_CLIENT_MEMORY", value_name = "SIZE")]
-    pub max_client_memory: Option<Size>,
-    /// Most reply bytes written to one connection per event-loop turn, at least 4KiB
-    /// [default: 128KiB].
-    #[arg(long, env = "FRIDGE_WRITE_CHUNK", value_name = "SIZE")]
-    pub write_chunk: Option<Size>,
-    /// Engine segment size [default: fits the largest item, at least 1MiB].
-    #[arg(long, env = "FRIDGE_SEGMENT_SIZE", value_name = "SIZE")]
-    pub segment_size: Option<Size>,
-    /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32].
-    #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
-    pub hitmap_bits_per_item: Option<usize>,
-    /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)
-    /// [default: true unless a tenant besides `default` is configured or `default` has a
-    /// password].
-    #[arg(long, env = "FRIDGE_ALLOW_UNAUTHENTICATED", value_name = "BOOL")]
-    pub allow_unauthenticated: Option<bool>,
-    /// Failed logins per second allowed per client address and per user name, once the
-    /// burst is spent; further logins are refused unchecked [default: 1.0].
-    #[arg(long, env = "FRIDGE_AUTH_FAILURE_RATE", value_name = "PER_SECOND")]
-    pub auth_failure_rate: Option<f64>,
-    /// Failed logins allowed at once per client address and per user name [default: 10].
-    #[arg(long, env = "FRIDGE_AUTH_FAILURE_BURST", value_name = "COUNT")]
-    pub auth_failure_burst: Option<u32>,
-}
-
-/// Tools run instead of the server.
-#[derive(clap::Subcommand, Debug)]
-pub enum Tool {
-    /// Prints the `password_sha256 = "…"` line of a tenant's password (salted SHA-256) to
-    /// paste into a `[[tenants]]` table. Without PASSWORD, reads one line from standard input.
-    HashPassword {
-        /// The password (prefer standard input: arguments show up in `ps`).
-        password: Option<String>,
-    },
-}
-
-impl Cli {
-    /// Builds the configuration: defaults, then the file, then environment and flags.
-    pub fn into_config(self) -> Result<Config, String> {
-        let mut c = match &self.config {
-            Some(path) => Config::from_file(path)?,
-            None => Config::default(),
-        };
-        if let Some(udp) = self.udp_port {
-            if udp != 0 {
-                return Err("UDP is not supported: only -U 0 is accepted".into());
+/// Splits one `-l` entry as memcached does: `[V6]:PORT` and `[V6]`, `HOST:PORT` (one colon),
+/// or a bare host (a bare IPv6 address has several colons).
+fn host_port(entry: &str, default_port: u16) -> Result<(&str, u16), String> {
+    let bad_port = |p: &str| format!("bad port {p:?} in listen address {entry:?}");
+    if let Some(rest) = entry.strip_prefix('[') {
+        let (host, after) =
+            rest.split_once(']').ok_or_else(|| format!("bad listen address {entry:?}"))?;
+        return match after {
+            "" => Ok((host, default_port)),
+            _ => {
+                let p = after.strip_prefix(':').ok_or_else(|| bad_port(after))?;
+                Ok((host, p.parse().map_err(|_| bad_port(p))?))
             }
-        }
-        macro_rules! take {
-            ($($field:ident),*) => { $( if let Some(v) = self.$field { c.$field = v; } )* };
-        }
-        take!(
-            listen,
-            port,
-            protocol,
-            memory,
-            workers,
-            max_connections,
-            max_item_size,
-            max_key_len,
-            max_resp_key_len,
-            max_line_len,
-            max_multibulk_len,
-            max_bulk_len,
-            max_query_buffer,
-            max_output_buffer,
-            idle_timeout,
-            partial_request_timeout,
-            write_chunk,
-            segment_size,
-            hitmap_bits_per_item,
-            auth_failure_rate,
-            auth_failure_burst
-        );
-        if let Some(v) = self.allow_unauthenticated {
-            c.allow_unauthenticated = Some(v);
-        }
-        if let Some(v) = self.max_client_memory {
-            c.max_client_memory = Some(v);
-        }
-        if let Some(v) = self.memory_includes_index {
-            c.memory_includes_index = v;
-        }
-        c.config_file = self.config.clone();
-        if let Some(p) = self.resp_port {
-            c.resp_port = Some(p);
-        }
-        if let Some(mb) = self.memory_mb {
-            c.memory = Size(mb.checked_mul(1 << 20).ok_or("-m is too large")?);
-        }
-        c.validate()?;
-        Ok(c)
+        };
+    }
+    match entry.split_once(':') {
+        Some((host, p)) if !p.contains(':') => Ok((host, p.parse().map_err(|_| bad_port(p))?)),
+        _ => Ok((entry, default_port)),
     }
 }
 
@@ -732,35 +605,6 @@ mod tests {
     }
 
     #[test]
-    fn memcached_flags_are_aliases() {
-        let cli = Cli::try_parse_from([
-            "fridge",
-            "-p",
-            "0",
-            "-l",
-            "127.0.0.1",
-            "-m",
-            "64",
-            "-t",
-            "1",
-            "-c",
-            "10",
-            "-I",
-            "2m",
-            "-U",
-            "0",
-        ])
-        .unwrap();
-        let c = cli.into_config().unwrap();
-        assert_eq!(c.memory, Size(64 << 20));
-        assert_eq!((c.port, c.workers, c.max_connections), (0, 1, 10));
-        assert_eq!(c.max_item_size, Size(2 << 20));
-        assert_eq!(c.engine_segment_size(), 4 << 20);
-        let udp = Cli::try_parse_from(["fridge", "-U", "11211"]).unwrap();
-        assert!(udp.into_config().is_err());
-    }
-
-    #[test]
     fn tenants_parse_from_toml() {
         let hash = PasswordHash::new(b"s", b"pw");
         let text = format!(
@@ -798,6 +642,24 @@ mod tests {
     }
 
     #[test]
+    fn listen_takes_memcacheds_address_list() {
+        let c = |listen: &str| Config { listen: listen.into(), port: 11211, ..Config::default() };
+        let addrs = |listen: &str| -> Vec<String> {
+            c(listen).listen_addrs().unwrap().iter().map(ToString::to_string).collect()
+        };
+        assert_eq!(
+            addrs("127.0.0.1, 127.0.0.2:99,[::1],[::1]:98,::1,127.0.0.1"),
+            ["127.0.0.1:11211", "127.0.0.2:99", "[::1]:11211", "[::1]:98"],
+            "ports where given, `port` elsewhere, repeats once"
+        );
+        assert!(c("127.0.0.1:x").listen_addrs().unwrap_err().contains("bad port"));
+        assert!(c("[::1").listen_addrs().is_err());
+        assert!(c(" , ").listen_addrs().is_err());
+        let resp = Config { resp_port: Some(6379), ..c("127.0.0.2,127.0.0.3") };
+        assert_eq!(resp.resp_addr().unwrap().unwrap().to_string(), "127.0.0.2:6379");
+    }
+
+    #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
     }
@@ -819,54 +681,5 @@ mod tests {
         let uncommented =
             toml::from_str::<Config>(&text.replace("# max_client_memory", "max_client_memory"));
         assert_eq!(uncommented.unwrap().max_client_memory, Some(Size(256 << 20)));
-    }
-
-    #[test]
-    fn write_chunk_is_set_and_checked() {
-        let cli = Cli::try_parse_from(["fridge", "--write-chunk", "1MiB"]).unwrap();
-        let c = cli.into_config().unwrap();
-        assert_eq!(c.write_chunk, Size(1 << 20));
-        c.validate().unwrap();
-        let from_file: Config = toml::from_str("write_chunk = \"16KiB\"\n").unwrap();
-        assert_eq!(from_file.write_chunk, Size(16 << 10));
-        let tiny = Config { write_chunk: Size(512), ..Config::default() };
-        assert_eq!(tiny.validate().unwrap_err(), "write_chunk must be at least 4KiB");
-    }
-
-    #[test]
-    fn login_limits_are_set_and_checked() {
-        let cli = Cli::try_parse_from([
-            "fridge",
-            "--auth-failure-rate",
-            "0.25",
-            "--auth-failure-burst",
-            "4",
-        ])
-        .unwrap();
-        let c = cli.into_config().unwrap();
-        assert_eq!((c.auth_failure_rate, c.auth_failure_burst), (0.25, 4));
-        let whole: Config = toml::from_str("auth_failure_rate = 2\n").unwrap();
-        assert_eq!(whole.auth_failure_rate, 2.0, "a whole number is a rate too");
-        for rate in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-            let bad = Config { auth_failure_rate: rate, ..Config::default() };
-            assert!(bad.validate().unwrap_err().starts_with("auth_failure_rate must be"), "{rate}");
-        }
-        let bad = Config { auth_failure_burst: 0, ..Config::default() };
-        assert_eq!(bad.validate().unwrap_err(), "auth_failure_burst must be at least 1");
-        let old = toml::from_str::<Config>("auth_failure_delay = \"100ms\"\n");
-        assert!(old.is_err(), "the pause after a failed login is gone");
-    }
-
-    #[test]
-    fn memory_includes_index_from_flag_and_file() {
-        assert!(!Config::default().memory_includes_index);
-        let cli = Cli::try_parse_from(["fridge", "-m", "64", "--memory-includes-index"]).unwrap();
-        let c = cli.into_config().unwrap();
-        assert!(c.memory_includes_index && c.engine().memory_includes_index);
-        let cli = Cli::try_parse_from(["fridge", "--memory-includes-index", "false"]).unwrap();
-        assert!(!cli.into_config().unwrap().memory_includes_index);
-        let file: Config = toml::from_str("memory_includes_index = true\n").unwrap();
-        assert!(file.memory_includes_index);
-        file.validate().unwrap();
     }
 }

@@ -18,7 +18,8 @@
 //!   connections (slab)      connections              owns its connections and one engine
 //!   engine::Worker          engine::Worker           `Worker` handle for its whole life
 //!   └──────────── engine (shared: index, segments) ─────────┘
-//!                  cleaner thread ("fridge-cleaner"), clock ticker ("fridge-clock")
+//!                  cleaner thread ("fridge-cleaner"), clock ticker ("fridge-clock"),
+//!                  with `-U`, one "fridge-udp" thread per UDP socket (`udp.rs`)
 //! ```
 //!
 //! - A connection lives on one worker from accept to close; nothing about it is shared except
@@ -61,14 +62,18 @@
 #![forbid(unsafe_code)]
 mod auth;
 mod binary;
+mod cli;
 mod config;
 mod counter;
+mod extended;
+mod listen;
 mod mc_admin;
 mod memcache;
 mod memcache_common;
 mod memlimit;
 mod meta;
 mod password;
+pub mod process;
 mod resp;
 mod server;
 mod session;
@@ -76,13 +81,16 @@ mod shared;
 mod size_class;
 mod stats;
 pub mod tenants;
+mod udp;
 mod watch;
 mod watch_events;
 mod worker;
 mod worker_stats;
 
+pub use cli::{Cli, MAX_ITEM_SIZE, Tool};
 pub use config::TenantConfig;
-pub use config::{Cli, Config, Millis, Protocol, Size, Tool};
+pub use config::{Config, Millis, Protocol, Size};
+pub use listen::Listeners;
 pub use password::PasswordHash;
 pub use server::{ReloadHandle, Server, ShutdownHandle};
 pub use shared::{DRAIN_TIMEOUT, MEMCACHED_VERSION, OUTPUT_SOFT_LIMIT, READ_BUDGET, REDIS_VERSION};

@@ -1,13 +1,15 @@
-//! `fridge`: parses the configuration, starts the server, rereads its tenants on SIGHUP, and
-//! shuts it down gracefully on SIGTERM or SIGINT. `fridge hash-password` prints a tenant's
-//! password line instead.
+//! `fridge`: parses the configuration, prepares the process as memcached does (open-files
+//! limit, `-u`, binding, `-d`, `-P`; see `fridge_server::process`), starts the server, rereads
+//! its tenants on SIGHUP, and shuts it down gracefully on SIGTERM or SIGINT. `fridge
+//! hash-password` prints a tenant's password line instead.
 
 #![forbid(unsafe_code)]
 
 use std::io::BufRead;
 
 use clap::Parser;
-use fridge_server::{Cli, PasswordHash, Tool};
+use fridge_server::process::{self, Failure, PidFile};
+use fridge_server::{Cli, Listeners, PasswordHash, Tool};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -24,7 +26,26 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let server = match fridge_server::Server::start(config.clone()) {
+    let user = process::raise_open_files(&config)
+        .and_then(|()| process::user_to_become(&config))
+        .unwrap_or_else(|f| exit(f));
+    let listeners = Listeners::bind(config.clone()).unwrap_or_else(|e| {
+        exit(Failure { message: format!("cannot start: {e}"), status: process::EX_OSERR })
+    });
+    if config.daemon {
+        process::daemonize(config.verbose > 0).unwrap_or_else(|f| exit(f));
+    }
+    if let Some(user) = &user {
+        if let Err(e) = listeners.chown_unix_socket(user.uid.as_raw(), user.gid.as_raw()) {
+            exit(Failure {
+                message: format!("cannot give the unix socket to {}: {e}", user.name),
+                status: process::EX_OSERR,
+            });
+        }
+        process::become_user(user).unwrap_or_else(|f| exit(f));
+    }
+    let pidfile = config.pidfile.as_deref().and_then(PidFile::write);
+    let server = match fridge_server::Server::serve(listeners) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("fridge: cannot start: {e}");
@@ -54,14 +75,24 @@ fn main() {
         }
     });
     let resp = server.resp_addr().map(|a| format!(", RESP only on {a}")).unwrap_or_default();
+    let on = match &config.unix_socket {
+        Some(path) => path.display().to_string(),
+        None => server.local_addrs().iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+    };
     eprintln!(
-        "fridge {}: serving memcached and RESP on {}{resp}; {} of memory, {} workers",
+        "fridge {}: serving memcached and RESP on {on}{resp}; {} of memory, {} workers",
         env!("CARGO_PKG_VERSION"),
-        server.local_addr(),
         config.memory,
         config.worker_count(),
     );
     server.wait();
+    drop(pidfile);
+}
+
+/// Prints a startup failure as `fridge: <memcached's message>` and exits with its status.
+fn exit(f: Failure) -> ! {
+    eprintln!("fridge: {}", f.message);
+    std::process::exit(f.status);
 }
 
 /// `fridge hash-password [PASSWORD]`: prints `password_sha256 = "<salt>$<digest>"`.

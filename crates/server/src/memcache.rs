@@ -4,6 +4,8 @@
 //! libmemcached's `memccapable`). Values are copied from engine memory straight into the
 //! connection's write buffer inside the engine's read callback.
 
+use std::sync::atomic::Ordering;
+
 use fridge_engine::{Condition, EngineError, Expiry, StoreOutcome, TenantId};
 use fridge_proto::memcache::{
     self as mc, ArithmeticCommand, Reply, Request, Retrieval, SpaceSplit, Storage, StorageCommand,
@@ -107,9 +109,15 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         Request::Stats { args } => crate::mc_admin::stats(args, out, s, ctx),
         Request::LruCrawler { args } => crate::mc_admin::lru_crawler(args, out, s, ctx),
         Request::Version => mc::write_version(out, crate::shared::MEMCACHED_VERSION.as_bytes()),
-        Request::Verbosity { noreply, .. } => {
-            if !noreply {
-                mc::write_reply(out, Reply::Ok);
+        Request::Verbosity { level, noreply } => {
+            // memcached's ceiling is 2; the server's log is the admin's to change.
+            if s.is_admin(ctx.tenants) {
+                ctx.shared.verbose.store(level.min(2) as u8, Ordering::Relaxed);
+                if !noreply {
+                    mc::write_reply(out, Reply::Ok);
+                }
+            } else {
+                mc::write_client_error(out, b"verbosity is for the admin");
             }
         }
         Request::Quit => s.closing = true,
@@ -117,6 +125,17 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             crate::memlimit::cache_memlimit(megabytes, noreply, out, s, ctx);
         }
         Request::Watch { events } => watch::start(events, out, s, ctx),
+        Request::Shutdown { args } => {
+            if !ctx.shared.config.enable_shutdown || !s.is_admin(ctx.tenants) {
+                out.extend_from_slice(b"ERROR: shutdown not enabled\r\n");
+            } else if args.is_empty() || args == b"graceful" {
+                // fridge's only shutdown is graceful: in-flight requests finish.
+                ctx.shared.shutdown.store(true, Ordering::SeqCst);
+                s.closing = true;
+            } else {
+                mc::write_client_error(out, b"invalid shutdown mode");
+            }
+        }
         Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx, now),
     }
 }

@@ -1,27 +1,26 @@
-//! The running server: binding the listeners, starting the engine, the workers and the
-//! acceptor ([`Server::start`]), the acceptor's loop, and the handles that shut it down or
-//! reload its tenants from other threads.
+//! The running server: starting the engine, the workers and the acceptor over bound
+//! listeners ([`Server::serve`]; [`Server::start`] binds them too), the acceptor's loop, and
+//! the handles that shut it down or reload its tenants from other threads.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use fridge_engine::{Clock, CoarseClock, Engine};
-use mio::net::TcpListener;
+use mio::net::{TcpListener, UnixListener};
 use mio::{Events, Interest, Poll, Token, Waker};
 
 use crate::config::{Config, Protocol};
+use crate::listen::{Listeners, Stream};
 use crate::shared::{NewConn, Shared};
 use crate::stats::WorkerStats;
 use crate::{auth, tenants, worker};
 
 const ACCEPT_WAKER: Token = Token(usize::MAX);
-const MAIN_LISTENER: Token = Token(0);
-const RESP_LISTENER: Token = Token(1);
 /// Connections over the limit that may wait at once for their refusal to be sent.
 const MAX_REJECTING: usize = 64;
 
@@ -30,6 +29,7 @@ const MAX_REJECTING: usize = 64;
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    addrs: Vec<SocketAddr>,
     resp_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
@@ -73,30 +73,33 @@ impl Server {
     /// Binds the listeners and starts the engine, the workers and the acceptor. When this
     /// returns, the ports accept connections.
     pub fn start(config: Config) -> io::Result<Server> {
+        Server::serve(Listeners::bind(config)?)
+    }
+
+    /// Starts the engine, the workers and the acceptor on listeners already bound (the
+    /// binary binds, then detaches and drops privileges, then serves).
+    pub fn serve(listeners: Listeners) -> io::Result<Server> {
         let clock: Arc<dyn Clock> = Arc::new(CoarseClock::start()?);
-        Server::start_inner(config, clock, false)
+        Server::start_inner(listeners, clock, false)
     }
 
     /// [`Server::start`] with the clock every thread reads time from, expiry deadlines
     /// included (the real server reads the system clock for those), so a test can move time
     /// with a `ManualClock` instead of sleeping.
     pub fn start_with_clock(config: Config, clock: Arc<dyn Clock>) -> io::Result<Server> {
-        Server::start_inner(config, clock, true)
+        Server::start_inner(Listeners::bind(config)?, clock, true)
     }
 
     fn start_inner(
-        config: Config,
+        listeners: Listeners,
         clock: Arc<dyn Clock>,
         injected_clock: bool,
     ) -> io::Result<Server> {
-        config.validate().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
-        let addr = config.addr().map_err(invalid)?;
-        let resp_addr = config.resp_addr().map_err(invalid)?;
-        let mut listener = TcpListener::bind(addr)?;
-        let mut resp_listener = resp_addr.map(TcpListener::bind).transpose()?;
-        let addr = listener.local_addr()?;
-        let resp_addr = resp_listener.as_ref().map(TcpListener::local_addr).transpose()?;
+        let addr = listeners.local_addr();
+        let addrs = listeners.tcp.iter().map(TcpListener::local_addr).collect::<io::Result<_>>()?;
+        let resp_addr = listeners.resp.as_ref().map(TcpListener::local_addr).transpose()?;
+        let Listeners { config, tcp, unix, resp, udp } = listeners;
 
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
@@ -119,6 +122,7 @@ impl Server {
             injected_clock,
             engine,
             shutdown: AtomicBool::new(false),
+            verbose: AtomicU8::new(config.verbose),
             connections: AtomicUsize::new(0),
             rejecting: AtomicUsize::new(0),
             total_connections: AtomicU64::new(0),
@@ -155,16 +159,42 @@ impl Server {
             handles.push(handle);
         }
 
+        for (i, socket) in udp.into_iter().enumerate() {
+            let engine_worker = shared
+                .engine
+                .worker()
+                .map_err(|e| io::Error::other(format!("engine worker: {e}")))?;
+            let sh = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("fridge-udp{i}"))
+                .spawn(move || crate::udp::serve(socket, sh, engine_worker))?;
+            handles.push(handle);
+        }
+
         let poll = Poll::new()?;
         let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
-        poll.registry().register(&mut listener, MAIN_LISTENER, Interest::READABLE)?;
-        if let Some(l) = resp_listener.as_mut() {
-            poll.registry().register(l, RESP_LISTENER, Interest::READABLE)?;
+        let main_protocol = shared.config.protocol;
+        let mut all: Vec<(Listener, Protocol)> =
+            tcp.into_iter().map(|l| (Listener::Tcp(l), main_protocol)).collect();
+        let unix_path = unix.map(|(l, path)| {
+            all.push((Listener::Unix(l), main_protocol));
+            path
+        });
+        all.extend(resp.map(|l| (Listener::Tcp(l), Protocol::Resp)));
+        for (i, (listener, _)) in all.iter_mut().enumerate() {
+            match listener {
+                Listener::Tcp(l) => poll.registry().register(l, Token(i), Interest::READABLE)?,
+                Listener::Unix(l) => poll.registry().register(l, Token(i), Interest::READABLE)?,
+            }
         }
         let sh = Arc::clone(&shared);
         let acceptor =
             std::thread::Builder::new().name("fridge-accept".into()).spawn(move || {
-                accept_loop(poll, listener, resp_listener, &senders, &sh);
+                accept_loop(poll, &all, &senders, &sh);
+                drop(all);
+                if let Some(path) = unix_path {
+                    let _ = std::fs::remove_file(path);
+                }
                 // Listeners are closed now; tell the workers to drain and wait for them.
                 sh.shutdown.store(true, Ordering::SeqCst);
                 for (_, waker) in &senders {
@@ -175,12 +205,17 @@ impl Server {
                     let _ = h.join();
                 }
             })?;
-        Ok(Server { addr, resp_addr, shared, acceptor: Some(acceptor), accept_waker })
+        Ok(Server { addr, addrs, resp_addr, shared, acceptor: Some(acceptor), accept_waker })
     }
 
-    /// The main port's address.
+    /// The main port's (first) address; `0.0.0.0:0` when only a unix socket is open.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Every address the main port listens on (none when only a unix socket is open).
+    pub fn local_addrs(&self) -> &[SocketAddr] {
+        &self.addrs
     }
 
     /// The RESP-only port's address, if one was opened.
@@ -228,16 +263,40 @@ impl Server {
 
 type WorkerSender = (mpsc::Sender<NewConn>, Arc<Waker>);
 
+/// A listening socket of either kind.
+enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener),
+}
+
+impl Listener {
+    /// Accepts one connection: the stream, the client's address and the local one (both
+    /// `0.0.0.0:0` on a unix socket, whose clients have no address).
+    fn accept(&self) -> io::Result<(Stream, SocketAddr, SocketAddr)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (stream, peer) = l.accept()?;
+                let _ = stream.set_nodelay(true);
+                let local = stream.local_addr().unwrap_or(peer);
+                Ok((Stream::Tcp(stream), peer, local))
+            }
+            Listener::Unix(l) => {
+                let (stream, _) = l.accept()?;
+                let none = SocketAddr::from(([0, 0, 0, 0], 0));
+                Ok((Stream::Unix(stream), none, none))
+            }
+        }
+    }
+}
+
 fn accept_loop(
     mut poll: Poll,
-    main: TcpListener,
-    resp: Option<TcpListener>,
+    listeners: &[(Listener, Protocol)],
     workers: &[WorkerSender],
     shared: &Shared,
 ) {
     let mut events = Events::with_capacity(64);
     let mut next = 0usize;
-    let main_protocol = shared.config.protocol;
     while !shared.shutdown.load(Ordering::SeqCst) {
         if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(500))) {
             if e.kind() == io::ErrorKind::Interrupted {
@@ -247,16 +306,10 @@ fn accept_loop(
             return;
         }
         for event in &events {
-            let (listener, protocol) = match event.token() {
-                MAIN_LISTENER => (&main, main_protocol),
-                RESP_LISTENER => match &resp {
-                    Some(l) => (l, Protocol::Resp),
-                    None => continue,
-                },
-                _ => continue,
-            };
+            let Some((listener, protocol)) = listeners.get(event.token().0) else { continue };
+            let protocol = *protocol;
             loop {
-                let (stream, peer) = match listener.accept() {
+                let (stream, peer, local) = match listener.accept() {
                     Ok(s) => s,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -267,10 +320,14 @@ fn accept_loop(
                         break;
                     }
                 };
-                let _ = stream.set_nodelay(true);
-                let local = stream.local_addr().unwrap_or(peer);
                 let live = shared.connections.load(Ordering::Relaxed);
                 let reject = live >= shared.config.max_connections;
+                let verbose = shared.verbose.load(Ordering::Relaxed);
+                if reject && verbose >= 1 {
+                    eprintln!("fridge: too many open connections ({live}): refusing {peer}");
+                } else if verbose >= 2 {
+                    eprintln!("fridge: new client connection from {peer} on {local}");
+                }
                 if reject {
                     shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                     if shared.rejecting.load(Ordering::Relaxed) >= MAX_REJECTING {

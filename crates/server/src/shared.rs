@@ -5,15 +5,15 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use fridge_engine::{Clock, Engine, SystemClock, TenantId};
 use mio::Waker;
-use mio::net::TcpStream;
 
 use crate::config::{Config, Protocol};
+use crate::listen::Stream;
 use crate::worker_stats::{Baseline, WorkerStats};
 use crate::{auth, tenants};
 
@@ -29,7 +29,8 @@ pub const REDIS_VERSION: &str = "7.0.0";
 /// A connection handed from the acceptor to a worker.
 #[derive(Debug)]
 pub(crate) struct NewConn {
-    pub stream: TcpStream,
+    pub stream: Stream,
+    /// The client's address (`0.0.0.0:0` on the unix socket).
     pub peer: SocketAddr,
     pub local: SocketAddr,
     /// Speak RESP only (the `--resp-port`, or `protocol = "resp"`).
@@ -68,6 +69,8 @@ pub(crate) struct Shared {
     pub injected_clock: bool,
     pub started_ms: u64,
     pub shutdown: AtomicBool,
+    /// The log level: `-v` at start, memcached's `verbosity` command later.
+    pub verbose: AtomicU8,
     /// Live client connections (rejected ones excluded).
     pub connections: AtomicUsize,
     /// Connections waiting to be told they are over the limit.

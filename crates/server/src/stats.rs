@@ -448,7 +448,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num(out, "maxbytes", shared.engine.memory_limit() as u64);
     num(out, "maxconns", c.max_connections as u64);
     num(out, "tcpport", u64::from(shared.main_port));
-    num(out, "udpport", 0);
+    num(out, "udpport", u64::from(c.udp_port));
     text(out, "inter", c.listen.as_bytes());
     text(out, "evictions", b"on");
     num(out, "num_threads", shared.workers.len() as u64);

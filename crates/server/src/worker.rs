@@ -15,11 +15,11 @@ use std::time::{Duration, Instant};
 
 use fridge_engine::{TenantId, Worker};
 use fridge_proto::{binary, memcache, resp};
-use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
 
 use crate::auth::{self, McLogin};
 use crate::config::Protocol;
+use crate::listen::Stream;
 use crate::session::{Ctx, Resume, Session};
 use crate::shared::{ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, READ_BUDGET, Shared};
 use crate::stats::{self, WorkerStats};
@@ -50,7 +50,7 @@ pub(crate) enum Wire {
 
 #[derive(Debug)]
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     /// Read buffer: `rbuf[rstart..rend]` is unprocessed input; `rbuf.len()` is its capacity.
     rbuf: Vec<u8>,
     rstart: usize,

@@ -88,6 +88,11 @@ pub enum Request<'a> {
         /// Send no reply.
         noreply: bool,
     },
+    /// `shutdown [graceful]` (memcached 1.6, with `-A`).
+    Shutdown {
+        /// Everything after `shutdown `: empty or `graceful` are its modes.
+        args: &'a [u8],
+    },
     /// `mg ms md ma mn me`.
     Meta(MetaRequest<'a>),
 }
@@ -398,12 +403,15 @@ pub fn parse_request<'a>(
         b"lru_crawler" => Request::LruCrawler { args: t.rest(1) },
         b"version" => Request::Version,
         b"quit" => Request::Quit,
+        b"shutdown" => Request::Shutdown { args: t.rest(1) },
         b"verbosity" => {
             if !(2..=3).contains(&n) {
                 return unknown;
             }
             let noreply = t.noreply();
-            let level = parse_u32(t.get(1))
+            // memcached's safe_strtoul takes any unsigned long and keeps its low 32 bits.
+            let level = parse_u64(t.get(1))
+                .map(|n| n as u32)
                 .ok_or_else(|| invalid(ErrorKind::BadFormat, line_len, noreply))?;
             Request::Verbosity { level, noreply }
         }
@@ -685,6 +693,14 @@ impl Request<'_> {
                 push_noreply(out, noreply);
                 out.extend_from_slice(b"\r\n");
             }
+            Self::Shutdown { args } => {
+                out.extend_from_slice(b"shutdown");
+                if !args.is_empty() {
+                    out.push(b' ');
+                    out.extend_from_slice(args);
+                }
+                out.extend_from_slice(b"\r\n");
+            }
             Self::Meta(m) => m.encode(out),
         }
     }
@@ -951,6 +967,13 @@ mod tests {
         assert_eq!(ok(b"quit\r\n"), Request::Quit);
         assert_eq!(ok(b"verbosity 1\r\n"), Request::Verbosity { level: 1, noreply: false });
         assert_eq!(ok(b"verbosity 1 noreply\r\n"), Request::Verbosity { level: 1, noreply: true });
+        assert_eq!(
+            ok(b"verbosity 99999999999999\r\n"),
+            Request::Verbosity { level: 99999999999999u64 as u32, noreply: false },
+            "as memcached: any unsigned long, truncated"
+        );
+        assert_eq!(ok(b"shutdown\r\n"), Request::Shutdown { args: b"" });
+        assert_eq!(ok(b"shutdown graceful \r\n"), Request::Shutdown { args: b"graceful" });
     }
 
     #[test]
