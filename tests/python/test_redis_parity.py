@@ -111,11 +111,13 @@ def run(addr, commands, resp3=False):
         return replies
 
 
-def same(fridge, redis_server, commands, resp3=False):
-    ours = run(fridge, commands, resp3)
-    theirs = run(redis_server, commands, resp3)
-    for c, a, b in zip(commands, ours, theirs):
-        assert a == b, f"{c}: fridge {a!r}, redis {b!r}"
+def same(fridge, redis_server, commands, resp3=None):
+    """Runs `commands` on both servers, in RESP2 and RESP3 (or only the one asked for)."""
+    for version in [False, True] if resp3 is None else [resp3]:
+        ours = run(fridge, commands, version)
+        theirs = run(redis_server, commands, version)
+        for c, a, b in zip(commands, ours, theirs):
+            assert a == b, f"{c} (RESP{3 if version else 2}): fridge {a!r}, redis {b!r}"
 
 
 def test_getrange_setrange_substr(fridge, redis_server):
@@ -146,7 +148,6 @@ def test_lcs(fridge, redis_server):
         ["LCS", "c", "d", "IDX", "WITHMATCHLEN"], ["LCS", "d", "c", "IDX", "MINMATCHLEN", -3],
     ]
     same(fridge, redis_server, cmds)
-    same(fridge, redis_server, cmds, resp3=True)
 
 
 def test_setbit_getbit_bitcount_bitpos(fridge, redis_server):
@@ -201,7 +202,6 @@ def test_bitfield(fridge, redis_server):
         ["BITFIELD_RO", "nope", "GET", "u8", 0],
     ]
     same(fridge, redis_server, cmds)
-    same(fridge, redis_server, cmds, resp3=True)
 
 
 def test_rename_copy_expiretime(fridge, redis_server):

@@ -659,7 +659,8 @@ const MAX_FIRST_WORD: usize = 32;
 /// Otherwise the first word decides (the rule in `docs/protocol.md`): a memcached command
 /// (case-sensitive, as memcached reads them) is memcached — so `get`, `set`, `incr`, `decr`,
 /// `touch`, `append`, `quit`, `version`… in lower case stay memcached; a word RESP's table
-/// knows (in any case) is inline RESP; anything else is memcached, as before.
+/// knows (in any case) is inline RESP — except an HTTP request line, `GET /…`; anything else
+/// is memcached, as before.
 pub(crate) fn pick_wire(buf: &[u8]) -> Option<Wire> {
     match *buf.first()? {
         b'*' => return Some(Wire::Resp),
@@ -676,10 +677,19 @@ pub(crate) fn pick_wire(buf: &[u8]) -> Option<Wire> {
         None => return None,
     };
     if is_memcache_command(word) || !crate::resp::is_command(word) {
-        Some(Wire::Memcache)
-    } else {
-        Some(Wire::Resp)
+        return Some(Wire::Memcache);
     }
+    if word == b"GET" {
+        // An HTTP request line (`GET / HTTP/1.1`): memcached's, which closes the connection
+        // on HTTP, as memcached does. Decided by the first byte of the next word.
+        let rest = &buf[word.len()..];
+        match rest.iter().position(|&c| c != b' ' && c != b'\t') {
+            Some(i) if rest[i] == b'/' => return Some(Wire::Memcache),
+            None if rest.len() <= MAX_FIRST_WORD => return None,
+            _ => {}
+        }
+    }
+    Some(Wire::Resp)
 }
 
 /// The memcached text protocol's command words, as memcached spells them (it reads them

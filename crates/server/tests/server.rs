@@ -199,6 +199,12 @@ fn main_port_tells_inline_resp_from_memcached_by_the_first_word() {
     Conn::open(addr).roundtrip(b"version\r\n", b"VERSION ");
     Conn::open(addr).roundtrip(b"incr nope 1\r\n", b"NOT_FOUND\r\n");
     Conn::open(addr).roundtrip(b"mn\r\n", b"MN\r\n");
+    // An HTTP request line: memcached's, which closes the connection.
+    let mut h = Conn::open(addr);
+    h.send(b"GET / HTTP/1.1\r\n");
+    let mut rest = Vec::new();
+    let _ = h.stream.read_to_end(&mut rest);
+    assert_eq!(rest, b"", "closed without a reply");
     // A word neither knows: memcached, as before.
     Conn::open(addr).roundtrip(b"bogus\r\n", b"ERROR\r\n");
     // The first word split over two reads is waited for.

@@ -17,9 +17,9 @@ pub struct ItemInfo {
     pub size: usize,
     /// Value length in bytes.
     pub value_len: usize,
-    /// When the item was last read or written, as the coarse recency clock knows it: the
-    /// start of the tick its access stamp names (ms since the Unix epoch). The item was
-    /// accessed no earlier than this.
+    /// The latest time (ms since the Unix epoch) the item may have been read or written, as
+    /// the coarse recency clock knows it: the end of the tick its access stamp names (now,
+    /// for the current tick). Idle times measured from it are lower bounds.
     pub last_access_ms: u64,
     /// Its hitmap zone: 0 for a key not read since the last compaction, up to the number of
     /// levels for the hottest (1 for every key while a compaction runs); `None` when the
@@ -49,7 +49,12 @@ impl Worker {
             inner.metadata.temperatures(&[digest_of(hash)], &mut temps);
             temps.first().map_or(1, |t| t.zone)
         });
-        Some(ItemInfo { size, value_len, last_access_ms: inner.tick_time_ms(access), zone })
+        let last_access_ms = if access == inner.recency() {
+            inner.now_ms()
+        } else {
+            inner.tick_time_ms(access.wrapping_add(1))
+        };
+        Some(ItemInfo { size, value_len, last_access_ms, zone })
     }
 
     /// The engine's clock (ms since the Unix epoch), for idle times measured against

@@ -11,7 +11,12 @@
 //! | file            | commands                                                          |
 //! |-----------------|-------------------------------------------------------------------|
 //! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
+//! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
+//! | `bits.rs`       | SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO    |
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
+//! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, SORT, WAIT        |
+//! | `object.rs`     | OBJECT, MEMORY                                                    |
+//! | `dump.rs`       | DUMP, RESTORE                                                     |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
 

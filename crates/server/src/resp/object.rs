@@ -6,7 +6,7 @@ use fridge_engine::INDEX_SLOT_BYTES;
 use fridge_proto::number::parse_redis_i64;
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_double, write_error, write_integer,
-    write_map_header, write_null, write_simple,
+    write_map_header, write_null, write_simple, write_verbatim,
 };
 
 use super::{NOT_INTEGER, SYNTAX, Spec, unknown_subcommand};
@@ -172,9 +172,9 @@ pub(super) fn memory(
             b"Hi Sam, I can't find any memory issue in your instance. I can only account for \
             what occurs on this base.\n"
         };
-        write_bulk(out, text);
+        write_verbatim(out, s.version, b"txt", text);
     } else if is(b"malloc-stats") {
-        write_bulk(out, b"Stats not supported for the current allocator");
+        write_verbatim(out, s.version, b"txt", b"Stats not supported for the current allocator");
     } else if is(b"purge") {
         write_simple(out, b"OK");
     } else {
