@@ -293,3 +293,60 @@ def test_dump_restores_both_ways(fridge, redis_server, value):
         assert replies[10] == b"-ERR Invalid TTL value, must be >= 0\r\n"
         assert replies[11] == b"+OK\r\n"
         assert replies[12] == b"-ERR DUMP payload version or checksum are wrong\r\n"
+
+
+def random_case(rng):
+    """A random value and a bit, range, BITFIELD, LCS or SETRANGE command on it."""
+    value = bytes(rng.choice([0, 255, 1, 128, rng.randrange(256)]) for _ in range(rng.randrange(6)))
+    cmds = [["SET", "k", value]]
+
+    def num():
+        return rng.choice([rng.randrange(-50, 50), rng.randrange(-5, 5)])
+
+    kind = rng.randrange(6)
+    if kind == 0:
+        c = ["BITPOS", "k", rng.choice([0, 1])]
+        n = rng.randrange(4)
+        c += [num() for _ in range(min(n, 2))] + ([rng.choice(["BIT", "BYTE"])] if n == 3 else [])
+    elif kind == 1:
+        n = rng.choice([0, 2, 3])
+        c = ["BITCOUNT", "k"] + [num() for _ in range(min(n, 2))]
+        c += [rng.choice(["BIT", "BYTE"])] if n == 3 else []
+    elif kind == 2:
+        c = ["GETRANGE", "k", num(), num()]
+    elif kind == 3:
+        c = ["BITFIELD", "k"]
+        for _ in range(rng.randrange(1, 4)):
+            op = rng.choice(["GET", "SET", "INCRBY", "OVERFLOW"])
+            if op == "OVERFLOW":
+                c += ["OVERFLOW", rng.choice(["WRAP", "SAT", "FAIL"])]
+                continue
+            sign = rng.choice("iu")
+            bits = rng.randrange(1, 65 if sign == "i" else 64)
+            c += [op, f"{sign}{bits}", rng.choice([str(rng.randrange(40)), f"#{rng.randrange(4)}"])]
+            if op != "GET":
+                c.append(rng.choice([rng.randrange(-300, 300), 2**63 - 1, -2**63,
+                                     rng.randrange(-2**63, 2**63)]))
+        cmds += [c]
+        c = ["GET", "k"]
+    elif kind == 4:
+        word = lambda: bytes(rng.choice(b"abc") for _ in range(rng.randrange(12)))  # noqa: E731
+        cmds = [["SET", "k", word()], ["SET", "k2", word()]]
+        c = ["LCS", "k", "k2"] + rng.choice([[], ["LEN"], ["IDX"], ["IDX", "WITHMATCHLEN"],
+                                             ["IDX", "MINMATCHLEN", rng.randrange(3)]])
+    else:
+        c = ["SETRANGE", "k", rng.randrange(10), bytes(rng.choice(b"xy") for _ in range(rng.randrange(3)))]
+        cmds += [c]
+        c = ["GET", "k"]
+    return cmds + [c]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_bit_and_range_commands(fridge, redis_server, seed):
+    """Seeded random values and arguments (negative and out-of-range indexes, BIT ranges,
+    every BITFIELD width and overflow, LCS walks): the same bytes from both servers."""
+    import random
+
+    rng = random.Random(seed)
+    cmds = [c for _ in range(400) for c in random_case(rng)]
+    same(fridge, redis_server, cmds, resp3=False)
