@@ -244,9 +244,11 @@ def test_object_memory_wait_sort(fridge, redis_server):
 
 
 def test_dump_restore(fridge, redis_server):
-    # (Values over 20 bytes that LZF shrinks differ: Redis compresses them, fridge does not.)
+    # Integers, short strings, LZF-compressed ones (over 20 bytes, saving at least 4) and ones
+    # LZF cannot shrink enough.
     values = ["hello", "1", "-129", "70000", "-2147483648", "12345678901", "007", "",
-              bytes(range(200))]
+              bytes(range(200)), "a" * 21, "a" * 25, "xy" * 30, "abc" * 5000,
+              '{"user": 42, "name": "x", "tags": ["a", "b"], "user2": 43, "name2": "y"}' * 20]
     cmds = []
     for i, v in enumerate(values):
         cmds += [["SET", f"k{i}", v], ["DUMP", f"k{i}"]]

@@ -133,33 +133,39 @@ def test_dump_restore_wait_sort(r):
 
 
 def test_rename_under_concurrent_readers(fridge):
-    """Renames back and forth while readers look at both names: a reader never finds the
-    value under neither name (the new name is published before the old one is deleted)."""
+    """RENAMEs while readers look at the source, then at the destination: a reader never
+    finds the value under neither name (the destination is published before the source is
+    deleted; docs/protocol.md). The reads are two commands, source first: once the source is
+    gone, the destination is there."""
     host, port = fridge
     w = redis.Redis(host=host, port=port)
-    w.set("ping", "v")
+    current = [-1]
     stop = threading.Event()
     missing = []
 
     def reader():
         c = redis.Redis(host=host, port=port)
         while not stop.is_set():
-            # One request, so both names are read at one moment of this connection.
-            got = c.mget("ping", "pong")
-            if got == [None, None]:
-                missing.append(got)
+            i = current[0]
+            if i < 0:
+                continue
+            src = c.get(f"src{i}")
+            dst = c.get(f"dst{i}")
+            if src is None and dst is None:
+                missing.append(i)
 
     threads = [threading.Thread(target=reader) for _ in range(3)]
     for t in threads:
         t.start()
-    names = ["ping", "pong"]
-    for i in range(2000):
-        w.rename(names[i % 2], names[(i + 1) % 2])
+    for i in range(1000):
+        w.set(f"src{i}", "v", ex=1000)
+        current[0] = i
+        assert w.rename(f"src{i}", f"dst{i}") is True
     stop.set()
     for t in threads:
         t.join()
-    assert w.exists("ping") + w.exists("pong") == 1
     assert not missing
+    assert w.exists("src999") == 0 and w.get("dst999") == b"v" and w.ttl("dst999") > 0
 
 
 @pytest.mark.skipif(not shutil.which("redis-cli"), reason="redis-cli is not installed")

@@ -2,11 +2,10 @@
 //! string encoding, the RDB version (10, as Redis 7.0) in two little-endian bytes, and a
 //! CRC-64 (Jones, reflected; Redis's `crc64`) of all that in eight little-endian bytes.
 //!
-//! DUMP writes an integer as RDB's integer encoding, as Redis does, and any other string
-//! plain (Redis compresses strings over 20 bytes with LZF when that saves at least 4
-//! bytes; its output depends on an uninitialised hash table, so it is not reproducible byte
-//! for byte anyway). RESTORE reads all three forms, LZF included, so a payload from
-//! redis-server restores here and one from here restores there.
+//! DUMP writes what Redis writes: a canonical 32-bit integer in RDB's integer encoding, a
+//! string over 20 bytes LZF-compressed when that saves at least 4 bytes (Redis's liblzf
+//! settings, ported in [`lzf_compress`]), any other string plain. RESTORE reads all three, so
+//! a payload from redis-server restores here and one from here restores there.
 
 use fridge_engine::{Condition, Expiry, Store, StoreOutcome};
 use fridge_proto::number::parse_redis_i64;
@@ -21,6 +20,7 @@ const RDB_TYPE_STRING: u8 = 0;
 const ENC_INT8: u8 = 0xC0;
 const ENC_INT16: u8 = 0xC1;
 const ENC_INT32: u8 = 0xC2;
+const ENC_LZF: u8 = 0xC3;
 
 const BAD_PAYLOAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &[u8] = b"ERR Bad data format";
@@ -79,10 +79,19 @@ pub(crate) fn serialize(value: &[u8]) -> Vec<u8> {
             p.push(ENC_INT32);
             p.extend_from_slice(&(n as i32).to_le_bytes());
         }
-        _ => {
-            write_len(&mut p, value.len());
-            p.extend_from_slice(value);
-        }
+        _ => match (value.len() > 20).then(|| lzf_compress(value, value.len() - 4)).flatten() {
+            // Redis's `rdbSaveLzfStringObject`: compressed when that saves at least 4 bytes.
+            Some(c) => {
+                p.push(ENC_LZF);
+                write_len(&mut p, c.len());
+                write_len(&mut p, value.len());
+                p.extend_from_slice(&c);
+            }
+            None => {
+                write_len(&mut p, value.len());
+                p.extend_from_slice(value);
+            }
+        },
     }
     p.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = crc64(&p);
@@ -195,6 +204,125 @@ pub(crate) fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
         }
     }
     (out.len() == len).then_some(out)
+}
+
+/// LZF compression as Redis's `lzf_compress` (liblzf 3.6 with Redis's settings: `HLOG` 16,
+/// `VERY_FAST`, offsets in the hash table), into at most `out_len` bytes; `None` when the
+/// output would not fit (Redis then stores the string plain). The table starts zeroed (Redis's
+/// starts with whatever its stack held, which can only add matches; see `docs/protocol.md`).
+pub(crate) fn lzf_compress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
+    const HSIZE: usize = 1 << 16;
+    const MAX_LIT: usize = 1 << 5;
+    const MAX_OFF: usize = 1 << 13;
+    const MAX_REF: usize = (1 << 8) + (1 << 3);
+    let in_len = input.len();
+    if in_len == 0 || out_len == 0 {
+        return None;
+    }
+    let frst = |p: usize| (u32::from(input[p]) << 8) | u32::from(input[p + 1]);
+    let next = |v: u32, p: usize| (v << 8) | u32::from(input[p + 2]);
+    let idx = |h: u32| ((h >> 8).wrapping_sub(h.wrapping_mul(5)) as usize) & (HSIZE - 1);
+    let mut htab = vec![0u32; HSIZE];
+    // (Redis allocates one byte more than it lets the compressor fill; the run headers that
+    // start a literal run may sit just past the end until the run is closed.)
+    let mut out = vec![0u8; out_len + 4];
+    let (mut ip, mut op, mut lit) = (0usize, 1usize, 0usize);
+    let mut hval = if in_len >= 2 { frst(0) } else { 0 };
+    while in_len >= 3 && ip < in_len - 2 {
+        hval = next(hval, ip);
+        let slot = idx(hval);
+        let r = htab[slot] as usize;
+        htab[slot] = ip as u32;
+        let off = ip.wrapping_sub(r).wrapping_sub(1);
+        if r < ip
+            && off < MAX_OFF
+            && r > 0
+            && input[r + 2] == input[ip + 2]
+            && input[r] == input[ip]
+            && input[r + 1] == input[ip + 1]
+        {
+            let mut len = 2usize;
+            let maxlen = (in_len - ip - len).min(MAX_REF);
+            if op + 3 + 1 >= out_len && op - usize::from(lit == 0) + 3 + 1 >= out_len {
+                return None;
+            }
+            out[op - lit - 1] = lit.wrapping_sub(1) as u8;
+            op -= usize::from(lit == 0);
+            'm: {
+                if maxlen > 16 {
+                    for _ in 0..16 {
+                        len += 1;
+                        if input[r + len] != input[ip + len] {
+                            break 'm;
+                        }
+                    }
+                }
+                loop {
+                    len += 1;
+                    if !(len < maxlen && input[r + len] == input[ip + len]) {
+                        break;
+                    }
+                }
+            }
+            len -= 2;
+            ip += 1;
+            if len < 7 {
+                out[op] = ((off >> 8) + (len << 5)) as u8;
+                op += 1;
+            } else {
+                out[op] = ((off >> 8) + (7 << 5)) as u8;
+                out[op + 1] = (len - 7) as u8;
+                op += 2;
+            }
+            out[op] = off as u8;
+            op += 1;
+            lit = 0;
+            op += 1;
+            ip += len + 1;
+            if ip >= in_len - 2 {
+                break;
+            }
+            ip -= 2;
+            hval = frst(ip);
+            hval = next(hval, ip);
+            htab[idx(hval)] = ip as u32;
+            ip += 1;
+            hval = next(hval, ip);
+            htab[idx(hval)] = ip as u32;
+            ip += 1;
+        } else {
+            if op >= out_len {
+                return None;
+            }
+            lit += 1;
+            out[op] = input[ip];
+            op += 1;
+            ip += 1;
+            if lit == MAX_LIT {
+                out[op - lit - 1] = (lit - 1) as u8;
+                lit = 0;
+                op += 1;
+            }
+        }
+    }
+    if op + 3 > out_len {
+        return None;
+    }
+    while ip < in_len {
+        lit += 1;
+        out[op] = input[ip];
+        op += 1;
+        ip += 1;
+        if lit == MAX_LIT {
+            out[op - lit - 1] = (lit - 1) as u8;
+            lit = 0;
+            op += 1;
+        }
+    }
+    out[op - lit - 1] = lit.wrapping_sub(1) as u8;
+    op -= usize::from(lit == 0);
+    out.truncate(op);
+    Some(out)
 }
 
 pub(super) fn dump(
@@ -316,6 +444,22 @@ mod tests {
         let mut bad = serialize(b"hello");
         bad[3] ^= 1;
         assert_eq!(deserialize(&bad), Err(PayloadError::VersionOrChecksum));
+    }
+
+    #[test]
+    fn lzf_round_trips_and_gives_up_when_it_saves_too_little() {
+        use super::lzf_compress;
+        for v in [&b"abcabcabcabcabcabcabcabcabc"[..], &[b'a'; 5000], &b"x y z".repeat(999)] {
+            let c = lzf_compress(v, v.len() - 4).unwrap();
+            assert!(c.len() <= v.len() - 4);
+            assert_eq!(lzf_decompress(&c, v.len()).as_deref(), Some(v));
+            assert_eq!(deserialize(&serialize(v)).as_deref(), Ok(v));
+        }
+        let noise: Vec<u8> = (0..200u32).map(|i| (i * 7919 % 251) as u8).collect();
+        assert!(lzf_compress(&noise, noise.len() - 4).is_none());
+        // `DUMP` of `SET k aaaaaaaaaaaaaaaaaaaaaaaaa` (25 bytes) on redis-server 7.0.15.
+        let p = serialize(&[b'a'; 25]);
+        assert_eq!(&p[..p.len() - 10], b"\x00\xc3\x09\x19\x01aa\xe0\x0c\x00\x01aa");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! RENAME is three engine steps (see `docs/protocol.md`, "RENAME and concurrent clients"):
 //! copy the source out, publish it under the new name with the source's TTL, then delete the
 //! source only if it still holds what was copied. A concurrent reader may see both names
-//! holding the value between the second and third steps; it never sees neither.
+//! holding the value between the second and third steps; at no moment does neither hold it.
 
 use std::hash::{BuildHasher, Hasher};
 
