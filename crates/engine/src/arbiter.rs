@@ -29,7 +29,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::item::MAX_TENANTS;
 use crate::tenant::TenantState;
@@ -79,8 +79,9 @@ struct State {
 pub(crate) struct Arbiter {
     /// Whether more than one tenant is configured (shadow queues and need ordering on).
     enabled: AtomicBool,
-    /// Memory the tenants share: usable arena bytes.
-    usable: u64,
+    /// Memory the tenants share: usable arena bytes (lowered and raised with the run-time
+    /// memory limit).
+    usable: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -88,7 +89,7 @@ impl Arbiter {
     pub fn new(usable: u64, seed: u64) -> Arbiter {
         Arbiter {
             enabled: AtomicBool::new(false),
-            usable,
+            usable: AtomicU64::new(usable),
             state: Mutex::new(State {
                 shadows: (0..MAX_TENANTS).map(|_| Shadow::default()).collect(),
                 rng: seed | 1,
@@ -101,6 +102,11 @@ impl Arbiter {
         self.enabled.load(Ordering::Relaxed)
     }
 
+    /// Sets the memory the tenants share (the run-time memory limit changed).
+    pub fn set_usable(&self, usable: u64) {
+        self.usable.store(usable, Ordering::Relaxed);
+    }
+
     pub fn enable(&self) {
         self.enabled.store(true, Ordering::Relaxed);
     }
@@ -109,7 +115,7 @@ impl Arbiter {
     fn unassigned(&self, tenants: &[TenantState]) -> u64 {
         let reserved: u64 = tenants.iter().map(|t| t.reserved.load(Ordering::Relaxed)).sum();
         let pooled: u64 = tenants.iter().map(|t| t.pooled.load(Ordering::Relaxed)).sum();
-        self.usable.saturating_sub(reserved).saturating_sub(pooled)
+        self.usable.load(Ordering::Relaxed).saturating_sub(reserved).saturating_sub(pooled)
     }
 
     /// A GET miss of `tenant` for `hash` (Algorithm 2). Never blocks.

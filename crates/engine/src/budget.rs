@@ -29,6 +29,17 @@
 //!
 //! Costs: the check on the write path is a few loads; the items that fit are fewer by the
 //! index's size (about 19 bytes per small item at full load).
+//!
+//! # The run-time limit
+//!
+//! [`crate::Engine::set_memory_limit`] (memcached's `cache_memlimit`) moves the limit within
+//! the arena mapped at start, never beyond it. Lowering it sets how many segments to
+//! *withhold*: free segments beyond the limit leave the free list and give their pages back,
+//! as lent ones do. The rest comes from the cleaner in its normal bounded passes: while
+//! segments remain to withhold it cleans on until that many more are free, then they are
+//! withheld; writers meanwhile fill the segments still handed out, so shrinking never stops a
+//! request. Raising the limit returns withheld segments to the free list at once. Withholding
+//! leaves the watermark's free segments alone, so it never makes writers clean by itself.
 
 use std::sync::atomic::Ordering;
 
@@ -128,5 +139,194 @@ impl Inner {
             }
             false
         }
+    }
+}
+
+/// Why [`crate::Engine::set_memory_limit`] refused a limit; nothing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LimitError {
+    /// More than the arena mapped at start (`max_memory`), which is the most there is.
+    AboveMapped {
+        /// The arena's bytes.
+        mapped: usize,
+    },
+    /// Less than the engine would start with: room for the workers' heads and the cleaner
+    /// besides what is lent to the index.
+    TooSmall {
+        /// The smallest limit accepted, in bytes.
+        min: usize,
+    },
+}
+
+impl Inner {
+    /// See [`crate::Engine::set_memory_limit`].
+    pub(crate) fn set_memory_limit(&self, bytes: usize) -> Result<(), LimitError> {
+        let (count, size) = (self.segments.count(), self.config.segment_size);
+        if bytes > count * size {
+            return Err(LimitError::AboveMapped { mapped: count * size });
+        }
+        // What `Engine::new` asks of `max_memory` at start.
+        let min = (self.segments.lent_count() + 4 * self.config.workers_hint.max(1) + 8) * size;
+        if bytes < min.min(count * size) {
+            return Err(LimitError::TooSmall { min });
+        }
+        let keep = bytes / size;
+        self.withhold_target.store(count - keep, Ordering::Relaxed);
+        let usable = keep.saturating_sub(self.watermark + self.segments.lent_count());
+        self.arbiter.set_usable((usable * size) as u64);
+        self.settle_limit();
+        self.wake_background();
+        Ok(())
+    }
+
+    /// The limit in force: the arena less what is to be withheld.
+    pub(crate) fn memory_limit(&self) -> usize {
+        let target = self.withhold_target.load(Ordering::Relaxed);
+        (self.segments.count() - target) * self.config.segment_size
+    }
+
+    /// Segments still to withhold below a lowered limit.
+    #[inline]
+    pub(crate) fn withhold_deficit(&self) -> usize {
+        self.withhold_target.load(Ordering::Relaxed).saturating_sub(self.segments.withheld_count())
+    }
+
+    /// Brings the withheld segments to the limit's target: withholds free segments beyond the
+    /// watermark's, or returns the surplus of a raised limit. Returns whether more remain to
+    /// withhold (the cleaner must free them first). Never waits: shares the lending's lock,
+    /// taken with `try_lock`.
+    pub(crate) fn settle_limit(&self) -> bool {
+        let target = self.withhold_target.load(Ordering::Relaxed);
+        if target == self.segments.withheld_count() {
+            return false;
+        }
+        let Ok(_settling) = self.lending.try_lock() else { return true };
+        let held = self.segments.withheld_count();
+        if held < target {
+            let ids = self.segments.take_for_lending(target - held, self.watermark + 1);
+            for &id in &ids {
+                self.arena.release(id);
+            }
+            self.segments.add_withheld(&ids) < target
+        } else {
+            self.segments.return_withheld(held - target);
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::LimitError;
+    use crate::{CleanerMode, Engine, EngineConfig, ManualClock, Store, TenantId};
+
+    const MIB: usize = 1 << 20;
+
+    fn engine(cleaner: CleanerMode) -> Engine {
+        let config = EngineConfig {
+            max_memory: 8 * MIB,
+            segment_size: 64 << 10,
+            max_item_size: 16 << 10,
+            cleaner,
+            ..EngineConfig::default()
+        };
+        Engine::with_clock(config, Arc::new(ManualClock::new(1))).unwrap()
+    }
+
+    fn store(w: &mut crate::Worker, i: u32) {
+        let value = [i as u8; 900];
+        w.store(Store::new(TenantId(0), &i.to_le_bytes(), &value)).unwrap();
+    }
+
+    #[test]
+    fn a_limit_beyond_the_arena_or_below_the_minimum_is_refused() {
+        let e = engine(CleanerMode::Inline);
+        assert_eq!(e.set_memory_limit(9 * MIB), Err(LimitError::AboveMapped { mapped: 8 * MIB }));
+        assert!(matches!(e.set_memory_limit(64 << 10), Err(LimitError::TooSmall { .. })));
+        assert_eq!(e.memory_limit(), 8 * MIB);
+        assert_eq!(e.set_memory_limit(8 * MIB), Ok(()));
+    }
+
+    #[test]
+    fn shrinking_evicts_to_the_new_limit_while_a_worker_stores_and_reads() {
+        let e = engine(CleanerMode::Inline);
+        let mut w = e.worker().unwrap();
+        for i in 0..8000 {
+            store(&mut w, i);
+        }
+        assert!(e.stats().item_bytes as usize > 6 * MIB, "the arena filled");
+        e.set_memory_limit(2 * MIB).unwrap();
+        assert_eq!(e.memory_limit(), 2 * MIB);
+        // The worker goes on: its stores make the cleaner run, which frees the segments to
+        // withhold in its normal passes. Every read finds what was just written.
+        for i in 8000..16000 {
+            store(&mut w, i);
+            let got = w.get(TenantId(0), &i.to_le_bytes(), |item| item.value[0]);
+            assert_eq!(got, Some(i as u8));
+        }
+        let s = e.stats();
+        assert!(s.item_bytes as usize <= 2 * MIB, "items take {} bytes", s.item_bytes);
+        assert_eq!(e.inner().withhold_deficit(), 0);
+        assert!(s.segments_free < 8 * MIB / s.segment_size - e.inner().segments.withheld_count());
+        e.validate();
+        // Raising it lets the cache use more again.
+        e.set_memory_limit(8 * MIB).unwrap();
+        assert_eq!(e.inner().segments.withheld_count(), 0);
+        for i in 16000..24000 {
+            store(&mut w, i);
+        }
+        assert!(e.stats().item_bytes as usize > 4 * MIB);
+        e.validate();
+    }
+
+    #[test]
+    fn the_background_cleaner_shrinks_while_a_worker_runs() {
+        let e = engine(CleanerMode::Background);
+        let stop = Arc::new(AtomicBool::new(false));
+        let (engine, flag) = (e.clone(), Arc::clone(&stop));
+        let writer = std::thread::spawn(move || {
+            let mut w = engine.worker().unwrap();
+            let mut i = 0u32;
+            while !flag.load(Ordering::Relaxed) || i < 20_000 {
+                store(&mut w, i);
+                let got = w.get(TenantId(0), &i.to_le_bytes(), |item| item.value[0]);
+                assert_eq!(got, Some(i as u8));
+                i += 1;
+            }
+        });
+        e.set_memory_limit(2 * MIB).unwrap();
+        // The cleaner withholds in bounded steps; the worker never waits for it.
+        while e.inner().withhold_deficit() > 0 {
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        // (No `validate` here: the background cleaner may still be in a pass.)
+        let s = e.stats();
+        assert!(s.item_bytes as usize <= 2 * MIB, "items take {} bytes", s.item_bytes);
+    }
+
+    #[test]
+    fn the_eviction_observer_sees_each_evicted_item() {
+        let e = engine(CleanerMode::Inline);
+        let seen = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = Arc::clone(&seen);
+        assert!(e.set_eviction_observer(Box::new(move |ev| {
+            assert_eq!(ev.value_len, 900);
+            assert_eq!(ev.key.len(), 4);
+            counter.fetch_add(1, Ordering::Relaxed);
+        })));
+        assert!(!e.set_eviction_observer(Box::new(|_| {})), "set once");
+        let mut w = e.worker().unwrap();
+        for i in 0..20_000 {
+            store(&mut w, i);
+        }
+        let s = e.stats();
+        assert!(s.evictions > 0);
+        // The cleaner's evictions, and the index's if it had to drop any.
+        assert_eq!(seen.load(Ordering::Relaxed), s.evictions + s.index_evictions);
     }
 }

@@ -7,7 +7,7 @@
 //! the sweep (`expiry.rs`) and the lending of segments (`budget.rs`) build on it.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use crate::arbiter::Arbiter;
 use crate::arena::Arena;
@@ -18,6 +18,7 @@ use crate::hash::key_hash;
 use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
 use crate::metadata::{MetadataBackend, Temperature};
+use crate::observe::{Evicted, EvictionObserver};
 use crate::segment::Segments;
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId, TenantState};
@@ -60,6 +61,10 @@ pub(crate) struct Inner {
     pub(crate) wake_requested: Mutex<bool>,
     pub(crate) wake: Condvar,
     pub(crate) shutdown: AtomicBool,
+    /// Segments to withhold beyond the run-time memory limit (see `budget.rs`).
+    pub(crate) withhold_target: AtomicUsize,
+    /// Told about each evicted item, once set (see `observe.rs`).
+    pub(crate) eviction_observer: OnceLock<EvictionObserver>,
 }
 
 impl std::fmt::Debug for Inner {
@@ -115,6 +120,19 @@ impl Inner {
     /// When the recency tick `tick` began (an item stamped with it was read no earlier).
     pub(crate) fn tick_time_ms(&self, tick: u8) -> u64 {
         self.tick_ms[usize::from(tick)].load(Ordering::Relaxed)
+    }
+
+    /// Tells the eviction observer, if any, about the live item at `loc` being evicted.
+    pub(crate) fn observe_eviction(&self, guard: &Guard<'_>, loc: Loc) {
+        let Some(observer) = self.eviction_observer.get() else { return };
+        let rec = self.record(guard, loc);
+        observer(&Evicted {
+            tenant: TenantId(rec.tenant()),
+            key: rec.key(),
+            value_len: rec.value_len(),
+            expires_at_ms: self.expires_at(&rec, loc),
+            last_access_ms: self.tick_time_ms(rec.access()),
+        });
     }
 
     #[inline]

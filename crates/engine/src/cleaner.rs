@@ -70,7 +70,9 @@ pub(crate) fn clean_until_watermark(inner: &Inner) {
     let mut state = inner.cleaner.lock().unwrap_or_else(|e| e.into_inner());
     for _ in 0..MAX_PASSES_PER_CALL {
         inner.segments.reclaim(&inner.epochs);
-        if inner.segments.free_count() > inner.watermark || !pass(inner, &mut state) {
+        // Below a lowered memory limit, clean on until the segments to withhold are free too.
+        let target = inner.watermark + inner.withhold_deficit();
+        if inner.segments.free_count() > target || !pass(inner, &mut state) {
             break;
         }
     }
@@ -78,6 +80,7 @@ pub(crate) fn clean_until_watermark(inner: &Inner) {
     // With `memory_includes_index`, a pass may have grown the cleaner's buffers: cover them
     // from what it freed before a writer takes it.
     inner.settle_lending(usize::MAX);
+    inner.settle_limit();
 }
 
 /// The background thread's loop: cleans when a writer reports low free memory, and does
@@ -99,7 +102,7 @@ pub(crate) fn run_background(inner: &Arc<Inner>) {
                 break;
             }
         }
-        let lending_short = inner.settle_lending(usize::MAX);
+        let lending_short = inner.settle_lending(usize::MAX) | inner.settle_limit();
         let work = expiry::work_per_step(inner.index.roots(&inner.epochs.pin(&participant)));
         let sweep = expiry::step(inner, &participant, work);
         wait = if growing || sweep.in_pass || lending_short {
@@ -274,6 +277,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             // rest keeps every pass making progress), or over the tenant's hard cap.
             None => {
                 if unlink_at(inner, &guard, s.hash, s.loc) {
+                    inner.observe_eviction(&guard, s.loc);
                     evicted.push((s.tenant, s.hash, s.size));
                 }
             }
@@ -485,6 +489,7 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
             if was_expired {
                 expired += 1;
             } else {
+                inner.observe_eviction(&guard, loc);
                 evicted.push((rec.tenant(), hash, rec.size() as u32));
             }
         }

@@ -8,7 +8,7 @@ use std::thread::JoinHandle;
 
 use crate::arbiter::Arbiter;
 use crate::arena::Arena;
-use crate::budget::{self, LEND_AHEAD};
+use crate::budget::{self, LEND_AHEAD, LimitError};
 use crate::cache::{CleanerState, Inner, SweepState};
 use crate::cleaner;
 use crate::clock::Clock;
@@ -19,6 +19,7 @@ use crate::expiry;
 use crate::index::Index;
 use crate::item;
 use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata};
+use crate::observe::EvictionObserver;
 use crate::segment::{CLEANER_RESERVE, NO_EXPIRY, Segments};
 use crate::stats::{Counters, EngineStats};
 use crate::tenant::{TenantId, TenantPolicy, TenantState, TenantStats};
@@ -100,6 +101,8 @@ impl Engine {
             wake_requested: Mutex::new(false),
             wake: Condvar::new(),
             shutdown: AtomicBool::new(false),
+            withhold_target: AtomicUsize::new(0),
+            eviction_observer: std::sync::OnceLock::new(),
             clock,
             config,
         });
@@ -158,6 +161,26 @@ impl Engine {
     /// The configuration in force.
     pub fn config(&self) -> &EngineConfig {
         &self.inner.config
+    }
+
+    /// Moves the memory limit for items at run time (memcached's `cache_memlimit`), within
+    /// the arena mapped at start (`max_memory`). Lowering it evicts down to the new limit in
+    /// the cleaner's normal bounded passes — the segments beyond it stop being handed out and
+    /// are withheld as they come free, their pages given back — so requests never wait for
+    /// it; raising it hands withheld segments out again at once. See `budget.rs`.
+    pub fn set_memory_limit(&self, bytes: usize) -> Result<(), LimitError> {
+        self.inner.set_memory_limit(bytes)
+    }
+
+    /// The memory limit in force (`max_memory` until [`Engine::set_memory_limit`] moves it).
+    pub fn memory_limit(&self) -> usize {
+        self.inner.memory_limit()
+    }
+
+    /// Sets the observer told about each evicted item (`observe.rs`). Only the first call
+    /// sets it; returns whether this one did.
+    pub fn set_eviction_observer(&self, observer: EvictionObserver) -> bool {
+        self.inner.eviction_observer.set(observer).is_ok()
     }
 
     /// A snapshot of the engine's statistics.

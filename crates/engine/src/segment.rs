@@ -7,6 +7,7 @@
 //!    │ ▲                                    │                        ▲
 //!    ▼ │                                    └── FIFO eviction ───────┘
 //!   lent (pages released; only with `memory_includes_index`)
+//!   withheld (pages released; beyond a limit lowered at run time)
 //! ```
 //!
 //! Inside a segment, key records grow from offset 0 up to `key_top` and values grow from the
@@ -83,6 +84,9 @@ struct Lists {
     /// Segments lent to the memory outside the arena (`memory_includes_index`): their pages
     /// are released and they hold nothing.
     lent: Vec<u32>,
+    /// Segments withheld beyond the run-time memory limit ([`crate::Engine::set_memory_limit`]):
+    /// their pages are released and they hold nothing.
+    withheld: Vec<u32>,
 }
 
 /// All segments' headers and lists.
@@ -92,6 +96,7 @@ pub struct Segments {
     lists: Mutex<Lists>,
     free_count: AtomicUsize,
     lent_count: AtomicUsize,
+    withheld_count: AtomicUsize,
     segment_size: usize,
 }
 
@@ -106,6 +111,7 @@ impl Segments {
             lists: Mutex::new(Lists { free, ..Lists::default() }),
             free_count: AtomicUsize::new(count),
             lent_count: AtomicUsize::new(0),
+            withheld_count: AtomicUsize::new(0),
             segment_size,
         }
     }
@@ -313,6 +319,33 @@ impl Segments {
         self.free_count.store(free.len(), Ordering::Relaxed);
         self.lent_count.store(lent.len(), Ordering::Relaxed);
         lent.len()
+    }
+
+    /// Records segments taken with [`Segments::take_for_lending`] as withheld beyond the
+    /// run-time limit. Returns how many are withheld now.
+    pub fn add_withheld(&self, ids: &[u32]) -> usize {
+        let mut lists = self.lists();
+        lists.withheld.extend_from_slice(ids);
+        self.withheld_count.store(lists.withheld.len(), Ordering::Relaxed);
+        lists.withheld.len()
+    }
+
+    /// Returns up to `n` withheld segments to the free list. Returns how many are withheld
+    /// now.
+    pub fn return_withheld(&self, n: usize) -> usize {
+        let mut lists = self.lists();
+        let Lists { free, withheld, .. } = &mut *lists;
+        let at = withheld.len().saturating_sub(n);
+        free.extend(withheld.drain(at..));
+        self.free_count.store(free.len(), Ordering::Relaxed);
+        self.withheld_count.store(withheld.len(), Ordering::Relaxed);
+        withheld.len()
+    }
+
+    /// Segments withheld right now.
+    #[inline]
+    pub fn withheld_count(&self) -> usize {
+        self.withheld_count.load(Ordering::Relaxed)
     }
 
     /// Segments lent right now.

@@ -570,6 +570,7 @@ fn publish(
     size: usize,
     expires_at_ms: Option<u64>,
 ) {
+    let mut index_evicted = None;
     match found {
         Some((slot, old_loc)) => {
             if replaced_expired {
@@ -579,7 +580,8 @@ fn publish(
             locked.replace(slot, new);
         }
         None => {
-            if let Some(evicted) = locked.insert(new) {
+            index_evicted = locked.insert(new);
+            if let Some(evicted) = index_evicted {
                 inner.unlinked(guard, evicted);
             }
         }
@@ -588,6 +590,10 @@ fn publish(
     locked.bump_cas();
     drop(locked);
     inner.note_expiry(expires_at_ms);
+    if let Some(evicted) = index_evicted {
+        // Outside the root's lock; the record stays readable while pinned.
+        inner.observe_eviction(guard, evicted);
+    }
 }
 
 fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {

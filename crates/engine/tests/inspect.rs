@@ -17,7 +17,7 @@ fn inspect_reports_the_item_without_touching_it() {
     assert_eq!(info.value_len, 100);
     // A 12-byte record header, the key, the value.
     assert_eq!(info.size, 12 + 3 + 100);
-    assert!(INDEX_SLOT_BYTES == 8);
+    assert_eq!(info.size + INDEX_SLOT_BYTES, 123, "MEMORY USAGE: the item and its slot");
     // Written in the current recency tick: its last access may be now.
     assert_eq!(info.last_access_ms, now);
     assert!(info.zone.is_some(), "the default engine keeps a hitmap");

@@ -65,6 +65,7 @@ mod config;
 mod counter;
 mod mc_admin;
 mod memcache;
+mod memlimit;
 mod password;
 mod resp;
 mod server;
@@ -73,6 +74,8 @@ mod shared;
 mod size_class;
 mod stats;
 pub mod tenants;
+mod watch;
+mod watch_events;
 mod worker;
 mod worker_stats;
 

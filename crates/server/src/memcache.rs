@@ -19,6 +19,8 @@ use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
 use crate::counter::{CounterError, Counters};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
+use crate::watch::WatchEvents;
+use crate::watch_events as watch;
 
 /// memcached treats exptimes above 30 days as absolute Unix times.
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
@@ -103,7 +105,7 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
         Request::Retrieval(r) => retrieval(r, out, s, t, ctx, now),
         Request::Storage(st) => storage(st, out, t, ctx, now),
         Request::Delete { key, noreply } => {
-            let deleted = ctx.engine.delete(t, key);
+            let deleted = watch::delete(ctx, t, key, "delete");
             stats::inc(if deleted { &ctx.stats.delete_hits } else { &ctx.stats.delete_misses });
             if !noreply {
                 mc::write_reply(out, if deleted { Reply::Deleted } else { Reply::NotFound });
@@ -163,6 +165,10 @@ pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx:
             }
         }
         Request::Quit => s.closing = true,
+        Request::CacheMemlimit { megabytes, noreply } => {
+            crate::memlimit::cache_memlimit(megabytes, noreply, out, s, ctx);
+        }
+        Request::Watch { events } => watch::start(events, out, s, ctx),
         Request::Meta(m) => meta(m, out, s.user, t, ctx, now),
     }
 }
@@ -200,7 +206,8 @@ fn retrieval(
         s.suspend(s.resume_at() + raw.len() - rest.remainder().len());
     };
     let with_cas = r.command.returns_cas();
-    if !with_cas && !r.command.touches() {
+    let watched = ctx.shared.watch.wants(WatchEvents::FETCHERS);
+    if !with_cas && !r.command.touches() && !watched {
         // Plain `get`: batched engine calls, whose lookups overlap their memory misses. Once
         // the reply reaches the budget, the group's later keys are left for the next run.
         let limit = ctx.out_limit;
@@ -235,7 +242,9 @@ fn retrieval(
         }
     }
     while let Some(key) = keys.next() {
+        let mut size = None;
         let write = |item: fridge_engine::Item<'_>| {
+            size = Some(item.value.len());
             let get_hits = &ctx.stats.classes.get_hits;
             stats::count_class(get_hits, key.len(), item.flags, item.value.len());
             mc::write_value_header(
@@ -266,6 +275,9 @@ fn retrieval(
             ctx.engine.get(t, key, write).is_some()
         };
         stats::tenant_lookups(ctx.stats, t, u64::from(hit), u64::from(!hit));
+        if watched {
+            watch::fetched(ctx, t, key, size.filter(|_| hit));
+        }
         looked_up += 1;
         let more = keys.clone().next().is_some();
         if more && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
@@ -301,6 +313,10 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
             })
         }
     };
+    if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
+        let (cmd, ttl) = (st.command.name(), watch::ttl(expiry(st.exptime, now), now));
+        watch::stored(ctx, t, st.key, &result, cmd, ttl, st.data.len());
+    }
     if st.command == StorageCommand::Cas {
         stats::inc(match result {
             Ok(StoreOutcome::Stored) => &ctx.stats.cas_hits,
@@ -437,7 +453,7 @@ fn meta(
                     Some(_) => {}
                 }
             }
-            if ctx.engine.delete(t, key) {
+            if watch::delete(ctx, t, key, "md") {
                 stats::inc(&ctx.stats.delete_hits);
                 if !f.quiet() {
                     meta_status(out, MetaStatus::Header, &m);
@@ -479,7 +495,9 @@ fn meta_get(
     let f = m.flags;
     // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
     let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now));
+    let mut size = 0;
     let write = |item: fridge_engine::Item<'_>| {
+        size = item.value.len();
         let with_value = f.has(b'v');
         if with_value {
             mc::write_meta_header(out, MetaStatus::Value, item.value.len());
@@ -510,6 +528,9 @@ fn meta_get(
     let hit =
         if f.has(b'c') { ctx.engine.gets(t, key, write) } else { ctx.engine.get(t, key, write) };
     stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
+    if ctx.shared.watch.wants(WatchEvents::FETCHERS) {
+        watch::fetched(ctx, t, key, hit.map(|()| size));
+    }
     if let (Some(()), Some(at)) = (hit, new_expiry) {
         stats::inc(&ctx.stats.cmd_touch);
         if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
@@ -551,6 +572,11 @@ fn meta_set(
             })
         }
     };
+    if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
+        let cmd = watch::meta_store_name(mode, f.compare_cas().is_some());
+        let ttl = watch::ttl(expiry(f.ttl().unwrap_or(0), now), now);
+        watch::stored(ctx, t, key, &result, cmd, ttl, m.data.len());
+    }
     let status = match result {
         Ok(StoreOutcome::Stored) => MetaStatus::Header,
         Ok(StoreOutcome::NotStored) => MetaStatus::NotStored,

@@ -103,7 +103,11 @@ impl Server {
         let n = config.worker_count();
         let mut registry = tenants::Registry::new();
         let table = registry.apply(&config, &engine).map_err(invalid)?;
+        let watch = Arc::new(crate::watch::Hub::new(n, Arc::clone(&clock)));
+        let observer = Arc::clone(&watch);
+        engine.set_eviction_observer(Box::new(move |ev| observer.eviction(ev)));
         let shared = Arc::new(Shared {
+            watch,
             tenants_generation: AtomicU64::new(table.generation),
             tenants: RwLock::new(table),
             registry: Mutex::new(registry),

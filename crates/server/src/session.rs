@@ -42,6 +42,10 @@ pub(crate) struct Session {
     pub closing: bool,
     /// A request answered in steps.
     pub resume: Resume,
+    /// The socket's descriptor (`cfd=` in watchers' lines).
+    pub fd: i32,
+    /// Set by `watch`: the connection now only receives log lines (see `watch.rs`).
+    pub watcher: Option<Arc<crate::watch::Watcher>>,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the
@@ -147,6 +151,8 @@ pub(crate) struct Ctx<'a> {
     /// unsent bytes at [`OUTPUT_SOFT_LIMIT`](crate::shared::OUTPUT_SOFT_LIMIT)); see
     /// [`Session::suspend`].
     pub out_limit: usize,
+    /// The connection's socket descriptor (`cfd=` in watchers' lines).
+    pub fd: i32,
 }
 
 /// A memcached walk over the keys between its steps (`lru_crawler metadump|mgdump`,

@@ -360,7 +360,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("reload_failures", f.reload_failures);
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
-    num("limit_maxbytes", e.max_memory as u64);
+    num("limit_maxbytes", shared.engine.memory_limit() as u64);
     // fridge never stops accepting: a connection over the limit is accepted, told, closed.
     num("accepting_conns", 1);
     num("listen_disabled_num", 0);
@@ -445,7 +445,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     let text = |out: &mut Vec<u8>, name: &str, value: &[u8]| {
         memcache::write_stat(out, name.as_bytes(), value);
     };
-    num(out, "maxbytes", c.memory.0);
+    num(out, "maxbytes", shared.engine.memory_limit() as u64);
     num(out, "maxconns", c.max_connections as u64);
     num(out, "tcpport", u64::from(shared.main_port));
     num(out, "udpport", 0);
@@ -524,8 +524,8 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
              mem_fragmentation_ratio:1.00\r\nmem_clients_normal:{}\r\nmaxmemory_clients:{}\r\n\r\n",
             crate::config::Size(used),
             e.item_bytes,
-            e.max_memory,
-            crate::config::Size(e.max_memory as u64),
+            shared.engine.memory_limit(),
+            crate::config::Size(shared.engine.memory_limit() as u64),
             f.client_memory,
             shared.config.client_memory_limit(),
         );

@@ -24,6 +24,7 @@ use crate::session::{Ctx, Resume, Session};
 use crate::shared::{ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, READ_BUDGET, Shared};
 use crate::stats::{self, WorkerStats};
 use crate::tenants::Tenants;
+use crate::watch::{CloseReason, LANE_CAP};
 
 pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Housekeeping period: idle timeouts, kills, buffer shrinking.
@@ -34,6 +35,9 @@ const READ_BUF_INITIAL: usize = 16 * 1024;
 const SHRINK_ABOVE: usize = 256 * 1024;
 /// A refused connection gets this long to send its first bytes.
 const REJECT_WAIT_MS: u64 = 1000;
+/// A watcher's lines are moved to its output while less than this waits there (it stays
+/// under [`OUTPUT_SOFT_LIMIT`] with one more lane and a `skipped=` line).
+const WATCH_OUTPUT: usize = OUTPUT_SOFT_LIMIT - LANE_CAP - 64;
 
 /// Which parser a connection uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +86,11 @@ struct Conn {
     /// Shared with the connection's `ClientEntry` (`CLIENT LIST` idle, `stats conns`).
     last_command_ms: Arc<AtomicU64>,
     accepted_ms: u64,
+    /// Why the worker closes it, when not for the connection's own reasons (see `closed`).
+    reason: Option<CloseReason>,
+    peer: std::net::SocketAddr,
+    /// A watcher's buffer for the lanes it empties.
+    watch_spare: Vec<u8>,
 }
 
 impl Conn {
@@ -114,6 +123,8 @@ struct Loop {
     query_limit: usize,
     output_limit: usize,
     write_chunk: usize,
+    /// The tokens of this worker's watching connections.
+    watching: Vec<usize>,
 }
 
 /// The worker thread's body.
@@ -140,7 +151,9 @@ pub(crate) fn run(
         scratch: Vec::new(),
         keys: Vec::new(),
         tenants: shared.tenants(),
+        watching: Vec::new(),
     };
+    crate::watch::set_lane(index);
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
     let mut drain_deadline: Option<Instant> = None;
@@ -175,6 +188,10 @@ pub(crate) fn run(
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
         }
+        if shared.watch.take_pending(index) {
+            lp.wake_watchers();
+            lp.run_queue();
+        }
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             lp.housekeeping(&poll);
@@ -191,6 +208,9 @@ pub(crate) fn run(
         }
     }
     for t in 0..lp.conns.len() {
+        if let Some(Some(c)) = lp.conns.get_mut(t) {
+            c.reason = Some(CloseReason::Shutdown);
+        }
         lp.close(&poll, t);
     }
 }
@@ -207,6 +227,7 @@ impl Loop {
                 Err(TryRecvError::Empty | TryRecvError::Disconnected) => return,
             };
             let NewConn { mut stream, peer, local, protocol, reject, id } = new;
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
             let t = self.free.pop().unwrap_or_else(|| {
                 self.conns.push(None);
                 self.conns.len() - 1
@@ -236,6 +257,7 @@ impl Loop {
                     last_command_ms: Arc::clone(&last_command_ms),
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
+                self.shared.watch.conn_new(peer, fd);
             }
             let wire = match protocol {
                 Protocol::Auto => None,
@@ -266,6 +288,8 @@ impl Loop {
                     version: resp::Version::Resp2,
                     closing: false,
                     resume: Resume::default(),
+                    fd,
+                    watcher: None,
                 },
                 readable: true,
                 writable: true,
@@ -277,6 +301,9 @@ impl Loop {
                 last_active_ms: now,
                 last_command_ms,
                 accepted_ms: now,
+                reason: None,
+                peer,
+                watch_spare: Vec::new(),
             });
             self.queue.push_back(t);
         }
@@ -297,8 +324,38 @@ impl Loop {
     fn close(&mut self, poll: &Poll, t: usize) {
         if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
             let _ = poll.registry().deregister(&mut c.stream);
-            self.forget(c.reject, c.session.id, c.memory);
-            self.free.push(t);
+            self.closed(t, &mut c);
+        }
+    }
+
+    /// The bookkeeping of a connection that was just taken out of its slot `t`.
+    fn closed(&mut self, t: usize, c: &mut Conn) {
+        self.forget(c.reject, c.session.id, c.memory);
+        self.free.push(t);
+        if let Some(w) = c.session.watcher.take() {
+            self.shared.watch.remove(&w);
+            self.watching.retain(|&x| x != t);
+        }
+        // Otherwise a connection closes because its client left or asked (`quit`), or failed.
+        let own = match c.peer_closed || c.session.closing {
+            true => CloseReason::Normal,
+            false => CloseReason::Error,
+        };
+        if !c.reject {
+            let reason = c.reason.unwrap_or(own);
+            self.shared.watch.conn_close(c.peer, c.session.fd, c.session.user, reason);
+        }
+    }
+
+    /// Queues this worker's watchers: producers left lines in their lanes.
+    fn wake_watchers(&mut self) {
+        for &t in &self.watching {
+            if let Some(Some(c)) = self.conns.get_mut(t) {
+                if !c.queued {
+                    c.queued = true;
+                    self.queue.push_back(t);
+                }
+            }
         }
     }
 
@@ -319,6 +376,7 @@ impl Loop {
                         keys: &mut self.keys,
                         tenants: &mut self.tenants,
                         out_limit: OUTPUT_SOFT_LIMIT,
+                        fd: c.session.fd,
                     };
                     let limits = Limits {
                         mc: &self.mc_limits,
@@ -331,6 +389,11 @@ impl Loop {
                 }
                 _ => continue,
             };
+            if let Some(Some(c)) = self.conns.get(t) {
+                if c.session.watcher.is_some() && !self.watching.contains(&t) {
+                    self.watching.push(t);
+                }
+            }
             match step {
                 Step::Again => {
                     if let Some(Some(c)) = self.conns.get_mut(t) {
@@ -347,9 +410,8 @@ impl Loop {
     /// Closes `t` without a `Poll` at hand: deregistration happens implicitly when the socket
     /// is dropped (closing a descriptor removes it from epoll).
     fn close_later(&mut self, t: usize) {
-        if let Some(c) = self.conns.get_mut(t).and_then(Option::take) {
-            self.forget(c.reject, c.session.id, c.memory);
-            self.free.push(t);
+        if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
+            self.closed(t, &mut c);
         }
     }
 
@@ -364,7 +426,8 @@ impl Loop {
                 .collect()
         };
         for t in 0..self.conns.len() {
-            if self.conns[t].as_ref().is_some_and(|c| killed.contains(&c.session.id)) {
+            if let Some(c) = self.conns[t].as_mut().filter(|c| killed.contains(&c.session.id)) {
+                c.reason = Some(CloseReason::Kicked);
                 self.close(poll, t);
             }
         }
@@ -382,9 +445,13 @@ impl Loop {
                 to_close.push(t);
                 continue;
             }
-            if idle_ms > 0 && now.saturating_sub(c.last_active_ms) > idle_ms && c.pending_out() == 0
+            if idle_ms > 0
+                && now.saturating_sub(c.last_active_ms) > idle_ms
+                && c.pending_out() == 0
+                && c.session.watcher.is_none()
             {
                 stats::inc(&stats.idle_kicks);
+                c.reason = Some(CloseReason::IdleTimeout);
                 to_close.push(t);
                 continue;
             }
@@ -451,8 +518,19 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
         // Shutdown: what the client sent before it began is in flight; read no more after.
         c.peer_closed = true;
     }
-    // 2. Run complete requests.
-    process(c, ctx, limits);
+    // 2. Run complete requests; a watcher ignores its input and takes its lines instead.
+    match c.session.watcher.clone() {
+        None => process(c, ctx, limits),
+        Some(w) => {
+            (c.rstart, c.rend) = (0, 0);
+            // A watcher whose tenant was removed closes, as other connections do.
+            c.session.check_generation(ctx.tenants);
+            compact_output(c);
+            if !c.session.closing {
+                c.backlogged = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+            }
+        }
+    }
     // 3. Write.
     if c.pending_out() > 0 && c.writable {
         let mut budget = limits.write_chunk;
@@ -487,6 +565,10 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
     if c.pending_out() > limits.output {
         stats::inc(&ctx.stats.output_overflows);
         return Step::Close;
+    }
+    if c.session.watcher.is_some() && c.pending_out() >= WATCH_OUTPUT {
+        // Lines left in the lanes wait for the writable edge (no producer wakes it).
+        c.backlogged = false;
     }
     sync_memory(c, ctx.shared, ctx.stats);
     let out = c.pending_out();
@@ -576,16 +658,11 @@ fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), 
 /// Runs the complete requests in the read buffer while replies stay under the soft limit.
 fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
-    if c.wpos > 0 && c.wpos >= c.pending_out() {
-        // Drop what was sent before appending (a reply written in steps would otherwise
-        // keep all of itself); copies at most as many bytes as were sent.
-        c.wbuf.drain(..c.wpos);
-        c.wpos = 0;
-    }
+    compact_output(c);
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
     loop {
-        if c.session.closing {
-            // Nothing after `quit` or a protocol error is run.
+        if c.session.closing || c.session.watcher.is_some() {
+            // Nothing after `quit`, a protocol error or `watch` is run.
             c.rstart = c.rend;
             break;
         }
@@ -726,6 +803,15 @@ fn is_memcache_command(word: &[u8]) -> bool {
         b"extstore",
     ];
     WORDS.contains(&word) || matches!(word, [b'm', c] if c.is_ascii_lowercase())
+}
+
+/// Drops what was sent before appending (a reply written in steps would otherwise keep all
+/// of itself); copies at most as many bytes as were sent.
+fn compact_output(c: &mut Conn) {
+    if c.wpos > 0 && c.wpos >= c.pending_out() {
+        c.wbuf.drain(..c.wpos);
+        c.wpos = 0;
+    }
 }
 
 /// What running the request at the head of the input came to.

@@ -13,7 +13,7 @@
 use arbitrary::{Arbitrary, Unstructured};
 use fridge_proto::memcache::{
     ArithmeticCommand, Keys, Limits, MetaCommand, ParseError, Request, Retrieval, RetrievalCommand,
-    Storage, StorageCommand, base64_decoded_len, base64_encode, parse_request,
+    Storage, StorageCommand, WatchEvents, base64_decoded_len, base64_encode, parse_request,
     parse_request_resumable,
 };
 use libfuzzer_sys::fuzz_target;
@@ -116,6 +116,13 @@ enum Op {
         noreply: bool,
     },
     Quit,
+    Watch {
+        events: u8,
+    },
+    CacheMemlimit {
+        megabytes: u32,
+        noreply: bool,
+    },
     Meta {
         command: u8,
         key: Key,
@@ -319,6 +326,16 @@ fn check_op(op: &Op) {
             round_trip(Request::Verbosity { level: *level, noreply: *noreply });
         }
         Op::Quit => round_trip(Request::Quit),
+        Op::Watch { events } => {
+            // A parsed `watch` names at least one stream (none means `fetchers`).
+            let events = WatchEvents::from_bits(*events);
+            if events != WatchEvents::empty() {
+                round_trip(Request::Watch { events });
+            }
+        }
+        Op::CacheMemlimit { megabytes, noreply } => {
+            round_trip(Request::CacheMemlimit { megabytes: *megabytes, noreply: *noreply });
+        }
         Op::Meta { command, key, flags, data } => check_meta(*command, key, flags, data),
     }
 }

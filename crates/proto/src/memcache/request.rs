@@ -72,8 +72,80 @@ pub enum Request<'a> {
     },
     /// `quit`: close the connection, no reply.
     Quit,
+    /// `watch [event…]`: turn the connection into a log watcher (memcached's
+    /// `doc/protocol.txt`, "Watchers"). No event names means `fetchers`.
+    Watch {
+        /// The event streams asked for (never empty). A last token `noreply`
+        /// is no event name: memcached answers nothing and the connection
+        /// stays as it was.
+        events: WatchEvents,
+    },
+    /// `cache_memlimit <megabytes> [noreply]` (`doc/protocol.txt`, "Memory
+    /// limit"). As memcached reads it: an unsigned decimal taken modulo 2^32.
+    CacheMemlimit {
+        /// The new limit in megabytes.
+        megabytes: u32,
+        /// Send no reply.
+        noreply: bool,
+    },
     /// `mg ms md ma mn me`.
     Meta(MetaRequest<'a>),
+}
+
+/// The event streams a `watch` asks for, as a bit set.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct WatchEvents(u8);
+
+impl WatchEvents {
+    /// `fetchers`: `item_get` lines, one per key read.
+    pub const FETCHERS: WatchEvents = WatchEvents(1);
+    /// `mutations`: `item_store` lines, one per store attempted.
+    pub const MUTATIONS: WatchEvents = WatchEvents(1 << 1);
+    /// `evictions`: `eviction` lines.
+    pub const EVICTIONS: WatchEvents = WatchEvents(1 << 2);
+    /// `connevents`: `conn_new` and `conn_close` lines.
+    pub const CONNEVENTS: WatchEvents = WatchEvents(1 << 3);
+    /// `deletions`: `deleted` lines (memcached 1.6.19 and later).
+    pub const DELETIONS: WatchEvents = WatchEvents(1 << 4);
+    /// Every stream, in the order their names are written.
+    pub const ALL: [(WatchEvents, &'static [u8]); 5] = [
+        (Self::FETCHERS, b"fetchers"),
+        (Self::MUTATIONS, b"mutations"),
+        (Self::EVICTIONS, b"evictions"),
+        (Self::CONNEVENTS, b"connevents"),
+        (Self::DELETIONS, b"deletions"),
+    ];
+
+    /// The set with no stream.
+    pub const fn empty() -> WatchEvents {
+        WatchEvents(0)
+    }
+
+    /// The set as bits (each constant is one bit).
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// The set of `bits` (unknown bits dropped).
+    pub const fn from_bits(bits: u8) -> WatchEvents {
+        WatchEvents(bits & 0x1f)
+    }
+
+    /// Whether every stream of `other` is in the set.
+    pub const fn contains(self, other: WatchEvents) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// The union of two sets.
+    #[must_use]
+    pub const fn with(self, other: WatchEvents) -> WatchEvents {
+        WatchEvents(self.0 | other.0)
+    }
+
+    /// The stream a name given to `watch` stands for.
+    pub fn from_name(name: &[u8]) -> Option<WatchEvents> {
+        Self::ALL.iter().find(|(_, n)| *n == name).map(|(e, _)| *e)
+    }
 }
 
 /// The storage commands, which differ only in the condition they store on.
@@ -335,6 +407,31 @@ pub fn parse_request<'a>(
                 .ok_or_else(|| invalid(ErrorKind::BadFormat, line_len, noreply))?;
             Request::Verbosity { level, noreply }
         }
+        b"watch" => {
+            let noreply = t.noreply();
+            let mut events = WatchEvents::empty();
+            for x in 1..n {
+                let e = WatchEvents::from_name(t.get(x))
+                    .ok_or_else(|| invalid(ErrorKind::UnknownCommand, line_len, noreply))?;
+                events = events.with(e);
+            }
+            if n == 1 {
+                events = WatchEvents::FETCHERS;
+            }
+            Request::Watch { events }
+        }
+        b"cache_memlimit" => {
+            if !(2..=3).contains(&n) {
+                return unknown;
+            }
+            let noreply = t.noreply();
+            // memcached's `safe_strtoul` into a `uint32_t`: digits, an optional `+`, then the
+            // value modulo 2^32; anything else (a sign `-`, overflow) is `ERROR`.
+            let digits = t.get(1).strip_prefix(b"+").unwrap_or(t.get(1));
+            let value = parse_u64(digits)
+                .ok_or_else(|| invalid(ErrorKind::UnknownCommand, line_len, noreply))?;
+            Request::CacheMemlimit { megabytes: value as u32, noreply }
+        }
         [b'm', _] => {
             let (meta, consumed) = meta::parse(&t, buf, line_len, limits)?;
             return Ok((Request::Meta(meta), consumed));
@@ -572,6 +669,22 @@ impl Request<'_> {
                 out.extend_from_slice(b"\r\n");
             }
             Self::Quit => out.extend_from_slice(b"quit\r\n"),
+            Self::Watch { events } => {
+                out.extend_from_slice(b"watch");
+                for (e, name) in WatchEvents::ALL {
+                    if events.contains(e) {
+                        out.push(b' ');
+                        out.extend_from_slice(name);
+                    }
+                }
+                out.extend_from_slice(b"\r\n");
+            }
+            Self::CacheMemlimit { megabytes, noreply } => {
+                out.extend_from_slice(b"cache_memlimit ");
+                write_u64(out, u64::from(megabytes));
+                push_noreply(out, noreply);
+                out.extend_from_slice(b"\r\n");
+            }
             Self::Meta(m) => m.encode(out),
         }
     }
@@ -965,6 +1078,59 @@ mod tests {
         assert_eq!(e.reply(), b"SERVER_ERROR object too large for cache\r\n");
         assert_eq!(e.skip, 13 + 5 + 2);
         assert!(parse_request(b"set k 0 0 4\r\nabcd\r\n", &limits).is_ok());
+    }
+
+    fn encoded(r: &Request<'_>) -> Vec<u8> {
+        let mut out = Vec::new();
+        r.encode(&mut out);
+        out
+    }
+
+    #[test]
+    fn watch_names_its_streams() {
+        let w = |e| Request::Watch { events: e };
+        // No names: fetchers, as memcached.
+        assert_eq!(ok(b"watch\r\n"), w(WatchEvents::FETCHERS));
+        assert_eq!(
+            ok(b"watch mutations  evictions mutations\r\n"),
+            w(WatchEvents::MUTATIONS.with(WatchEvents::EVICTIONS))
+        );
+        assert_eq!(
+            encoded(&ok(b"watch deletions connevents\r\n")),
+            b"watch connevents deletions\r\n"
+        );
+        // Unknown names, names memcached knows and fridge does not serve, and case: ERROR.
+        for line in [&b"watch bogus\r\n"[..], b"watch rawcmds\r\n", b"watch Fetchers\r\n"] {
+            let e = err(line);
+            assert_eq!((e.kind, e.noreply, e.skip), (ErrorKind::UnknownCommand, false, line.len()));
+        }
+        // `noreply` is no stream: an error kept silent.
+        assert!(err(b"watch fetchers noreply\r\n").noreply);
+    }
+
+    #[test]
+    fn cache_memlimit_reads_as_safe_strtoul() {
+        let m = |megabytes, noreply| Request::CacheMemlimit { megabytes, noreply };
+        assert_eq!(ok(b"cache_memlimit 64\r\n"), m(64, false));
+        assert_eq!(ok(b"cache_memlimit 64 noreply\r\n"), m(64, true));
+        // A second token other than `noreply` is ignored, as memcached does.
+        assert_eq!(ok(b"cache_memlimit 64 x\r\n"), m(64, false));
+        assert_eq!(ok(b"cache_memlimit +8\r\n"), m(8, false));
+        // Truncated to 32 bits, as `safe_strtoul` into a `uint32_t`.
+        assert_eq!(ok(b"cache_memlimit 4294967296\r\n"), m(0, false));
+        assert_eq!(ok(b"cache_memlimit 99999999999\r\n"), m(1_215_752_191, false));
+        for line in [
+            &b"cache_memlimit\r\n"[..],
+            b"cache_memlimit abc\r\n",
+            b"cache_memlimit -5\r\n",
+            b"cache_memlimit 12abc\r\n",
+            b"cache_memlimit 99999999999999999999\r\n",
+            b"cache_memlimit 1 noreply x\r\n",
+        ] {
+            assert_eq!(err(line).kind, ErrorKind::UnknownCommand, "{line:?}");
+        }
+        assert!(err(b"cache_memlimit x noreply\r\n").noreply);
+        assert_eq!(encoded(&m(64, true)), b"cache_memlimit 64 noreply\r\n");
     }
 
     #[test]

@@ -57,7 +57,7 @@ pub(super) fn time(
 fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
     let c = &ctx.shared.config;
     vec![
-        ("maxmemory", c.memory.0.to_string()),
+        ("maxmemory", ctx.shared.engine.memory_limit().to_string()),
         ("memory-includes-index", if c.memory_includes_index { "yes" } else { "no" }.into()),
         ("maxmemory-policy", "allkeys-lru".into()),
         ("maxclients", c.max_connections.to_string()),

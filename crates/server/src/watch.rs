@@ -1,0 +1,454 @@
+//! memcached's log watchers: `watch fetchers|mutations|evictions|connevents|deletions`
+//! (memcached's `doc/protocol.txt`, "Watchers"; the line formats of its `logger.c`).
+//!
+//! A connection that sends `watch` is answered `OK` and from then on only receives log lines,
+//! one per event of the streams it named, as memcached writes them:
+//!
+//! ```text
+//! ts=<secs>.<usecs> gid=<n> type=item_get key=<k> status=found|not_found cfd=<fd> size=<n>
+//! ts=… gid=… type=item_store key=<k> status=<s> cmd=<c> ttl=<secs> cfd=<fd> size=<n>
+//! ts=… gid=… type=deleted key=<k> cmd=delete|md size=<n>
+//! ts=… gid=… type=eviction key=<k> ttl=<secs|-1> la=<secs> size=<n>
+//! ts=… gid=… type=conn_new rip=<ip> rport=<port> transport=tcp cfd=<fd>
+//! ts=… gid=… type=conn_close rip=<ip> rport=<port> transport=tcp reason=<r> cfd=<fd>
+//! skipped=<n>
+//! ```
+//!
+//! Fields, names and order are memcached's, less what fridge cannot know: `clsid` (there are
+//! no slab classes) everywhere, and `fetch` (no per-item fetched bit) in evictions. Keys are
+//! URI-encoded as memcached does. `gid` orders the events of all threads; `cfd` is the
+//! connection's socket descriptor. Events come from the memcached commands (`get`…, `mg`,
+//! the storage commands and `ms`, `delete` and `md`), the cleaner's evictions, and every
+//! connection's accept and close; `item_get` is logged once per key a client reads (memcached
+//! also logs the lookups its stores and deletes make inside).
+//!
+//! # How events cross threads
+//!
+//! - The request path pays one relaxed load when nobody watches: [`Hub::wants`] tests the
+//!   union of the watchers' streams before anything else is done.
+//! - Each watcher has one bounded buffer ("lane", [`LANE_CAP`] bytes) per producing thread:
+//!   one per worker and one shared by the others (the cleaner). A producer takes its lane
+//!   with `try_lock`; if the lane is busy (its watcher is taking the bytes) or full, the line
+//!   is dropped and counted, and the watcher is told `skipped=<n>` before its next lines, as
+//!   memcached does. A slow watcher therefore holds at most its lanes and one output buffer,
+//!   and never slows a request.
+//! - The watcher list that producers read is a per-thread copy of an immutable snapshot,
+//!   refreshed when the hub's generation changes, with `try_lock` (a busy registry leaves the
+//!   old copy in use one event longer).
+//! - A producer that writes into an idle watcher's lane wakes the watcher's worker (its mio
+//!   `Waker`, and a per-worker flag like `CLIENT KILL`'s) once; the worker moves the lanes'
+//!   bytes to the connection's output and writes them. No one polls: an idle server sleeps.
+//!
+//! At most [`MAX_WATCHERS`] watch at once (`WATCHER_TOO_MANY log watcher limit reached`).
+//! A watcher that is not the admin sees only its tenant's events.
+
+use std::cell::{Cell, RefCell};
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use fridge_engine::{Clock, Evicted, TenantId};
+pub(crate) use fridge_proto::memcache::WatchEvents;
+use mio::Waker;
+
+/// Most watchers at once (memcached's `WATCHER_LIMIT`).
+pub(crate) const MAX_WATCHERS: usize = 20;
+/// Bytes one producing thread's lane of one watcher holds before lines are dropped.
+pub(crate) const LANE_CAP: usize = 16 << 10;
+/// memcached's longest key is 250 bytes, three times that URI-encoded; a line is shorter
+/// than this.
+const LINE_MAX: usize = 1024;
+
+/// Why a connection closed, as `conn_close` says it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum CloseReason {
+    /// The client closed it, or sent `quit`.
+    #[default]
+    Normal,
+    /// A read or write failed, or the client broke the protocol or a limit.
+    Error,
+    /// `idle_timeout` passed without a request.
+    IdleTimeout,
+    /// The server is shutting down.
+    Shutdown,
+    /// `CLIENT KILL`, or the clients' memory limit (fridge's own reason).
+    Kicked,
+}
+
+impl CloseReason {
+    fn name(self) -> &'static str {
+        match self {
+            CloseReason::Normal => "normal",
+            CloseReason::Error => "error",
+            CloseReason::IdleTimeout => "idle_timeout",
+            CloseReason::Shutdown => "shutdown",
+            CloseReason::Kicked => "kicked",
+        }
+    }
+}
+
+/// One watching connection's side that producers see.
+#[derive(Debug)]
+pub(crate) struct Watcher {
+    id: u64,
+    events: WatchEvents,
+    /// `None`: the admin, who sees every tenant's events.
+    tenant: Option<TenantId>,
+    worker: usize,
+    waker: Arc<Waker>,
+    /// A producer has woken the worker and the lanes were not emptied since.
+    notified: AtomicBool,
+    /// Lines dropped since the watcher was last told.
+    skipped: AtomicU64,
+    lanes: Box<[Mutex<Vec<u8>>]>,
+}
+
+impl Watcher {
+    /// A watcher of `events` for connection `id` of worker `worker` (woken with `waker`),
+    /// seeing `tenant`'s events only, or every tenant's (`None`), with one lane per worker
+    /// and one for other threads.
+    pub(crate) fn new(
+        id: u64,
+        events: WatchEvents,
+        tenant: Option<TenantId>,
+        worker: usize,
+        waker: Arc<Waker>,
+        workers: usize,
+    ) -> Watcher {
+        Watcher {
+            id,
+            events,
+            tenant,
+            worker,
+            waker,
+            notified: AtomicBool::new(false),
+            skipped: AtomicU64::new(0),
+            lanes: (0..=workers).map(|_| Mutex::new(Vec::new())).collect(),
+        }
+    }
+
+    /// Moves the lanes' lines to `out`, a `skipped=` line first if lines were dropped, while
+    /// `out` holds fewer than `limit` bytes (at most one lane more). `spare` is the caller's
+    /// reusable buffer. Returns whether lines were left behind: they wait for the next call,
+    /// which the watcher's worker makes once `out` is written; no producer wakes it meanwhile.
+    pub(crate) fn drain(&self, out: &mut Vec<u8>, spare: &mut Vec<u8>, limit: usize) -> bool {
+        if out.len() >= limit {
+            self.notified.store(true, Ordering::SeqCst);
+            return true;
+        }
+        // Cleared before the lanes are read: a line written after this wakes the worker again.
+        self.notified.store(false, Ordering::SeqCst);
+        let skipped = self.skipped.swap(0, Ordering::Relaxed);
+        if skipped > 0 {
+            let _ = writeln!(out, "skipped={skipped}");
+        }
+        for lane in &self.lanes {
+            if out.len() >= limit {
+                // The rest waits until `out` is written; no wake-ups until then.
+                self.notified.store(true, Ordering::SeqCst);
+                return true;
+            }
+            {
+                let mut bytes = lane.lock().unwrap_or_else(|e| e.into_inner());
+                if bytes.is_empty() {
+                    continue;
+                }
+                std::mem::swap(&mut *bytes, spare);
+            }
+            out.extend_from_slice(spare);
+            spare.clear();
+        }
+        false
+    }
+
+    /// Appends `line` to the calling thread's lane, or counts it dropped.
+    fn offer(&self, hub: &Hub, line: &[u8]) {
+        let lane = &self.lanes[LANE.get().min(self.lanes.len() - 1)];
+        let taken = match lane.try_lock() {
+            Ok(mut bytes) if bytes.len() + line.len() <= LANE_CAP => {
+                if bytes.capacity() == 0 {
+                    bytes.reserve_exact(LANE_CAP);
+                }
+                bytes.extend_from_slice(line);
+                true
+            }
+            _ => false,
+        };
+        if !taken {
+            self.skipped.fetch_add(1, Ordering::Relaxed);
+        }
+        if !self.notified.load(Ordering::Relaxed) && !self.notified.swap(true, Ordering::SeqCst) {
+            hub.pending[self.worker].store(true, Ordering::SeqCst);
+            let _ = self.waker.wake();
+        }
+    }
+}
+
+/// An immutable snapshot of the watchers.
+type List = Arc<[Arc<Watcher>]>;
+
+/// The watchers, as every thread sees them.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    /// The union of the watchers' streams ([`WatchEvents`] bits).
+    mask: AtomicU8,
+    /// Bumped when a watcher comes or goes; threads compare it with their copy's.
+    generation: AtomicU64,
+    registry: Mutex<List>,
+    /// Per worker: one of its watchers has lines waiting.
+    pending: Box<[AtomicBool]>,
+    /// memcached's global id, one per event.
+    gid: AtomicU64,
+    clock: Arc<dyn Clock>,
+}
+
+thread_local! {
+    /// The calling thread's lane: its worker index; others share the last lane.
+    static LANE: Cell<usize> = const { Cell::new(usize::MAX) };
+    /// The calling thread's copy of the watcher list, with its hub's address and generation
+    /// (a process may run several servers: tests do).
+    static WATCHERS: RefCell<(usize, u64, Option<List>)> = const { RefCell::new((0, 0, None)) };
+    /// The line being built.
+    static LINE: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks the calling thread as worker `index` (its lane in every watcher).
+pub(crate) fn set_lane(index: usize) {
+    LANE.set(index);
+}
+
+/// The calling thread's worker index (`usize::MAX` off the workers).
+pub(crate) fn lane() -> usize {
+    LANE.get()
+}
+
+impl Hub {
+    pub(crate) fn new(workers: usize, clock: Arc<dyn Clock>) -> Hub {
+        Hub {
+            mask: AtomicU8::new(0),
+            generation: AtomicU64::new(1),
+            registry: Mutex::new(Arc::from(Vec::new())),
+            pending: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            gid: AtomicU64::new(0),
+            clock,
+        }
+    }
+
+    /// Whether anyone watches `events`: the request path's one relaxed load.
+    #[inline]
+    pub(crate) fn wants(&self, events: WatchEvents) -> bool {
+        self.mask.load(Ordering::Relaxed) & events.bits() != 0
+    }
+
+    /// Whether a watcher of worker `index` has lines waiting (and forgets it).
+    #[inline]
+    pub(crate) fn take_pending(&self, index: usize) -> bool {
+        self.pending[index].load(Ordering::Relaxed)
+            && self.pending[index].swap(false, Ordering::SeqCst)
+    }
+
+    fn publish(&self, list: Vec<Arc<Watcher>>) {
+        let mask = list.iter().fold(0u8, |m, w| m | w.events.bits());
+        *self.registry.lock().unwrap_or_else(|e| e.into_inner()) = Arc::from(list);
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.mask.store(mask, Ordering::SeqCst);
+    }
+
+    /// Adds a watcher; `None` when [`MAX_WATCHERS`] already watch.
+    pub(crate) fn add(&self, w: Watcher) -> Option<Arc<Watcher>> {
+        let w = Arc::new(w);
+        let mut list = self.registry.lock().unwrap_or_else(|e| e.into_inner()).to_vec();
+        if list.len() >= MAX_WATCHERS {
+            return None;
+        }
+        list.push(Arc::clone(&w));
+        self.publish(list);
+        Some(w)
+    }
+
+    /// Removes a watcher whose connection closed.
+    pub(crate) fn remove(&self, w: &Arc<Watcher>) {
+        let list = self.registry.lock().unwrap_or_else(|e| e.into_inner()).to_vec();
+        self.publish(list.into_iter().filter(|x| x.id != w.id).collect());
+    }
+
+    /// Builds one event's line (after `ts=… gid=… `, without its newline) and offers it to
+    /// every watcher of `events` allowed to see `tenant` (`None`: the admin only).
+    pub(crate) fn emit(
+        &self,
+        events: WatchEvents,
+        tenant: Option<TenantId>,
+        body: impl FnOnce(&mut Vec<u8>),
+    ) {
+        WATCHERS.with_borrow_mut(|(hub, generation, list)| {
+            let now = self.generation.load(Ordering::Acquire);
+            let me = std::ptr::from_ref(self) as usize;
+            if *hub != me || *generation != now || list.is_none() {
+                if let Ok(current) = self.registry.try_lock() {
+                    (*hub, *generation, *list) = (me, now, Some(Arc::clone(&current)));
+                } else if *hub != me {
+                    return; // another server's list: drop this line rather than misroute it
+                }
+            }
+            let Some(list) = list.as_deref() else { return };
+            let sees = |w: &&Arc<Watcher>| {
+                w.events.bits() & events.bits() != 0
+                    && (w.tenant.is_none() || (tenant.is_some() && w.tenant == tenant))
+            };
+            if !list.iter().any(|w| sees(&w)) {
+                return;
+            }
+            LINE.with_borrow_mut(|line| {
+                line.clear();
+                let ts = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+                let gid = self.gid.fetch_add(1, Ordering::Relaxed) + 1;
+                let _ = write!(line, "ts={}.{:06} gid={gid} ", ts.as_secs(), ts.subsec_micros());
+                body(line);
+                line.truncate(LINE_MAX - 1);
+                line.push(b'\n');
+                for w in list.iter().filter(sees) {
+                    w.offer(self, line);
+                }
+            });
+        });
+    }
+
+    /// `type=eviction`: the engine's eviction observer.
+    pub(crate) fn eviction(&self, ev: &Evicted<'_>) {
+        if !self.wants(WatchEvents::EVICTIONS) {
+            return;
+        }
+        let now = self.clock.now_ms();
+        self.emit(WatchEvents::EVICTIONS, Some(ev.tenant), |line| {
+            line.extend_from_slice(b"type=eviction key=");
+            uri_encode(line, ev.key);
+            let ttl = ev.expires_at_ms.map_or(-1, |at| (at.saturating_sub(now) / 1000) as i64);
+            let la = now.saturating_sub(ev.last_access_ms) / 1000;
+            let _ = write!(line, " ttl={ttl} la={la} size={}", ev.value_len);
+        });
+    }
+
+    /// `type=conn_new`: seen by the admin only (the client has not logged in yet).
+    pub(crate) fn conn_new(&self, peer: SocketAddr, fd: i32) {
+        if !self.wants(WatchEvents::CONNEVENTS) {
+            return;
+        }
+        self.emit(WatchEvents::CONNEVENTS, None, |line| {
+            let _ = write!(
+                line,
+                "type=conn_new rip={} rport={} transport=tcp cfd={fd}",
+                peer.ip(),
+                peer.port()
+            );
+        });
+    }
+
+    /// `type=conn_close`: seen by the admin, and by the tenant the connection logged in as.
+    pub(crate) fn conn_close(
+        &self,
+        peer: SocketAddr,
+        fd: i32,
+        user: Option<TenantId>,
+        reason: CloseReason,
+    ) {
+        if !self.wants(WatchEvents::CONNEVENTS) {
+            return;
+        }
+        self.emit(WatchEvents::CONNEVENTS, user, |line| {
+            let _ = write!(
+                line,
+                "type=conn_close rip={} rport={} transport=tcp reason={} cfd={fd}",
+                peer.ip(),
+                peer.port(),
+                reason.name()
+            );
+        });
+    }
+}
+
+/// memcached's `uriencode`: every byte but ASCII letters, digits and `-._~` as `%XX`.
+pub(crate) fn uri_encode(out: &mut Vec<u8>, key: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in key {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use fridge_engine::ManualClock;
+
+    use super::*;
+
+    /// Producers on three threads (two workers' lanes and the shared one) race a consumer
+    /// that drains into a small output: every line arrives whole and in its thread's order,
+    /// or is counted in a `skipped=` line; none is lost or torn.
+    #[test]
+    fn lines_arrive_whole_or_are_counted() {
+        const PER_THREAD: usize = 20_000;
+        let poll = mio::Poll::new().unwrap();
+        let waker = Arc::new(Waker::new(poll.registry(), mio::Token(0)).unwrap());
+        let hub = Arc::new(Hub::new(2, Arc::new(ManualClock::new(0))));
+        let w = hub.add(Watcher::new(1, WatchEvents::FETCHERS, None, 0, waker, 2)).unwrap();
+        assert!(hub.wants(WatchEvents::FETCHERS) && !hub.wants(WatchEvents::EVICTIONS));
+        let done = Arc::new(AtomicUsize::new(0));
+        let producers: Vec<_> = (0..3)
+            .map(|lane| {
+                let (hub, done) = (Arc::clone(&hub), Arc::clone(&done));
+                std::thread::spawn(move || {
+                    set_lane(lane);
+                    for i in 0..PER_THREAD {
+                        hub.emit(WatchEvents::FETCHERS, Some(TenantId(0)), |line| {
+                            let _ = write!(line, "type=item_get key=t{lane}-{i}");
+                        });
+                    }
+                    done.fetch_add(1, Ordering::SeqCst);
+                })
+            })
+            .collect();
+        let (mut out, mut spare) = (Vec::new(), Vec::new());
+        let mut last = [None::<usize>; 3];
+        let (mut lines, mut skipped) = (0, 0);
+        loop {
+            let finished = done.load(Ordering::SeqCst) == 3;
+            let more = w.drain(&mut out, &mut spare, 64 << 10);
+            assert!(out.is_empty() || out.ends_with(b"\n"), "a line was torn");
+            for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+                let line = std::str::from_utf8(line).unwrap();
+                if let Some(n) = line.strip_prefix("skipped=") {
+                    skipped += n.parse::<usize>().unwrap();
+                    continue;
+                }
+                let key = line.split(' ').find_map(|f| f.strip_prefix("key=t")).unwrap();
+                let (lane, i) = key.split_once('-').unwrap();
+                let (lane, i): (usize, usize) = (lane.parse().unwrap(), i.parse().unwrap());
+                assert!(last[lane].is_none_or(|prev| prev < i), "lane {lane} out of order");
+                last[lane] = Some(i);
+                lines += 1;
+            }
+            out.clear();
+            if finished && !more {
+                break;
+            }
+        }
+        producers.into_iter().for_each(|p| p.join().unwrap());
+        assert_eq!(lines + skipped, 3 * PER_THREAD);
+        hub.remove(&w);
+        assert!(!hub.wants(WatchEvents::FETCHERS));
+    }
+
+    #[test]
+    fn keys_are_uri_encoded_as_memcached_does() {
+        let mut out = Vec::new();
+        uri_encode(&mut out, b"a\x01b c-._~%Z9");
+        assert_eq!(out, b"a%01b%20c-._~%25Z9");
+    }
+}
