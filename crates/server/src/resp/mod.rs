@@ -236,8 +236,10 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             Some(_) => TenantId(0),
         },
         // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
+        // (BITOP's first key is its second argument.)
         None if ctx.tenants.has_prefixes() && spec.is_some_and(Spec::has_keys) => {
-            ctx.tenants.route(cmd.get(1).unwrap_or_default())
+            let first = spec.map_or(1, |c| c.first_key as usize);
+            ctx.tenants.route(cmd.get(first).unwrap_or_default())
         }
         None => TenantId(0),
     };
