@@ -9,9 +9,9 @@ use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg};
 use crate::session::{Ctx, Session};
 
 /// The most cells (`(len(a) + 1) * (len(b) + 1)`) an LCS table may have: 16 Mi cells, 64 MiB
-/// of `u32`s and about 70 ms of one worker's time in a release build. Redis builds a table of any
-/// size (O(N*M) time and memory, stalling its one thread); fridge refuses larger inputs with
-/// [`LCS_TOO_LARGE`] rather than stall a worker's other connections.
+/// of `u32`s and about 70 ms of one worker's time in a release build. Redis builds a table of
+/// any size (O(N*M) time and memory, stalling its one thread); fridge refuses larger inputs
+/// with [`LCS_TOO_LARGE`] rather than stall a worker's other connections.
 pub(crate) const LCS_MAX_CELLS: u64 = 1 << 24;
 const LCS_TOO_LARGE: &[u8] = b"ERR LCS inputs too large: (len(a)+1)*(len(b)+1) exceeds \
     fridge's limit of 16777216 table cells";
