@@ -29,6 +29,7 @@ use crate::segment::CLEANER_RESERVE;
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
+pub(crate) mod inspect;
 mod read;
 pub(crate) mod walk;
 

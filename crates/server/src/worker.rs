@@ -687,12 +687,17 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         if c.session.closing {
             continue;
         }
-        let first = c.rbuf[c.rstart];
-        let wire = *c.wire.get_or_insert(match first {
-            b'*' => Wire::Resp,
-            binary::REQUEST_MAGIC => Wire::Binary,
-            _ => Wire::Memcache,
-        });
+        let wire = match c.wire {
+            Some(w) => w,
+            None => match pick_wire(&c.rbuf[c.rstart..c.rend]) {
+                Some(w) => *c.wire.insert(w),
+                None => {
+                    // The first command word has not all come yet.
+                    c.waiting_since(ctx);
+                    break;
+                }
+            },
+        };
         if c.reject {
             match wire {
                 Wire::Resp => c.wbuf.extend_from_slice(b"-ERR max number of clients reached\r\n"),
@@ -720,6 +725,84 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         c.rstart = 0;
         c.rend = 0;
     }
+}
+
+/// Longer first words than this decide for memcached without waiting for the word's end
+/// (no command of either protocol is this long).
+const MAX_FIRST_WORD: usize = 32;
+
+/// The protocol a new connection speaks, from its first bytes; `None` while the first
+/// command word is incomplete. `*` is RESP's multibulk, `0x80` the binary protocol's magic.
+/// Otherwise the first word decides (the rule in `docs/protocol.md`): a memcached command
+/// (case-sensitive, as memcached reads them) is memcached — so `get`, `set`, `incr`, `decr`,
+/// `touch`, `append`, `quit`, `version`… in lower case stay memcached; a word RESP's table
+/// knows (in any case) is inline RESP — except an HTTP request line, `GET /…`; anything else
+/// is memcached, as before.
+pub(crate) fn pick_wire(buf: &[u8]) -> Option<Wire> {
+    match *buf.first()? {
+        b'*' => return Some(Wire::Resp),
+        binary::REQUEST_MAGIC => return Some(Wire::Binary),
+        _ => {}
+    }
+    let end = buf
+        .iter()
+        .take(MAX_FIRST_WORD + 1)
+        .position(|&c| matches!(c, b' ' | b'\t' | b'\r' | b'\n'));
+    let word = match end {
+        Some(e) => &buf[..e],
+        None if buf.len() > MAX_FIRST_WORD => return Some(Wire::Memcache),
+        None => return None,
+    };
+    if is_memcache_command(word) || !crate::resp::is_command(word) {
+        return Some(Wire::Memcache);
+    }
+    if word == b"GET" {
+        // An HTTP request line (`GET / HTTP/1.1`): memcached's, which closes the connection
+        // on HTTP, as memcached does. Decided by the first byte of the next word.
+        let rest = &buf[word.len()..];
+        match rest.iter().position(|&c| c != b' ' && c != b'\t') {
+            Some(i) if rest[i] == b'/' => return Some(Wire::Memcache),
+            None if rest.len() <= MAX_FIRST_WORD => return None,
+            _ => {}
+        }
+    }
+    Some(Wire::Resp)
+}
+
+/// The memcached text protocol's command words, as memcached spells them (it reads them
+/// case-sensitively), meta commands (`mg`, `ms`, … any `m` and one letter) included.
+fn is_memcache_command(word: &[u8]) -> bool {
+    const WORDS: [&[u8]; 28] = [
+        b"get",
+        b"gets",
+        b"gat",
+        b"gats",
+        b"set",
+        b"add",
+        b"replace",
+        b"append",
+        b"prepend",
+        b"cas",
+        b"delete",
+        b"incr",
+        b"decr",
+        b"touch",
+        b"flush_all",
+        b"stats",
+        b"lru_crawler",
+        b"version",
+        b"quit",
+        b"verbosity",
+        b"watch",
+        b"shutdown",
+        b"slabs",
+        b"lru",
+        b"cache_memlimit",
+        b"misbehave",
+        b"debugtime",
+        b"extstore",
+    ];
+    WORDS.contains(&word) || matches!(word, [b'm', c] if c.is_ascii_lowercase())
 }
 
 /// Drops what was sent before appending (a reply written in steps would otherwise keep all

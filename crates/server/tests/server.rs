@@ -182,6 +182,39 @@ fn resp_port_speaks_resp_only_including_inline() {
 }
 
 #[test]
+fn main_port_tells_inline_resp_from_memcached_by_the_first_word() {
+    let server = start();
+    let addr = server.local_addr();
+    // A word only RESP's table knows, in any case: inline RESP for the whole connection.
+    Conn::open(addr)
+        .roundtrip(b"PING\r\n", b"+PONG\r\n")
+        .roundtrip(b"SET k v\r\n", b"+OK\r\n")
+        .roundtrip(b"GET k\r\n", b"$1\r\nv\r\n");
+    Conn::open(addr).roundtrip(b"ping\r\n", b"+PONG\r\n");
+    Conn::open(addr).roundtrip(b"setex t 100 w\r\nget t\r\n", b"+OK\r\n$1\r\nw\r\n");
+    // Upper case is not memcached's (it reads commands case-sensitively): RESP.
+    Conn::open(addr).roundtrip(b"GET k\r\n", b"$1\r\nv\r\n");
+    // A word both protocols have, as memcached spells it: memcached.
+    Conn::open(addr).roundtrip(b"get k\r\n", b"VALUE k 0 1\r\nv\r\nEND\r\n");
+    Conn::open(addr).roundtrip(b"version\r\n", b"VERSION ");
+    Conn::open(addr).roundtrip(b"incr nope 1\r\n", b"NOT_FOUND\r\n");
+    Conn::open(addr).roundtrip(b"mn\r\n", b"MN\r\n");
+    // An HTTP request line: memcached's, which closes the connection.
+    let mut h = Conn::open(addr);
+    h.send(b"GET / HTTP/1.1\r\n");
+    let mut rest = Vec::new();
+    let _ = h.stream.read_to_end(&mut rest);
+    assert_eq!(rest, b"", "closed without a reply");
+    // A word neither knows: memcached, as before.
+    Conn::open(addr).roundtrip(b"bogus\r\n", b"ERROR\r\n");
+    // The first word split over two reads is waited for.
+    let mut c = Conn::open(addr);
+    c.send(b"PI");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    c.roundtrip(b"NG\r\n", b"+PONG\r\n");
+}
+
+#[test]
 fn graceful_shutdown_finishes_in_flight_requests() {
     let server = start();
     let addr = server.local_addr();

@@ -11,14 +11,24 @@
 //! | file            | commands                                                          |
 //! |-----------------|-------------------------------------------------------------------|
 //! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
+//! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
+//! | `bits.rs`       | SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO    |
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
+//! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, SORT, WAIT        |
+//! | `object.rs`     | OBJECT, MEMORY                                                    |
+//! | `dump.rs`       | DUMP, RESTORE                                                     |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
 
 mod admin;
+mod bits;
 mod connection;
+mod dump;
 mod glob;
 mod keys;
+mod keyspace;
+mod object;
+mod range;
 mod strings;
 
 use fridge_engine::{EngineError, TenantId};
@@ -109,7 +119,7 @@ const PAIRS: (i64, i64, i64) = (1, -1, 2);
 /// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
 /// commands sent most often come first.
 #[rustfmt::skip]
-pub(crate) static COMMANDS: [Spec; 49] = [
+pub(crate) static COMMANDS: [Spec; 73] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
     row("set", -3, WRITE | DENYOOM, KEY, strings::set),
     row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
@@ -159,6 +169,30 @@ pub(crate) static COMMANDS: [Spec; 49] = [
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
     row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
+    row("getrange", 4, READONLY, KEY, range::getrange),
+    row("substr", 4, READONLY, KEY, range::getrange),
+    row("setrange", 4, WRITE | DENYOOM, KEY, range::setrange),
+    row("lcs", -3, READONLY, (1, 2, 1), range::lcs),
+    row("setbit", 4, WRITE | DENYOOM, KEY, bits::setbit),
+    row("getbit", 3, READONLY | FAST, KEY, bits::getbit),
+    row("bitcount", -2, READONLY, KEY, bits::bitcount),
+    row("bitpos", -3, READONLY, KEY, bits::bitpos),
+    row("bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop),
+    row("bitfield", -2, WRITE | DENYOOM, KEY, bits::bitfield),
+    row("bitfield_ro", -2, READONLY | FAST, KEY, bits::bitfield),
+    row("rename", 3, WRITE, (1, 2, 1), keyspace::rename),
+    row("renamenx", 3, WRITE | FAST, (1, 2, 1), keyspace::rename),
+    row("copy", -3, WRITE | DENYOOM, (1, 2, 1), keyspace::copy),
+    row("randomkey", 1, READONLY, NONE, keyspace::randomkey),
+    row("expiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
+    row("pexpiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
+    row("wait", 3, 0, NONE, keyspace::wait),
+    row("sort", -2, WRITE | DENYOOM, KEY, keyspace::sort),
+    row("sort_ro", -2, READONLY, KEY, keyspace::sort),
+    row("object", -2, 0, NONE, object::object),
+    row("memory", -2, 0, NONE, object::memory),
+    row("dump", 2, READONLY, KEY, dump::dump),
+    row("restore", -4, WRITE | DENYOOM, KEY, dump::restore),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -180,6 +214,11 @@ fn find(name: &[u8]) -> Option<&'static Spec> {
     lookup(l)
 }
 
+/// Whether `name` (any case) is a command in [`COMMANDS`].
+pub(crate) fn is_command(name: &[u8]) -> bool {
+    find(name).is_some()
+}
+
 /// Runs one command, appending its reply to `out`.
 ///
 /// In order, as Redis: an unknown command or a wrong number of arguments is refused
@@ -197,8 +236,10 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             Some(_) => TenantId(0),
         },
         // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
+        // (BITOP's first key is its second argument.)
         None if ctx.tenants.has_prefixes() && spec.is_some_and(Spec::has_keys) => {
-            ctx.tenants.route(cmd.get(1).unwrap_or_default())
+            let first = spec.map_or(1, |c| c.first_key as usize);
+            ctx.tenants.route(cmd.get(first).unwrap_or_default())
         }
         None => TenantId(0),
     };

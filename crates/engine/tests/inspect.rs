@@ -1,0 +1,35 @@
+//! `Worker::inspect`: an item's size, last access and hitmap zone, without counting a read.
+
+mod common;
+
+use common::small_engine;
+use fridge_engine::{Clock, Expiry, INDEX_SLOT_BYTES, Store, TenantId};
+
+const T: TenantId = TenantId(0);
+
+#[test]
+fn inspect_reports_the_item_without_touching_it() {
+    let (engine, clock) = small_engine(8 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"key", &[b'v'; 100])).unwrap();
+    let now = clock.now_ms();
+    let info = w.inspect(T, b"key").unwrap();
+    assert_eq!(info.value_len, 100);
+    // A 12-byte record header, the key, the value.
+    assert_eq!(info.size, 12 + 3 + 100);
+    assert_eq!(info.size + INDEX_SLOT_BYTES, 123, "MEMORY USAGE: the item and its slot");
+    // Written in the current recency tick: its last access may be now.
+    assert_eq!(info.last_access_ms, now);
+    assert!(info.zone.is_some(), "the default engine keeps a hitmap");
+    let gets = engine.stats().gets;
+    w.inspect(T, b"key").unwrap();
+    assert_eq!(engine.stats().gets, gets, "inspect counts no read");
+
+    assert!(w.inspect(T, b"missing").is_none());
+    assert!(w.inspect(TenantId(1), b"key").is_none(), "another tenant's key is not seen");
+    w.store(Store { expiry: Expiry::At(now + 1_000), ..Store::new(T, b"short", b"x") }).unwrap();
+    assert!(w.inspect(T, b"short").is_some());
+    clock.advance(2_000);
+    assert!(w.inspect(T, b"short").is_none(), "an expired item is not seen");
+    assert_eq!(w.now_ms(), now + 2_000);
+}

@@ -1,0 +1,267 @@
+//! Key commands that move or look at whole keys: RENAME, RENAMENX, COPY, RANDOMKEY,
+//! EXPIRETIME, PEXPIRETIME, SORT, SORT_RO and WAIT.
+//!
+//! RENAME is three engine steps (see `docs/protocol.md`, "RENAME and concurrent clients"):
+//! copy the source out, publish it under the new name with the source's TTL, then delete the
+//! source only if it still holds what was copied. A concurrent reader may see both names
+//! holding the value between the second and third steps; at no moment does neither hold it.
+
+use std::hash::{BuildHasher, Hasher};
+
+use fridge_engine::{Condition, Expiry, Store, StoreOutcome, Update};
+use fridge_proto::resp::{
+    Command, write_array_header, write_bulk, write_error, write_integer, write_null, write_simple,
+};
+
+use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg};
+use crate::session::{Ctx, Session};
+
+pub(super) const WRONGTYPE: &[u8] =
+    b"WRONGTYPE Operation against a key holding the wrong kind of value";
+
+fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
+    cmd.get(i).unwrap_or_default()
+}
+
+/// A copy of one item: value, flags, expiry.
+struct Copied {
+    value: Vec<u8>,
+    flags: u32,
+    expires_at_ms: Option<u64>,
+}
+
+fn copy_out(ctx: &mut Ctx<'_>, s: &Session, key: &[u8]) -> Option<Copied> {
+    ctx.engine.get(s.tenant, key, |i| Copied {
+        value: i.value.to_vec(),
+        flags: i.flags,
+        expires_at_ms: i.expires_at_ms,
+    })
+}
+
+/// Stores `c` under `key` with its TTL, if `condition` holds.
+fn store_copy(
+    ctx: &mut Ctx<'_>,
+    s: &Session,
+    key: &[u8],
+    c: &Copied,
+    condition: Condition,
+) -> Result<StoreOutcome, fridge_engine::EngineError> {
+    if key.len() > ctx.shared.config.max_resp_key_len {
+        return Err(fridge_engine::EngineError::KeyTooLong);
+    }
+    ctx.engine.store(Store {
+        tenant: s.tenant,
+        key,
+        value: &c.value,
+        flags: c.flags,
+        expiry: c.expires_at_ms.map_or(Expiry::Never, Expiry::At),
+        condition,
+    })
+}
+
+/// `RENAME` and `RENAMENX`.
+pub(super) fn rename(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let nx = c.name == "renamenx";
+    let (src, dst) = (arg(cmd, 1), arg(cmd, 2));
+    let Some(copied) = copy_out(ctx, s, src) else {
+        return write_error(out, b"ERR no such key");
+    };
+    let done =
+        |out: &mut Vec<u8>| if nx { write_integer(out, 1) } else { write_simple(out, b"OK") };
+    if src == dst {
+        return if nx { write_integer(out, 0) } else { write_simple(out, b"OK") };
+    }
+    let condition = if nx { Condition::IfAbsent } else { Condition::Always };
+    match store_copy(ctx, s, dst, &copied, condition) {
+        Ok(StoreOutcome::Stored) => {}
+        Ok(_) => return write_integer(out, 0),
+        Err(e) => return engine_error(out, e),
+    }
+    // Delete the source only if it still holds what was copied: a write that came in
+    // between is ordered after the rename and is kept.
+    let _ = ctx.engine.update(s.tenant, src, |cur, _| {
+        Ok(match cur {
+            Some(c)
+                if c.value == copied.value.as_slice()
+                    && c.expires_at_ms == copied.expires_at_ms
+                    && c.flags == copied.flags =>
+            {
+                Update::Delete(())
+            }
+            _ => Update::Done(()),
+        })
+    });
+    done(out);
+}
+
+/// `COPY source destination [DB n] [REPLACE]`: fridge has database 0 only.
+pub(super) fn copy(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let mut replace = false;
+    let mut j = 3;
+    while j < cmd.len() {
+        let o = arg(cmd, j);
+        if o.eq_ignore_ascii_case(b"replace") {
+            replace = true;
+        } else if o.eq_ignore_ascii_case(b"db") && j + 1 < cmd.len() {
+            match int_arg(arg(cmd, j + 1)) {
+                Some(0) => {}
+                Some(n) if i32::try_from(n).is_ok() => {
+                    return write_error(out, b"ERR DB index is out of range");
+                }
+                _ => return write_error(out, NOT_INTEGER),
+            }
+            j += 1;
+        } else {
+            return write_error(out, SYNTAX);
+        }
+        j += 1;
+    }
+    let (src, dst) = (arg(cmd, 1), arg(cmd, 2));
+    if src == dst {
+        return write_error(out, b"ERR source and destination objects are the same");
+    }
+    let Some(copied) = copy_out(ctx, s, src) else { return write_integer(out, 0) };
+    let condition = if replace { Condition::Always } else { Condition::IfAbsent };
+    match store_copy(ctx, s, dst, &copied, condition) {
+        Ok(StoreOutcome::Stored) => write_integer(out, 1),
+        Ok(_) => write_integer(out, 0),
+        Err(e) => engine_error(out, e),
+    }
+}
+
+/// Index buckets RANDOMKEY visits at most before answering nil.
+const RANDOMKEY_BUCKETS: usize = 1 << 16;
+
+/// `RANDOMKEY`: a pass over the index from a random cursor to the first live key of the
+/// tenant. Not uniform (a key after a run of empty buckets is likelier), as Redis's is not
+/// either (it picks a random bucket, then a random key in its chain).
+pub(super) fn randomkey(
+    _: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let t = s.tenant;
+    if ctx.shared.engine.item_count(t) == 0 {
+        return write_null(out, s.version);
+    }
+    let mut cursor = std::collections::hash_map::RandomState::new().build_hasher().finish();
+    ctx.keys.clear();
+    let mut left = RANDOMKEY_BUCKETS;
+    let mut wrapped = false;
+    while left > 0 {
+        let step = left.min(1024);
+        cursor = ctx.engine.scan_bounded(t, cursor, 1, step, ctx.keys);
+        left -= step;
+        if !ctx.keys.is_empty() {
+            break;
+        }
+        if cursor == 0 {
+            if wrapped {
+                break;
+            }
+            wrapped = true;
+        }
+    }
+    match ctx.keys.first() {
+        Some(k) => write_bulk(out, k),
+        None => write_null(out, s.version),
+    }
+    ctx.keys.clear();
+}
+
+/// `EXPIRETIME` and `PEXPIRETIME`: the absolute deadline, -1 without one, -2 for no key.
+pub(super) fn expiretime(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let exp = ctx.engine.get(s.tenant, arg(cmd, 1), |i| i.expires_at_ms);
+    let reply = match exp {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(at)) if c.name == "pexpiretime" => at as i64,
+        Some(Some(at)) => ((at + 500) / 1000) as i64,
+    };
+    write_integer(out, reply);
+}
+
+/// `WAIT numreplicas timeout`: fridge has no replicas, so it answers 0 at once (Redis blocks
+/// until the timeout when asked for more replicas than it has).
+pub(super) fn wait(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    _: &mut Session,
+    _: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    match int_arg(arg(cmd, 2)) {
+        None => return write_error(out, b"ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => return write_error(out, b"ERR timeout is negative"),
+        Some(_) => {}
+    }
+    if int_arg(arg(cmd, 1)).is_none() {
+        return write_error(out, NOT_INTEGER);
+    }
+    write_integer(out, 0);
+}
+
+/// `SORT` and `SORT_RO`: every value fridge stores is a string, which Redis refuses to sort
+/// (`WRONGTYPE`); a missing key sorts as an empty list (with `STORE`, the destination is
+/// deleted and the reply is 0). Options are checked first, as Redis does.
+pub(super) fn sort(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let ro = c.name == "sort_ro";
+    let mut store: Option<&[u8]> = None;
+    let mut j = 2;
+    while j < cmd.len() {
+        let o = arg(cmd, j);
+        let left = cmd.len() - j - 1;
+        let is = |w: &[u8]| o.eq_ignore_ascii_case(w);
+        if is(b"asc") || is(b"desc") || is(b"alpha") {
+        } else if is(b"limit") && left >= 2 {
+            if int_arg(arg(cmd, j + 1)).is_none() || int_arg(arg(cmd, j + 2)).is_none() {
+                return write_error(out, NOT_INTEGER);
+            }
+            j += 2;
+        } else if !ro && is(b"store") && left >= 1 {
+            store = Some(arg(cmd, j + 1));
+            j += 1;
+        } else if (is(b"by") || is(b"get")) && left >= 1 {
+            j += 1;
+        } else {
+            return write_error(out, SYNTAX);
+        }
+        j += 1;
+    }
+    if ctx.engine.contains(s.tenant, arg(cmd, 1)) {
+        return write_error(out, WRONGTYPE);
+    }
+    match store {
+        Some(dest) => {
+            ctx.engine.delete(s.tenant, dest);
+            write_integer(out, 0);
+        }
+        None => write_array_header(out, 0),
+    }
+}
