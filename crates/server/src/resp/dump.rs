@@ -415,7 +415,16 @@ pub(super) fn restore(
         return engine_error(out, fridge_engine::EngineError::TooLarge);
     }
     let condition = if replace { Condition::Always } else { Condition::IfAbsent };
-    let r = ctx.engine.store(Store { tenant: t, key, value: &value, flags: 0, expiry, condition });
+    let r = ctx.engine.store(Store {
+        tenant: t,
+        key,
+        value: &value,
+        flags: 0,
+        expiry,
+        condition,
+        cas: None,
+        state: 0,
+    });
     match r {
         Ok(StoreOutcome::Stored) => write_simple(out, b"OK"),
         Ok(_) => write_error(out, b"BUSYKEY Target key name already exists."),

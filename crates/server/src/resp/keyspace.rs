@@ -23,11 +23,12 @@ fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
 }
 
-/// A copy of one item: value, flags, expiry.
+/// A copy of one item: value, flags, expiry, and its CAS (which names this very item).
 struct Copied {
     value: Vec<u8>,
     flags: u32,
     expires_at_ms: Option<u64>,
+    cas: u64,
 }
 
 fn copy_out(ctx: &mut Ctx<'_>, s: &Session, key: &[u8]) -> Option<Copied> {
@@ -35,6 +36,7 @@ fn copy_out(ctx: &mut Ctx<'_>, s: &Session, key: &[u8]) -> Option<Copied> {
         value: i.value.to_vec(),
         flags: i.flags,
         expires_at_ms: i.expires_at_ms,
+        cas: i.cas,
     })
 }
 
@@ -56,6 +58,8 @@ fn store_copy(
         flags: c.flags,
         expiry: c.expires_at_ms.map_or(Expiry::Never, Expiry::At),
         condition,
+        cas: None,
+        state: 0,
     })
 }
 
@@ -87,11 +91,8 @@ pub(super) fn rename(
     // between is ordered after the rename and is kept.
     let _ = ctx.engine.update(s.tenant, src, |cur, _| {
         Ok(match cur {
-            Some(c)
-                if c.value == copied.value.as_slice()
-                    && c.expires_at_ms == copied.expires_at_ms
-                    && c.flags == copied.flags =>
-            {
+            // The same item (its CAS) with the same TTL (a TTL change keeps the CAS).
+            Some(c) if c.cas == copied.cas && c.expires_at_ms == copied.expires_at_ms => {
                 Update::Delete(())
             }
             _ => Update::Done(()),
