@@ -76,6 +76,10 @@ pub struct Config {
     /// Most reply bytes buffered per connection. Long replies are written in steps and never
     /// held whole (see `docs/protocol.md`); `KEYS` whose keys would take more is refused.
     pub max_output_buffer: Size,
+    /// Most bytes of pub/sub messages waiting for one subscriber (Redis's
+    /// `client-output-buffer-limit pubsub` hard limit): a subscriber that falls this far
+    /// behind is disconnected (`client_output_buffer_limit_disconnections` in `INFO`).
+    pub max_pubsub_output: Size,
     /// Seconds without traffic before a connection is closed; 0 = never.
     pub idle_timeout: u64,
     /// How long a request may stay half-sent (begun, not complete) before its connection is
@@ -129,6 +133,7 @@ impl Default for Config {
             max_bulk_len: Size(0),
             max_query_buffer: Size(4 << 20),
             max_output_buffer: Size(64 << 20),
+            max_pubsub_output: Size(32 << 20),
             idle_timeout: 0,
             partial_request_timeout: Millis(30_000),
             max_client_memory: None,
@@ -421,6 +426,10 @@ pub struct Cli {
     /// whole [default: 64MiB].
     #[arg(long, env = "FRIDGE_MAX_OUTPUT_BUFFER", value_name = "SIZE")]
     pub max_output_buffer: Option<Size>,
+    /// Most bytes of pub/sub messages waiting for one subscriber; past it the subscriber is
+    /// disconnected [default: 32MiB].
+    #[arg(long, env = "FRIDGE_MAX_PUBSUB_OUTPUT", value_name = "SIZE")]
+    pub max_pubsub_output: Option<Size>,
     /// Close connections idle this many seconds, 0 = never [default: 0].
     #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
@@ -496,6 +505,7 @@ impl Cli {
             max_bulk_len,
             max_query_buffer,
             max_output_buffer,
+            max_pubsub_output,
             idle_timeout,
             partial_request_timeout,
             write_chunk,

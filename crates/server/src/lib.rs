@@ -66,6 +66,7 @@ mod counter;
 mod mc_admin;
 mod memcache;
 mod password;
+mod pubsub;
 mod resp;
 mod server;
 mod session;

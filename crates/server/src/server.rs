@@ -124,6 +124,7 @@ impl Server {
             client_memory: AtomicUsize::new(0),
             workers: (0..n).map(|_| WorkerStats::default()).collect(),
             kill_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            pubsub: crate::pubsub::Hub::new(n, config.max_pubsub_output.bytes()),
             wakers: Mutex::new(Vec::new()),
             main_port: addr.port(),
             resp_port: resp_addr.map(|a| a.port()),

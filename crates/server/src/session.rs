@@ -12,6 +12,7 @@ use std::sync::Arc;
 use fridge_engine::{TenantId, Worker};
 use fridge_proto::{memcache, resp};
 
+use crate::pubsub::Subscriptions;
 use crate::shared::Shared;
 use crate::size_class::Histogram;
 use crate::stats::{View, WorkerStats};
@@ -42,6 +43,10 @@ pub(crate) struct Session {
     pub closing: bool,
     /// A request answered in steps.
     pub resume: Resume,
+    /// The connection's slot on its worker (pub/sub deliveries find it there).
+    pub slot: usize,
+    /// Its pub/sub subscriptions, once it has subscribed.
+    pub pubsub: Option<Box<Subscriptions>>,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the
@@ -120,6 +125,12 @@ impl Session {
         false
     }
 
+    /// Whether the connection is in Redis's subscriber context (any subscription).
+    #[inline]
+    pub fn subscribed(&self) -> bool {
+        self.pubsub.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
     /// Notices a reload: a connection whose tenant was removed is closed.
     #[inline]
     pub fn check_generation(&mut self, tenants: &Tenants) {
@@ -136,6 +147,8 @@ impl Session {
 #[derive(Debug)]
 pub(crate) struct Ctx<'a> {
     pub shared: &'a Shared,
+    /// The worker's index.
+    pub worker: usize,
     pub engine: &'a mut Worker,
     pub stats: &'a WorkerStats,
     /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).

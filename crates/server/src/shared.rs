@@ -97,6 +97,8 @@ pub(crate) struct Shared {
     pub reload_failures: AtomicU64,
     /// The counters at the last stats reset; locked by `stats` and its reset only.
     pub stats_baseline: Mutex<Baseline>,
+    /// Pub/sub channels and the workers' mailboxes.
+    pub pubsub: crate::pubsub::Hub,
 }
 
 impl Shared {

@@ -109,6 +109,10 @@ struct Loop {
     scratch: Vec<u8>,
     keys: Vec<Vec<u8>>,
     tenants: Arc<Tenants>,
+    /// Pub/sub deliveries taken from the mailbox (the buffer is reused).
+    mail: Vec<crate::pubsub::Delivery>,
+    /// Deliveries for connections in the middle of a reply written in steps.
+    held: Vec<crate::pubsub::Delivery>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,
@@ -140,6 +144,8 @@ pub(crate) fn run(
         scratch: Vec::new(),
         keys: Vec::new(),
         tenants: shared.tenants(),
+        mail: Vec::new(),
+        held: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
@@ -175,6 +181,7 @@ pub(crate) fn run(
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
         }
+        lp.deliver_mail(&poll);
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             lp.housekeeping(&poll);
@@ -266,6 +273,8 @@ impl Loop {
                     version: resp::Version::Resp2,
                     closing: false,
                     resume: Resume::default(),
+                    slot: t,
+                    pubsub: None,
                 },
                 readable: true,
                 writable: true,
@@ -297,6 +306,7 @@ impl Loop {
     fn close(&mut self, poll: &Poll, t: usize) {
         if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
             let _ = poll.registry().deregister(&mut c.stream);
+            self.unsubscribe(&mut c);
             self.forget(c.reject, c.session.id, c.memory);
             self.free.push(t);
         }
@@ -313,6 +323,7 @@ impl Loop {
                     c.queued = false;
                     let mut ctx = Ctx {
                         shared: &self.shared,
+                        worker: self.index,
                         engine: &mut self.engine,
                         stats: &self.shared.workers[self.index],
                         scratch: &mut self.scratch,
@@ -347,9 +358,62 @@ impl Loop {
     /// Closes `t` without a `Poll` at hand: deregistration happens implicitly when the socket
     /// is dropped (closing a descriptor removes it from epoll).
     fn close_later(&mut self, t: usize) {
-        if let Some(c) = self.conns.get_mut(t).and_then(Option::take) {
+        if let Some(mut c) = self.conns.get_mut(t).and_then(Option::take) {
+            self.unsubscribe(&mut c);
             self.forget(c.reject, c.session.id, c.memory);
             self.free.push(t);
+        }
+    }
+
+    /// Forgets a closing connection's subscriptions.
+    fn unsubscribe(&self, c: &mut Conn) {
+        if let Some(subs) = c.session.pubsub.as_mut() {
+            subs.clear(c.session.id, &self.shared.pubsub);
+        }
+    }
+
+    /// Appends the pub/sub messages other workers (and this one) left in this worker's
+    /// mailbox to their connections' output buffers, and queues those connections to
+    /// write. A connection in the middle of a reply written in steps gets its messages
+    /// after it (they wait in `held`). A subscriber past `max_pubsub_output` — messages
+    /// were dropped for it, or its unsent bytes are over the limit — is disconnected.
+    fn deliver_mail(&mut self, poll: &Poll) {
+        let shared = Arc::clone(&self.shared);
+        let hub = &shared.pubsub;
+        let mut mail = std::mem::take(&mut self.mail);
+        if !hub.take_mail(self.index, &mut mail) && self.held.is_empty() {
+            self.mail = mail;
+            return;
+        }
+        let mut over = Vec::new();
+        let held = std::mem::take(&mut self.held);
+        for d in held.into_iter().chain(mail.drain(..)) {
+            let Some(Some(c)) = self.conns.get_mut(d.slot) else { continue };
+            if c.session.id != d.id {
+                continue;
+            }
+            if c.session.resume.resuming {
+                self.held.push(d);
+                continue;
+            }
+            let Some(subs) = c.session.pubsub.as_ref() else { continue };
+            subs.pending.queued.fetch_sub(d.len(), std::sync::atomic::Ordering::Relaxed);
+            if !d.is_marker() {
+                d.write(&mut c.wbuf, c.session.version == resp::Version::Resp3);
+            }
+            if subs.pending.overflowed.load(Ordering::Relaxed) || c.pending_out() > hub.limit {
+                if !over.contains(&d.slot) {
+                    over.push(d.slot);
+                }
+            } else if !c.queued {
+                c.queued = true;
+                self.queue.push_back(d.slot);
+            }
+        }
+        self.mail = mail;
+        for t in over {
+            hub.disconnections.fetch_add(1, Ordering::Relaxed);
+            self.close(poll, t);
         }
     }
 

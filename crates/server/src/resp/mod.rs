@@ -14,11 +14,13 @@
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
+//! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 
 mod admin;
 mod connection;
-mod glob;
+pub(crate) mod glob;
 mod keys;
+mod pubsub;
 mod strings;
 
 use fridge_engine::{EngineError, TenantId};
@@ -109,7 +111,7 @@ const PAIRS: (i64, i64, i64) = (1, -1, 2);
 /// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
 /// commands sent most often come first.
 #[rustfmt::skip]
-pub(crate) static COMMANDS: [Spec; 49] = [
+pub(crate) static COMMANDS: [Spec; 58] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
     row("set", -3, WRITE | DENYOOM, KEY, strings::set),
     row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
@@ -159,6 +161,15 @@ pub(crate) static COMMANDS: [Spec; 49] = [
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
     row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
+    row("subscribe", -2, 0, NONE, pubsub::subscribe),
+    row("psubscribe", -2, 0, NONE, pubsub::subscribe),
+    row("ssubscribe", -2, 0, NONE, pubsub::subscribe),
+    row("unsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    row("punsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    row("sunsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    row("publish", 3, FAST, NONE, pubsub::publish),
+    row("spublish", 3, FAST, NONE, pubsub::publish),
+    row("pubsub", -2, 0, NONE, pubsub::pubsub),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -206,8 +217,28 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     match spec {
         None => r::write_unknown_command(out, cmd),
         Some(c) if !c.arity_ok(n) => write_wrong_arity(out, name),
+        Some(c)
+            if s.version == r::Version::Resp2
+                && s.subscribed()
+                && !pubsub::allowed_in_subscriber_mode(c.name) =>
+        {
+            pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
+        }
         Some(c) => (c.run)(cmd, out, s, ctx, c),
     }
+}
+
+/// Commands with subcommands: Redis names them `name|sub` in errors.
+const CONTAINERS: [&str; 5] = ["acl", "client", "command", "config", "pubsub"];
+
+/// A command's full name as Redis gives it in errors: `get`, `client|id`.
+fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
+    let mut full = c.name.as_bytes().to_vec();
+    if let Some(sub) = cmd.get(1).filter(|_| CONTAINERS.contains(&c.name)) {
+        full.push(b'|');
+        full.extend(sub.iter().take(128).map(u8::to_ascii_lowercase));
+    }
+    full
 }
 
 fn no_permission(out: &mut Vec<u8>, command: &[u8]) {
