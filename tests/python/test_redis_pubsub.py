@@ -293,3 +293,147 @@ def test_a_slow_subscriber_is_disconnected_and_the_others_keep_receiving():
         pub.close()
     finally:
         stop(proc)
+
+
+def keyspace_events(addr, commands, flags="KEA"):
+    """Enables notifications, runs `commands(client)`, and returns the (channel, message)
+    pairs a pattern subscriber saw, in order."""
+    r = redis.Redis(host=addr[0], port=addr[1], socket_timeout=5)
+    r.config_set("notify-keyspace-events", flags)
+    p = redis.Redis(host=addr[0], port=addr[1], socket_timeout=5).pubsub()
+    p.psubscribe("__key*__:*")
+    assert p.get_message(timeout=2)["type"] == "psubscribe"
+    try:
+        commands(r)
+        events = []
+        while (m := p.get_message(timeout=0.5)) is not None:
+            events.append((m["channel"].decode(), m["data"].decode()))
+        return events
+    finally:
+        r.config_set("notify-keyspace-events", "")
+        p.close()
+        r.close()
+
+
+def string_and_key_commands(r):
+    r.delete("ks:a", "ks:b", "ks:m1", "ks:m2", "ks:t")
+    r.set("ks:a", "1")
+    r.set("ks:a", "2", ex=100)
+    r.setnx("ks:a", "3")
+    r.setnx("ks:b", "1")
+    r.incr("ks:b")
+    r.decrby("ks:b", 2)
+    r.incrbyfloat("ks:b", 1.5)
+    r.append("ks:b", "x")
+    r.getdel("ks:b")
+    r.getdel("ks:b")
+    r.expire("ks:a", 50)
+    r.expire("ks:none", 50)
+    r.persist("ks:a")
+    r.persist("ks:a")
+    r.delete("ks:a", "ks:zz")
+    r.mset({"ks:m1": "1", "ks:m2": "2"})
+    r.getset("ks:m1", "x")
+    r.set("ks:m1", "y", get=True)
+    r.set("ks:m1", "z", nx=True)
+    r.execute_command("SETEX", "ks:m1", 100, "v")
+    r.getex("ks:m1", ex=10)
+    r.getex("ks:m1", persist=True)
+    r.pexpire("ks:m2", -1)
+    r.set("ks:t", "1", px=30)
+    time.sleep(0.2)
+    assert r.get("ks:t") is None  # the lookup reaps it: `expired`
+
+
+def test_keyspace_notifications_are_redis_events(fridge, redis_server):
+    ours = keyspace_events(fridge, string_and_key_commands)
+    theirs = keyspace_events(redis_server, string_and_key_commands)
+    assert ours == theirs
+    assert ("__keyevent@0__:expired", "ks:t") in ours
+
+
+@pytest.mark.parametrize("flags", ["E$", "Kg", "Ex", "KEA"])
+def test_keyspace_notification_classes_select_events(fridge, redis_server, flags):
+    def commands(r):
+        r.set("ks:c", "1", px=30)
+        r.delete("ks:d")
+        r.set("ks:d", "1")
+        r.delete("ks:d")
+        time.sleep(0.2)
+        r.get("ks:c")
+
+    assert keyspace_events(fridge, commands, flags) == keyspace_events(
+        redis_server, commands, flags
+    )
+
+
+def test_notify_keyspace_events_setting_reads_back_as_redis(fridge, redis_server):
+    for addr in (fridge, redis_server):
+        assert session(
+            addr,
+            [
+                ("CONFIG", "SET", "notify-keyspace-events", "KEA"),
+                ("CONFIG", "GET", "notify-keyspace-events"),
+                ("CONFIG", "SET", "notify-keyspace-events", "g$lshzxetdnKEm"),
+                ("CONFIG", "GET", "notify-keyspace-events"),
+                ("CONFIG", "SET", "notify-keyspace-events", "nxE"),
+                ("CONFIG", "GET", "notify-keyspace-events"),
+                ("CONFIG", "SET", "notify-keyspace-events", "Q"),
+                ("CONFIG", "GET", "notify-keyspace-events"),
+                ("CONFIG", "SET", "notify-keyspace-events", ""),
+                ("CONFIG", "GET", "notify-keyspace-events"),
+            ],
+        ) == [
+            b"+OK\r\n",
+            b"*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nAKE\r\n",
+            b"+OK\r\n",
+            b"*2\r\n$22\r\nnotify-keyspace-events\r\n$4\r\nAKEm\r\n",
+            b"+OK\r\n",
+            b"*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nxnE\r\n",
+            b"-ERR CONFIG SET failed (possibly related to argument 'notify-keyspace-events') - "
+            b"Invalid event class character. Use 'Ag$lshzxeKEtmdn'.\r\n",
+            b"*2\r\n$22\r\nnotify-keyspace-events\r\n$3\r\nxnE\r\n",
+            b"+OK\r\n",
+            b"*2\r\n$22\r\nnotify-keyspace-events\r\n$0\r\n\r\n",
+        ], addr
+
+
+def test_the_expiry_sweep_publishes_expired_without_a_lookup(fridge):
+    r = redis.Redis(host=fridge[0], port=fridge[1], socket_timeout=5)
+    r.config_set("notify-keyspace-events", "Ex")
+    p = redis.Redis(host=fridge[0], port=fridge[1], socket_timeout=5).pubsub()
+    p.subscribe("__keyevent@0__:expired")
+    assert p.get_message(timeout=2)["type"] == "subscribe"
+    try:
+        r.set("ks:swept", "1", px=20)
+        m = p.get_message(timeout=10)  # the background sweep reaps it within a second or two
+        assert (m["channel"], m["data"]) == (b"__keyevent@0__:expired", b"ks:swept")
+    finally:
+        r.config_set("notify-keyspace-events", "")
+        p.close()
+        r.close()
+
+
+def test_evictions_are_published():
+    """A small cache filled past its memory evicts; each eviction is an `evicted` event."""
+    proc, port = launch("--max-item-size", "64KiB", "--segment-size", "1MiB")
+    try:
+        r = redis.Redis(port=port, socket_timeout=10)
+        r.config_set("notify-keyspace-events", "Ee")
+        p = redis.Redis(port=port, socket_timeout=10).pubsub()
+        p.subscribe("__keyevent@0__:evicted")
+        assert p.get_message(timeout=2)["type"] == "subscribe"
+        value = b"v" * 60000
+        pipe = r.pipeline(transaction=False)
+        for i in range(2500):  # 150 MB into 64 MiB
+            pipe.set(f"ev:{i}", value)
+            if i % 100 == 99:
+                pipe.execute()
+        pipe.execute()
+        m = p.get_message(timeout=10)
+        assert m["type"] == "message" and m["data"].startswith(b"ev:")
+        assert r.exists(m["data"].decode()) == 0, "the evicted key is gone"
+        p.close()
+        r.close()
+    finally:
+        stop(proc)

@@ -60,6 +60,8 @@ pub(crate) struct Inner {
     pub(crate) wake_requested: Mutex<bool>,
     pub(crate) wake: Condvar,
     pub(crate) shutdown: AtomicBool,
+    /// Keys dropped by the engine, for the server (off unless it asks).
+    pub(crate) key_events: crate::events::KeyEvents,
 }
 
 impl std::fmt::Debug for Inner {

@@ -99,6 +99,8 @@ pub(crate) struct Shared {
     pub stats_baseline: Mutex<Baseline>,
     /// Pub/sub channels and the workers' mailboxes.
     pub pubsub: crate::pubsub::Hub,
+    /// The `notify-keyspace-events` setting.
+    pub notify: crate::keyspace::KeyspaceEvents,
 }
 
 impl Shared {

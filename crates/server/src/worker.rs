@@ -181,6 +181,7 @@ pub(crate) fn run(
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
         }
+        crate::notify::drain_engine_events(&shared, index);
         lp.deliver_mail(&poll);
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();

@@ -70,6 +70,7 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("proto-max-bulk-len", c.resp_limits().max_bulk_len.to_string()),
         ("client-query-buffer-limit", c.query_buffer_limit().to_string()),
         ("io-threads", ctx.shared.workers.len().to_string()),
+        ("notify-keyspace-events", ctx.shared.notify.get()),
     ]
 }
 
@@ -123,22 +124,25 @@ pub(super) fn config(
             return write_wrong_arity(out, b"config|set");
         }
         // Settings with no effect on a cache without persistence are accepted.
-        const NO_OPS: [&str; 6] = [
-            "save",
-            "appendonly",
-            "appendfsync",
-            "maxmemory-policy",
-            "maxmemory-samples",
-            "notify-keyspace-events",
-        ];
+        const NO_OPS: [&str; 5] =
+            ["save", "appendonly", "appendfsync", "maxmemory-policy", "maxmemory-samples"];
+        const APPLIED: [&str; 1] = ["notify-keyspace-events"];
+        let mut events = None;
         for i in (2..cmd.len()).step_by(2) {
             let p = arg(i);
-            if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
+            if p.eq_ignore_ascii_case(APPLIED[0].as_bytes()) {
+                events = Some(arg(i + 1));
+            } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
                 out.extend_from_slice(
                     b"-ERR Unknown option or number of arguments for CONFIG SET - '",
                 );
                 out.extend_from_slice(p);
                 return out.extend_from_slice(b"'\r\n");
+            }
+        }
+        if let Some(value) = events {
+            if crate::notify::configure(ctx.shared, value).is_err() {
+                return write_error(out, crate::keyspace::INVALID);
             }
         }
         write_simple(out, b"OK");

@@ -11,7 +11,8 @@ use fridge_proto::resp::{
 };
 
 use super::glob::glob_match;
-use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire};
+use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire, notify};
+use crate::keyspace::GENERIC;
 use crate::session::{Ctx, Session};
 use crate::stats;
 
@@ -25,7 +26,9 @@ pub(super) fn del(
 ) {
     let mut count = 0;
     for i in 1..cmd.len() {
-        if ctx.engine.delete(s.tenant, cmd.get(i).unwrap_or_default()) {
+        let key = cmd.get(i).unwrap_or_default();
+        if ctx.engine.delete(s.tenant, key) {
+            notify(ctx, s.tenant, GENERIC, "del", key);
             count += 1;
             stats::inc(&ctx.stats.delete_hits);
         } else {
@@ -91,6 +94,9 @@ pub(super) fn persist(
 ) {
     let key = cmd.get(1).unwrap_or_default();
     let had = matches!(ctx.engine.set_expiry(s.tenant, key, None), Ok(Some(Some(_))));
+    if had {
+        notify(ctx, s.tenant, GENERIC, "persist", key);
+    }
     write_integer(out, i64::from(had));
 }
 
@@ -195,7 +201,13 @@ pub(super) fn expire(
         Ok(Update::Write { flags: c.flags, expires_at_ms: Some(at), result: true })
     });
     match r {
-        Ok(done) => write_integer(out, i64::from(done)),
+        Ok(done) => {
+            if done {
+                // A deadline already past deletes the key (Redis: `del`).
+                notify(ctx, t, GENERIC, if at <= now { "del" } else { "expire" }, arg(1));
+            }
+            write_integer(out, i64::from(done));
+        }
         Err(e) => engine_error(out, e),
     }
 }

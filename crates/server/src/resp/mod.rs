@@ -241,6 +241,12 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
     full
 }
 
+/// Publishes a keyspace notification for a change a command made (see `crate::notify`).
+#[inline]
+fn notify(ctx: &Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+    crate::notify::key_event(ctx.shared, ctx.worker, tenant, class, event, key);
+}
+
 fn no_permission(out: &mut Vec<u8>, command: &[u8]) {
     out.extend_from_slice(b"-NOPERM this user has no permissions to run the '");
     out.extend_from_slice(command);
