@@ -76,6 +76,7 @@ mod shared;
 mod size_class;
 mod stats;
 pub mod tenants;
+mod tracking;
 mod worker;
 mod worker_stats;
 

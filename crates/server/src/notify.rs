@@ -21,8 +21,20 @@ use crate::shared::Shared;
 /// queue on while expiries or evictions are published.
 pub(crate) fn configure(shared: &Shared, value: &[u8]) -> Result<(), ()> {
     shared.notify.set(value)?;
-    shared.engine.set_key_events(shared.notify.wants_engine_events());
+    update_engine_events(shared);
     Ok(())
+}
+
+/// Whether the keys the engine drops matter: for `expired`/`evicted` notifications, or for
+/// client-side caching's invalidations.
+fn wants_engine_events(shared: &Shared) -> bool {
+    shared.notify.wants_engine_events() || shared.tracking.active()
+}
+
+/// Turns the engine's key-event queue on or off as [`wants_engine_events`] says (after the
+/// setting changes, or a connection turns tracking on or off).
+pub(crate) fn update_engine_events(shared: &Shared) {
+    shared.engine.set_key_events(wants_engine_events(shared));
 }
 
 /// Key events a worker publishes per turn: the rest wait for its next turn (at most the
@@ -32,9 +44,14 @@ const ENGINE_EVENTS_PER_TURN: usize = 1024;
 /// Publishes the keys the engine expired or evicted (`expired`, `evicted`). Called by every
 /// worker once per turn; one load when notifications of them are off.
 pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
-    if !shared.notify.wants_engine_events() {
+    if !wants_engine_events(shared) {
         return;
     }
+    let wake = |w: usize| {
+        if w != worker {
+            shared.wake(w);
+        }
+    };
     for _ in 0..ENGINE_EVENTS_PER_TURN {
         let Some(e) = shared.engine.pop_key_event() else { break };
         let (class, event) = match e.kind {
@@ -42,6 +59,7 @@ pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
             KeyEventKind::Evicted => (EVICTED, "evicted"),
         };
         key_event(shared, worker, e.tenant, class, event, &e.key);
+        shared.tracking.invalidate(e.tenant, &e.key, 0, &shared.pubsub, wake);
     }
 }
 

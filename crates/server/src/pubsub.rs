@@ -77,15 +77,29 @@ pub(crate) struct Subscriber {
     pub pending: Arc<Pending>,
 }
 
+/// What a delivery is, which decides its frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Frame {
+    Message,
+    PMessage,
+    SMessage,
+    /// A client-side caching invalidation (`crate::tracking`): RESP3 `invalidate` push, or
+    /// in RESP2 a `message` on `__redis__:invalidate` (only to a subscribed connection).
+    Invalidate,
+    /// The connection a client redirected its invalidations to has gone (RESP3 only).
+    RedirectBroken,
+}
+
 /// A message on its way to one connection.
 #[derive(Debug)]
 pub(crate) struct Delivery {
     pub slot: usize,
     pub id: u64,
-    pub kind: Kind,
+    pub frame: Frame,
     /// For `pmessage`: the pattern, encoded as a bulk string.
     pub pattern: Option<Arc<[u8]>>,
-    /// The channel and the payload, encoded as two bulk strings.
+    /// The channel and the payload, encoded as two bulk strings; for an invalidation, the
+    /// keys (an array, or a null for a flush); for a broken redirect, the integer.
     pub body: Arc<[u8]>,
 }
 
@@ -105,15 +119,24 @@ impl Delivery {
     /// msg, or `smessage` (Redis's `addReplyPubsubMessage`/`addReplyPubsubPatMessage`).
     pub fn write(&self, out: &mut Vec<u8>, resp3: bool) {
         let head = if resp3 { b'>' } else { b'*' };
-        match (self.kind, &self.pattern) {
-            (Kind::Pattern, Some(p)) => {
+        match (self.frame, &self.pattern) {
+            (Frame::PMessage, Some(p)) => {
                 out.extend_from_slice(&[head, b'4', b'\r', b'\n']);
                 out.extend_from_slice(b"$8\r\npmessage\r\n");
                 out.extend_from_slice(p);
             }
-            (Kind::Shard, _) => {
+            (Frame::SMessage, _) => {
                 out.extend_from_slice(&[head, b'3', b'\r', b'\n']);
                 out.extend_from_slice(b"$8\r\nsmessage\r\n");
+            }
+            (Frame::Invalidate, _) if resp3 => {
+                out.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n")
+            }
+            (Frame::Invalidate, _) => {
+                out.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
+            }
+            (Frame::RedirectBroken, _) => {
+                out.extend_from_slice(b">2\r\n$20\r\ntracking-redir-broken\r\n");
             }
             _ => {
                 out.extend_from_slice(&[head, b'3', b'\r', b'\n']);
@@ -262,8 +285,9 @@ impl Hub {
         let mut woken = 0u64; // workers below 64 already woken by this publish
         if let Some(e) = t.map_ref(kind).get(channel) {
             let body = encode();
+            let frame = if kind == Kind::Shard { Frame::SMessage } else { Frame::Message };
             for s in &e.subscribers {
-                self.deliver(s, kind, None, &body, &wake, &mut woken);
+                self.deliver(s, frame, None, &body, &wake, &mut woken);
                 receivers += 1;
             }
         }
@@ -274,7 +298,8 @@ impl Hub {
                 }
                 let body = encode();
                 for s in &e.subscribers {
-                    self.deliver(s, Kind::Pattern, e.encoded.clone(), &body, &wake, &mut woken);
+                    let pattern = e.encoded.clone();
+                    self.deliver(s, Frame::PMessage, pattern, &body, &wake, &mut woken);
                     receivers += 1;
                 }
             }
@@ -282,16 +307,21 @@ impl Hub {
         receivers
     }
 
+    /// Sends one frame to one connection (client-side caching's invalidations).
+    pub fn send(&self, to: &Subscriber, frame: Frame, body: &Arc<[u8]>, wake: impl Fn(usize)) {
+        self.deliver(to, frame, None, body, &wake, &mut 0);
+    }
+
     fn deliver(
         &self,
         s: &Subscriber,
-        kind: Kind,
+        frame: Frame,
         pattern: Option<Arc<[u8]>>,
         body: &Arc<[u8]>,
         wake: &impl Fn(usize),
         woken: &mut u64,
     ) {
-        let d = Delivery { slot: s.slot, id: s.id, kind, pattern, body: Arc::clone(body) };
+        let d = Delivery { slot: s.slot, id: s.id, frame, pattern, body: Arc::clone(body) };
         let n = d.len();
         let Some(mb) = self.mailboxes.get(s.worker) else { return };
         if s.pending.queued.fetch_add(n, Ordering::Relaxed) + n > self.limit {
@@ -366,7 +396,6 @@ pub(crate) struct Subscriptions {
     pub channels: HashSet<Box<[u8]>>,
     pub patterns: HashSet<Box<[u8]>>,
     pub shard: HashSet<Box<[u8]>>,
-    pub pending: Arc<Pending>,
 }
 
 impl Subscriptions {
@@ -376,7 +405,6 @@ impl Subscriptions {
             channels: HashSet::new(),
             patterns: HashSet::new(),
             shard: HashSet::new(),
-            pending: Arc::default(),
         }
     }
 

@@ -12,11 +12,12 @@ use std::sync::Arc;
 use fridge_engine::{TenantId, Worker};
 use fridge_proto::{memcache, resp};
 
-use crate::pubsub::Subscriptions;
+use crate::pubsub::{Pending, Subscriptions};
 use crate::shared::Shared;
 use crate::size_class::Histogram;
 use crate::stats::{View, WorkerStats};
 use crate::tenants::Tenants;
+use crate::tracking::ClientTracking;
 
 /// Keys a multi-key read looks up per engine call before it checks how long its reply has
 /// grown.
@@ -47,6 +48,10 @@ pub(crate) struct Session {
     pub slot: usize,
     /// Its pub/sub subscriptions, once it has subscribed.
     pub pubsub: Option<Box<Subscriptions>>,
+    /// Bytes of pub/sub messages and invalidations on their way to it.
+    pub pending: Arc<Pending>,
+    /// Its client-side caching mode, while `CLIENT TRACKING` is on.
+    pub tracking: Option<Box<ClientTracking>>,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the
@@ -149,6 +154,8 @@ pub(crate) struct Ctx<'a> {
     pub shared: &'a Shared,
     /// The worker's index.
     pub worker: usize,
+    /// The id of the connection whose request runs (`NOLOOP` tracking skips it).
+    pub client: u64,
     pub engine: &'a mut Worker,
     pub stats: &'a WorkerStats,
     /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).

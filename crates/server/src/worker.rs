@@ -20,6 +20,7 @@ use mio::{Events, Interest, Poll, Token};
 
 use crate::auth::{self, McLogin};
 use crate::config::Protocol;
+use crate::pubsub::Frame;
 use crate::session::{Ctx, Resume, Session};
 use crate::shared::{ClientEntry, DRAIN_TIMEOUT, NewConn, OUTPUT_SOFT_LIMIT, READ_BUDGET, Shared};
 use crate::stats::{self, WorkerStats};
@@ -231,6 +232,7 @@ impl Loop {
             }
             let now = self.shared.now_ms();
             let last_command_ms = Arc::new(AtomicU64::new(now));
+            let pending = Arc::new(crate::pubsub::Pending::default());
             if !reject {
                 let entry = ClientEntry {
                     peer,
@@ -242,6 +244,8 @@ impl Loop {
                     tenant: TenantId(0),
                     memory: 0,
                     last_command_ms: Arc::clone(&last_command_ms),
+                    slot: t,
+                    pending: Arc::clone(&pending),
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
             }
@@ -276,6 +280,8 @@ impl Loop {
                     resume: Resume::default(),
                     slot: t,
                     pubsub: None,
+                    pending,
+                    tracking: None,
                 },
                 readable: true,
                 writable: true,
@@ -325,6 +331,7 @@ impl Loop {
                     let mut ctx = Ctx {
                         shared: &self.shared,
                         worker: self.index,
+                        client: c.session.id,
                         engine: &mut self.engine,
                         stats: &self.shared.workers[self.index],
                         scratch: &mut self.scratch,
@@ -368,9 +375,16 @@ impl Loop {
 
     /// Forgets a closing connection's subscriptions.
     fn unsubscribe(&self, c: &mut Conn) {
+        let (shared, id) = (&*self.shared, c.session.id);
         if let Some(subs) = c.session.pubsub.as_mut() {
-            subs.clear(c.session.id, &self.shared.pubsub);
+            subs.clear(id, &shared.pubsub);
         }
+        if c.session.tracking.take().is_some() {
+            shared.tracking.disable(id);
+            crate::notify::update_engine_events(shared);
+        }
+        // Connections redirecting their invalidations here are told it has gone.
+        shared.tracking.closed(id, &shared.pubsub, |w| shared.wake(w));
     }
 
     /// Appends the pub/sub messages other workers (and this one) left in this worker's
@@ -397,12 +411,16 @@ impl Loop {
                 self.held.push(d);
                 continue;
             }
-            let Some(subs) = c.session.pubsub.as_ref() else { continue };
-            subs.pending.queued.fetch_sub(d.len(), std::sync::atomic::Ordering::Relaxed);
-            if !d.is_marker() {
-                d.write(&mut c.wbuf, c.session.version == resp::Version::Resp3);
+            let pending = &c.session.pending;
+            pending.queued.fetch_sub(d.len(), Ordering::Relaxed);
+            let resp3 = c.session.version == resp::Version::Resp3;
+            // RESP2 takes invalidations only as pub/sub messages (Redis's `sendTrackingMessage`).
+            let deaf = d.frame == Frame::Invalidate && !resp3 && !c.session.subscribed()
+                || d.frame == Frame::RedirectBroken && !resp3;
+            if !d.is_marker() && !deaf {
+                d.write(&mut c.wbuf, resp3);
             }
-            if subs.pending.overflowed.load(Ordering::Relaxed) || c.pending_out() > hub.limit {
+            if pending.overflowed.load(Ordering::Relaxed) || c.pending_out() > hub.limit {
                 if !over.contains(&d.slot) {
                     over.push(d.slot);
                 }

@@ -120,6 +120,10 @@ pub(super) fn reset(
     if let Some(subs) = &mut s.pubsub {
         subs.clear(s.id, &ctx.shared.pubsub);
     }
+    if s.tracking.take().is_some() {
+        ctx.shared.tracking.disable(s.id);
+        crate::notify::update_engine_events(ctx.shared);
+    }
     if s.user.is_some() {
         s.user = None;
         let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());

@@ -14,6 +14,7 @@
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
+//! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 
 mod admin;
@@ -22,6 +23,7 @@ pub(crate) mod glob;
 mod keys;
 mod pubsub;
 mod strings;
+mod tracking;
 
 use fridge_engine::{EngineError, TenantId};
 use fridge_proto::number::parse_redis_i64;
@@ -224,7 +226,12 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         {
             pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
         }
-        Some(c) => (c.run)(cmd, out, s, ctx, c),
+        Some(c) => {
+            (c.run)(cmd, out, s, ctx, c);
+            if s.tracking.is_some() && !s.resume.suspended {
+                tracking::after_command(cmd, s, ctx, c);
+            }
+        }
     }
 }
 
@@ -241,9 +248,23 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
     full
 }
 
-/// Publishes a keyspace notification for a change a command made (see `crate::notify`).
+/// A command changed `key`: publishes the keyspace notification (see `crate::notify`) and
+/// sends client-side caching's invalidations (`crate::tracking`).
 #[inline]
 fn notify(ctx: &Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+    notify_only(ctx, tenant, class, event, key);
+    let (shared, me) = (ctx.shared, ctx.worker);
+    shared.tracking.invalidate(tenant, key, ctx.client, &shared.pubsub, |w| {
+        if w != me {
+            shared.wake(w);
+        }
+    });
+}
+
+/// A second notification for a change [`notify`] announced already (`SET … EX`'s `expire`):
+/// no second invalidation.
+#[inline]
+fn notify_only(ctx: &Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
     crate::notify::key_event(ctx.shared, ctx.worker, tenant, class, event, key);
 }
 

@@ -82,11 +82,12 @@ pub(super) fn subscribe(
 ) {
     let kind = kind_of(c.name);
     let (v, id, slot, worker) = (s.version, s.id, s.slot, ctx.worker);
+    let pending = std::sync::Arc::clone(&s.pending);
     let subs = subscriptions(s, ctx);
     for name in cmd.iter().skip(1) {
         if !subs.set(kind).contains(name) {
             subs.set(kind).insert(name.into());
-            let sub = Subscriber { worker, slot, id, pending: subs.pending.clone() };
+            let sub = Subscriber { worker, slot, id, pending: pending.clone() };
             ctx.shared.pubsub.subscribe(subs.tenant, kind, name, &sub);
         }
         write_confirmation(out, v, c.name, Some(name), subs.count(kind));

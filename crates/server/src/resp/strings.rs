@@ -11,7 +11,7 @@ use fridge_proto::number::parse_redis_f64;
 
 use super::{
     NOT_FINITE, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, counter_error, engine_error, expire_at,
-    int_arg, invalid_expire, notify,
+    int_arg, invalid_expire, notify, notify_only,
 };
 use crate::counter::Counters;
 use crate::keyspace::{GENERIC, STRING};
@@ -70,7 +70,7 @@ pub(super) fn setex(
     match store(ctx, s.tenant, arg(1), arg(3), Expiry::At(at), Condition::Always) {
         Ok(_) => {
             notify(ctx, s.tenant, STRING, "set", arg(1));
-            notify(ctx, s.tenant, GENERIC, "expire", arg(1));
+            notify_only(ctx, s.tenant, GENERIC, "expire", arg(1));
             write_simple(out, b"OK");
         }
         Err(e) => engine_error(out, e),
@@ -362,7 +362,7 @@ fn set_get(
 fn notify_set(ctx: &Ctx<'_>, t: TenantId, key: &[u8], expiry: Expiry) {
     notify(ctx, t, STRING, "set", key);
     if matches!(expiry, Expiry::At(_)) {
-        notify(ctx, t, GENERIC, "expire", key);
+        notify_only(ctx, t, GENERIC, "expire", key);
     }
 }
 
