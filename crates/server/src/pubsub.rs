@@ -396,6 +396,8 @@ pub(crate) struct Subscriptions {
     pub channels: HashSet<Box<[u8]>>,
     pub patterns: HashSet<Box<[u8]>>,
     pub shard: HashSet<Box<[u8]>>,
+    /// What [`Subscriptions::memory_bytes`] reports, kept as they change.
+    bytes: usize,
 }
 
 impl Subscriptions {
@@ -405,10 +407,11 @@ impl Subscriptions {
             channels: HashSet::new(),
             patterns: HashSet::new(),
             shard: HashSet::new(),
+            bytes: 0,
         }
     }
 
-    pub fn set(&mut self, kind: Kind) -> &mut HashSet<Box<[u8]>> {
+    fn set(&mut self, kind: Kind) -> &mut HashSet<Box<[u8]>> {
         match kind {
             Kind::Channel => &mut self.channels,
             Kind::Pattern => &mut self.patterns,
@@ -430,12 +433,50 @@ impl Subscriptions {
         self.channels.is_empty() && self.patterns.is_empty() && self.shard.is_empty()
     }
 
+    /// Memory the subscriptions take, here and in the registry (counted in the connection's
+    /// share of `max_client_memory`, so a client subscribing without end is disconnected
+    /// like one with huge buffers): twice the names, plus about 96 bytes an entry.
+    pub fn memory_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn entry_bytes(name: &[u8]) -> usize {
+        2 * name.len() + 96
+    }
+
+    /// Adds a subscription; false if it was there.
+    pub fn add(&mut self, kind: Kind, name: &[u8]) -> bool {
+        if self.set(kind).contains(name) {
+            return false;
+        }
+        self.set(kind).insert(name.into());
+        self.bytes += Self::entry_bytes(name);
+        true
+    }
+
+    /// Removes a subscription; false if there was none.
+    pub fn remove(&mut self, kind: Kind, name: &[u8]) -> bool {
+        let removed = self.set(kind).remove(name);
+        if removed {
+            self.bytes -= Self::entry_bytes(name);
+        }
+        removed
+    }
+
+    /// Removes every subscription of `kind`, returning them.
+    pub fn take_all(&mut self, kind: Kind) -> Vec<Box<[u8]>> {
+        let names: Vec<Box<[u8]>> = self.set(kind).drain().collect();
+        self.bytes -= names.iter().map(|n| Self::entry_bytes(n)).sum::<usize>();
+        names
+    }
+
     /// Forgets them all, here and in the registry.
     pub fn clear(&mut self, id: u64, hub: &Hub) {
         hub.drop_all(id, self);
         self.channels.clear();
         self.patterns.clear();
         self.shard.clear();
+        self.bytes = 0;
     }
 }
 
@@ -499,6 +540,17 @@ mod tests {
         hub.take_mail(0, &mut mail);
         assert_eq!(mail.len(), 2, "the message, then one marker");
         assert!(!mail[0].is_marker() && mail[1].is_marker());
+    }
+
+    #[test]
+    fn subscriptions_count_their_memory_as_they_change() {
+        let mut s = Subscriptions::new(TenantId(0));
+        assert!(s.add(Kind::Channel, b"abc") && s.add(Kind::Pattern, b"a*"));
+        assert!(!s.add(Kind::Channel, b"abc"), "once");
+        assert_eq!(s.memory_bytes(), (6 + 96) + (4 + 96));
+        assert!(s.remove(Kind::Pattern, b"a*") && !s.remove(Kind::Pattern, b"a*"));
+        assert_eq!(s.take_all(Kind::Channel).len(), 1);
+        assert_eq!(s.memory_bytes(), 0);
     }
 
     #[test]

@@ -547,7 +547,8 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
              total_writes:{}\r\nacl_access_denied_auth:{}\r\nauth_refused:{}\r\n\
              reload_failures:{}\r\nevicted_clients:{}\r\npubsub_channels:{}\r\n\
              pubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
-             client_output_buffer_limit_disconnections:{}\r\ntracking_total_keys:{}\r\n\r\n",
+             client_output_buffer_limit_disconnections:{}\r\ntracking_total_keys:{}\r\n\
+             keyspace_events_dropped:{}\r\n\r\n",
             f.total_connections,
             t.commands,
             t.bytes_read,
@@ -567,6 +568,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             ps.shard_channels,
             shared.pubsub.disconnections.load(std::sync::atomic::Ordering::Relaxed),
             shared.tracking.total_keys(),
+            shared.engine.key_events_dropped(),
         );
     }
     if wants(sections, "replication", true) {

@@ -525,7 +525,8 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
 /// client evictions when the total is over the limit.
 fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
     let keys_job = c.session.resume.keys.as_ref().map_or(0, |k| k.memory_bytes());
-    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job;
+    let subs = c.session.pubsub.as_ref().map_or(0, |p| p.memory_bytes());
+    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job + subs;
     if now == c.memory || c.reject {
         return;
     }

@@ -85,8 +85,7 @@ pub(super) fn subscribe(
     let pending = std::sync::Arc::clone(&s.pending);
     let subs = subscriptions(s, ctx);
     for name in cmd.iter().skip(1) {
-        if !subs.set(kind).contains(name) {
-            subs.set(kind).insert(name.into());
+        if subs.add(kind, name) {
             let sub = Subscriber { worker, slot, id, pending: pending.clone() };
             ctx.shared.pubsub.subscribe(subs.tenant, kind, name, &sub);
         }
@@ -107,7 +106,7 @@ pub(super) fn unsubscribe(
     let subs = subscriptions(s, ctx);
     let hub = &ctx.shared.pubsub;
     if cmd.len() == 1 {
-        let names: Vec<Box<[u8]>> = subs.set(kind).drain().collect();
+        let names = subs.take_all(kind);
         if names.is_empty() {
             return write_confirmation(out, v, c.name, None, subs.count(kind));
         }
@@ -120,7 +119,7 @@ pub(super) fn unsubscribe(
         return;
     }
     for name in cmd.iter().skip(1) {
-        if subs.set(kind).remove(name) {
+        if subs.remove(kind, name) {
             hub.unsubscribe(subs.tenant, kind, id, std::iter::once(name));
         }
         write_confirmation(out, v, c.name, Some(name), subs.count(kind));
