@@ -105,6 +105,19 @@ def scenario_bcast_optin_noloop(addr):
     return out
 
 
+def scenario_own_writes_in_a_pipeline(addr):
+    """A connection's invalidations of its own writes come right after each write's reply
+    (Redis's pending keys), also in a pipeline; a flush sends a null list."""
+    a = Raw(addr, resp3=True)
+    a.call("CLIENT", "TRACKING", "ON")
+    pipeline = [("GET", "tr:p1"), ("GET", "tr:p2"), ("SET", "tr:p1", "1"), ("SET", "tr:p2", "2")]
+    pipeline += [("GET", "tr:p1"), ("FLUSHDB",), ("PING",)]
+    a.s.sendall(b"".join(encode(*req) for req in pipeline))
+    out = [a.frame() for _ in range(10)]
+    a.close()
+    return out
+
+
 def scenario_errors(addr):
     a = Raw(addr)
     return [
@@ -128,7 +141,7 @@ def scenario_errors(addr):
 @pytest.mark.parametrize(
     "scenario",
     [scenario_default_mode, scenario_redirect_to_resp2_subscriber, scenario_bcast_optin_noloop,
-     scenario_errors],
+     scenario_own_writes_in_a_pipeline, scenario_errors],
 )
 def test_tracking_is_redis_bytes(fridge, redis_server, scenario):  # noqa: F811
     ours = scenario(fridge)

@@ -59,7 +59,7 @@ pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
             KeyEventKind::Evicted => (EVICTED, "evicted"),
         };
         key_event(shared, worker, e.tenant, class, event, &e.key);
-        shared.tracking.invalidate(e.tenant, &e.key, 0, &shared.pubsub, wake);
+        shared.tracking.invalidate(e.tenant, &e.key, 0, &mut Vec::new(), &shared.pubsub, wake);
     }
 }
 

@@ -156,6 +156,8 @@ pub(crate) struct Ctx<'a> {
     pub worker: usize,
     /// The id of the connection whose request runs (`NOLOOP` tracking skips it).
     pub client: u64,
+    /// Invalidations for the running connection itself, written after its command's reply.
+    pub pushes: &'a mut Vec<u8>,
     pub engine: &'a mut Worker,
     pub stats: &'a WorkerStats,
     /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).

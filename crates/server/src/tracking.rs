@@ -235,12 +235,16 @@ impl Tracking {
     }
 
     /// `key` of `tenant` changed (by connection `by`; 0: the engine): tells the connections
-    /// that read it and the broadcast connections whose prefixes match.
+    /// that read it and the broadcast connections whose prefixes match. An invalidation for
+    /// `by` itself (a RESP3 connection that read the key, not redirecting) is appended to
+    /// `own`, for the caller to write after the command's reply (Redis's
+    /// `tracking_pending_keys`); the others travel through the mailboxes.
     pub fn invalidate(
         &self,
         tenant: TenantId,
         key: &[u8],
         by: u64,
+        own: &mut Vec<u8>,
         hub: &Hub,
         wake: impl Fn(usize),
     ) {
@@ -249,7 +253,18 @@ impl Tracking {
         }
         let mut guard = self.lock();
         let table = &mut *guard;
-        let ids = table.keys.remove(entry_key(&mut table.scratch, tenant, key)).unwrap_or_default();
+        let mut ids =
+            table.keys.remove(entry_key(&mut table.scratch, tenant, key)).unwrap_or_default();
+        if let Some(at) = ids.iter().position(|id| *id == by) {
+            let mine = table.clients.get(&by);
+            if mine.is_some_and(|c| c.tenant == tenant && c.target.id == by && c.own_resp3) {
+                ids.swap_remove(at);
+                if mine.is_some_and(|c| !c.noloop) {
+                    own.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n*1\r\n");
+                    fridge_proto::resp::write_bulk(own, key);
+                }
+            }
+        }
         send_keys(table, hub, &ids, tenant, key, by, &wake);
         let bcast: Vec<u64> = table
             .clients
@@ -261,16 +276,29 @@ impl Tracking {
         send_keys(table, hub, &bcast, tenant, key, by, &wake);
     }
 
-    /// The tenant's keys were flushed: every tracking connection of the tenant gets an
-    /// invalidation with a null key list, and the tenant's tracked keys are forgotten.
-    pub fn flush(&self, tenant: TenantId, hub: &Hub, wake: impl Fn(usize)) {
+    /// The tenant's keys were flushed (by connection `by`): every tracking connection of the
+    /// tenant gets an invalidation with a null key list, and the tenant's tracked keys are
+    /// forgotten. `by`'s own (RESP3, not redirecting) is appended to `own`, as in
+    /// [`Tracking::invalidate`].
+    pub fn flush(
+        &self,
+        tenant: TenantId,
+        by: u64,
+        own: &mut Vec<u8>,
+        hub: &Hub,
+        wake: impl Fn(usize),
+    ) {
         if !self.active() {
             return;
         }
         let mut table = self.lock();
         table.keys.retain(|k, _| k.first() != Some(&tenant.0));
-        for c in table.clients.values().filter(|c| c.tenant == tenant) {
-            hub.send(&c.target, Frame::Invalidate, &Arc::from(c.null), &wake);
+        for (id, c) in table.clients.iter().filter(|(_, c)| c.tenant == tenant) {
+            if *id == by && c.target.id == by && c.own_resp3 {
+                own.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n_\r\n");
+            } else {
+                hub.send(&c.target, Frame::Invalidate, &Arc::from(c.null), &wake);
+            }
         }
     }
 }
@@ -332,11 +360,11 @@ mod tests {
         let (t, hub) = (Tracking::default(), Hub::new(1, 1 << 20));
         enable(&t, 1, &ClientTracking::default());
         t.remember(1, TenantId(0), [&b"k"[..]].into_iter(), &hub, |_| {});
-        t.invalidate(TenantId(1), b"k", 0, &hub, |_| {});
+        t.invalidate(TenantId(1), b"k", 0, &mut Vec::new(), &hub, |_| {});
         assert!(mail(&hub).is_empty(), "another tenant's key");
-        t.invalidate(TenantId(0), b"k", 0, &hub, |_| {});
+        t.invalidate(TenantId(0), b"k", 0, &mut Vec::new(), &hub, |_| {});
         assert_eq!(mail(&hub), [(1, b"*1\r\n$1\r\nk\r\n".to_vec())]);
-        t.invalidate(TenantId(0), b"k", 0, &hub, |_| {});
+        t.invalidate(TenantId(0), b"k", 0, &mut Vec::new(), &hub, |_| {});
         assert!(mail(&hub).is_empty());
         assert_eq!(t.total_keys(), 0);
     }
@@ -362,12 +390,12 @@ mod tests {
             ..ClientTracking::default()
         };
         enable(&t, 1, &options);
-        t.invalidate(TenantId(0), b"q", 0, &hub, |_| {});
-        t.invalidate(TenantId(0), b"p:1", 1, &hub, |_| {});
+        t.invalidate(TenantId(0), b"q", 0, &mut Vec::new(), &hub, |_| {});
+        t.invalidate(TenantId(0), b"p:1", 1, &mut Vec::new(), &hub, |_| {});
         assert!(mail(&hub).is_empty());
-        t.invalidate(TenantId(0), b"p:1", 2, &hub, |_| {});
+        t.invalidate(TenantId(0), b"p:1", 2, &mut Vec::new(), &hub, |_| {});
         assert_eq!(mail(&hub).len(), 1);
-        t.flush(TenantId(0), &hub, |_| {});
+        t.flush(TenantId(0), 0, &mut Vec::new(), &hub, |_| {});
         assert_eq!(mail(&hub), [(1, b"_\r\n".to_vec())]);
     }
 }

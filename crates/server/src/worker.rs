@@ -115,6 +115,8 @@ struct Loop {
     mail: Vec<crate::pubsub::Delivery>,
     /// Deliveries for connections in the middle of a reply written in steps.
     held: Vec<crate::pubsub::Delivery>,
+    /// A command's invalidations for its own connection (see `Ctx::pushes`).
+    pushes: Vec<u8>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,
@@ -148,6 +150,7 @@ pub(crate) fn run(
         tenants: shared.tenants(),
         mail: Vec::new(),
         held: Vec::new(),
+        pushes: Vec::new(),
     };
     let mut events = Events::with_capacity(1024);
     let mut last_tick = Instant::now();
@@ -333,6 +336,7 @@ impl Loop {
                         shared: &self.shared,
                         worker: self.index,
                         client: c.session.id,
+                        pushes: &mut self.pushes,
                         engine: &mut self.engine,
                         stats: &self.shared.workers[self.index],
                         scratch: &mut self.scratch,

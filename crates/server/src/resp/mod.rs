@@ -231,6 +231,9 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
             if s.tracking.is_some() && !s.resume.suspended {
                 tracking::after_command(cmd, s, ctx, c);
             }
+            if !ctx.pushes.is_empty() {
+                out.append(ctx.pushes);
+            }
         }
     }
 }
@@ -251,10 +254,10 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
 /// A command changed `key`: publishes the keyspace notification (see `crate::notify`) and
 /// sends client-side caching's invalidations (`crate::tracking`).
 #[inline]
-fn notify(ctx: &Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
     notify_only(ctx, tenant, class, event, key);
     let (shared, me) = (ctx.shared, ctx.worker);
-    shared.tracking.invalidate(tenant, key, ctx.client, &shared.pubsub, |w| {
+    shared.tracking.invalidate(tenant, key, ctx.client, ctx.pushes, &shared.pubsub, |w| {
         if w != me {
             shared.wake(w);
         }

@@ -359,7 +359,7 @@ fn set_get(
 }
 
 /// The notifications of a `SET`: `set`, and `expire` when it gave the key a deadline.
-fn notify_set(ctx: &Ctx<'_>, t: TenantId, key: &[u8], expiry: Expiry) {
+fn notify_set(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], expiry: Expiry) {
     notify(ctx, t, STRING, "set", key);
     if matches!(expiry, Expiry::At(_)) {
         notify_only(ctx, t, GENERIC, "expire", key);
