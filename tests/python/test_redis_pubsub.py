@@ -367,6 +367,22 @@ def test_keyspace_notification_classes_select_events(fridge, redis_server, flags
     )
 
 
+def test_key_misses_are_published_with_m(fridge, redis_server):
+    def commands(r):
+        r.set("ks:hit", "1")
+        r.get("ks:miss1")
+        r.mget("ks:hit", "ks:miss2", "ks:miss3")
+        r.strlen("ks:miss4")
+        r.ttl("ks:miss5")
+        r.type("ks:miss6")
+        r.getex("ks:miss7", ex=5)
+        r.get("ks:hit")
+
+    for flags in ["Km", "Em", "KEA"]:
+        ours = keyspace_events(fridge, commands, flags)
+        assert ours == keyspace_events(redis_server, commands, flags), flags
+
+
 def test_notify_keyspace_events_setting_reads_back_as_redis(fridge, redis_server):
     for addr in (fridge, redis_server):
         assert session(

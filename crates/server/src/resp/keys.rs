@@ -11,8 +11,11 @@ use fridge_proto::resp::{
 };
 
 use super::glob::glob_match;
-use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire, notify};
-use crate::keyspace::GENERIC;
+use super::{
+    NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire, notify,
+    notify_only,
+};
+use crate::keyspace::{GENERIC, KEY_MISS};
 use crate::session::{Ctx, Session};
 use crate::stats;
 
@@ -72,9 +75,13 @@ pub(super) fn ttl(
     c: &Spec,
 ) {
     let now = ctx.shared.now_ms();
-    let exp = ctx.engine.get(s.tenant, cmd.get(1).unwrap_or_default(), |item| item.expires_at_ms);
+    let key = cmd.get(1).unwrap_or_default();
+    let exp = ctx.engine.get(s.tenant, key, |item| item.expires_at_ms);
     let reply = match exp {
-        None => -2,
+        None => {
+            notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+            -2
+        }
         Some(None) => -1,
         Some(Some(at)) => {
             let ms = at.saturating_sub(crate::shared::precise_now_ms(now));
@@ -107,7 +114,11 @@ pub(super) fn type_(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let found = ctx.engine.contains(s.tenant, cmd.get(1).unwrap_or_default());
+    let key = cmd.get(1).unwrap_or_default();
+    let found = ctx.engine.contains(s.tenant, key);
+    if !found {
+        notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+    }
     write_simple(out, if found { b"string" } else { b"none" });
 }
 

@@ -14,7 +14,7 @@ use super::{
     int_arg, invalid_expire, notify, notify_only,
 };
 use crate::counter::Counters;
-use crate::keyspace::{GENERIC, STRING};
+use crate::keyspace::{GENERIC, KEY_MISS, STRING};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 
@@ -26,10 +26,12 @@ pub(super) fn get(
     _: &Spec,
 ) {
     let t = s.tenant;
-    let hit = ctx.engine.get(t, cmd.get(1).unwrap_or_default(), |item| write_bulk(out, item.value));
+    let key = cmd.get(1).unwrap_or_default();
+    let hit = ctx.engine.get(t, key, |item| write_bulk(out, item.value));
     stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
     if hit.is_none() {
         write_null(out, s.version);
+        notify_only(ctx, t, KEY_MISS, "keymiss", key);
     }
 }
 
@@ -166,8 +168,11 @@ pub(super) fn strlen(
     _: &Spec,
 ) {
     let key = cmd.get(1).unwrap_or_default();
-    let len = ctx.engine.get(s.tenant, key, |item| item.value.len()).unwrap_or(0);
-    write_integer(out, len as i64);
+    let len = ctx.engine.get(s.tenant, key, |item| item.value.len());
+    if len.is_none() {
+        notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+    }
+    write_integer(out, len.unwrap_or(0) as i64);
 }
 
 /// `INCR`, `DECR`, `INCRBY` and `DECRBY`.
@@ -405,7 +410,10 @@ pub(super) fn getex(
         }
     };
     match expiry {
-        _ if !found => write_null(out, v),
+        _ if !found => {
+            write_null(out, v);
+            notify_only(ctx, t, KEY_MISS, "keymiss", key);
+        }
         Some(Some(_)) => notify(ctx, t, GENERIC, "expire", key),
         Some(None) => notify(ctx, t, GENERIC, "persist", key),
         None => {}
@@ -414,6 +422,9 @@ pub(super) fn getex(
 
 /// `MGET`: batched lookups, answered in steps (see [`Session::suspend`]) once the reply
 /// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up.
+// MGET's hit mask has a bit per key of a group.
+const _: () = assert!(READ_GROUP <= 64);
+
 pub(super) fn mget(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
@@ -436,6 +447,7 @@ pub(super) fn mget(
         // One batched engine call per group; misses are the indices it skips. Once the
         // reply reaches the budget, the group's later keys are left for the next run.
         let (mut next, mut hits, mut stop) = (i, 0u64, None);
+        let mut hit_mask = 0u64; // READ_GROUP is 64: bit j, the group's key j was found
         ctx.engine.get_each(t, (i..end).map(arg), |j, _, item| {
             if stop.is_some() || out.len() >= ctx.out_limit {
                 stop = stop.or(Some(i + j));
@@ -447,10 +459,16 @@ pub(super) fn mget(
             write_bulk(out, item.value);
             next = i + j + 1;
             hits += 1;
+            hit_mask |= 1u64.checked_shl(j as u32).unwrap_or(0);
         });
         let answered = stop.unwrap_or(end);
         for _ in next..answered {
             write_null(out, v);
+        }
+        if ctx.shared.notify.wants(KEY_MISS) {
+            for j in (0..answered - i).filter(|j| hit_mask & (1u64 << j) == 0) {
+                notify_only(ctx, t, KEY_MISS, "keymiss", arg(i + j));
+            }
         }
         stats::tenant_lookups(ctx.stats, t, hits, (answered - i) as u64 - hits);
         looked_up += answered - i;
