@@ -41,6 +41,7 @@ class Raw:
             self.s.settimeout(5)
 
     def close(self):
+        self.f.close()  # the file holds the socket open too
         self.s.close()
 
 
@@ -118,6 +119,21 @@ def scenario_own_writes_in_a_pipeline(addr):
     return out
 
 
+def scenario_broken_redirect_in_resp3(addr):
+    a, b, w = Raw(addr, resp3=True), Raw(addr), Raw(addr)
+    bid = b.call("CLIENT", "ID")[1:-2]
+    out = [a.call("CLIENT", "TRACKING", "ON", "REDIRECT", bid.decode()), a.call("GET", "tr:x")]
+    b.close()
+    time.sleep(0.2)
+    out.append(a.call("CLIENT", "TRACKINGINFO").replace(bid, b"<id>"))  # not known yet
+    out.append(w.call("SET", "tr:x", "1"))
+    out.append(a.frame().replace(bid, b"<id>"))  # found out at the invalidation
+    out.append(a.call("CLIENT", "TRACKINGINFO").replace(bid, b"<id>"))
+    a.close()
+    w.close()
+    return out
+
+
 def scenario_errors(addr):
     a = Raw(addr)
     return [
@@ -141,7 +157,7 @@ def scenario_errors(addr):
 @pytest.mark.parametrize(
     "scenario",
     [scenario_default_mode, scenario_redirect_to_resp2_subscriber, scenario_bcast_optin_noloop,
-     scenario_own_writes_in_a_pipeline, scenario_errors],
+     scenario_own_writes_in_a_pipeline, scenario_broken_redirect_in_resp3, scenario_errors],
 )
 def test_tracking_is_redis_bytes(fridge, redis_server, scenario):  # noqa: F811
     ours = scenario(fridge)

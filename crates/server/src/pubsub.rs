@@ -136,7 +136,7 @@ impl Delivery {
                 out.extend_from_slice(b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n");
             }
             (Frame::RedirectBroken, _) => {
-                out.extend_from_slice(b">2\r\n$20\r\ntracking-redir-broken\r\n");
+                out.extend_from_slice(b">2\r\n$21\r\ntracking-redir-broken\r\n");
             }
             _ => {
                 out.extend_from_slice(&[head, b'3', b'\r', b'\n']);

@@ -69,8 +69,10 @@ struct Client {
     tenant: TenantId,
     /// Where its invalidations go.
     target: Subscriber,
-    /// The redirect connection's id (0: none), and whether it has gone.
+    /// The redirect connection's id (0: none); whether it has gone; whether an invalidation
+    /// found it gone (Redis's `CLIENT_TRACKING_BROKEN_REDIR`).
     redirect: u64,
+    gone: bool,
     broken: bool,
     /// The tracking connection itself (told when its redirect breaks).
     own: Subscriber,
@@ -160,6 +162,7 @@ impl Tracking {
             tenant: e.tenant,
             target: e.target.unwrap_or_else(|| e.own.clone()),
             redirect: o.redirect,
+            gone: false,
             broken: false,
             own: e.own,
             own_resp3: e.resp3,
@@ -185,20 +188,15 @@ impl Tracking {
         self.lock().clients.get(&id).is_some_and(|c| c.broken)
     }
 
-    /// Connection `id` closed: the connections redirecting to it are told (RESP3) and
-    /// marked (`broken_redirect` in `CLIENT TRACKINGINFO`).
-    pub fn closed(&self, id: u64, hub: &Hub, wake: impl Fn(usize)) {
+    /// Connection `id` closed: the connections redirecting to it learn it at their next
+    /// invalidation (see [`send`]).
+    pub fn closed(&self, id: u64) {
         if !self.active() {
             return;
         }
         let mut table = self.lock();
-        for c in table.clients.values_mut().filter(|c| c.redirect == id && !c.broken) {
-            c.broken = true;
-            if c.own_resp3 {
-                let mut body = Vec::with_capacity(24);
-                fridge_proto::resp::write_integer(&mut body, id as i64);
-                hub.send(&c.own, Frame::RedirectBroken, &body.into(), &wake);
-            }
+        for c in table.clients.values_mut().filter(|c| c.redirect == id) {
+            c.gone = true;
         }
     }
 
@@ -228,7 +226,7 @@ impl Tracking {
                 let Some(victim) = table.keys.keys().next().cloned() else { break };
                 let ids = table.keys.remove(&victim).unwrap_or_default();
                 let victim_tenant = TenantId(victim[0]);
-                send_keys(table, hub, &ids, victim_tenant, &victim[1..], 0, &wake);
+                send_keys(&mut table.clients, hub, &ids, victim_tenant, &victim[1..], 0, &wake);
             }
             table.keys.insert(k, vec![id]);
         }
@@ -265,7 +263,7 @@ impl Tracking {
                 }
             }
         }
-        send_keys(table, hub, &ids, tenant, key, by, &wake);
+        send_keys(&mut table.clients, hub, &ids, tenant, key, by, &wake);
         let bcast: Vec<u64> = table
             .clients
             .iter()
@@ -273,7 +271,7 @@ impl Tracking {
             .filter(|(_, c)| c.prefixes.is_empty() || c.prefixes.iter().any(|p| key.starts_with(p)))
             .map(|(id, _)| *id)
             .collect();
-        send_keys(table, hub, &bcast, tenant, key, by, &wake);
+        send_keys(&mut table.clients, hub, &bcast, tenant, key, by, &wake);
     }
 
     /// The tenant's keys were flushed (by connection `by`): every tracking connection of the
@@ -293,11 +291,11 @@ impl Tracking {
         }
         let mut table = self.lock();
         table.keys.retain(|k, _| k.first() != Some(&tenant.0));
-        for (id, c) in table.clients.iter().filter(|(_, c)| c.tenant == tenant) {
+        for (id, c) in table.clients.iter_mut().filter(|(_, c)| c.tenant == tenant) {
             if *id == by && c.target.id == by && c.own_resp3 {
                 own.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n_\r\n");
             } else {
-                hub.send(&c.target, Frame::Invalidate, &Arc::from(c.null), &wake);
+                send(c, hub, &Arc::from(c.null), &wake);
             }
         }
     }
@@ -306,7 +304,7 @@ impl Tracking {
 /// Sends an invalidation of `key` to each of the connections `ids` still tracking in
 /// `tenant`, but not to `by` if it asked for `NOLOOP`.
 fn send_keys(
-    table: &Table,
+    clients: &mut HashMap<u64, Client>,
     hub: &Hub,
     ids: &[u64],
     tenant: TenantId,
@@ -316,7 +314,7 @@ fn send_keys(
 ) {
     let mut body: Option<Arc<[u8]>> = None;
     for id in ids {
-        let Some(c) = table.clients.get(id) else { continue };
+        let Some(c) = clients.get_mut(id) else { continue };
         if c.tenant != tenant || (c.noloop && *id == by) {
             continue;
         }
@@ -326,7 +324,21 @@ fn send_keys(
             fridge_proto::resp::write_bulk(&mut b, key);
             b.into()
         });
-        hub.send(&c.target, Frame::Invalidate, body, wake);
+        send(c, hub, body, wake);
+    }
+}
+
+/// Sends an invalidation to where `c`'s go; if that connection has gone, marks `c`'s
+/// redirect broken and, in RESP3, tells `c` so instead (Redis's `sendTrackingMessage`).
+fn send(c: &mut Client, hub: &Hub, body: &Arc<[u8]>, wake: &impl Fn(usize)) {
+    if !c.gone {
+        return hub.send(&c.target, Frame::Invalidate, body, wake);
+    }
+    c.broken = true;
+    if c.own_resp3 {
+        let mut id = Vec::with_capacity(24);
+        fridge_proto::resp::write_integer(&mut id, c.redirect as i64);
+        hub.send(&c.own, Frame::RedirectBroken, &id.into(), wake);
     }
 }
 

@@ -23,7 +23,7 @@ impl Loop {
             crate::notify::update_engine_events(shared);
         }
         // Connections redirecting their invalidations here are told it has gone.
-        shared.tracking.closed(id, &shared.pubsub, |w| shared.wake(w));
+        shared.tracking.closed(id);
     }
 
     /// Appends the pub/sub messages other workers (and this one) left in this worker's
