@@ -109,6 +109,20 @@ impl Delivery {
         self.body.len() + self.pattern.as_ref().map_or(0, |p| p.len())
     }
 
+    /// Whether the connection still subscribes to what this message came through: a
+    /// message published while it unsubscribed may arrive after the unsubscription's reply,
+    /// and is then dropped (in RESP2 the client would take it for a reply).
+    pub fn still_wanted(&self, subs: Option<&Subscriptions>) -> bool {
+        let (kind, bulk) = match self.frame {
+            Frame::Message => (Kind::Channel, &self.body[..]),
+            Frame::SMessage => (Kind::Shard, &self.body[..]),
+            Frame::PMessage => (Kind::Pattern, self.pattern.as_deref().unwrap_or_default()),
+            Frame::Invalidate | Frame::RedirectBroken => return true,
+        };
+        let Some(subs) = subs else { return self.is_marker() };
+        self.is_marker() || first_bulk(bulk).is_some_and(|name| subs.has(kind, name))
+    }
+
     /// The empty delivery that tells a worker its subscriber overflowed (see
     /// [`Pending::overflowed`]).
     pub fn is_marker(&self) -> bool {
@@ -145,6 +159,14 @@ impl Delivery {
         }
         out.extend_from_slice(&self.body);
     }
+}
+
+/// The contents of the bulk string `buf` starts with (`$<len>\r\n<bytes>\r\n`).
+fn first_bulk(buf: &[u8]) -> Option<&[u8]> {
+    let rest = buf.strip_prefix(b"$")?;
+    let end = rest.iter().position(|&b| b == b'\r')?;
+    let len: usize = std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?;
+    rest.get(end + 2..end + 2 + len)
 }
 
 /// Subscribers of one name (channel or pattern) of one kind.
@@ -454,6 +476,15 @@ impl Subscriptions {
         true
     }
 
+    /// Whether it subscribes to `name`.
+    pub fn has(&self, kind: Kind, name: &[u8]) -> bool {
+        match kind {
+            Kind::Channel => self.channels.contains(name),
+            Kind::Pattern => self.patterns.contains(name),
+            Kind::Shard => self.shard.contains(name),
+        }
+    }
+
     /// Removes a subscription; false if there was none.
     pub fn remove(&mut self, kind: Kind, name: &[u8]) -> bool {
         let removed = self.set(kind).remove(name);
@@ -522,6 +553,10 @@ mod tests {
         let mut out = Vec::new();
         mail[0].write(&mut out, false);
         assert_eq!(out, b"*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
+        let mut subs = Subscriptions::new(TenantId(0));
+        assert!(!mail[0].still_wanted(Some(&subs)), "unsubscribed: dropped");
+        subs.add(Kind::Pattern, b"n*");
+        assert!(mail[0].still_wanted(Some(&subs)));
         assert!(!hub.take_mail(1, &mut mail), "no mail twice");
         assert_eq!(hub.publish(TenantId(0), Kind::Shard, b"news", b"x", |_| {}), 0);
     }

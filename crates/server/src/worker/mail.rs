@@ -55,7 +55,8 @@ impl Loop {
             let resp3 = c.session.version == resp::Version::Resp3;
             // RESP2 takes invalidations only as pub/sub messages (Redis's `sendTrackingMessage`).
             let deaf = d.frame == Frame::Invalidate && !resp3 && !c.session.subscribed()
-                || d.frame == Frame::RedirectBroken && !resp3;
+                || d.frame == Frame::RedirectBroken && !resp3
+                || !d.still_wanted(c.session.pubsub.as_deref());
             if !d.is_marker() && !deaf {
                 d.write(&mut c.wbuf, resp3);
             }
