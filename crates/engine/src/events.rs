@@ -20,7 +20,7 @@ use crossbeam_queue::ArrayQueue;
 use crate::tenant::TenantId;
 
 /// Why the engine dropped a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyEventKind {
     /// Its time was up.
     Expired,
