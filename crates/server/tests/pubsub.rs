@@ -46,3 +46,60 @@ fn an_expired_key_invalidates_its_readers_on_the_manual_clock() {
     writer.roundtrip(&cmd(&[b"GET", b"k"]), b"$-1\r\n");
     r3.expect(b">2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\nk\r\n");
 }
+
+/// Reads one RESP array of bulk strings (a pub/sub message) from `k`: its parts.
+fn read_message(k: &mut Conn) -> Vec<Vec<u8>> {
+    let head = k.line();
+    let n: usize = head[1..].parse().expect("an array");
+    (0..n)
+        .map(|_| {
+            let len: usize = k.line()[1..].parse().expect("a bulk string");
+            let part = k.read_n(len + 2);
+            part[..len].to_vec()
+        })
+        .collect()
+}
+
+#[test]
+fn concurrent_publishers_reach_every_subscriber_in_each_publishers_order() {
+    let (server, _clock) = start_with_clock(config());
+    let addr = server.local_addr();
+    const PUBLISHERS: usize = 4;
+    const MESSAGES: usize = 300;
+    let mut subscribers: Vec<Conn> = (0..4)
+        .map(|_| {
+            let mut k = Conn::open(addr);
+            k.roundtrip(
+                &cmd(&[b"SUBSCRIBE", b"feed"]),
+                b"*3\r\n$9\r\nsubscribe\r\n$4\r\nfeed\r\n:1\r\n",
+            );
+            k
+        })
+        .collect();
+    let publishers: Vec<_> = (0..PUBLISHERS)
+        .map(|p| {
+            std::thread::spawn(move || {
+                let mut k = Conn::open(addr);
+                for i in 0..MESSAGES {
+                    let payload = format!("{p}:{i}");
+                    k.roundtrip(&cmd(&[b"PUBLISH", b"feed", payload.as_bytes()]), b":4\r\n");
+                }
+            })
+        })
+        .collect();
+    for p in publishers {
+        p.join().expect("publisher");
+    }
+    for k in &mut subscribers {
+        let mut next = [0usize; PUBLISHERS];
+        for _ in 0..PUBLISHERS * MESSAGES {
+            let parts = read_message(k);
+            assert_eq!((&parts[0][..], &parts[1][..]), (&b"message"[..], &b"feed"[..]));
+            let text = String::from_utf8(parts[2].clone()).expect("utf-8");
+            let (p, i) = text.split_once(':').expect("p:i");
+            let (p, i): (usize, usize) = (p.parse().unwrap(), i.parse().unwrap());
+            assert_eq!(i, next[p], "publisher {p}'s messages arrive once each, in order");
+            next[p] += 1;
+        }
+    }
+}
