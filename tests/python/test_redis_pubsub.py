@@ -453,3 +453,34 @@ def test_evictions_are_published():
         r.close()
     finally:
         stop(proc)
+
+
+def test_subscriptions_count_against_the_clients_memory_limit():
+    """A client subscribing without end is disconnected like one with huge buffers; the
+    others stay."""
+    proc, port = launch("--max-client-memory", "2MiB")
+    try:
+        other = redis.Redis(port=port, socket_timeout=5)
+        assert other.ping()
+        hog = socket.create_connection(("127.0.0.1", port), timeout=10)
+        f = hog.makefile("rb")
+        closed = False
+        for batch in range(100):
+            names = [f"ch:{batch}:{i}:" + "x" * 100 for i in range(500)]
+            try:
+                hog.sendall(encode("SUBSCRIBE", *names))
+                for _ in names:
+                    read_frame(f)
+            except (AssertionError, OSError):
+                closed = True
+                break
+        assert closed, "the subscribing client was never disconnected"
+        assert other.ping(), "the other client stays"
+        assert other.info("stats")["evicted_clients"] >= 1
+        deadline = time.time() + 5
+        while other.pubsub_numsub("ch:0:0:" + "x" * 100)[0][1] != 0:
+            assert time.time() < deadline, "its subscriptions were not forgotten"
+            time.sleep(0.02)
+        other.close()
+    finally:
+        stop(proc)
