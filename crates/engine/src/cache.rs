@@ -67,6 +67,8 @@ pub(crate) struct Inner {
     pub(crate) withhold_target: AtomicUsize,
     /// Told about each evicted item, once set (see `observe.rs`).
     pub(crate) eviction_observer: OnceLock<EvictionObserver>,
+    /// Keys dropped by the engine, for the server (off unless it asks).
+    pub(crate) key_events: crate::events::KeyEvents,
 }
 
 /// The engine-wide CAS counter, on a cache line of its own: every store writes it.

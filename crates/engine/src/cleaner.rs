@@ -47,6 +47,7 @@ use std::sync::atomic::Ordering;
 use crate::arbiter::Need;
 use crate::cache::{CleanerState, Inner, Survivor, is_expired};
 use crate::epoch::{Guard, Slot};
+use crate::events::KeyEventKind;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
@@ -213,7 +214,10 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 return;
             }
             if is_expired(inner.expires_at(&rec, loc), || now) {
-                expired += u64::from(unlink_at(inner, &guard, hash, loc));
+                if unlink_at(inner, &guard, hash, loc) {
+                    expired += 1;
+                    inner.key_events.note(rec.tenant(), KeyEventKind::Expired, rec.key());
+                }
                 return;
             }
             survivors.push(Survivor {
@@ -287,6 +291,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 if unlink_at(inner, &guard, s.hash, s.loc) {
                     inner.observe_eviction(&guard, s.loc);
                     evicted.push((s.tenant, s.hash, s.size));
+                    let key = inner.record(&guard, s.loc).key();
+                    inner.key_events.note(s.tenant, KeyEventKind::Evicted, key);
                 }
             }
         }
@@ -496,12 +502,15 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
         let hash = key_hash(TenantId(rec.tenant()), rec.key());
         let was_expired = is_expired(inner.expires_at(&rec, loc), || now);
         if unlink_at(inner, &guard, hash, loc) {
-            if was_expired {
+            let kind = if was_expired {
                 expired += 1;
+                KeyEventKind::Expired
             } else {
                 inner.observe_eviction(&guard, loc);
                 evicted.push((rec.tenant(), hash, rec.size() as u32));
-            }
+                KeyEventKind::Evicted
+            };
+            inner.key_events.note(rec.tenant(), kind, rec.key());
         }
     });
     drop(guard);

@@ -94,6 +94,7 @@ impl Engine {
             tick_ms: (0..256).map(|_| AtomicU64::new(clock.now_ms())).collect(),
             recency: AtomicU64::new(0),
             segment_fills: AtomicU64::new(0),
+            key_events: crate::events::KeyEvents::default(),
             watermark,
             cleaner: Mutex::new(CleanerState::new(cleaner_id, config.seed)),
             next_expiry_ms: AtomicU64::new(NO_EXPIRY),
@@ -246,6 +247,22 @@ impl Engine {
     /// `tenant`'s items, memory and arbiter figures.
     pub fn tenant_stats(&self, tenant: TenantId) -> TenantStats {
         self.inner.tenants[usize::from(tenant.0)].stats()
+    }
+
+    /// Turns the key-event queue on or off (see [`KeyEvent`](crate::KeyEvent)); off drops
+    /// what it holds.
+    pub fn set_key_events(&self, on: bool) {
+        self.inner.key_events.set(on);
+    }
+
+    /// The oldest key event not yet taken.
+    pub fn pop_key_event(&self) -> Option<crate::KeyEvent> {
+        self.inner.key_events.pop()
+    }
+
+    /// Key events dropped because the queue was full.
+    pub fn key_events_dropped(&self) -> u64 {
+        self.inner.key_events.dropped()
     }
 
     #[cfg(test)]

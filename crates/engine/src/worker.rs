@@ -115,6 +115,7 @@ impl Worker {
                 locked.bump_cas();
                 if expired {
                     Counters::add(&inner.counters.expired, 1);
+                    inner.key_events.note(tenant.0, crate::events::KeyEventKind::Expired, key);
                 }
             }
         }
@@ -693,6 +694,12 @@ fn publish(
         Some((slot, old_loc)) => {
             if replaced_expired {
                 Counters::add(&inner.counters.expired, 1);
+                let old = inner.record(guard, old_loc);
+                inner.key_events.note(
+                    old.tenant(),
+                    crate::events::KeyEventKind::Expired,
+                    old.key(),
+                );
             }
             inner.unlinked(guard, old_loc);
             locked.replace(slot, new);
@@ -700,6 +707,13 @@ fn publish(
         None => {
             index_evicted = locked.insert(new);
             if let Some(evicted) = index_evicted {
+                // A full bucket dropped another key's slot.
+                let old = inner.record(guard, evicted);
+                inner.key_events.note(
+                    old.tenant(),
+                    crate::events::KeyEventKind::Evicted,
+                    old.key(),
+                );
                 inner.unlinked(guard, evicted);
             }
         }

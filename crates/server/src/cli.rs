@@ -154,6 +154,10 @@ pub struct Cli {
     /// whole [default: 64MiB].
     #[arg(long, env = "FRIDGE_MAX_OUTPUT_BUFFER", value_name = "SIZE")]
     pub max_output_buffer: Option<Size>,
+    /// Most bytes of pub/sub messages waiting for one subscriber; past it the subscriber is
+    /// disconnected [default: 32MiB].
+    #[arg(long, env = "FRIDGE_MAX_PUBSUB_OUTPUT", value_name = "SIZE")]
+    pub max_pubsub_output: Option<Size>,
     /// Close connections idle this many seconds, 0 = never [default: 0].
     #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
@@ -236,6 +240,7 @@ impl Cli {
             max_bulk_len,
             max_query_buffer,
             max_output_buffer,
+            max_pubsub_output,
             idle_timeout,
             partial_request_timeout,
             write_chunk,

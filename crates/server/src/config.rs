@@ -100,6 +100,10 @@ pub struct Config {
     /// Most reply bytes buffered per connection. Long replies are written in steps and never
     /// held whole (see `docs/protocol.md`); `KEYS` whose keys would take more is refused.
     pub max_output_buffer: Size,
+    /// Most bytes of pub/sub messages waiting for one subscriber (Redis's
+    /// `client-output-buffer-limit pubsub` hard limit): a subscriber that falls this far
+    /// behind is disconnected (`client_output_buffer_limit_disconnections` in `INFO`).
+    pub max_pubsub_output: Size,
     /// Seconds without traffic before a connection is closed; 0 = never.
     pub idle_timeout: u64,
     /// How long a request may stay half-sent (begun, not complete) before its connection is
@@ -162,6 +166,7 @@ impl Default for Config {
             max_bulk_len: Size(0),
             max_query_buffer: Size(4 << 20),
             max_output_buffer: Size(64 << 20),
+            max_pubsub_output: Size(32 << 20),
             idle_timeout: 0,
             partial_request_timeout: Millis(30_000),
             max_client_memory: None,

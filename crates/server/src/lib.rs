@@ -38,6 +38,11 @@
 //! - The engine knows no protocol: what the protocols need beyond get/store/delete (memcached's
 //!   and Redis's counters) is declared here and built on the engine's generic
 //!   read-modify-write (`counter.rs`).
+//! - Pub/sub, keyspace notifications and client-side caching cross workers through one
+//!   mailbox per worker (`pubsub.rs`): a publisher appends and wakes the subscriber's worker,
+//!   never waits for it; `notify.rs` publishes keyspace events (and the keys the engine
+//!   expires or evicts, from its key-event queue), `tracking.rs` keeps the tracking table and
+//!   sends invalidations the same way.
 //! - Shutdown: the acceptor drops its listeners, workers stop reading, finish the requests
 //!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit.
 //!
@@ -66,14 +71,17 @@ mod cli;
 mod config;
 mod counter;
 mod extended;
+mod keyspace;
 mod listen;
 mod mc_admin;
 mod memcache;
 mod memcache_common;
 mod memlimit;
 mod meta;
+mod notify;
 mod password;
 pub mod process;
+mod pubsub;
 mod resp;
 mod server;
 mod session;
@@ -81,6 +89,7 @@ mod shared;
 mod size_class;
 mod stats;
 pub mod tenants;
+mod tracking;
 mod udp;
 mod watch;
 mod watch_events;

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use fridge_engine::{TenantId, Worker};
 use fridge_proto::{memcache, resp};
 
+use crate::pubsub::{Pending, Subscriptions};
 use crate::shared::Shared;
 use crate::size_class::Histogram;
 use crate::stats::{View, WorkerStats};
 use crate::tenants::Tenants;
+use crate::tracking::ClientTracking;
 
 /// Keys a multi-key read looks up per engine call before it checks how long its reply has
 /// grown.
@@ -46,6 +48,14 @@ pub(crate) struct Session {
     pub fd: i32,
     /// Set by `watch`: the connection now only receives log lines (see `watch.rs`).
     pub watcher: Option<Arc<crate::watch::Watcher>>,
+    /// The connection's slot on its worker (pub/sub deliveries find it there).
+    pub slot: usize,
+    /// Its pub/sub subscriptions, once it has subscribed.
+    pub pubsub: Option<Box<Subscriptions>>,
+    /// Bytes of pub/sub messages and invalidations on their way to it.
+    pub pending: Arc<Pending>,
+    /// Its client-side caching mode, while `CLIENT TRACKING` is on.
+    pub tracking: Option<Box<ClientTracking>>,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the
@@ -124,6 +134,12 @@ impl Session {
         false
     }
 
+    /// Whether the connection is in Redis's subscriber context (any subscription).
+    #[inline]
+    pub fn subscribed(&self) -> bool {
+        self.pubsub.as_ref().is_some_and(|p| !p.is_empty())
+    }
+
     /// Notices a reload: a connection whose tenant was removed is closed.
     #[inline]
     pub fn check_generation(&mut self, tenants: &Tenants) {
@@ -140,6 +156,12 @@ impl Session {
 #[derive(Debug)]
 pub(crate) struct Ctx<'a> {
     pub shared: &'a Shared,
+    /// The worker's index.
+    pub worker: usize,
+    /// The id of the connection whose request runs (`NOLOOP` tracking skips it).
+    pub client: u64,
+    /// Invalidations for the running connection itself, written after its command's reply.
+    pub pushes: &'a mut Vec<u8>,
     pub engine: &'a mut Worker,
     pub stats: &'a WorkerStats,
     /// Reusable scratch for values the engine copies out (GETSET, INCRBYFLOAT, SCAN…).

@@ -56,6 +56,10 @@ pub(crate) struct ClientEntry {
     /// When the connection's last command arrived (ms on the coarse clock); stored by its
     /// worker, one relaxed store per command.
     pub last_command_ms: Arc<AtomicU64>,
+    /// The connection's slot on its worker, and its pub/sub bytes in flight: where
+    /// invalidations redirected to it go.
+    pub slot: usize,
+    pub pending: Arc<crate::pubsub::Pending>,
 }
 
 /// State shared by every thread. Written rarely: counters on the request path are per worker.
@@ -102,6 +106,12 @@ pub(crate) struct Shared {
     pub stats_baseline: Mutex<Baseline>,
     /// The log watchers (`watch`), shared with the engine's eviction observer.
     pub watch: Arc<crate::watch::Hub>,
+    /// Pub/sub channels and the workers' mailboxes.
+    pub pubsub: crate::pubsub::Hub,
+    /// Client-side caching's tracking table.
+    pub tracking: crate::tracking::Tracking,
+    /// The `notify-keyspace-events` setting.
+    pub notify: crate::keyspace::KeyspaceEvents,
 }
 
 impl Shared {

@@ -537,13 +537,18 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
         );
     }
     if wants(sections, "stats", true) {
+        // A tenant counts its own channels; the admin, every tenant's.
+        let ps = shared.pubsub.counts(if view.admin { None } else { Some(tenant) });
         let _ = write!(
             out,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
              total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
              expired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
              total_writes:{}\r\nacl_access_denied_auth:{}\r\nauth_refused:{}\r\n\
-             reload_failures:{}\r\nevicted_clients:{}\r\n\r\n",
+             reload_failures:{}\r\nevicted_clients:{}\r\npubsub_channels:{}\r\n\
+             pubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
+             client_output_buffer_limit_disconnections:{}\r\ntracking_total_keys:{}\r\n\
+             keyspace_events_dropped:{}\r\n\r\n",
             f.total_connections,
             t.commands,
             t.bytes_read,
@@ -558,6 +563,12 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
             t.auth_refused,
             f.reload_failures,
             t.evicted_clients,
+            ps.channels,
+            ps.patterns,
+            ps.shard_channels,
+            shared.pubsub.disconnections.load(std::sync::atomic::Ordering::Relaxed),
+            shared.tracking.total_keys(),
+            shared.engine.key_events_dropped(),
         );
     }
     if wants(sections, "replication", true) {

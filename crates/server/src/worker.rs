@@ -26,6 +26,8 @@ use crate::stats::{self, WorkerStats};
 use crate::tenants::Tenants;
 use crate::watch::{CloseReason, LANE_CAP};
 
+mod mail;
+
 pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Housekeeping period: idle timeouts, kills, buffer shrinking.
 const TICK: Duration = Duration::from_millis(250);
@@ -118,6 +120,12 @@ struct Loop {
     scratch: Vec<u8>,
     keys: Vec<Vec<u8>>,
     tenants: Arc<Tenants>,
+    /// Pub/sub deliveries taken from the mailbox (the buffer is reused).
+    mail: Vec<crate::pubsub::Delivery>,
+    /// Deliveries for connections in the middle of a reply written in steps.
+    held: Vec<crate::pubsub::Delivery>,
+    /// A command's invalidations for its own connection (see `Ctx::pushes`).
+    pushes: Vec<u8>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,
@@ -152,6 +160,9 @@ pub(crate) fn run(
         keys: Vec::new(),
         tenants: shared.tenants(),
         watching: Vec::new(),
+        mail: Vec::new(),
+        held: Vec::new(),
+        pushes: Vec::new(),
     };
     crate::watch::set_lane(index);
     let mut events = Events::with_capacity(1024);
@@ -192,6 +203,8 @@ pub(crate) fn run(
             lp.wake_watchers();
             lp.run_queue();
         }
+        crate::notify::drain_engine_events(&shared, index);
+        lp.deliver_mail(&poll);
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
             lp.housekeeping(&poll);
@@ -244,6 +257,7 @@ impl Loop {
             }
             let now = self.shared.now_ms();
             let last_command_ms = Arc::new(AtomicU64::new(now));
+            let pending = Arc::new(crate::pubsub::Pending::default());
             if !reject {
                 let entry = ClientEntry {
                     peer,
@@ -255,6 +269,8 @@ impl Loop {
                     tenant: TenantId(0),
                     memory: 0,
                     last_command_ms: Arc::clone(&last_command_ms),
+                    slot: t,
+                    pending: Arc::clone(&pending),
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
                 self.shared.watch.conn_new(peer, fd);
@@ -290,6 +306,10 @@ impl Loop {
                     resume: Resume::default(),
                     fd,
                     watcher: None,
+                    slot: t,
+                    pubsub: None,
+                    pending,
+                    tracking: None,
                 },
                 readable: true,
                 writable: true,
@@ -330,6 +350,7 @@ impl Loop {
 
     /// The bookkeeping of a connection that was just taken out of its slot `t`.
     fn closed(&mut self, t: usize, c: &mut Conn) {
+        self.unsubscribe(c);
         self.forget(c.reject, c.session.id, c.memory);
         self.free.push(t);
         if let Some(w) = c.session.watcher.take() {
@@ -370,6 +391,9 @@ impl Loop {
                     c.queued = false;
                     let mut ctx = Ctx {
                         shared: &self.shared,
+                        worker: self.index,
+                        client: c.session.id,
+                        pushes: &mut self.pushes,
                         engine: &mut self.engine,
                         stats: &self.shared.workers[self.index],
                         scratch: &mut self.scratch,
@@ -586,7 +610,8 @@ fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step {
 /// client evictions when the total is over the limit.
 fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
     let keys_job = c.session.resume.keys.as_ref().map_or(0, |k| k.memory_bytes());
-    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job;
+    let subs = c.session.pubsub.as_ref().map_or(0, |p| p.memory_bytes());
+    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job + subs;
     if now == c.memory || c.reject {
         return;
     }

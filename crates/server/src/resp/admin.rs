@@ -70,6 +70,8 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("proto-max-bulk-len", c.resp_limits().max_bulk_len.to_string()),
         ("client-query-buffer-limit", c.query_buffer_limit().to_string()),
         ("io-threads", ctx.shared.workers.len().to_string()),
+        ("notify-keyspace-events", ctx.shared.notify.get()),
+        ("tracking-table-max-keys", ctx.shared.tracking.max_keys().to_string()),
     ]
 }
 
@@ -123,23 +125,40 @@ pub(super) fn config(
             return write_wrong_arity(out, b"config|set");
         }
         // Settings with no effect on a cache without persistence are accepted.
-        const NO_OPS: [&str; 6] = [
-            "save",
-            "appendonly",
-            "appendfsync",
-            "maxmemory-policy",
-            "maxmemory-samples",
-            "notify-keyspace-events",
-        ];
+        const NO_OPS: [&str; 5] =
+            ["save", "appendonly", "appendfsync", "maxmemory-policy", "maxmemory-samples"];
+        let (mut events, mut max_keys) = (None, None);
         for i in (2..cmd.len()).step_by(2) {
             let p = arg(i);
-            if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
+            if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
+                events = Some(arg(i + 1));
+            } else if p.eq_ignore_ascii_case(b"tracking-table-max-keys") {
+                match super::int_arg(arg(i + 1)).and_then(|n| usize::try_from(n).ok()) {
+                    Some(n) => max_keys = Some(n),
+                    None => {
+                        out.extend_from_slice(
+                            b"-ERR CONFIG SET failed (possibly related to argument \
+                              'tracking-table-max-keys') - argument couldn't be parsed into an \
+                              integer\r\n",
+                        );
+                        return;
+                    }
+                }
+            } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
                 out.extend_from_slice(
                     b"-ERR Unknown option or number of arguments for CONFIG SET - '",
                 );
                 out.extend_from_slice(p);
                 return out.extend_from_slice(b"'\r\n");
             }
+        }
+        if let Some(value) = events {
+            if crate::notify::configure(ctx.shared, value).is_err() {
+                return write_error(out, crate::keyspace::INVALID);
+            }
+        }
+        if let Some(n) = max_keys {
+            ctx.shared.tracking.set_max_keys(n);
         }
         write_simple(out, b"OK");
     } else if sub.eq_ignore_ascii_case(b"resetstat") {
@@ -230,6 +249,14 @@ pub(super) fn client(
         r::write_verbatim(out, s.version, b"txt", ctx.scratch);
     } else if is(b"kill") {
         client_kill(cmd, out, s, ctx);
+    } else if is(b"tracking") {
+        super::tracking::client_tracking(cmd, out, s, ctx);
+    } else if is(b"caching") {
+        super::tracking::client_caching(cmd, out, s);
+    } else if is(b"getredir") {
+        super::tracking::client_getredir(out, s);
+    } else if is(b"trackinginfo") {
+        super::tracking::client_trackinginfo(out, s, ctx);
     } else if is(b"setinfo") || is(b"no-evict") || is(b"no-touch") {
         // SETINFO takes an attribute and a value; NO-EVICT and NO-TOUCH take on|off.
         let wanted = if is(b"setinfo") { 4 } else { 3 };

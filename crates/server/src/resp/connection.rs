@@ -22,12 +22,18 @@ const HELLO_NOAUTH: &[u8] = b"NOAUTH HELLO must be called with the client alread
 pub(super) fn ping(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
-    _: &mut Session,
+    s: &mut Session,
     _: &mut Ctx<'_>,
     c: &Spec,
 ) {
     match cmd.get(1) {
         _ if cmd.len() > 2 => write_wrong_arity(out, c.name.as_bytes()),
+        // In RESP2 subscriber mode, a push-shaped reply (Redis's `pingCommand`).
+        message if s.version == Version::Resp2 && s.subscribed() => {
+            write_array_header(out, 2);
+            write_bulk(out, b"pong");
+            write_bulk(out, message.unwrap_or_default());
+        }
         Some(message) => write_bulk(out, message),
         None => write_simple(out, b"PONG"),
     }
@@ -111,6 +117,13 @@ pub(super) fn reset(
     _: &Spec,
 ) {
     s.version = Version::Resp2;
+    if let Some(subs) = &mut s.pubsub {
+        subs.clear(s.id, &ctx.shared.pubsub);
+    }
+    if s.tracking.take().is_some() {
+        ctx.shared.tracking.disable(s.id);
+        crate::notify::update_engine_events(ctx.shared);
+    }
     if s.user.is_some() {
         s.user = None;
         let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());

@@ -6,7 +6,7 @@ pub(super) fn glob_match_nocase(pattern: &[u8], s: &[u8]) -> bool {
 }
 
 /// Redis's glob-style matching (`stringmatchlen`): `*`, `?`, `[abc]`, `[^a-z]`, `\x`.
-pub(super) fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
+pub(crate) fn glob_match(pattern: &[u8], s: &[u8]) -> bool {
     glob(pattern, s, false)
 }
 

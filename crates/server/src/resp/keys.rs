@@ -11,7 +11,11 @@ use fridge_proto::resp::{
 };
 
 use super::glob::glob_match;
-use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire};
+use super::{
+    NOT_INTEGER, SYNTAX, Spec, engine_error, expire_at, int_arg, invalid_expire, notify,
+    notify_only,
+};
+use crate::keyspace::{GENERIC, KEY_MISS};
 use crate::session::{Ctx, Session};
 use crate::stats;
 
@@ -25,7 +29,9 @@ pub(super) fn del(
 ) {
     let mut count = 0;
     for i in 1..cmd.len() {
-        if ctx.engine.delete(s.tenant, cmd.get(i).unwrap_or_default()) {
+        let key = cmd.get(i).unwrap_or_default();
+        if ctx.engine.delete(s.tenant, key) {
+            notify(ctx, s.tenant, GENERIC, "del", key);
             count += 1;
             stats::inc(&ctx.stats.delete_hits);
         } else {
@@ -69,9 +75,13 @@ pub(super) fn ttl(
     c: &Spec,
 ) {
     let now = ctx.shared.now_ms();
-    let exp = ctx.engine.get(s.tenant, cmd.get(1).unwrap_or_default(), |item| item.expires_at_ms);
+    let key = cmd.get(1).unwrap_or_default();
+    let exp = ctx.engine.get(s.tenant, key, |item| item.expires_at_ms);
     let reply = match exp {
-        None => -2,
+        None => {
+            notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+            -2
+        }
         Some(None) => -1,
         Some(Some(at)) => {
             let ms = at.saturating_sub(crate::shared::precise_now_ms(now));
@@ -91,6 +101,9 @@ pub(super) fn persist(
 ) {
     let key = cmd.get(1).unwrap_or_default();
     let had = matches!(ctx.engine.set_expiry(s.tenant, key, None), Ok(Some(Some(_))));
+    if had {
+        notify(ctx, s.tenant, GENERIC, "persist", key);
+    }
     write_integer(out, i64::from(had));
 }
 
@@ -101,7 +114,11 @@ pub(super) fn type_(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let found = ctx.engine.contains(s.tenant, cmd.get(1).unwrap_or_default());
+    let key = cmd.get(1).unwrap_or_default();
+    let found = ctx.engine.contains(s.tenant, key);
+    if !found {
+        notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+    }
     write_simple(out, if found { b"string" } else { b"none" });
 }
 
@@ -133,6 +150,12 @@ pub(super) fn flush(
     }
     stats::inc(&ctx.stats.cmd_flush);
     ctx.engine.flush(s.tenant, 0);
+    let (shared, me) = (ctx.shared, ctx.worker);
+    shared.tracking.flush(s.tenant, s.id, ctx.pushes, &shared.pubsub, |w| {
+        if w != me {
+            shared.wake(w);
+        }
+    });
     write_simple(out, b"OK");
 }
 
@@ -195,7 +218,13 @@ pub(super) fn expire(
         Ok(Update::Retime { expires_at_ms: Some(at), result: true })
     });
     match r {
-        Ok(done) => write_integer(out, i64::from(done)),
+        Ok(done) => {
+            if done {
+                // A deadline already past deletes the key (Redis: `del`).
+                notify(ctx, t, GENERIC, if at <= now { "del" } else { "expire" }, arg(1));
+            }
+            write_integer(out, i64::from(done));
+        }
         Err(e) => engine_error(out, e),
     }
 }

@@ -19,17 +19,21 @@
 //! | `dump.rs`       | DUMP, RESTORE                                                     |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
+//! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
+//! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 
 mod admin;
 mod bits;
 mod connection;
 mod dump;
-mod glob;
+pub(crate) mod glob;
 mod keys;
 mod keyspace;
 mod object;
+mod pubsub;
 mod range;
 mod strings;
+mod tracking;
 
 use fridge_engine::{EngineError, TenantId};
 use fridge_proto::number::parse_redis_i64;
@@ -119,7 +123,7 @@ const PAIRS: (i64, i64, i64) = (1, -1, 2);
 /// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
 /// commands sent most often come first.
 #[rustfmt::skip]
-pub(crate) static COMMANDS: [Spec; 73] = [
+pub(crate) static COMMANDS: [Spec; 82] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
     row("set", -3, WRITE | DENYOOM, KEY, strings::set),
     row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
@@ -193,6 +197,15 @@ pub(crate) static COMMANDS: [Spec; 73] = [
     row("memory", -2, 0, NONE, object::memory),
     row("dump", 2, READONLY, KEY, dump::dump),
     row("restore", -4, WRITE | DENYOOM, KEY, dump::restore),
+    row("subscribe", -2, 0, NONE, pubsub::subscribe),
+    row("psubscribe", -2, 0, NONE, pubsub::subscribe),
+    row("ssubscribe", -2, 0, NONE, pubsub::subscribe),
+    row("unsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    row("punsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    row("sunsubscribe", -1, 0, NONE, pubsub::unsubscribe),
+    row("publish", 3, FAST, NONE, pubsub::publish),
+    row("spublish", 3, FAST, NONE, pubsub::publish),
+    row("pubsub", -2, 0, NONE, pubsub::pubsub),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -247,8 +260,56 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     match spec {
         None => r::write_unknown_command(out, cmd),
         Some(c) if !c.arity_ok(n) => write_wrong_arity(out, name),
-        Some(c) => (c.run)(cmd, out, s, ctx, c),
+        Some(c)
+            if s.version == r::Version::Resp2
+                && s.subscribed()
+                && !pubsub::allowed_in_subscriber_mode(c.name) =>
+        {
+            pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
+        }
+        Some(c) => {
+            (c.run)(cmd, out, s, ctx, c);
+            if s.tracking.is_some() && !s.resume.suspended {
+                tracking::after_command(cmd, s, ctx, c);
+            }
+            if !ctx.pushes.is_empty() {
+                out.append(ctx.pushes);
+            }
+        }
     }
+}
+
+/// Commands with subcommands: Redis names them `name|sub` in errors.
+const CONTAINERS: [&str; 5] = ["acl", "client", "command", "config", "pubsub"];
+
+/// A command's full name as Redis gives it in errors: `get`, `client|id`.
+fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
+    let mut full = c.name.as_bytes().to_vec();
+    if let Some(sub) = cmd.get(1).filter(|_| CONTAINERS.contains(&c.name)) {
+        full.push(b'|');
+        full.extend(sub.iter().take(128).map(u8::to_ascii_lowercase));
+    }
+    full
+}
+
+/// A command changed `key`: publishes the keyspace notification (see `crate::notify`) and
+/// sends client-side caching's invalidations (`crate::tracking`).
+#[inline]
+fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+    notify_only(ctx, tenant, class, event, key);
+    let (shared, me) = (ctx.shared, ctx.worker);
+    shared.tracking.invalidate(tenant, key, ctx.client, ctx.pushes, &shared.pubsub, |w| {
+        if w != me {
+            shared.wake(w);
+        }
+    });
+}
+
+/// A second notification for a change [`notify`] announced already (`SET … EX`'s `expire`):
+/// no second invalidation.
+#[inline]
+fn notify_only(ctx: &Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+    crate::notify::key_event(ctx.shared, ctx.worker, tenant, class, event, key);
 }
 
 fn no_permission(out: &mut Vec<u8>, command: &[u8]) {

@@ -11,9 +11,10 @@ use fridge_proto::number::parse_redis_f64;
 
 use super::{
     NOT_FINITE, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, counter_error, engine_error, expire_at,
-    int_arg, invalid_expire,
+    int_arg, invalid_expire, notify, notify_only,
 };
 use crate::counter::Counters;
+use crate::keyspace::{GENERIC, KEY_MISS, STRING};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 
@@ -25,10 +26,12 @@ pub(super) fn get(
     _: &Spec,
 ) {
     let t = s.tenant;
-    let hit = ctx.engine.get(t, cmd.get(1).unwrap_or_default(), |item| write_bulk(out, item.value));
+    let key = cmd.get(1).unwrap_or_default();
+    let hit = ctx.engine.get(t, key, |item| write_bulk(out, item.value));
     stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
     if hit.is_none() {
         write_null(out, s.version);
+        notify_only(ctx, t, KEY_MISS, "keymiss", key);
     }
 }
 
@@ -41,6 +44,9 @@ pub(super) fn setnx(
 ) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let r = store(ctx, s.tenant, arg(1), arg(2), Expiry::Never, Condition::IfAbsent);
+    if r == Ok(StoreOutcome::Stored) {
+        notify(ctx, s.tenant, STRING, "set", arg(1));
+    }
     match r {
         Ok(o) => write_integer(out, i64::from(o == StoreOutcome::Stored)),
         Err(e) => engine_error(out, e),
@@ -64,7 +70,11 @@ pub(super) fn setex(
         _ => return invalid_expire(out, lname),
     };
     match store(ctx, s.tenant, arg(1), arg(3), Expiry::At(at), Condition::Always) {
-        Ok(_) => write_simple(out, b"OK"),
+        Ok(_) => {
+            notify(ctx, s.tenant, STRING, "set", arg(1));
+            notify_only(ctx, s.tenant, GENERIC, "expire", arg(1));
+            write_simple(out, b"OK");
+        }
         Err(e) => engine_error(out, e),
     }
 }
@@ -101,6 +111,7 @@ pub(super) fn mset(
         if let Err(e) = store(ctx, t, arg(i), arg(i + 1), Expiry::Never, Condition::Always) {
             return engine_error(out, e);
         }
+        notify(ctx, t, STRING, "set", arg(i));
     }
     if nx { write_integer(out, 1) } else { write_simple(out, b"OK") }
 }
@@ -123,7 +134,9 @@ pub(super) fn getdel(
             None => Update::Done(false),
         })
     });
-    if !matches!(r, Ok(true)) {
+    if matches!(r, Ok(true)) {
+        notify(ctx, s.tenant, GENERIC, "del", cmd.get(1).unwrap_or_default());
+    } else {
         out.truncate(mark);
         write_null(out, s.version);
     }
@@ -139,7 +152,10 @@ pub(super) fn append(
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     stats::inc(&ctx.stats.cmd_set);
     match ctx.engine.append(s.tenant, arg(1), arg(2), false, true) {
-        Ok(len) => write_integer(out, len.unwrap_or(0) as i64),
+        Ok(len) => {
+            notify(ctx, s.tenant, STRING, "append", arg(1));
+            write_integer(out, len.unwrap_or(0) as i64);
+        }
         Err(e) => engine_error(out, e),
     }
 }
@@ -152,8 +168,11 @@ pub(super) fn strlen(
     _: &Spec,
 ) {
     let key = cmd.get(1).unwrap_or_default();
-    let len = ctx.engine.get(s.tenant, key, |item| item.value.len()).unwrap_or(0);
-    write_integer(out, len as i64);
+    let len = ctx.engine.get(s.tenant, key, |item| item.value.len());
+    if len.is_none() {
+        notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+    }
+    write_integer(out, len.unwrap_or(0) as i64);
 }
 
 /// `INCR`, `DECR`, `INCRBY` and `DECRBY`.
@@ -182,7 +201,10 @@ pub(super) fn incr(
     }
     stats::inc(&ctx.stats.incr_hits);
     match ctx.engine.incr_i64(s.tenant, arg(1), delta) {
-        Ok(n) => write_integer(out, n),
+        Ok(n) => {
+            notify(ctx, s.tenant, STRING, "incrby", arg(1));
+            write_integer(out, n);
+        }
         Err(e) => counter_error(out, e),
     }
 }
@@ -202,7 +224,10 @@ pub(super) fn incrbyfloat(
         return write_error(out, NOT_FINITE);
     }
     match ctx.engine.incr_f64(s.tenant, arg(1), delta, ctx.scratch) {
-        Ok(()) => write_bulk(out, ctx.scratch),
+        Ok(()) => {
+            write_bulk(out, ctx.scratch);
+            notify(ctx, s.tenant, STRING, "incrbyfloat", arg(1));
+        }
         Err(e) => counter_error(out, e),
     }
 }
@@ -280,7 +305,10 @@ pub(super) fn set(
         return set_get(out, t, v, ctx, arg(1), arg(2), expiry, condition);
     }
     match store(ctx, t, arg(1), arg(2), expiry, condition) {
-        Ok(StoreOutcome::Stored) => write_simple(out, b"OK"),
+        Ok(StoreOutcome::Stored) => {
+            notify_set(ctx, t, arg(1), expiry);
+            write_simple(out, b"OK");
+        }
         Ok(_) => write_null(out, v),
         Err(e) => engine_error(out, e),
     }
@@ -315,7 +343,7 @@ fn set_get(
             _ => true,
         };
         if !proceed {
-            return Ok(Update::Done(()));
+            return Ok(Update::Done(false));
         }
         buf.extend_from_slice(value);
         let expires_at_ms = match expiry {
@@ -323,11 +351,23 @@ fn set_get(
             Expiry::At(at) => Some(at),
             Expiry::Keep => cur.and_then(|c| c.expires_at_ms),
         };
-        Ok(Update::Write { flags: 0, expires_at_ms, result: () })
+        Ok(Update::Write { flags: 0, expires_at_ms, result: true })
     });
-    if let Err(e) = r {
-        out.truncate(mark);
-        engine_error(out, e);
+    match r {
+        Ok(true) => notify_set(ctx, t, key, expiry),
+        Ok(false) => {}
+        Err(e) => {
+            out.truncate(mark);
+            engine_error(out, e);
+        }
+    }
+}
+
+/// The notifications of a `SET`: `set`, and `expire` when it gave the key a deadline.
+fn notify_set(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], expiry: Expiry) {
+    notify(ctx, t, STRING, "set", key);
+    if matches!(expiry, Expiry::At(_)) {
+        notify_only(ctx, t, GENERIC, "expire", key);
     }
 }
 
@@ -369,13 +409,22 @@ pub(super) fn getex(
             )
         }
     };
-    if !found {
-        write_null(out, v);
+    match expiry {
+        _ if !found => {
+            write_null(out, v);
+            notify_only(ctx, t, KEY_MISS, "keymiss", key);
+        }
+        Some(Some(_)) => notify(ctx, t, GENERIC, "expire", key),
+        Some(None) => notify(ctx, t, GENERIC, "persist", key),
+        None => {}
     }
 }
 
 /// `MGET`: batched lookups, answered in steps (see [`Session::suspend`]) once the reply
 /// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up.
+// MGET's hit mask has a bit per key of a group.
+const _: () = assert!(READ_GROUP <= 64);
+
 pub(super) fn mget(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
@@ -398,6 +447,7 @@ pub(super) fn mget(
         // One batched engine call per group; misses are the indices it skips. Once the
         // reply reaches the budget, the group's later keys are left for the next run.
         let (mut next, mut hits, mut stop) = (i, 0u64, None);
+        let mut hit_mask = 0u64; // READ_GROUP is 64: bit j, the group's key j was found
         ctx.engine.get_each(t, (i..end).map(arg), |j, _, item| {
             if stop.is_some() || out.len() >= ctx.out_limit {
                 stop = stop.or(Some(i + j));
@@ -409,10 +459,16 @@ pub(super) fn mget(
             write_bulk(out, item.value);
             next = i + j + 1;
             hits += 1;
+            hit_mask |= 1u64.checked_shl(j as u32).unwrap_or(0);
         });
         let answered = stop.unwrap_or(end);
         for _ in next..answered {
             write_null(out, v);
+        }
+        if ctx.shared.notify.wants(KEY_MISS) {
+            for j in (0..answered - i).filter(|j| hit_mask & (1u64 << j) == 0) {
+                notify_only(ctx, t, KEY_MISS, "keymiss", arg(i + j));
+            }
         }
         stats::tenant_lookups(ctx.stats, t, hits, (answered - i) as u64 - hits);
         looked_up += answered - i;

@@ -1,0 +1,99 @@
+//! Keyspace notifications (Redis's `src/notify.c`,
+//! <https://redis.io/docs/manual/keyspace-notifications/>): after a command changes a key,
+//! the server publishes the event to `__keyspace@<db>__:<key>` (message: the event's name)
+//! and to `__keyevent@<db>__:<event>` (message: the key), in the key's tenant, for the classes
+//! `notify-keyspace-events` enables.
+//!
+//! The setting is server-wide (`CONFIG SET`, admin only), the channels are per tenant. With
+//! it off — the default — an event costs one relaxed load. Items the engine reaps (`expired`)
+//! or evicts (`evicted`) come from the engine's key-event queue (see
+//! [`fridge_engine::KeyEvent`]), drained by the workers; the engine fills that queue only
+//! while `KeyspaceEvents::wants_engine_events` says someone listens.
+
+use std::sync::atomic::Ordering;
+
+use fridge_engine::{KeyEventKind, TenantId};
+
+use crate::keyspace::{EVICTED, EXPIRED, KEYEVENT, KEYSPACE};
+use crate::shared::Shared;
+
+/// Applies a `notify-keyspace-events` value (`CONFIG SET`), and turns the engine's key-event
+/// queue on while expiries or evictions are published.
+pub(crate) fn configure(shared: &Shared, value: &[u8]) -> Result<(), ()> {
+    shared.notify.set(value)?;
+    update_engine_events(shared);
+    Ok(())
+}
+
+/// Whether the keys the engine drops matter: for `expired`/`evicted` notifications, or for
+/// client-side caching's invalidations.
+fn wants_engine_events(shared: &Shared) -> bool {
+    shared.notify.wants_engine_events() || shared.tracking.active()
+}
+
+/// Turns the engine's key-event queue on or off as [`wants_engine_events`] says (after the
+/// setting changes, or a connection turns tracking on or off).
+pub(crate) fn update_engine_events(shared: &Shared) {
+    shared.engine.set_key_events(wants_engine_events(shared));
+}
+
+/// Key events a worker publishes per turn: the rest wait for its next turn (at most the
+/// worker's housekeeping period, 250 ms, on an idle server).
+const ENGINE_EVENTS_PER_TURN: usize = 1024;
+
+/// Publishes the keys the engine expired or evicted (`expired`, `evicted`). Called by every
+/// worker once per turn; one load when notifications of them are off.
+pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
+    if !wants_engine_events(shared) {
+        return;
+    }
+    let wake = |w: usize| {
+        if w != worker {
+            shared.wake(w);
+        }
+    };
+    for _ in 0..ENGINE_EVENTS_PER_TURN {
+        let Some(e) = shared.engine.pop_key_event() else { break };
+        let (class, event) = match e.kind {
+            KeyEventKind::Expired => (EXPIRED, "expired"),
+            KeyEventKind::Evicted => (EVICTED, "evicted"),
+        };
+        key_event(shared, worker, e.tenant, class, event, &e.key);
+        shared.tracking.invalidate(e.tenant, &e.key, 0, &mut Vec::new(), &shared.pubsub, wake);
+    }
+}
+
+/// Publishes `event` on `key` of `tenant` (database 0) if its class is enabled. `worker`
+/// is the calling worker (not woken: it delivers at the end of its turn).
+pub(crate) fn key_event(
+    shared: &Shared,
+    worker: usize,
+    tenant: TenantId,
+    class: u32,
+    event: &str,
+    key: &[u8],
+) {
+    let events = &shared.notify;
+    if !events.wants(class) {
+        return;
+    }
+    let flags = events.flags.load(Ordering::Relaxed);
+    let wake = |w: usize| {
+        if w != worker {
+            shared.wake(w);
+        }
+    };
+    let mut channel = Vec::with_capacity(16 + key.len().max(event.len()));
+    let kind = crate::pubsub::Kind::Channel;
+    if flags & KEYSPACE != 0 {
+        channel.extend_from_slice(b"__keyspace@0__:");
+        channel.extend_from_slice(key);
+        shared.pubsub.publish(tenant, kind, &channel, event.as_bytes(), wake);
+    }
+    if flags & KEYEVENT != 0 {
+        channel.clear();
+        channel.extend_from_slice(b"__keyevent@0__:");
+        channel.extend_from_slice(event.as_bytes());
+        shared.pubsub.publish(tenant, kind, &channel, key, wake);
+    }
+}
