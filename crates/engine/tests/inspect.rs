@@ -15,9 +15,11 @@ fn inspect_reports_the_item_without_touching_it() {
     let now = clock.now_ms();
     let info = w.inspect(T, b"key").unwrap();
     assert_eq!(info.value_len, 100);
-    // A 12-byte record header, the key, the value.
-    assert_eq!(info.size, 12 + 3 + 100);
-    assert_eq!(info.size + INDEX_SLOT_BYTES, 123, "MEMORY USAGE: the item and its slot");
+    // The key record (header and key), the value.
+    let record = fridge_engine::item::record_len(3, false, false);
+    assert_eq!(record, 25 + 3, "a 25-byte record header");
+    assert_eq!(info.size, record + 100);
+    assert_eq!(info.size + INDEX_SLOT_BYTES, 136, "MEMORY USAGE: the item and its slot");
     // Written in the current recency tick: its last access may be now.
     assert_eq!(info.last_access_ms, now);
     assert!(info.zone.is_some(), "the default engine keeps a hitmap");
