@@ -90,6 +90,7 @@ mod size_class;
 mod stats;
 pub mod tenants;
 mod tracking;
+mod transaction;
 mod udp;
 mod watch;
 mod watch_events;
