@@ -217,3 +217,42 @@ def test_no_client_sees_a_partial_transaction():
         assert not errors, errors[:3]
     finally:
         stop(proc)
+
+
+def test_queue_is_bounded_by_client_memory():
+    """A queue past the clients' memory limit ends the transaction (its EXEC answers
+    EXECABORT) or, over the clients' total, closes the connection; nothing queued runs."""
+    import socket
+
+    from test_redis_parity import Reader, encode
+
+    proc, port = launch("--max-client-memory", "24MiB")
+    try:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(10)
+        r = Reader(s)
+        s.sendall(encode(["MULTI"]))
+        assert r.reply() == b"+OK\r\n"
+        value = b"v" * 100_000
+        outcome = None
+        try:
+            for i in range(400):
+                s.sendall(encode(["SET", f"q{i}", value]))
+                reply = r.reply()
+                if reply != b"+QUEUED\r\n":
+                    assert reply.startswith(b"-ERR transaction too large"), reply
+                    s.sendall(encode(["EXEC"]))
+                    assert r.reply().startswith(b"-EXECABORT"), "the transaction was flagged"
+                    outcome = "refused"
+                    break
+        except OSError:
+            outcome = "closed"
+        except AssertionError as e:
+            assert "connection closed" in str(e), e
+            outcome = "closed"
+        # With the queue counted in the connection's memory, client eviction closes it first.
+        assert outcome in ("refused", "closed")
+        c = redis.Redis("127.0.0.1", port)
+        assert c.exists("q0") == 0 and c.ping()
+    finally:
+        stop(proc)
