@@ -363,3 +363,29 @@ fn arity_comes_from_the_command_table() {
         k.roundtrip(&cmd(&parts), expected.as_bytes());
     }
 }
+
+/// WATCH treats an expiry, a TTL change and a memcached write as changes of the key; reading
+/// it or its TTL is not. Time is a manual clock.
+#[test]
+fn watched_keys_expiry_ttl_and_other_protocols() {
+    let (server, clock) = start_with_clock(config());
+    let mut k = Conn::open(server.local_addr());
+    let mut m = Conn::open(server.local_addr());
+    k.roundtrip(&c("SET e v PX 1000"), b"+OK\r\n").roundtrip(&c("WATCH e"), b"+OK\r\n");
+    clock.advance(2000);
+    k.roundtrip(&c("MULTI"), b"+OK\r\n").roundtrip(&c("GET e"), b"+QUEUED\r\n");
+    k.roundtrip(&c("EXEC"), b"*-1\r\n");
+    k.roundtrip(&c("SET f v"), b"+OK\r\n").roundtrip(&c("WATCH f"), b"+OK\r\n");
+    k.roundtrip(&c("EXPIRE f 100"), b":1\r\n").roundtrip(&c("MULTI"), b"+OK\r\n");
+    k.roundtrip(&c("EXEC"), b"*-1\r\n");
+    k.roundtrip(&c("SET g v EX 100"), b"+OK\r\n").roundtrip(&c("WATCH g"), b"+OK\r\n");
+    k.roundtrip(&c("TTL g"), b":100\r\n").roundtrip(&c("GET g"), b"$1\r\nv\r\n");
+    k.roundtrip(&c("MULTI"), b"+OK\r\n").roundtrip(&c("INCR n"), b"+QUEUED\r\n");
+    k.roundtrip(&c("EXEC"), b"*1\r\n:1\r\n");
+    k.roundtrip(&c("WATCH g"), b"+OK\r\n");
+    m.roundtrip(b"set g 0 0 1\r\nw\r\n", b"STORED\r\n");
+    k.roundtrip(&c("MULTI"), b"+OK\r\n").roundtrip(&c("EXEC"), b"*-1\r\n");
+    // EXEC unwatched: the next transaction runs.
+    k.roundtrip(&c("MULTI"), b"+OK\r\n").roundtrip(&c("GET g"), b"+QUEUED\r\n");
+    k.roundtrip(&c("EXEC"), b"*1\r\n$1\r\nw\r\n");
+}
