@@ -256,3 +256,31 @@ def test_queue_is_bounded_by_client_memory():
         assert c.exists("q0") == 0 and c.ping()
     finally:
         stop(proc)
+
+
+def test_exec_reply_past_the_output_limit_closes_the_connection():
+    """An EXEC reply longer than `max_output_buffer` is not built whole: the connection is
+    closed (Redis's output buffer limit), and the transaction still ran whole."""
+    import socket
+
+    from test_redis_parity import Reader, encode
+
+    proc, port = launch("--max-output-buffer", "2MiB")
+    try:
+        c = redis.Redis("127.0.0.1", port)
+        c.set("big", b"b" * 900_000)
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(10)
+        r = Reader(s)
+        s.sendall(encode(["MULTI"]))
+        assert r.reply() == b"+OK\r\n"
+        for _ in range(4):
+            s.sendall(encode(["GET", "big"]))
+            assert r.reply() == b"+QUEUED\r\n"
+        s.sendall(encode(["SET", "after", 1]))
+        assert r.reply() == b"+QUEUED\r\n"
+        s.sendall(encode(["EXEC"]))
+        assert s.recv(1 << 20) == b"", "closed without a reply"
+        assert c.get("after") == b"1"
+    finally:
+        stop(proc)

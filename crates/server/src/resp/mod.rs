@@ -329,13 +329,31 @@ fn run_spec(c: &Spec, cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
 }
 
 /// Runs one command of a transaction's queue inside EXEC (the gates held): a command that
-/// suspends (a long reply) is run on at once to its end.
-fn run_queued(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
-    let Some(c) = find(cmd.name()) else { return r::write_unknown_command(out, cmd) };
+/// suspends (a long reply) is run on at once to its end. Whenever the reply from `from` on
+/// grows past `limit` bytes it is cut back to `from`; returns whether that happened.
+fn run_queued(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    from: usize,
+    limit: usize,
+) -> bool {
+    let Some(c) = find(cmd.name()) else {
+        r::write_unknown_command(out, cmd);
+        return false;
+    };
     s.tenant = tenant_for(c, cmd, s, ctx);
-    run_spec(c, cmd, out, s, ctx);
-    while s.keep_for_later() {
+    let mut over = false;
+    loop {
         run_spec(c, cmd, out, s, ctx);
+        if out.len().saturating_sub(from) > limit {
+            out.truncate(from);
+            over = true;
+        }
+        if !s.keep_for_later() {
+            return over;
+        }
     }
 }
 

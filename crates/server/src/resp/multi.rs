@@ -175,6 +175,9 @@ pub(super) fn exec(
     if changed {
         return r::write_null_array(out, s.version);
     }
+    // A reply past `max_output_buffer` is dropped as it grows and the connection closed
+    // (Redis's output buffer limit); the transaction still runs whole.
+    let (from, mut limit, mut over) = (out.len(), shared.config.max_output_buffer.bytes(), false);
     write_array_header(out, t.count);
     let limits = shared.config.resp_limits();
     let mut args = r::Args::new();
@@ -184,10 +187,16 @@ pub(super) fn exec(
         match r::parse_command(rest, &limits, &mut args) {
             Ok(used) => {
                 pos += used;
-                run_queued(&args.command(rest), out, s, ctx);
+                if run_queued(&args.command(rest), out, s, ctx, from, limit) {
+                    (limit, over) = (0, true);
+                }
             }
             // The queue holds only requests this module encoded; never reached.
             Err(_) => write_error(out, b"ERR internal error: unreadable queued command"),
         }
+    }
+    if over {
+        out.truncate(from);
+        s.closing = true;
     }
 }
