@@ -19,13 +19,13 @@ def fridge_binary():
     return os.path.join(target, "debug", "fridge")
 
 
-def launch(*args, workers=2):
+def launch(*args, workers=2, memory_mb=64):
     """Starts fridge with `args`; returns (process, port) once it serves."""
     # Started as root, fridge (like memcached) wants a user to become: this one. Through the
     # environment, which older builds (bench/hostile runs one) ignore.
     env = {**os.environ, "FRIDGE_USER": os.environ.get("FRIDGE_USER", getpass.getuser())}
     proc = subprocess.Popen(
-        [fridge_binary(), "-p", "0", "-m", "64", "-t", str(workers), *args],
+        [fridge_binary(), "-p", "0", "-m", str(memory_mb), "-t", str(workers), *args],
         stderr=subprocess.PIPE,
         text=True,
         env=env,

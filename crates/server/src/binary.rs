@@ -110,6 +110,9 @@ pub(crate) fn execute(
     s: &mut Session,
     ctx: &mut Ctx<'_>,
 ) -> usize {
+    // A Redis EXEC on any worker holds every gate (`crate::transaction`).
+    let shared = ctx.shared;
+    let _gate = shared.gates.enter(ctx.worker);
     let mut r = Reply { out, opcode: req.opcode, opaque: req.opaque };
     let sasl = matches!(req.opcode, Opcode::SaslListMechs | Opcode::SaslAuth | Opcode::SaslStep);
     if s.must_login(ctx.tenants) && !sasl && req.opcode != Opcode::Version {
@@ -421,7 +424,7 @@ fn arithmetic(
 fn stat(r: &mut Reply<'_>, group: &[u8], s: &mut Session, ctx: &mut Ctx<'_>) {
     let mut text = std::mem::take(ctx.scratch);
     text.clear();
-    crate::memcache::execute(memcache::Request::Stats { args: group }, &mut text, s, ctx);
+    crate::memcache::execute_in_gate(memcache::Request::Stats { args: group }, &mut text, s, ctx);
     let (op, opaque) = (r.opcode as u8, r.opaque);
     let mut lines = text.split(|&b| b == b'\n').map(|l| l.strip_suffix(b"\r").unwrap_or(l));
     // `ERROR` (an unknown group) or a `CLIENT_ERROR`/`SERVER_ERROR` line: memcached's

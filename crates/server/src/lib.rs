@@ -43,6 +43,9 @@
 //!   never waits for it; `notify.rs` publishes keyspace events (and the keys the engine
 //!   expires or evicts, from its key-event queue), `tracking.rs` keeps the tracking table and
 //!   sends invalidations the same way.
+//! - Redis transactions (`transaction.rs`, `resp/multi.rs`): each worker holds its own gate
+//!   (an uncontended mutex) while it runs one command; `EXEC` takes every gate in one order,
+//!   so no client sees a partial transaction (`docs/threads.md`).
 //! - Shutdown: the acceptor drops its listeners, workers stop reading, finish the requests
 //!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit.
 //!
@@ -90,6 +93,7 @@ mod size_class;
 mod stats;
 pub mod tenants;
 mod tracking;
+mod transaction;
 mod udp;
 mod watch;
 mod watch_events;

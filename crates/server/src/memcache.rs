@@ -42,6 +42,20 @@ pub(crate) fn drop_refused_store(
 
 /// Runs one parsed request, appending its reply (if any) to `out`.
 pub(crate) fn execute(req: Request<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    // A Redis EXEC on any worker holds every gate (`crate::transaction`).
+    let shared = ctx.shared;
+    let _gate = shared.gates.enter(ctx.worker);
+    execute_in_gate(req, out, s, ctx);
+}
+
+/// [`execute`] with the worker's transaction gate held already (the binary protocol's
+/// `stat`, which runs the text protocol's).
+pub(crate) fn execute_in_gate(
+    req: Request<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) {
     // A logged-in connection uses its tenant; one that has not logged in (where that is
     // allowed) uses `default`, or the tenant its first key's prefix routes to.
     let t = match s.user {

@@ -111,6 +111,7 @@ impl Server {
         engine.set_eviction_observer(Box::new(move |ev| observer.eviction(ev)));
         let shared = Arc::new(Shared {
             watch,
+            gates: crate::transaction::Gates::new(n + udp.len()),
             tenants_generation: AtomicU64::new(table.generation),
             tenants: RwLock::new(table),
             registry: Mutex::new(registry),
@@ -170,7 +171,7 @@ impl Server {
             let sh = Arc::clone(&shared);
             let handle = std::thread::Builder::new()
                 .name(format!("fridge-udp{i}"))
-                .spawn(move || crate::udp::serve(socket, sh, engine_worker))?;
+                .spawn(move || crate::udp::serve(socket, sh, engine_worker, n + i))?;
             handles.push(handle);
         }
 

@@ -56,6 +56,8 @@ pub(crate) struct Session {
     pub pending: Arc<Pending>,
     /// Its client-side caching mode, while `CLIENT TRACKING` is on.
     pub tracking: Option<Box<ClientTracking>>,
+    /// Its transaction state (MULTI's queue, WATCH's keys), once it has used either.
+    pub tx: Option<Box<crate::transaction::Transaction>>,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the

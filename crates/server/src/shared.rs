@@ -106,6 +106,8 @@ pub(crate) struct Shared {
     pub stats_baseline: Mutex<Baseline>,
     /// The log watchers (`watch`), shared with the engine's eviction observer.
     pub watch: Arc<crate::watch::Hub>,
+    /// One transaction gate per worker (see `crate::transaction`).
+    pub gates: crate::transaction::Gates,
     /// Pub/sub channels and the workers' mailboxes.
     pub pubsub: crate::pubsub::Hub,
     /// Client-side caching's tracking table.

@@ -44,8 +44,9 @@ const SEQUENCE: usize = 2;
 const COUNT: usize = 4;
 const RESERVED: usize = 6;
 
-/// Serves one UDP socket until the server shuts down.
-pub(crate) fn serve(socket: UdpSocket, shared: Arc<Shared>, mut engine: Worker) {
+/// Serves one UDP socket until the server shuts down. `gate` is the thread's transaction gate
+/// (`crate::transaction`), held while it answers one datagram.
+pub(crate) fn serve(socket: UdpSocket, shared: Arc<Shared>, mut engine: Worker, gate: usize) {
     if let Err(e) = socket.set_read_timeout(Some(TICK)) {
         eprintln!("fridge: UDP: {e}");
         return;
@@ -70,6 +71,7 @@ pub(crate) fn serve(socket: UdpSocket, shared: Arc<Shared>, mut engine: Worker) 
             tenants = shared.tenants();
         }
         let Some(id) = request_id(&buf[..n]) else { continue };
+        let _gate = shared.gates.enter(gate);
         answer(&buf[HEADER..n], id, &socket, peer, &mut out, &shared, &mut engine, &tenants);
     }
 }

@@ -312,6 +312,7 @@ impl Loop {
                     pubsub: None,
                     pending,
                     tracking: None,
+                    tx: None,
                 },
                 readable: true,
                 writable: true,

@@ -117,6 +117,7 @@ pub(super) fn reset(
     _: &Spec,
 ) {
     s.version = Version::Resp2;
+    s.tx = None;
     if let Some(subs) = &mut s.pubsub {
         subs.clear(s.id, &ctx.shared.pubsub);
     }

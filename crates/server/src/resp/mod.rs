@@ -21,6 +21,7 @@
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
 //! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
+//! | `multi.rs`      | MULTI, EXEC, DISCARD, WATCH, UNWATCH                              |
 
 mod admin;
 mod bits;
@@ -29,6 +30,7 @@ mod dump;
 pub(crate) mod glob;
 mod keys;
 mod keyspace;
+mod multi;
 mod object;
 mod pubsub;
 mod range;
@@ -78,6 +80,9 @@ const DENYOOM: u8 = 1 << 2;
 const FAST: u8 = 1 << 3;
 /// The command may be sent before the client has logged in (Redis's `no-auth`).
 const NOAUTH_OK: u8 = 1 << 4;
+/// The command runs outside its worker's transaction gate (`EXEC`, which takes every gate;
+/// see `crate::transaction`). Not reported.
+const NO_GATE: u8 = 1 << 5;
 
 /// The flags `COMMAND` reports, in the order it reports them. ([`NOAUTH_OK`] is not
 /// reported.)
@@ -123,7 +128,7 @@ const PAIRS: (i64, i64, i64) = (1, -1, 2);
 /// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
 /// commands sent most often come first.
 #[rustfmt::skip]
-pub(crate) static COMMANDS: [Spec; 82] = [
+pub(crate) static COMMANDS: [Spec; 87] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
     row("set", -3, WRITE | DENYOOM, KEY, strings::set),
     row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
@@ -206,6 +211,11 @@ pub(crate) static COMMANDS: [Spec; 82] = [
     row("publish", 3, FAST, NONE, pubsub::publish),
     row("spublish", 3, FAST, NONE, pubsub::publish),
     row("pubsub", -2, 0, NONE, pubsub::pubsub),
+    row("multi", 1, FAST, NONE, multi::multi),
+    row("exec", 1, NO_GATE, NONE, multi::exec),
+    row("discard", 1, FAST, NONE, multi::discard),
+    row("watch", -2, FAST, ALL, multi::watch),
+    row("unwatch", 1, FAST, NONE, multi::unwatch),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -235,46 +245,114 @@ pub(crate) fn is_command(name: &[u8]) -> bool {
 /// Runs one command, appending its reply to `out`.
 ///
 /// In order, as Redis: an unknown command or a wrong number of arguments is refused
-/// before the login check (`NOAUTH`), which lets through only [`NOAUTH_OK`] commands.
+/// before the login check (`NOAUTH`), which lets through only [`NOAUTH_OK`] commands. Inside
+/// MULTI, a refusal flags the transaction and any other command but the few that
+/// [`multi::runs_inside`] is queued.
 pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let name = cmd.name();
     let spec = find(name);
     let n = cmd.len();
-    let t = match s.user {
+    let refused = match spec {
+        None => Some(Refusal::Unknown),
+        Some(c) if !c.arity_ok(n) => Some(Refusal::Arity),
+        Some(c) if s.user.is_none() && c.flags & NOAUTH_OK == 0 && s.must_login(ctx.tenants) => {
+            Some(Refusal::NoAuth)
+        }
+        Some(_) => None,
+    };
+    if let Some(why) = refused {
+        if matches!(why, Refusal::Arity) && spec.is_some_and(|c| c.name == "exec") {
+            let mut error = Vec::new();
+            write_wrong_arity(&mut error, name);
+            return multi::exec_refused(out, s, &error);
+        }
+        multi::flag(s);
+        return match why {
+            Refusal::Unknown => r::write_unknown_command(out, cmd),
+            Refusal::Arity => write_wrong_arity(out, name),
+            Refusal::NoAuth => write_error(out, NOAUTH),
+        };
+    }
+    let Some(c) = spec else { return };
+    s.tenant = tenant_for(c, cmd, s, ctx);
+    if s.version == r::Version::Resp2
+        && s.subscribed()
+        && !pubsub::allowed_in_subscriber_mode(c.name)
+    {
+        if c.name != "exec" {
+            multi::flag(s);
+            return pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
+        }
+        let mut error = Vec::new();
+        pubsub::write_subscriber_mode_error(&mut error, &full_name(c, cmd));
+        return multi::exec_refused(out, s, &error);
+    }
+    if s.tx.is_some() && multi::queueing(s) && !multi::runs_inside(c) {
+        return multi::queue(cmd, out, s, ctx);
+    }
+    let shared = ctx.shared;
+    let _gate = if c.flags & NO_GATE == 0 { shared.gates.enter(ctx.worker) } else { None };
+    run_spec(c, cmd, out, s, ctx);
+    if !ctx.pushes.is_empty() {
+        out.append(ctx.pushes);
+    }
+}
+
+/// Why [`execute`] refused a command before running it.
+enum Refusal {
+    Unknown,
+    Arity,
+    NoAuth,
+}
+
+/// The tenant a command runs against: the logged-in user's, else `default`, or the tenant
+/// the first key's prefix routes to. (BITOP's first key is its second argument.)
+#[inline]
+fn tenant_for(c: &Spec, cmd: &Command<'_>, s: &Session, ctx: &Ctx<'_>) -> TenantId {
+    match s.user {
         Some(t) => t,
-        None if s.must_login(ctx.tenants) => match spec {
-            None => return r::write_unknown_command(out, cmd),
-            Some(c) if !c.arity_ok(n) => return write_wrong_arity(out, name),
-            Some(c) if c.flags & NOAUTH_OK == 0 => return write_error(out, NOAUTH),
-            Some(_) => TenantId(0),
-        },
-        // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
-        // (BITOP's first key is its second argument.)
-        None if ctx.tenants.has_prefixes() && spec.is_some_and(Spec::has_keys) => {
-            let first = spec.map_or(1, |c| c.first_key as usize);
-            ctx.tenants.route(cmd.get(first).unwrap_or_default())
+        None if ctx.tenants.has_prefixes() && c.has_keys() && !s.must_login(ctx.tenants) => {
+            ctx.tenants.route(cmd.get(c.first_key as usize).unwrap_or_default())
         }
         None => TenantId(0),
+    }
+}
+
+/// Runs a command whose row and arguments were checked, then client-side caching's
+/// bookkeeping. Its invalidations for the connection itself stay in `ctx.pushes`.
+#[inline]
+fn run_spec(c: &Spec, cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    (c.run)(cmd, out, s, ctx, c);
+    if s.tracking.is_some() && !s.resume.suspended {
+        tracking::after_command(cmd, s, ctx, c);
+    }
+}
+
+/// Runs one command of a transaction's queue inside EXEC (the gates held): a command that
+/// suspends (a long reply) is run on at once to its end. Whenever the reply from `from` on
+/// grows past `limit` bytes it is cut back to `from`; returns whether that happened.
+fn run_queued(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    from: usize,
+    limit: usize,
+) -> bool {
+    let Some(c) = find(cmd.name()) else {
+        r::write_unknown_command(out, cmd);
+        return false;
     };
-    s.tenant = t;
-    match spec {
-        None => r::write_unknown_command(out, cmd),
-        Some(c) if !c.arity_ok(n) => write_wrong_arity(out, name),
-        Some(c)
-            if s.version == r::Version::Resp2
-                && s.subscribed()
-                && !pubsub::allowed_in_subscriber_mode(c.name) =>
-        {
-            pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
+    s.tenant = tenant_for(c, cmd, s, ctx);
+    let mut over = false;
+    loop {
+        run_spec(c, cmd, out, s, ctx);
+        if out.len().saturating_sub(from) > limit {
+            out.truncate(from);
+            over = true;
         }
-        Some(c) => {
-            (c.run)(cmd, out, s, ctx, c);
-            if s.tracking.is_some() && !s.resume.suspended {
-                tracking::after_command(cmd, s, ctx, c);
-            }
-            if !ctx.pushes.is_empty() {
-                out.append(ctx.pushes);
-            }
+        if !s.keep_for_later() {
+            return over;
         }
     }
 }

@@ -103,7 +103,8 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
 pub(super) fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
     let keys_job = c.session.resume.keys.as_ref().map_or(0, |k| k.memory_bytes());
     let subs = c.session.pubsub.as_ref().map_or(0, |p| p.memory_bytes());
-    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job + subs;
+    let tx = c.session.tx.as_ref().map_or(0, |t| t.memory_bytes());
+    let now = c.rbuf.len() + c.wbuf.capacity() + c.args.heap_bytes() + keys_job + subs + tx;
     if now == c.memory || c.reject {
         return;
     }
