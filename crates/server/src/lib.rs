@@ -68,6 +68,7 @@
 mod auth;
 mod binary;
 mod cli;
+mod cmdstats;
 mod config;
 mod counter;
 mod extended;

@@ -26,6 +26,7 @@ use fridge_engine::item::MAX_TENANTS;
 use fridge_engine::{EngineStats, TenantId, TenantStats};
 use fridge_proto::memcache;
 
+use crate::cmdstats::CommandTotals;
 use crate::shared::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 use crate::tenants::Tenants;
 pub(crate) use crate::worker_stats::{
@@ -194,8 +195,14 @@ pub(crate) fn reset(shared: &Shared) {
         sweep_checked: e.sweep_checked,
         total_connections: load(&shared.total_connections),
         rejected_connections: load(&shared.rejected_connections),
+        commands: command_totals_now(shared),
     };
     *shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()) = base;
+}
+
+/// Redis's per-command and error counts, summed over workers, since no reset.
+fn command_totals_now(shared: &Shared) -> CommandTotals {
+    CommandTotals::of(shared.workers.iter().map(|w| &w.commands_by_row))
 }
 
 /// The counters a non-admin view shows: the login attempts naming the tenant `user` logged
@@ -469,6 +476,38 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     text(out, "memory_includes_index", includes);
 }
 
+/// `INFO commandstats` and `errorstats` (see `crate::cmdstats`): the admin sees every
+/// client's counts; a tenant, the headers only (the counts are server-wide).
+fn write_command_sections(
+    out: &mut Vec<u8>,
+    shared: &Shared,
+    sections: &[&[u8]],
+    view: &View<'_>,
+    command_name: impl Fn(usize) -> &'static str,
+) {
+    let (commands, errors) =
+        (wants(sections, "commandstats", false), wants(sections, "errorstats", true));
+    if !commands && !errors {
+        return;
+    }
+    let t = if view.admin {
+        let base = shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()).commands;
+        command_totals_now(shared).since(&base)
+    } else {
+        CommandTotals::default()
+    };
+    if commands {
+        out.extend_from_slice(b"# Commandstats\r\n");
+        t.write_commandstats(out, command_name);
+        out.extend_from_slice(b"\r\n");
+    }
+    if errors {
+        out.extend_from_slice(b"# Errorstats\r\n");
+        t.write_errorstats(out);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
 /// Which `INFO` sections to write.
 fn wants(sections: &[&[u8]], name: &str, default: bool) -> bool {
     if sections.is_empty() {
@@ -482,8 +521,15 @@ fn wants(sections: &[&[u8]], name: &str, default: bool) -> bool {
     })
 }
 
-/// Appends the text of Redis's `INFO` for the given section names (empty = default).
-pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]], view: &View<'_>) {
+/// Appends the text of Redis's `INFO` for the given section names (empty = default);
+/// `command_name` names a row of the Redis command table (for commandstats).
+pub(crate) fn write_info(
+    out: &mut Vec<u8>,
+    shared: &Shared,
+    sections: &[&[u8]],
+    view: &View<'_>,
+    command_name: impl Fn(usize) -> &'static str,
+) {
     let tenant = view.tenant;
     let f = Figures::of(shared, view);
     let (e, t) = (&f.engine, &f.totals);
@@ -578,6 +624,7 @@ pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]],
         let (user, system) = f.cpu;
         let _ = write!(out, "# CPU\r\nused_cpu_sys:{system:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
     }
+    write_command_sections(out, shared, sections, view, command_name);
     if wants(sections, "cluster", true) {
         out.extend_from_slice(b"# Cluster\r\ncluster_enabled:0\r\n\r\n");
     }

@@ -25,7 +25,9 @@ pub(super) fn info(
     let count = (cmd.len() - 1).min(sections.len());
     ctx.scratch.clear();
     let view = s.view(ctx.tenants);
-    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view);
+    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view, |row| {
+        COMMANDS.get(row).map_or("", |c| c.name)
+    });
     r::write_verbatim(out, s.version, b"txt", ctx.scratch);
 }
 

@@ -123,7 +123,7 @@ const PAIRS: (i64, i64, i64) = (1, -1, 2);
 /// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
 /// commands sent most often come first.
 #[rustfmt::skip]
-pub(crate) static COMMANDS: [Spec; 82] = [
+pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
     row("set", -3, WRITE | DENYOOM, KEY, strings::set),
     row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
@@ -227,6 +227,21 @@ fn find(name: &[u8]) -> Option<&'static Spec> {
     lookup(l)
 }
 
+/// The counter row (`crate::cmdstats`) of a call of `c`, a row of [`COMMANDS`]: its index in
+/// the table (address arithmetic, nothing is dereferenced), or for a container's subcommand
+/// the subcommand's row; `usize::MAX`, counted nowhere, for a subcommand Redis does not have.
+#[inline]
+fn stat_row(c: &'static Spec, cmd: &Command<'_>) -> usize {
+    match cmd.get(1) {
+        Some(sub) if CONTAINERS.contains(&c.name) => {
+            crate::cmdstats::subcommand_row(c.name, sub).unwrap_or(usize::MAX)
+        }
+        _ => {
+            (c as *const Spec as usize).wrapping_sub(COMMANDS.as_ptr() as usize) / size_of::<Spec>()
+        }
+    }
+}
+
 /// Whether `name` (any case) is a command in [`COMMANDS`].
 pub(crate) fn is_command(name: &[u8]) -> bool {
     find(name).is_some()
@@ -237,6 +252,16 @@ pub(crate) fn is_command(name: &[u8]) -> bool {
 /// In order, as Redis: an unknown command or a wrong number of arguments is refused
 /// before the login check (`NOAUTH`), which lets through only [`NOAUTH_OK`] commands.
 pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    let start = out.len();
+    dispatch(cmd, out, s, ctx);
+    if out.get(start) == Some(&b'-') {
+        ctx.stats.commands_by_row.error(&out[start..]);
+    }
+}
+
+/// [`execute`] less the error count: the login check, the handler, and the command's
+/// counts (`crate::cmdstats`).
+fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let name = cmd.name();
     let spec = find(name);
     let n = cmd.len();
@@ -245,7 +270,10 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         None if s.must_login(ctx.tenants) => match spec {
             None => return r::write_unknown_command(out, cmd),
             Some(c) if !c.arity_ok(n) => return write_wrong_arity(out, name),
-            Some(c) if c.flags & NOAUTH_OK == 0 => return write_error(out, NOAUTH),
+            Some(c) if c.flags & NOAUTH_OK == 0 => {
+                ctx.stats.commands_by_row.rejected(stat_row(c, cmd));
+                return write_error(out, NOAUTH);
+            }
             Some(_) => TenantId(0),
         },
         // Not logged in, allowed: `default`, or the tenant the first key's prefix routes to.
@@ -257,18 +285,29 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         None => TenantId(0),
     };
     s.tenant = t;
+    let counts = &ctx.stats.commands_by_row;
     match spec {
         None => r::write_unknown_command(out, cmd),
-        Some(c) if !c.arity_ok(n) => write_wrong_arity(out, name),
+        Some(c) if !c.arity_ok(n) => {
+            counts.rejected(stat_row(c, cmd));
+            write_wrong_arity(out, name);
+        }
         Some(c)
             if s.version == r::Version::Resp2
                 && s.subscribed()
                 && !pubsub::allowed_in_subscriber_mode(c.name) =>
         {
+            counts.rejected(stat_row(c, cmd));
             pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
         }
         Some(c) => {
+            let (start, began) = (out.len(), std::time::Instant::now());
             (c.run)(cmd, out, s, ctx, c);
+            if !s.resume.suspended {
+                let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let failed = out.get(start) == Some(&b'-');
+                ctx.stats.commands_by_row.ran(stat_row(c, cmd), nanos, failed);
+            }
             if s.tracking.is_some() && !s.resume.suspended {
                 tracking::after_command(cmd, s, ctx, c);
             }
