@@ -16,7 +16,6 @@
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-
 /// The rows of `resp::COMMANDS`, the Redis command table.
 pub const COMMAND_ROWS: usize = 82;
 

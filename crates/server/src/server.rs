@@ -117,6 +117,8 @@ impl Server {
             auth_failures: Mutex::new(auth::FailureLog::default()),
             reload_failures: AtomicU64::new(0),
             stats_baseline: Mutex::default(),
+            memory_peak: AtomicU64::new(0),
+            info_sample: Mutex::default(),
             started_ms: clock.now_ms(),
             clock,
             injected_clock,
