@@ -17,12 +17,12 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The rows of `resp::COMMANDS`, the Redis command table.
-pub const COMMAND_ROWS: usize = 82;
+pub const COMMAND_ROWS: usize = 83;
 
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's
 /// subcommands of the containers fridge has; an unknown subcommand is no call of any.
-pub(crate) const SUBCOMMANDS: [&str; 47] = [
+pub(crate) const SUBCOMMANDS: [&str; 51] = [
     "acl|cat",
     "acl|deluser",
     "acl|dryrun",
@@ -70,6 +70,10 @@ pub(crate) const SUBCOMMANDS: [&str; 47] = [
     "pubsub|numsub",
     "pubsub|shardchannels",
     "pubsub|shardnumsub",
+    "slowlog|get",
+    "slowlog|help",
+    "slowlog|len",
+    "slowlog|reset",
 ];
 
 /// Counter rows: the command table's, then [`SUBCOMMANDS`]'.

@@ -88,6 +88,7 @@ mod server;
 mod session;
 mod shared;
 mod size_class;
+mod slowlog;
 mod stats;
 pub mod tenants;
 mod tracking;

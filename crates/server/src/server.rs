@@ -119,6 +119,7 @@ impl Server {
             stats_baseline: Mutex::default(),
             memory_peak: AtomicU64::new(0),
             info_sample: Mutex::default(),
+            slowlog: Default::default(),
             started_ms: clock.now_ms(),
             clock,
             injected_clock,

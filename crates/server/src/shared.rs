@@ -121,6 +121,8 @@ pub(crate) struct Shared {
     pub memory_peak: AtomicU64,
     /// The counts `INFO`'s `instantaneous_*` rates were last taken from.
     pub info_sample: Mutex<InfoSample>,
+    /// Redis's slow log and its settings.
+    pub slowlog: crate::slowlog::SlowLog,
     /// The log watchers (`watch`), shared with the engine's eviction observer.
     pub watch: Arc<crate::watch::Hub>,
     /// Pub/sub channels and the workers' mailboxes.

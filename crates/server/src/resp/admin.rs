@@ -74,7 +74,26 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("io-threads", ctx.shared.workers.len().to_string()),
         ("notify-keyspace-events", ctx.shared.notify.get()),
         ("tracking-table-max-keys", ctx.shared.tracking.max_keys().to_string()),
+        ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than().to_string()),
+        ("slowlog-max-len", ctx.shared.slowlog.max_len().to_string()),
     ]
+}
+
+/// An integer setting's value for `CONFIG SET`, in `min..=max`; otherwise writes Redis's
+/// error for `name` and answers `None`.
+fn ranged(out: &mut Vec<u8>, name: &str, value: &[u8], min: i64, max: i64) -> Option<i64> {
+    let n = super::int_arg(value);
+    if n.is_some_and(|n| (min..=max).contains(&n)) {
+        return n;
+    }
+    let _ = write!(out, "-ERR CONFIG SET failed (possibly related to argument '{name}') - ");
+    match n {
+        None => out.extend_from_slice(b"argument couldn't be parsed into an integer\r\n"),
+        Some(_) => {
+            let _ = write!(out, "argument must be between {min} and {max} inclusive\r\n");
+        }
+    }
+    None
 }
 
 pub(super) fn config(
@@ -129,7 +148,7 @@ pub(super) fn config(
         // Settings with no effect on a cache without persistence are accepted.
         const NO_OPS: [&str; 5] =
             ["save", "appendonly", "appendfsync", "maxmemory-policy", "maxmemory-samples"];
-        let (mut events, mut max_keys) = (None, None);
+        let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
         for i in (2..cmd.len()).step_by(2) {
             let p = arg(i);
             if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
@@ -146,6 +165,17 @@ pub(super) fn config(
                         return;
                     }
                 }
+            } else if p.eq_ignore_ascii_case(b"slowlog-log-slower-than") {
+                match ranged(out, "slowlog-log-slower-than", arg(i + 1), -1, i64::MAX) {
+                    Some(n) => slower = Some(n),
+                    None => return,
+                }
+            } else if p.eq_ignore_ascii_case(b"slowlog-max-len") {
+                let max = crate::slowlog::MAX_LEN as i64;
+                match ranged(out, "slowlog-max-len", arg(i + 1), 0, max) {
+                    Some(n) => slow_len = Some(n as usize),
+                    None => return,
+                }
             } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
                 out.extend_from_slice(
                     b"-ERR Unknown option or number of arguments for CONFIG SET - '",
@@ -161,6 +191,12 @@ pub(super) fn config(
         }
         if let Some(n) = max_keys {
             ctx.shared.tracking.set_max_keys(n);
+        }
+        if let Some(n) = slower {
+            ctx.shared.slowlog.set_slower_than(n);
+        }
+        if let Some(n) = slow_len {
+            ctx.shared.slowlog.set_max_len(n);
         }
         write_simple(out, b"OK");
     } else if sub.eq_ignore_ascii_case(b"resetstat") {

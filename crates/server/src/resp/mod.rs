@@ -32,6 +32,7 @@ mod keyspace;
 mod object;
 mod pubsub;
 mod range;
+mod slowlog;
 mod strings;
 mod tracking;
 
@@ -172,6 +173,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("acl", -2, 0, NONE, connection::acl),
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
+    row("slowlog", -2, 0, NONE, slowlog::slowlog),
     row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
     row("getrange", 4, READONLY, KEY, range::getrange),
     row("substr", 4, READONLY, KEY, range::getrange),
@@ -307,6 +309,9 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
                 let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 let failed = out.get(start) == Some(&b'-');
                 ctx.stats.commands_by_row.ran(stat_row(c, cmd), nanos, failed);
+                if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
+                    log_slow(cmd, ctx, nanos / 1000);
+                }
             }
             if s.tracking.is_some() && !s.resume.suspended {
                 tracking::after_command(cmd, s, ctx, c);
@@ -318,8 +323,26 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     }
 }
 
+/// Commands the slow log leaves out, as Redis does (`no-slowlog`: their arguments may hold a
+/// password).
+const SKIP_SLOWLOG: [&str; 2] = ["auth", "hello"];
+
+/// Adds a command that ran for `micros` to the slow log (`crate::slowlog`), with its client's
+/// address and name.
+#[cold]
+fn log_slow(cmd: &Command<'_>, ctx: &Ctx<'_>, micros: u64) {
+    let (addr, name) = {
+        let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients
+            .get(&ctx.client)
+            .map_or_else(Default::default, |e| (e.peer.to_string(), e.name.clone()))
+    };
+    let args = (0..cmd.len()).map(|i| cmd.get(i).unwrap_or_default());
+    ctx.shared.slowlog.push(args, micros, addr, name);
+}
+
 /// Commands with subcommands: Redis names them `name|sub` in errors.
-const CONTAINERS: [&str; 5] = ["acl", "client", "command", "config", "pubsub"];
+const CONTAINERS: [&str; 6] = ["acl", "client", "command", "config", "pubsub", "slowlog"];
 
 /// A command's full name as Redis gives it in errors: `get`, `client|id`.
 fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
