@@ -2,6 +2,7 @@
 
 use std::io::Write as _;
 
+use fridge_engine::TenantId;
 use fridge_proto::number::{self, MAX_DIGITS, u64_digits};
 use fridge_proto::resp::{
     self as r, Command, Version, write_array_header, write_bulk, write_error, write_integer,
@@ -56,12 +57,12 @@ pub(super) fn time(
 }
 
 /// Parameters `CONFIG GET` reports, with their values.
-fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
+fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)> {
     let c = &ctx.shared.config;
     vec![
         ("maxmemory", ctx.shared.engine.memory_limit().to_string()),
         ("memory-includes-index", if c.memory_includes_index { "yes" } else { "no" }.into()),
-        ("maxmemory-policy", "allkeys-lru".into()),
+        ("maxmemory-policy", super::maxmemory::policy(ctx, tenant).into()),
         ("maxclients", c.max_connections.to_string()),
         ("timeout", c.idle_timeout.to_string()),
         ("port", ctx.shared.resp_port.unwrap_or(ctx.shared.main_port).to_string()),
@@ -103,6 +104,9 @@ pub(super) fn config(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if super::help::answer(cmd, out, "config") {
+        return;
+    }
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let v = s.version;
     let sub = arg(1);
@@ -131,7 +135,7 @@ pub(super) fn config(
         if cmd.len() < 3 {
             return write_wrong_arity(out, b"config|get");
         }
-        let params = config_params(ctx);
+        let params = config_params(ctx, s.tenant);
         let matched: Vec<&(&str, String)> = params
             .iter()
             .filter(|(name, _)| (2..cmd.len()).any(|i| glob_match_nocase(arg(i), name.as_bytes())))
@@ -146,8 +150,8 @@ pub(super) fn config(
             return write_wrong_arity(out, b"config|set");
         }
         // Settings with no effect on a cache without persistence are accepted.
-        const NO_OPS: [&str; 5] =
-            ["save", "appendonly", "appendfsync", "maxmemory-policy", "maxmemory-samples"];
+        const NO_OPS: [&str; 4] = ["save", "appendonly", "appendfsync", "maxmemory-samples"];
+        let (mut maxmemory, mut rank) = (None, None);
         let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
         for i in (2..cmd.len()).step_by(2) {
             let p = arg(i);
@@ -164,6 +168,16 @@ pub(super) fn config(
                         );
                         return;
                     }
+                }
+            } else if p.eq_ignore_ascii_case(b"maxmemory") {
+                match super::maxmemory::parse_maxmemory(out, arg(i + 1)) {
+                    Some(n) => maxmemory = Some(n),
+                    None => return,
+                }
+            } else if p.eq_ignore_ascii_case(b"maxmemory-policy") {
+                match super::maxmemory::parse_policy(out, arg(i + 1)) {
+                    Some(r) => rank = Some(r),
+                    None => return,
                 }
             } else if p.eq_ignore_ascii_case(b"slowlog-log-slower-than") {
                 match ranged(out, "slowlog-log-slower-than", arg(i + 1), -1, i64::MAX) {
@@ -184,10 +198,24 @@ pub(super) fn config(
                 return out.extend_from_slice(b"'\r\n");
             }
         }
+        // The two settings that can still fail: the first undone if the second fails, so
+        // that a refused CONFIG SET changes nothing.
+        let events_before = ctx.shared.notify.get();
         if let Some(value) = events {
             if crate::notify::configure(ctx.shared, value).is_err() {
                 return write_error(out, crate::keyspace::INVALID);
             }
+        }
+        if let Some(bytes) = maxmemory {
+            if !super::maxmemory::set_maxmemory(out, ctx, bytes) {
+                if events.is_some() {
+                    let _ = crate::notify::configure(ctx.shared, events_before.as_bytes());
+                }
+                return;
+            }
+        }
+        if let Some(r) = rank {
+            super::maxmemory::set_policy(ctx, r);
         }
         if let Some(n) = max_keys {
             ctx.shared.tracking.set_max_keys(n);
@@ -241,6 +269,9 @@ pub(super) fn client(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if super::help::answer(cmd, out, "client") {
+        return;
+    }
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let n = cmd.len();
     if n < 2 {
@@ -404,6 +435,9 @@ pub(super) fn command(
     _: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if super::help::answer(cmd, out, "command") {
+        return;
+    }
     let v = s.version;
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     if cmd.len() == 1 {

@@ -226,7 +226,7 @@ fn write_memory(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>, f: &Figures
          number_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\n\
          used_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\n\
          used_memory_scripts_human:0B\r\nmaxmemory:{max}\r\nmaxmemory_human:{}\r\n\
-         maxmemory_policy:allkeys-lru\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\n\
+         maxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\n\
          allocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\n\
          rss_overhead_bytes:0\r\nmem_fragmentation_ratio:{frag:.2}\r\n\
          mem_fragmentation_bytes:{}\r\nmem_not_counted_for_evict:0\r\n\
@@ -243,6 +243,7 @@ fn write_memory(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>, f: &Figures
         percent(e.item_bytes, used),
         Human(system),
         Human(max),
+        crate::memlimit::policy_name(shared.engine.tenant_policy(view.tenant).rank),
         rss as i64 - used as i64,
         f.client_memory,
         shared.config.client_memory_limit(),
