@@ -76,6 +76,19 @@ pub(crate) const SUBCOMMANDS: [&str; 51] = [
     "slowlog|reset",
 ];
 
+/// The name of counter row `row`: a command table row named by `command`, or a
+/// [`SUBCOMMANDS`] entry; `None` past the end.
+pub(crate) fn row_name(
+    row: usize,
+    command: impl Fn(usize) -> &'static str,
+) -> Option<&'static str> {
+    if row < COMMAND_ROWS {
+        Some(command(row))
+    } else {
+        SUBCOMMANDS.get(row - COMMAND_ROWS).copied()
+    }
+}
+
 /// Counter rows: the command table's, then [`SUBCOMMANDS`]'.
 pub const STAT_ROWS: usize = COMMAND_ROWS + SUBCOMMANDS.len();
 

@@ -240,6 +240,21 @@ pub(super) fn config(
     }
 }
 
+/// The name of a connection's last command, as `CLIENT LIST`'s `cmd` gives it (`get`,
+/// `client|list`; `NULL` before its first).
+fn last_command(e: &crate::shared::ClientEntry) -> &'static str {
+    let row = e.pending.last_row.load(std::sync::atomic::Ordering::Relaxed);
+    let name = |r: usize| COMMANDS.get(r).map_or("NULL", |c| c.name);
+    row.checked_sub(1).and_then(|r| crate::cmdstats::row_name(r, name)).unwrap_or("NULL")
+}
+
+/// A connection's subscriptions: channels, patterns, shard channels.
+fn subscription_counts(e: &crate::shared::ClientEntry) -> (usize, usize, usize) {
+    let load = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+    let p = &e.pending;
+    (load(&p.channels), load(&p.patterns), load(&p.shard_channels))
+}
+
 fn client_line(
     out: &mut Vec<u8>,
     id: u64,
@@ -248,17 +263,20 @@ fn client_line(
     now: u64,
     resp: u8,
 ) {
+    let (sub, psub, ssub) = subscription_counts(e);
+    let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
     let _ = writeln!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db=0 sub=0 psub=0 \
-         ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 \
-         tot-mem={} events=r cmd=client user={user} redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db=0 sub={sub} \
+         psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 \
+         oll=0 omem=0 tot-mem={} events=r cmd={} user={user} redir=-1 resp={resp}",
         e.peer,
         e.local,
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
         now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
         e.memory,
+        last_command(e),
     );
 }
 
@@ -309,7 +327,9 @@ pub(super) fn client(
                 if is(b"info") && *id != s.id {
                     continue;
                 }
-                if let Some(e) = clients.get(id).filter(|e| view.sees_client(*id, e)) {
+                // A killed connection is gone for Redis at once; here its worker closes it
+                // at its next turn: not listed meanwhile.
+                if let Some(e) = clients.get(id).filter(|e| !e.killed && view.sees_client(*id, e)) {
                     let user = ctx.tenants.name(e.tenant).unwrap_or_default();
                     client_line(ctx.scratch, *id, e, user, now, resp);
                 }
@@ -343,25 +363,93 @@ pub(super) fn client(
     }
 }
 
+/// `CLIENT KILL`'s connection types: replication connections fridge has none of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KillType {
+    Normal,
+    Pubsub,
+    Replication,
+}
+
+/// `CLIENT KILL`'s filters (`None`: any).
+#[derive(Debug, Default)]
+struct KillFilter<'a> {
+    id: Option<u64>,
+    addr: Option<&'a [u8]>,
+    laddr: Option<&'a [u8]>,
+    user: Option<TenantId>,
+    max_age: Option<u64>,
+    kind: Option<KillType>,
+    skipme: bool,
+}
+
+impl KillFilter<'_> {
+    fn matches(&self, id: u64, e: &crate::shared::ClientEntry, now_ms: u64) -> bool {
+        let (sub, psub, ssub) = subscription_counts(e);
+        let kind = if sub + psub + ssub > 0 { KillType::Pubsub } else { KillType::Normal };
+        self.id.is_none_or(|want| want == id)
+            && self.addr.is_none_or(|a| e.peer.to_string().as_bytes() == a)
+            && self.laddr.is_none_or(|a| e.local.to_string().as_bytes() == a)
+            && self.user.is_none_or(|t| t == e.tenant)
+            // Redis 7.4's MAXAGE: older than `secs` seconds; 0, no filter.
+            && self.max_age.is_none_or(|secs| {
+                secs == 0 || now_ms.saturating_sub(e.created_ms) / 1000 > secs
+            })
+            && self.kind.is_none_or(|k| k == kind)
+    }
+}
+
 fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let n = cmd.len();
-    // Old form: CLIENT KILL ip:port. New form: filters.
-    let (mut by_id, mut by_addr, mut skipme) = (None, None, true);
+    // Old form: CLIENT KILL ip:port. New form: filters, all of which must match.
+    let mut f = KillFilter { skipme: true, ..KillFilter::default() };
     if n == 3 {
-        by_addr = Some(arg(2));
+        f.addr = Some(arg(2));
     } else if n >= 4 && n % 2 == 0 {
         for i in (2..n).step_by(2) {
-            let (f, val) = (arg(i), arg(i + 1));
-            if f.eq_ignore_ascii_case(b"id") {
-                match number::parse_u64(val) {
-                    Some(id) => by_id = Some(id),
+            let (name, val) = (arg(i), arg(i + 1));
+            let is = |w: &[u8]| name.eq_ignore_ascii_case(w);
+            if is(b"id") {
+                match number::parse_u64(val).filter(|&id| id > 0) {
+                    Some(id) => f.id = Some(id),
                     None => return write_error(out, b"ERR client-id should be greater than 0"),
                 }
-            } else if f.eq_ignore_ascii_case(b"addr") {
-                by_addr = Some(val);
-            } else if f.eq_ignore_ascii_case(b"skipme") {
-                skipme = !val.eq_ignore_ascii_case(b"no");
+            } else if is(b"addr") {
+                f.addr = Some(val);
+            } else if is(b"laddr") {
+                f.laddr = Some(val);
+            } else if is(b"user") {
+                match ctx.tenants.find(val) {
+                    Some(t) => f.user = Some(t),
+                    None => {
+                        out.extend_from_slice(b"-ERR No such user '");
+                        out.extend(val.iter().take(128).map(|&c| if c < b' ' { b' ' } else { c }));
+                        return out.extend_from_slice(b"'\r\n");
+                    }
+                }
+            } else if is(b"skipme") && val.eq_ignore_ascii_case(b"yes") {
+                f.skipme = true;
+            } else if is(b"skipme") && val.eq_ignore_ascii_case(b"no") {
+                f.skipme = false;
+            } else if is(b"maxage") {
+                match number::parse_u64(val) {
+                    Some(secs) => f.max_age = Some(secs),
+                    None => return write_error(out, SYNTAX),
+                }
+            } else if is(b"type") {
+                let t = |w: &[u8]| val.eq_ignore_ascii_case(w);
+                f.kind = Some(if t(b"normal") {
+                    KillType::Normal
+                } else if t(b"pubsub") {
+                    KillType::Pubsub
+                } else if t(b"master") || t(b"replica") || t(b"slave") {
+                    KillType::Replication
+                } else {
+                    out.extend_from_slice(b"-ERR Unknown client type '");
+                    out.extend(val.iter().take(128).map(|&c| if c < b' ' { b' ' } else { c }));
+                    return out.extend_from_slice(b"'\r\n");
+                });
             } else {
                 return write_error(out, SYNTAX);
             }
@@ -369,6 +457,7 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
     } else {
         return write_error(out, SYNTAX);
     }
+    let now = ctx.shared.now_ms();
     // A client the session may not see (another tenant's, or anyone else's for a client that
     // has not logged in) does not exist for it: `No such client`, or 0 killed.
     let mut killed = 0;
@@ -377,10 +466,12 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
         let view = s.view(ctx.tenants);
         let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
         for (id, e) in clients.iter_mut() {
-            let addr_ok = by_addr.is_none_or(|a| e.peer.to_string().as_bytes() == a);
-            let id_ok = by_id.is_none_or(|want| want == *id);
             let me = *id == s.id;
-            if view.sees_client(*id, e) && addr_ok && id_ok && !(me && skipme && n != 3) {
+            if !e.killed
+                && view.sees_client(*id, e)
+                && f.matches(*id, e, now)
+                && !(me && f.skipme && n != 3)
+            {
                 killed += 1;
                 if me {
                     s.closing = true;

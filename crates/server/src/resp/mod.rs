@@ -38,6 +38,8 @@ mod slowlog;
 mod strings;
 mod tracking;
 
+use std::sync::atomic::Ordering;
+
 use fridge_engine::{EngineError, TenantId};
 use fridge_proto::number::parse_redis_i64;
 use fridge_proto::resp::{self as r, Command, write_error, write_wrong_arity};
@@ -261,6 +263,25 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     if out.get(start) == Some(&b'-') {
         ctx.stats.commands_by_row.error(&out[start..]);
     }
+    publish_subscriptions(s);
+}
+
+/// Stores the connection's subscription counts where `CLIENT LIST` reads them: three relaxed
+/// loads, and stores only when a count changed.
+#[inline]
+fn publish_subscriptions(s: &Session) {
+    let counts = s
+        .pubsub
+        .as_ref()
+        .map_or((0, 0, 0), |p| (p.channels.len(), p.patterns.len(), p.shard.len()));
+    let p = &s.pending;
+    for (cell, n) in
+        [(&p.channels, counts.0), (&p.patterns, counts.1), (&p.shard_channels, counts.2)]
+    {
+        if cell.load(Ordering::Relaxed) != n {
+            cell.store(n, Ordering::Relaxed);
+        }
+    }
 }
 
 /// [`execute`] less the error count: the login check, the handler, and the command's
@@ -305,12 +326,15 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
             pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
         }
         Some(c) => {
+            // Stored first, as Redis sets `c->cmd`: `CLIENT INFO` shows itself.
+            let row = stat_row(c, cmd);
+            s.pending.last_row.store(row.wrapping_add(1), Ordering::Relaxed);
             let (start, began) = (out.len(), std::time::Instant::now());
             (c.run)(cmd, out, s, ctx, c);
             if !s.resume.suspended {
                 let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 let failed = out.get(start) == Some(&b'-');
-                ctx.stats.commands_by_row.ran(stat_row(c, cmd), nanos, failed);
+                ctx.stats.commands_by_row.ran(row, nanos, failed);
                 if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
                     log_slow(cmd, ctx, nanos / 1000);
                 }
