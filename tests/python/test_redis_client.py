@@ -72,3 +72,32 @@ def test_client_kill_type_normal_and_id(fridge):
     assert admin.execute_command("CLIENT", "KILL", "ID", other_id, "TYPE", "pubsub") == 0
     assert admin.execute_command("CLIENT", "KILL", "ID", other_id, "TYPE", "normal") == 1
     assert "other2" not in names(admin)
+
+
+def pipelined(addr, commands):
+    """The bytes that come back for `commands` sent at once, up to the final ECHO's reply."""
+    import socket
+
+    from test_redis_parity import encode
+    end = b"$3\r\nend\r\n"
+    with socket.create_connection(addr) as s:
+        s.settimeout(10)
+        s.sendall(b"".join(encode(c) for c in commands + [["ECHO", "end"]]))
+        got = b""
+        while not got.endswith(end):
+            data = s.recv(65536)
+            assert data, got
+            got += data
+    return got
+
+
+def test_client_reply_as_redis(fridge, redis_server):  # noqa: F811
+    commands = [
+        ["SET", "k", "1"],
+        ["CLIENT", "REPLY", "SKIP"], ["INCR", "k"], ["GET", "k"],
+        ["CLIENT", "REPLY", "OFF"], ["INCR", "k"], ["GET", "k"], ["NOSUCH"],
+        ["CLIENT", "REPLY", "ON"], ["GET", "k"],
+        ["CLIENT", "REPLY", "MAYBE"], ["CLIENT", "REPLY"],
+    ]
+    assert pipelined(fridge, commands) == pipelined(redis_server, commands)
+    same(fridge, redis_server, [["CLIENT", "REPLY", "ON"], ["CLIENT", "REPLY", "x"]])

@@ -56,6 +56,11 @@ pub(crate) struct Session {
     pub pending: Arc<Pending>,
     /// Its client-side caching mode, while `CLIENT TRACKING` is on.
     pub tracking: Option<Box<ClientTracking>>,
+    /// `CLIENT REPLY OFF`: replies are dropped.
+    pub reply_off: bool,
+    /// `CLIENT REPLY SKIP`: 2 while the SKIP itself runs, 1 while the command whose reply is
+    /// dropped runs, then 0.
+    pub reply_skip: u8,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the

@@ -312,6 +312,8 @@ impl Loop {
                     pubsub: None,
                     pending,
                     tracking: None,
+                    reply_off: false,
+                    reply_skip: 0,
                 },
                 readable: true,
                 writable: true,

@@ -336,6 +336,22 @@ pub(super) fn client(
             }
         }
         r::write_verbatim(out, s.version, b"txt", ctx.scratch);
+    } else if is(b"reply") {
+        if n != 3 {
+            return write_wrong_arity(out, b"client|reply");
+        }
+        let mode = arg(2);
+        if mode.eq_ignore_ascii_case(b"on") {
+            (s.reply_off, s.reply_skip) = (false, 0);
+            write_simple(out, b"OK");
+        } else if mode.eq_ignore_ascii_case(b"off") {
+            s.reply_off = true;
+        } else if mode.eq_ignore_ascii_case(b"skip") {
+            // Its own reply is none; the next command's is dropped.
+            s.reply_skip = 2;
+        } else {
+            write_error(out, SYNTAX);
+        }
     } else if is(b"kill") {
         client_kill(cmd, out, s, ctx);
     } else if is(b"tracking") {

@@ -264,6 +264,13 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         ctx.stats.commands_by_row.error(&out[start..]);
     }
     publish_subscriptions(s);
+    // CLIENT REPLY OFF and SKIP: the reply is dropped (a command answered in steps, each step).
+    if s.reply_off || s.reply_skip == 1 {
+        out.truncate(start);
+    }
+    if s.reply_skip > 0 && !s.resume.suspended {
+        s.reply_skip -= 1;
+    }
 }
 
 /// Stores the connection's subscription counts where `CLIENT LIST` reads them: three relaxed
