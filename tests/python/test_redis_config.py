@@ -77,3 +77,23 @@ def test_a_refused_config_set_changes_nothing(fridge):
     except redis.ResponseError:
         pass
     assert r.config_get("*") == before
+
+
+def test_role_as_redis(fridge, redis_server):  # noqa: F811
+    same(fridge, redis_server, [["ROLE"], ["ROLE", "x"], ["DEBUG"]])
+
+
+def test_debug_sleep_is_bounded(fridge):
+    r = client(fridge)
+    assert r.execute_command("DEBUG", "SLEEP", "0") == "OK"
+    assert r.execute_command("DEBUG", "SLEEP", "0.05") == "OK"
+    assert r.execute_command("DEBUG", "SLEEP", "abc") == "OK"
+    for bad, message in [(["SLEEP", "6"], "at most 5 seconds"),
+                         (["FOO"], "unknown subcommand 'FOO'. Try DEBUG HELP."),
+                         (["SLEEP"], "wrong number of arguments for 'debug|sleep'")]:
+        try:
+            r.execute_command("DEBUG", *bad)
+            raise AssertionError(f"{bad} accepted")
+        except redis.ResponseError as e:
+            assert message in str(e)
+    assert r.execute_command("DEBUG", "HELP")[1] == "SLEEP <seconds>"

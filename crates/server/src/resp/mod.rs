@@ -25,6 +25,7 @@
 mod admin;
 mod bits;
 mod connection;
+mod debug;
 mod dump;
 pub(crate) mod glob;
 mod help;
@@ -178,6 +179,8 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
     row("slowlog", -2, 0, NONE, slowlog::slowlog),
+    row("role", 1, FAST, NONE, debug::role),
+    row("debug", -2, 0, NONE, debug::debug),
     row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
     row("getrange", 4, READONLY, KEY, range::getrange),
     row("substr", 4, READONLY, KEY, range::getrange),
