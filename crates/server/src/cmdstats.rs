@@ -17,12 +17,12 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The rows of `resp::COMMANDS`, the Redis command table.
-pub const COMMAND_ROWS: usize = 85;
+pub const COMMAND_ROWS: usize = 86;
 
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's
 /// subcommands of the containers fridge has; an unknown subcommand is no call of any.
-pub(crate) const SUBCOMMANDS: [&str; 51] = [
+pub(crate) const SUBCOMMANDS: [&str; 56] = [
     "acl|cat",
     "acl|deluser",
     "acl|dryrun",
@@ -64,6 +64,11 @@ pub(crate) const SUBCOMMANDS: [&str; 51] = [
     "config|resetstat",
     "config|rewrite",
     "config|set",
+    "latency|doctor",
+    "latency|help",
+    "latency|history",
+    "latency|latest",
+    "latency|reset",
     "pubsub|channels",
     "pubsub|help",
     "pubsub|numpat",

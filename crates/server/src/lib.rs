@@ -73,6 +73,7 @@ mod config;
 mod counter;
 mod extended;
 mod keyspace;
+mod latency;
 mod listen;
 mod mc_admin;
 mod memcache;

@@ -120,6 +120,7 @@ impl Server {
             memory_peak: AtomicU64::new(0),
             info_sample: Mutex::default(),
             slowlog: Default::default(),
+            latency: Default::default(),
             started_ms: clock.now_ms(),
             clock,
             injected_clock,

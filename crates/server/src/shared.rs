@@ -123,6 +123,8 @@ pub(crate) struct Shared {
     pub info_sample: Mutex<InfoSample>,
     /// Redis's slow log and its settings.
     pub slowlog: crate::slowlog::SlowLog,
+    /// Redis's latency monitor.
+    pub latency: crate::latency::Latency,
     /// The log watchers (`watch`), shared with the engine's eviction observer.
     pub watch: Arc<crate::watch::Hub>,
     /// Pub/sub channels and the workers' mailboxes.

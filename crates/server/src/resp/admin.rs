@@ -77,6 +77,7 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("tracking-table-max-keys", ctx.shared.tracking.max_keys().to_string()),
         ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than().to_string()),
         ("slowlog-max-len", ctx.shared.slowlog.max_len().to_string()),
+        ("latency-monitor-threshold", ctx.shared.latency.threshold().to_string()),
     ]
 }
 
@@ -151,7 +152,7 @@ pub(super) fn config(
         }
         // Settings with no effect on a cache without persistence are accepted.
         const NO_OPS: [&str; 4] = ["save", "appendonly", "appendfsync", "maxmemory-samples"];
-        let (mut maxmemory, mut rank) = (None, None);
+        let (mut maxmemory, mut rank, mut latency) = (None, None, None);
         let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
         for i in (2..cmd.len()).step_by(2) {
             let p = arg(i);
@@ -182,6 +183,11 @@ pub(super) fn config(
             } else if p.eq_ignore_ascii_case(b"slowlog-log-slower-than") {
                 match ranged(out, "slowlog-log-slower-than", arg(i + 1), -1, i64::MAX) {
                     Some(n) => slower = Some(n),
+                    None => return,
+                }
+            } else if p.eq_ignore_ascii_case(b"latency-monitor-threshold") {
+                match ranged(out, "latency-monitor-threshold", arg(i + 1), 0, i64::MAX) {
+                    Some(n) => latency = Some(n as u64),
                     None => return,
                 }
             } else if p.eq_ignore_ascii_case(b"slowlog-max-len") {
@@ -219,6 +225,9 @@ pub(super) fn config(
         }
         if let Some(n) = max_keys {
             ctx.shared.tracking.set_max_keys(n);
+        }
+        if let Some(ms) = latency {
+            ctx.shared.latency.set_threshold(ms);
         }
         if let Some(n) = slower {
             ctx.shared.slowlog.set_slower_than(n);

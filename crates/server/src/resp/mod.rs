@@ -31,6 +31,7 @@ pub(crate) mod glob;
 mod help;
 mod keys;
 mod keyspace;
+mod latency;
 mod maxmemory;
 mod object;
 mod pubsub;
@@ -181,6 +182,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("slowlog", -2, 0, NONE, slowlog::slowlog),
     row("role", 1, FAST, NONE, debug::role),
     row("debug", -2, 0, NONE, debug::debug),
+    row("latency", -2, 0, NONE, latency::latency),
     row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
     row("getrange", 4, READONLY, KEY, range::getrange),
     row("substr", 4, READONLY, KEY, range::getrange),
@@ -345,6 +347,9 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
                 let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
                 let failed = out.get(start) == Some(&b'-');
                 ctx.stats.commands_by_row.ran(row, nanos, failed);
+                if ctx.shared.latency.wants(nanos) {
+                    ctx.shared.latency.record(c.flags & FAST != 0, nanos);
+                }
                 if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
                     log_slow(cmd, ctx, nanos / 1000);
                 }
@@ -378,7 +383,8 @@ fn log_slow(cmd: &Command<'_>, ctx: &Ctx<'_>, micros: u64) {
 }
 
 /// Commands with subcommands: Redis names them `name|sub` in errors.
-const CONTAINERS: [&str; 6] = ["acl", "client", "command", "config", "pubsub", "slowlog"];
+const CONTAINERS: [&str; 7] =
+    ["acl", "client", "command", "config", "latency", "pubsub", "slowlog"];
 
 /// A command's full name as Redis gives it in errors: `get`, `client|id`.
 fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
