@@ -31,6 +31,15 @@ def connect(addr, name=None):
     return r
 
 
+def wait_for(condition, seconds=10):
+    """Polls `condition` until it holds (a request on another connection runs in its own
+    time); fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.02)
+
+
 def names(r):
     return sorted(c["name"] for c in r.client_list() if c["name"])
 
@@ -38,6 +47,7 @@ def names(r):
 def test_client_kill_filters(fridge):
     admin = connect(fridge, "admin")
     plain = connect(fridge, "plain")
+    plain.ping()
     sub = connect(fridge)
     ps = sub.pubsub()
     ps.subscribe("ch")
@@ -45,8 +55,7 @@ def test_client_kill_filters(fridge):
     ps.get_message(timeout=5)
     ps.get_message(timeout=5)
     ps.connection.send_command("CLIENT", "SETNAME", "subscriber")
-    time.sleep(0.2)
-    assert names(admin) == ["admin", "plain", "subscriber"]
+    wait_for(lambda: {"admin", "plain", "subscriber"} <= set(names(admin)))
     subscriber = next(c for c in admin.client_list() if c["name"] == "subscriber")
     assert (subscriber["sub"], subscriber["psub"], subscriber["flags"]) == ("1", "1", "P")
     assert subscriber["cmd"] == "client|setname"
@@ -55,12 +64,18 @@ def test_client_kill_filters(fridge):
     # Filters that match nothing kill nothing.
     assert admin.execute_command("CLIENT", "KILL", "LADDR", "10.0.0.1:1") == 0
     assert admin.execute_command("CLIENT", "KILL", "MAXAGE", "100000") == 0
-    # TYPE pubsub kills the subscriber only.
-    assert admin.execute_command("CLIENT", "KILL", "TYPE", "pubsub") == 1
-    # USER and LADDR together: every other client of user default on this port (SKIPME yes).
-    laddr = me["laddr"]
-    assert admin.execute_command("CLIENT", "KILL", "USER", "default", "LADDR", laddr) == 1
-    assert names(admin) == ["admin"]
+    # TYPE pubsub matches the subscriber, TYPE normal does not (ID: the server's other
+    # clients are left alone).
+    sub_id = subscriber["id"]
+    assert admin.execute_command("CLIENT", "KILL", "ID", sub_id, "TYPE", "normal") == 0
+    assert admin.execute_command("CLIENT", "KILL", "ID", sub_id, "TYPE", "pubsub") == 1
+    # USER and LADDR match, with ID to leave the server's other clients alone.
+    laddr, plain_id = me["laddr"], plain.client_id()
+    assert admin.execute_command("CLIENT", "KILL", "USER", "default", "LADDR", "1.1.1.1:1",
+                                 "ID", plain_id) == 0
+    assert admin.execute_command("CLIENT", "KILL", "USER", "default", "LADDR", laddr,
+                                 "ID", plain_id) == 1
+    wait_for(lambda: not {"plain", "subscriber"} & set(names(admin)))
     plain.connection_pool.disconnect()
     ps.close()
 
