@@ -98,6 +98,99 @@ fn ranged(out: &mut Vec<u8>, name: &str, value: &[u8], min: i64, max: i64) -> Op
     None
 }
 
+/// `CONFIG SET` (the caller checked the admin): every parameter parsed before any is set,
+/// so a refused `CONFIG SET` changes nothing.
+fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    if cmd.len() < 4 || cmd.len() % 2 != 0 {
+        return write_wrong_arity(out, b"config|set");
+    }
+    // Settings with no effect on a cache without persistence are accepted.
+    const NO_OPS: [&str; 4] = ["save", "appendonly", "appendfsync", "maxmemory-samples"];
+    let (mut maxmemory, mut rank, mut latency) = (None, None, None);
+    let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
+    for i in (2..cmd.len()).step_by(2) {
+        let p = arg(i);
+        if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
+            events = Some(arg(i + 1));
+        } else if p.eq_ignore_ascii_case(b"tracking-table-max-keys") {
+            match super::int_arg(arg(i + 1)).and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => max_keys = Some(n),
+                None => {
+                    out.extend_from_slice(
+                        b"-ERR CONFIG SET failed (possibly related to argument \
+                          'tracking-table-max-keys') - argument couldn't be parsed into an \
+                          integer\r\n",
+                    );
+                    return;
+                }
+            }
+        } else if p.eq_ignore_ascii_case(b"maxmemory") {
+            match super::maxmemory::parse_maxmemory(out, arg(i + 1)) {
+                Some(n) => maxmemory = Some(n),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"maxmemory-policy") {
+            match super::maxmemory::parse_policy(out, arg(i + 1)) {
+                Some(r) => rank = Some(r),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"slowlog-log-slower-than") {
+            match ranged(out, "slowlog-log-slower-than", arg(i + 1), -1, i64::MAX) {
+                Some(n) => slower = Some(n),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"latency-monitor-threshold") {
+            match ranged(out, "latency-monitor-threshold", arg(i + 1), 0, i64::MAX) {
+                Some(n) => latency = Some(n as u64),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"slowlog-max-len") {
+            let max = crate::slowlog::MAX_LEN as i64;
+            match ranged(out, "slowlog-max-len", arg(i + 1), 0, max) {
+                Some(n) => slow_len = Some(n as usize),
+                None => return,
+            }
+        } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
+            out.extend_from_slice(b"-ERR Unknown option or number of arguments for CONFIG SET - '");
+            out.extend_from_slice(p);
+            return out.extend_from_slice(b"'\r\n");
+        }
+    }
+    // The two settings that can still fail: the first undone if the second fails, so
+    // that a refused CONFIG SET changes nothing.
+    let events_before = ctx.shared.notify.get();
+    if let Some(value) = events {
+        if crate::notify::configure(ctx.shared, value).is_err() {
+            return write_error(out, crate::keyspace::INVALID);
+        }
+    }
+    if let Some(bytes) = maxmemory {
+        if !super::maxmemory::set_maxmemory(out, ctx, bytes) {
+            if events.is_some() {
+                let _ = crate::notify::configure(ctx.shared, events_before.as_bytes());
+            }
+            return;
+        }
+    }
+    if let Some(r) = rank {
+        super::maxmemory::set_policy(ctx, r);
+    }
+    if let Some(n) = max_keys {
+        ctx.shared.tracking.set_max_keys(n);
+    }
+    if let Some(ms) = latency {
+        ctx.shared.latency.set_threshold(ms);
+    }
+    if let Some(n) = slower {
+        ctx.shared.slowlog.set_slower_than(n);
+    }
+    if let Some(n) = slow_len {
+        ctx.shared.slowlog.set_max_len(n);
+    }
+    write_simple(out, b"OK");
+}
+
 pub(super) fn config(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
@@ -147,95 +240,7 @@ pub(super) fn config(
             write_bulk(out, value.as_bytes());
         }
     } else if sub.eq_ignore_ascii_case(b"set") {
-        if cmd.len() < 4 || cmd.len() % 2 != 0 {
-            return write_wrong_arity(out, b"config|set");
-        }
-        // Settings with no effect on a cache without persistence are accepted.
-        const NO_OPS: [&str; 4] = ["save", "appendonly", "appendfsync", "maxmemory-samples"];
-        let (mut maxmemory, mut rank, mut latency) = (None, None, None);
-        let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
-        for i in (2..cmd.len()).step_by(2) {
-            let p = arg(i);
-            if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
-                events = Some(arg(i + 1));
-            } else if p.eq_ignore_ascii_case(b"tracking-table-max-keys") {
-                match super::int_arg(arg(i + 1)).and_then(|n| usize::try_from(n).ok()) {
-                    Some(n) => max_keys = Some(n),
-                    None => {
-                        out.extend_from_slice(
-                            b"-ERR CONFIG SET failed (possibly related to argument \
-                              'tracking-table-max-keys') - argument couldn't be parsed into an \
-                              integer\r\n",
-                        );
-                        return;
-                    }
-                }
-            } else if p.eq_ignore_ascii_case(b"maxmemory") {
-                match super::maxmemory::parse_maxmemory(out, arg(i + 1)) {
-                    Some(n) => maxmemory = Some(n),
-                    None => return,
-                }
-            } else if p.eq_ignore_ascii_case(b"maxmemory-policy") {
-                match super::maxmemory::parse_policy(out, arg(i + 1)) {
-                    Some(r) => rank = Some(r),
-                    None => return,
-                }
-            } else if p.eq_ignore_ascii_case(b"slowlog-log-slower-than") {
-                match ranged(out, "slowlog-log-slower-than", arg(i + 1), -1, i64::MAX) {
-                    Some(n) => slower = Some(n),
-                    None => return,
-                }
-            } else if p.eq_ignore_ascii_case(b"latency-monitor-threshold") {
-                match ranged(out, "latency-monitor-threshold", arg(i + 1), 0, i64::MAX) {
-                    Some(n) => latency = Some(n as u64),
-                    None => return,
-                }
-            } else if p.eq_ignore_ascii_case(b"slowlog-max-len") {
-                let max = crate::slowlog::MAX_LEN as i64;
-                match ranged(out, "slowlog-max-len", arg(i + 1), 0, max) {
-                    Some(n) => slow_len = Some(n as usize),
-                    None => return,
-                }
-            } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
-                out.extend_from_slice(
-                    b"-ERR Unknown option or number of arguments for CONFIG SET - '",
-                );
-                out.extend_from_slice(p);
-                return out.extend_from_slice(b"'\r\n");
-            }
-        }
-        // The two settings that can still fail: the first undone if the second fails, so
-        // that a refused CONFIG SET changes nothing.
-        let events_before = ctx.shared.notify.get();
-        if let Some(value) = events {
-            if crate::notify::configure(ctx.shared, value).is_err() {
-                return write_error(out, crate::keyspace::INVALID);
-            }
-        }
-        if let Some(bytes) = maxmemory {
-            if !super::maxmemory::set_maxmemory(out, ctx, bytes) {
-                if events.is_some() {
-                    let _ = crate::notify::configure(ctx.shared, events_before.as_bytes());
-                }
-                return;
-            }
-        }
-        if let Some(r) = rank {
-            super::maxmemory::set_policy(ctx, r);
-        }
-        if let Some(n) = max_keys {
-            ctx.shared.tracking.set_max_keys(n);
-        }
-        if let Some(ms) = latency {
-            ctx.shared.latency.set_threshold(ms);
-        }
-        if let Some(n) = slower {
-            ctx.shared.slowlog.set_slower_than(n);
-        }
-        if let Some(n) = slow_len {
-            ctx.shared.slowlog.set_max_len(n);
-        }
-        write_simple(out, b"OK");
+        config_set(cmd, out, ctx);
     } else if sub.eq_ignore_ascii_case(b"resetstat") {
         if !s.is_admin(ctx.tenants) {
             return no_permission(out, b"config|resetstat");
