@@ -97,3 +97,16 @@ def test_debug_sleep_is_bounded(fridge):
         except redis.ResponseError as e:
             assert message in str(e)
     assert r.execute_command("DEBUG", "HELP")[1] == "SLEEP <seconds>"
+
+
+def test_persistence_settings_only_as_they_are(fridge):
+    r = client(fridge)
+    assert r.config_set("save", "")
+    assert r.config_set("appendonly", "no")
+    for name, value in [("save", "900 1"), ("appendonly", "yes"), ("appendfsync", "always"),
+                        ("maxmemory-samples", "10")]:
+        try:
+            r.config_set(name, value)
+            raise AssertionError(f"{name} {value} accepted")
+        except redis.ResponseError:
+            pass

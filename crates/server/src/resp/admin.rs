@@ -105,8 +105,8 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     if cmd.len() < 4 || cmd.len() % 2 != 0 {
         return write_wrong_arity(out, b"config|set");
     }
-    // Settings with no effect on a cache without persistence are accepted.
-    const NO_OPS: [&str; 4] = ["save", "appendonly", "appendfsync", "maxmemory-samples"];
+    // Persistence settings are accepted only as they are: no snapshots, no append-only file.
+    const AS_THEY_ARE: [(&str, &str); 2] = [("save", ""), ("appendonly", "no")];
     let (mut maxmemory, mut rank, mut latency) = (None, None, None);
     let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
     for i in (2..cmd.len()).step_by(2) {
@@ -151,7 +151,18 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
                 Some(n) => slow_len = Some(n as usize),
                 None => return,
             }
-        } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
+        } else if let Some((name, wanted)) =
+            AS_THEY_ARE.iter().find(|(n, _)| p.eq_ignore_ascii_case(n.as_bytes()))
+        {
+            if !arg(i + 1).eq_ignore_ascii_case(wanted.as_bytes()) {
+                let _ = write!(
+                    out,
+                    "-ERR CONFIG SET failed (possibly related to argument '{name}') - fridge has \
+                     no persistence\r\n"
+                );
+                return;
+            }
+        } else {
             out.extend_from_slice(b"-ERR Unknown option or number of arguments for CONFIG SET - '");
             out.extend_from_slice(p);
             return out.extend_from_slice(b"'\r\n");
