@@ -8,7 +8,23 @@
 //! cannot adjust to. Only the admin may move it (the memory is every tenant's); another
 //! connection gets `CLIENT_ERROR permission denied`.
 
+use fridge_engine::RankKind;
+
 use crate::session::{Ctx, Session};
+
+/// The names Redis's `maxmemory-policy` takes in fridge (see `resp::maxmemory`), with the
+/// rank function each names, in the order `CONFIG SET`'s error lists them.
+pub(crate) const POLICIES: [(&str, RankKind); 4] = [
+    ("allkeys-lru", RankKind::Lru),
+    ("allkeys-lfu", RankKind::Lfu),
+    ("hitmap", RankKind::Hitmap),
+    ("slru", RankKind::Slru),
+];
+
+/// The `maxmemory-policy` name of a tenant's rank function.
+pub(crate) fn policy_name(rank: RankKind) -> &'static str {
+    POLICIES.iter().find(|(_, r)| *r == rank).map_or("hitmap", |(name, _)| name)
+}
 
 /// memcached's smallest limit, in megabytes.
 const MIN_MEGABYTES: u32 = 8;

@@ -64,6 +64,14 @@ pub(crate) struct Pending {
     pub queued: AtomicUsize,
     /// A message was dropped for it: the connection is to be closed.
     pub overflowed: AtomicBool,
+    /// Its subscriptions' counts (`CLIENT LIST`'s `sub`, `psub`, `ssub`; `CLIENT KILL TYPE
+    /// pubsub`), stored by its worker after each command.
+    pub channels: AtomicUsize,
+    pub patterns: AtomicUsize,
+    pub shard_channels: AtomicUsize,
+    /// Its last command's counter row plus one (`crate::cmdstats`; 0: none yet), for
+    /// `CLIENT LIST`'s `cmd`.
+    pub last_row: AtomicUsize,
 }
 
 /// One subscribed connection, as the registry knows it.

@@ -58,6 +58,11 @@ pub(crate) struct Session {
     pub tracking: Option<Box<ClientTracking>>,
     /// Its transaction state (MULTI's queue, WATCH's keys), once it has used either.
     pub tx: Option<Box<crate::transaction::Transaction>>,
+    /// `CLIENT REPLY OFF`: replies are dropped.
+    pub reply_off: bool,
+    /// `CLIENT REPLY SKIP`: 2 while the SKIP itself runs, 1 while the command whose reply is
+    /// dropped runs, then 0.
+    pub reply_skip: u8,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the

@@ -62,6 +62,19 @@ pub(crate) struct ClientEntry {
     pub pending: Arc<crate::pubsub::Pending>,
 }
 
+/// The rates `INFO` shows as `instantaneous_*`, and the counts and time (ms) they were
+/// taken at.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct InfoSample {
+    pub ms: u64,
+    pub commands: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub ops_per_sec: u64,
+    pub input_kbps: f64,
+    pub output_kbps: f64,
+}
+
 /// State shared by every thread. Written rarely: counters on the request path are per worker.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -104,6 +117,14 @@ pub(crate) struct Shared {
     pub reload_failures: AtomicU64,
     /// The counters at the last stats reset; locked by `stats` and its reset only.
     pub stats_baseline: Mutex<Baseline>,
+    /// The largest `used_memory` an `INFO` has seen (`used_memory_peak`).
+    pub memory_peak: AtomicU64,
+    /// The counts `INFO`'s `instantaneous_*` rates were last taken from.
+    pub info_sample: Mutex<InfoSample>,
+    /// Redis's slow log and its settings.
+    pub slowlog: crate::slowlog::SlowLog,
+    /// Redis's latency monitor.
+    pub latency: crate::latency::Latency,
     /// The log watchers (`watch`), shared with the engine's eviction observer.
     pub watch: Arc<crate::watch::Hub>,
     /// One transaction gate per worker (see `crate::transaction`).

@@ -19,19 +19,22 @@
 //! server-wide activity and reads 0, under memcached's and Redis's own names so tools still
 //! parse the reply.
 
-use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fridge_engine::item::MAX_TENANTS;
 use fridge_engine::{EngineStats, TenantId, TenantStats};
 use fridge_proto::memcache;
 
+use crate::cmdstats::CommandTotals;
 use crate::shared::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 use crate::tenants::Tenants;
+
+mod info;
 pub(crate) use crate::worker_stats::{
     Baseline, ClassTotals, LoginCount, TenantCounters, Totals, WorkerStats, add, count_class,
     count_login, inc, tenant_lookups,
 };
+pub(crate) use info::write_info;
 
 /// Hits and misses of `tenant`, summed over workers.
 pub(crate) fn tenant_hits_misses(shared: &Shared, tenant: TenantId) -> (u64, u64) {
@@ -194,8 +197,14 @@ pub(crate) fn reset(shared: &Shared) {
         sweep_checked: e.sweep_checked,
         total_connections: load(&shared.total_connections),
         rejected_connections: load(&shared.rejected_connections),
+        commands: command_totals_now(shared),
     };
     *shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()) = base;
+}
+
+/// Redis's per-command and error counts, summed over workers, since no reset.
+fn command_totals_now(shared: &Shared) -> CommandTotals {
+    CommandTotals::of(shared.workers.iter().map(|w| &w.commands_by_row))
 }
 
 /// The counters a non-admin view shows: the login attempts naming the tenant `user` logged
@@ -302,8 +311,13 @@ fn tenant_engine(all: &EngineStats, own: &Row) -> EngineStats {
 }
 
 fn rusage() -> (f64, f64) {
-    // getrusage would need libc; /proc is enough on Linux and costs nothing elsewhere.
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return (0.0, 0.0) };
+    cpu_seconds("/proc/self/stat")
+}
+
+/// User and system CPU seconds from a `/proc/…/stat` file: getrusage would need libc; /proc
+/// is enough on Linux and costs nothing elsewhere.
+fn cpu_seconds(path: &str) -> (f64, f64) {
+    let Ok(stat) = std::fs::read_to_string(path) else { return (0.0, 0.0) };
     let fields: Vec<&str> =
         stat.rsplit_once(')').map_or(vec![], |(_, rest)| rest.split_whitespace().collect());
     let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
@@ -467,152 +481,4 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     text(out, "auth_failure_rate", rate.as_bytes());
     let includes = if c.memory_includes_index { b"yes" as &[u8] } else { b"no" };
     text(out, "memory_includes_index", includes);
-}
-
-/// Which `INFO` sections to write.
-fn wants(sections: &[&[u8]], name: &str, default: bool) -> bool {
-    if sections.is_empty() {
-        return default;
-    }
-    sections.iter().any(|s| {
-        s.eq_ignore_ascii_case(name.as_bytes())
-            || s.eq_ignore_ascii_case(b"all")
-            || s.eq_ignore_ascii_case(b"everything")
-            || (default && s.eq_ignore_ascii_case(b"default"))
-    })
-}
-
-/// Appends the text of Redis's `INFO` for the given section names (empty = default).
-pub(crate) fn write_info(out: &mut Vec<u8>, shared: &Shared, sections: &[&[u8]], view: &View<'_>) {
-    let tenant = view.tenant;
-    let f = Figures::of(shared, view);
-    let (e, t) = (&f.engine, &f.totals);
-    let now_ms = shared.now_ms();
-    let uptime = now_ms.saturating_sub(shared.started_ms) / 1000;
-    let conns = f.curr_connections;
-    if wants(sections, "server", true) {
-        let _ = write!(
-            out,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\n\
-             redis_git_dirty:0\r\nredis_mode:standalone\r\nfridge_version:{}\r\nos:{}\r\n\
-             arch_bits:{}\r\nmultiplexing_api:epoll\r\nprocess_id:{}\r\nrun_id:{:040x}\r\n\
-             tcp_port:{}\r\nuptime_in_seconds:{uptime}\r\nuptime_in_days:{}\r\n\
-             io_threads_active:0\r\nexecutable:fridge\r\nconfig_file:\r\n\r\n",
-            env!("CARGO_PKG_VERSION"),
-            std::env::consts::OS,
-            usize::BITS,
-            std::process::id(),
-            shared.started_ms,
-            shared.resp_port.unwrap_or(shared.main_port),
-            uptime / 86400,
-        );
-    }
-    if wants(sections, "clients", true) {
-        let _ = write!(
-            out,
-            "# Clients\r\nconnected_clients:{conns}\r\ncluster_connections:0\r\n\
-             maxclients:{}\r\nblocked_clients:0\r\ntracking_clients:0\r\n\r\n",
-            shared.config.max_connections
-        );
-    }
-    if wants(sections, "memory", true) {
-        let used = e.item_bytes + e.overhead_bytes as u64;
-        let _ = write!(
-            out,
-            "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_dataset:{}\r\n\
-             maxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:allkeys-lru\r\n\
-             mem_fragmentation_ratio:1.00\r\nmem_clients_normal:{}\r\nmaxmemory_clients:{}\r\n\r\n",
-            crate::config::Size(used),
-            e.item_bytes,
-            shared.engine.memory_limit(),
-            crate::config::Size(shared.engine.memory_limit() as u64),
-            f.client_memory,
-            shared.config.client_memory_limit(),
-        );
-    }
-    if wants(sections, "persistence", true) {
-        out.extend_from_slice(
-            b"# Persistence\r\nloading:0\r\nrdb_changes_since_last_save:0\r\n\
-              rdb_bgsave_in_progress:0\r\naof_enabled:0\r\n\r\n",
-        );
-    }
-    if wants(sections, "stats", true) {
-        // A tenant counts its own channels; the admin, every tenant's.
-        let ps = shared.pubsub.counts(if view.admin { None } else { Some(tenant) });
-        let _ = write!(
-            out,
-            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\nrejected_connections:{}\r\n\
-             expired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\n\
-             total_writes:{}\r\nacl_access_denied_auth:{}\r\nauth_refused:{}\r\n\
-             reload_failures:{}\r\nevicted_clients:{}\r\npubsub_channels:{}\r\n\
-             pubsub_patterns:{}\r\npubsubshard_channels:{}\r\n\
-             client_output_buffer_limit_disconnections:{}\r\ntracking_total_keys:{}\r\n\
-             keyspace_events_dropped:{}\r\n\r\n",
-            f.total_connections,
-            t.commands,
-            t.bytes_read,
-            t.bytes_written,
-            f.rejected_connections,
-            e.expired,
-            e.evictions,
-            e.hits,
-            e.gets.saturating_sub(e.hits),
-            e.sets,
-            t.auth_errors,
-            t.auth_refused,
-            f.reload_failures,
-            t.evicted_clients,
-            ps.channels,
-            ps.patterns,
-            ps.shard_channels,
-            shared.pubsub.disconnections.load(std::sync::atomic::Ordering::Relaxed),
-            shared.tracking.total_keys(),
-            shared.engine.key_events_dropped(),
-        );
-    }
-    if wants(sections, "replication", true) {
-        out.extend_from_slice(b"# Replication\r\nrole:master\r\nconnected_slaves:0\r\n\r\n");
-    }
-    if wants(sections, "cpu", true) {
-        let (user, system) = f.cpu;
-        let _ = write!(out, "# CPU\r\nused_cpu_sys:{system:.6}\r\nused_cpu_user:{user:.6}\r\n\r\n");
-    }
-    if wants(sections, "cluster", true) {
-        out.extend_from_slice(b"# Cluster\r\ncluster_enabled:0\r\n\r\n");
-    }
-    if wants(sections, "tenants", true) {
-        out.extend_from_slice(b"# Tenants\r\n");
-        let name = view.tenants.name(tenant).unwrap_or_default();
-        let _ = write!(out, "tenant:{name}\r\ntenant_id:{}\r\n", tenant.0);
-        for (id, name) in view.rows() {
-            let r = row(shared, id);
-            let _ = write!(out, "tenant_{name}:id={},rank={}", id.0, r.rank);
-            for (field, n) in row_fields(&r) {
-                let _ = write!(out, ",{field}={n}");
-            }
-            out.extend_from_slice(b"\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-    }
-    if wants(sections, "hitmap", true) {
-        out.extend_from_slice(b"# Hitmap\r\n");
-        let _ =
-            write!(out, "hitmap_bits_per_item_budget:{}\r\n", shared.config.hitmap_bits_per_item);
-        for (name, value) in hitmap_fields(e) {
-            let _ = write!(out, "{name}:{value}\r\n");
-        }
-        out.extend_from_slice(b"\r\n");
-    }
-    if wants(sections, "keyspace", true) {
-        out.extend_from_slice(b"# Keyspace\r\n");
-        let keys = shared.engine.item_count(tenant);
-        let expires = shared.engine.expiring_count(tenant);
-        if keys > 0 {
-            let _ = write!(out, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
-        }
-    }
-    while out.ends_with(b"\r\n\r\n") {
-        out.truncate(out.len() - 2);
-    }
 }

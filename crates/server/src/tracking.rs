@@ -133,6 +133,11 @@ pub(crate) struct Enable<'a> {
 
 impl Tracking {
     /// Whether any connection tracks.
+    /// How many connections track keys (`INFO` `tracking_clients`).
+    pub fn clients(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
     #[inline]
     pub fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed) > 0

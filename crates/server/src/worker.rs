@@ -313,6 +313,8 @@ impl Loop {
                     pending,
                     tracking: None,
                     tx: None,
+                    reply_off: false,
+                    reply_skip: 0,
                 },
                 readable: true,
                 writable: true,

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
 
+use crate::cmdstats::{CommandCounters, CommandTotals};
 use crate::size_class::{self, CLASSES};
 
 /// Counters of one worker. Written only by that worker.
@@ -65,6 +66,8 @@ pub struct WorkerStats {
     pub tenants: TenantCounters,
     /// Commands per size class.
     pub classes: ClassCounters,
+    /// Redis commands per command table row, and error replies (`INFO commandstats`).
+    pub commands_by_row: CommandCounters,
 }
 
 /// One worker's counts per size class (see `size_class`), index 0 for class 1: memcached's
@@ -312,4 +315,6 @@ pub(crate) struct Baseline {
     pub sweep_checked: u64,
     pub total_connections: u64,
     pub rejected_connections: u64,
+    /// Redis's per-command counts and error counts.
+    pub commands: CommandTotals,
 }

@@ -2,6 +2,7 @@
 
 use std::io::Write as _;
 
+use fridge_engine::TenantId;
 use fridge_proto::number::{self, MAX_DIGITS, u64_digits};
 use fridge_proto::resp::{
     self as r, Command, Version, write_array_header, write_bulk, write_error, write_integer,
@@ -25,7 +26,9 @@ pub(super) fn info(
     let count = (cmd.len() - 1).min(sections.len());
     ctx.scratch.clear();
     let view = s.view(ctx.tenants);
-    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view);
+    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view, |row| {
+        COMMANDS.get(row).map_or("", |c| c.name)
+    });
     r::write_verbatim(out, s.version, b"txt", ctx.scratch);
 }
 
@@ -54,12 +57,12 @@ pub(super) fn time(
 }
 
 /// Parameters `CONFIG GET` reports, with their values.
-fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
+fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)> {
     let c = &ctx.shared.config;
     vec![
         ("maxmemory", ctx.shared.engine.memory_limit().to_string()),
         ("memory-includes-index", if c.memory_includes_index { "yes" } else { "no" }.into()),
-        ("maxmemory-policy", "allkeys-lru".into()),
+        ("maxmemory-policy", super::maxmemory::policy(ctx, tenant).into()),
         ("maxclients", c.max_connections.to_string()),
         ("timeout", c.idle_timeout.to_string()),
         ("port", ctx.shared.resp_port.unwrap_or(ctx.shared.main_port).to_string()),
@@ -72,7 +75,131 @@ fn config_params(ctx: &Ctx<'_>) -> Vec<(&'static str, String)> {
         ("io-threads", ctx.shared.workers.len().to_string()),
         ("notify-keyspace-events", ctx.shared.notify.get()),
         ("tracking-table-max-keys", ctx.shared.tracking.max_keys().to_string()),
+        ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than().to_string()),
+        ("slowlog-max-len", ctx.shared.slowlog.max_len().to_string()),
+        ("latency-monitor-threshold", ctx.shared.latency.threshold().to_string()),
     ]
+}
+
+/// An integer setting's value for `CONFIG SET`, in `min..=max`; otherwise writes Redis's
+/// error for `name` and answers `None`.
+fn ranged(out: &mut Vec<u8>, name: &str, value: &[u8], min: i64, max: i64) -> Option<i64> {
+    let n = super::int_arg(value);
+    if n.is_some_and(|n| (min..=max).contains(&n)) {
+        return n;
+    }
+    let _ = write!(out, "-ERR CONFIG SET failed (possibly related to argument '{name}') - ");
+    match n {
+        None => out.extend_from_slice(b"argument couldn't be parsed into an integer\r\n"),
+        Some(_) => {
+            let _ = write!(out, "argument must be between {min} and {max} inclusive\r\n");
+        }
+    }
+    None
+}
+
+/// `CONFIG SET` (the caller checked the admin): every parameter parsed before any is set,
+/// so a refused `CONFIG SET` changes nothing.
+fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    if cmd.len() < 4 || cmd.len() % 2 != 0 {
+        return write_wrong_arity(out, b"config|set");
+    }
+    // Persistence settings are accepted only as they are: no snapshots, no append-only file.
+    const AS_THEY_ARE: [(&str, &str); 2] = [("save", ""), ("appendonly", "no")];
+    let (mut maxmemory, mut rank, mut latency) = (None, None, None);
+    let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
+    for i in (2..cmd.len()).step_by(2) {
+        let p = arg(i);
+        if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
+            events = Some(arg(i + 1));
+        } else if p.eq_ignore_ascii_case(b"tracking-table-max-keys") {
+            match super::int_arg(arg(i + 1)).and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => max_keys = Some(n),
+                None => {
+                    out.extend_from_slice(
+                        b"-ERR CONFIG SET failed (possibly related to argument \
+                          'tracking-table-max-keys') - argument couldn't be parsed into an \
+                          integer\r\n",
+                    );
+                    return;
+                }
+            }
+        } else if p.eq_ignore_ascii_case(b"maxmemory") {
+            match super::maxmemory::parse_maxmemory(out, arg(i + 1)) {
+                Some(n) => maxmemory = Some(n),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"maxmemory-policy") {
+            match super::maxmemory::parse_policy(out, arg(i + 1)) {
+                Some(r) => rank = Some(r),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"slowlog-log-slower-than") {
+            match ranged(out, "slowlog-log-slower-than", arg(i + 1), -1, i64::MAX) {
+                Some(n) => slower = Some(n),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"latency-monitor-threshold") {
+            match ranged(out, "latency-monitor-threshold", arg(i + 1), 0, i64::MAX) {
+                Some(n) => latency = Some(n as u64),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"slowlog-max-len") {
+            let max = crate::slowlog::MAX_LEN as i64;
+            match ranged(out, "slowlog-max-len", arg(i + 1), 0, max) {
+                Some(n) => slow_len = Some(n as usize),
+                None => return,
+            }
+        } else if let Some((name, wanted)) =
+            AS_THEY_ARE.iter().find(|(n, _)| p.eq_ignore_ascii_case(n.as_bytes()))
+        {
+            if !arg(i + 1).eq_ignore_ascii_case(wanted.as_bytes()) {
+                let _ = write!(
+                    out,
+                    "-ERR CONFIG SET failed (possibly related to argument '{name}') - fridge has \
+                     no persistence\r\n"
+                );
+                return;
+            }
+        } else {
+            out.extend_from_slice(b"-ERR Unknown option or number of arguments for CONFIG SET - '");
+            out.extend_from_slice(p);
+            return out.extend_from_slice(b"'\r\n");
+        }
+    }
+    // The two settings that can still fail: the first undone if the second fails, so
+    // that a refused CONFIG SET changes nothing.
+    let events_before = ctx.shared.notify.get();
+    if let Some(value) = events {
+        if crate::notify::configure(ctx.shared, value).is_err() {
+            return write_error(out, crate::keyspace::INVALID);
+        }
+    }
+    if let Some(bytes) = maxmemory {
+        if !super::maxmemory::set_maxmemory(out, ctx, bytes) {
+            if events.is_some() {
+                let _ = crate::notify::configure(ctx.shared, events_before.as_bytes());
+            }
+            return;
+        }
+    }
+    if let Some(r) = rank {
+        super::maxmemory::set_policy(ctx, r);
+    }
+    if let Some(n) = max_keys {
+        ctx.shared.tracking.set_max_keys(n);
+    }
+    if let Some(ms) = latency {
+        ctx.shared.latency.set_threshold(ms);
+    }
+    if let Some(n) = slower {
+        ctx.shared.slowlog.set_slower_than(n);
+    }
+    if let Some(n) = slow_len {
+        ctx.shared.slowlog.set_max_len(n);
+    }
+    write_simple(out, b"OK");
 }
 
 pub(super) fn config(
@@ -82,6 +209,9 @@ pub(super) fn config(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if super::help::answer(cmd, out, "config") {
+        return;
+    }
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let v = s.version;
     let sub = arg(1);
@@ -110,7 +240,7 @@ pub(super) fn config(
         if cmd.len() < 3 {
             return write_wrong_arity(out, b"config|get");
         }
-        let params = config_params(ctx);
+        let params = config_params(ctx, s.tenant);
         let matched: Vec<&(&str, String)> = params
             .iter()
             .filter(|(name, _)| (2..cmd.len()).any(|i| glob_match_nocase(arg(i), name.as_bytes())))
@@ -121,46 +251,7 @@ pub(super) fn config(
             write_bulk(out, value.as_bytes());
         }
     } else if sub.eq_ignore_ascii_case(b"set") {
-        if cmd.len() < 4 || cmd.len() % 2 != 0 {
-            return write_wrong_arity(out, b"config|set");
-        }
-        // Settings with no effect on a cache without persistence are accepted.
-        const NO_OPS: [&str; 5] =
-            ["save", "appendonly", "appendfsync", "maxmemory-policy", "maxmemory-samples"];
-        let (mut events, mut max_keys) = (None, None);
-        for i in (2..cmd.len()).step_by(2) {
-            let p = arg(i);
-            if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
-                events = Some(arg(i + 1));
-            } else if p.eq_ignore_ascii_case(b"tracking-table-max-keys") {
-                match super::int_arg(arg(i + 1)).and_then(|n| usize::try_from(n).ok()) {
-                    Some(n) => max_keys = Some(n),
-                    None => {
-                        out.extend_from_slice(
-                            b"-ERR CONFIG SET failed (possibly related to argument \
-                              'tracking-table-max-keys') - argument couldn't be parsed into an \
-                              integer\r\n",
-                        );
-                        return;
-                    }
-                }
-            } else if !NO_OPS.iter().any(|n| p.eq_ignore_ascii_case(n.as_bytes())) {
-                out.extend_from_slice(
-                    b"-ERR Unknown option or number of arguments for CONFIG SET - '",
-                );
-                out.extend_from_slice(p);
-                return out.extend_from_slice(b"'\r\n");
-            }
-        }
-        if let Some(value) = events {
-            if crate::notify::configure(ctx.shared, value).is_err() {
-                return write_error(out, crate::keyspace::INVALID);
-            }
-        }
-        if let Some(n) = max_keys {
-            ctx.shared.tracking.set_max_keys(n);
-        }
-        write_simple(out, b"OK");
+        config_set(cmd, out, ctx);
     } else if sub.eq_ignore_ascii_case(b"resetstat") {
         if !s.is_admin(ctx.tenants) {
             return no_permission(out, b"config|resetstat");
@@ -174,6 +265,21 @@ pub(super) fn config(
     }
 }
 
+/// The name of a connection's last command, as `CLIENT LIST`'s `cmd` gives it (`get`,
+/// `client|list`; `NULL` before its first).
+fn last_command(e: &crate::shared::ClientEntry) -> &'static str {
+    let row = e.pending.last_row.load(std::sync::atomic::Ordering::Relaxed);
+    let name = |r: usize| COMMANDS.get(r).map_or("NULL", |c| c.name);
+    row.checked_sub(1).and_then(|r| crate::cmdstats::row_name(r, name)).unwrap_or("NULL")
+}
+
+/// A connection's subscriptions: channels, patterns, shard channels.
+fn subscription_counts(e: &crate::shared::ClientEntry) -> (usize, usize, usize) {
+    let load = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::Relaxed);
+    let p = &e.pending;
+    (load(&p.channels), load(&p.patterns), load(&p.shard_channels))
+}
+
 fn client_line(
     out: &mut Vec<u8>,
     id: u64,
@@ -182,17 +288,20 @@ fn client_line(
     now: u64,
     resp: u8,
 ) {
+    let (sub, psub, ssub) = subscription_counts(e);
+    let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
     let _ = writeln!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags=N db=0 sub=0 psub=0 \
-         ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 oll=0 omem=0 \
-         tot-mem={} events=r cmd=client user={user} redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db=0 sub={sub} \
+         psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 \
+         oll=0 omem=0 tot-mem={} events=r cmd={} user={user} redir=-1 resp={resp}",
         e.peer,
         e.local,
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
         now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
         e.memory,
+        last_command(e),
     );
 }
 
@@ -203,6 +312,9 @@ pub(super) fn client(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if super::help::answer(cmd, out, "client") {
+        return;
+    }
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let n = cmd.len();
     if n < 2 {
@@ -240,13 +352,31 @@ pub(super) fn client(
                 if is(b"info") && *id != s.id {
                     continue;
                 }
-                if let Some(e) = clients.get(id).filter(|e| view.sees_client(*id, e)) {
+                // A killed connection is gone for Redis at once; here its worker closes it
+                // at its next turn: not listed meanwhile.
+                if let Some(e) = clients.get(id).filter(|e| !e.killed && view.sees_client(*id, e)) {
                     let user = ctx.tenants.name(e.tenant).unwrap_or_default();
                     client_line(ctx.scratch, *id, e, user, now, resp);
                 }
             }
         }
         r::write_verbatim(out, s.version, b"txt", ctx.scratch);
+    } else if is(b"reply") {
+        if n != 3 {
+            return write_wrong_arity(out, b"client|reply");
+        }
+        let mode = arg(2);
+        if mode.eq_ignore_ascii_case(b"on") {
+            (s.reply_off, s.reply_skip) = (false, 0);
+            write_simple(out, b"OK");
+        } else if mode.eq_ignore_ascii_case(b"off") {
+            s.reply_off = true;
+        } else if mode.eq_ignore_ascii_case(b"skip") {
+            // Its own reply is none; the next command's is dropped.
+            s.reply_skip = 2;
+        } else {
+            write_error(out, SYNTAX);
+        }
     } else if is(b"kill") {
         client_kill(cmd, out, s, ctx);
     } else if is(b"tracking") {
@@ -274,25 +404,93 @@ pub(super) fn client(
     }
 }
 
+/// `CLIENT KILL`'s connection types: replication connections fridge has none of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum KillType {
+    Normal,
+    Pubsub,
+    Replication,
+}
+
+/// `CLIENT KILL`'s filters (`None`: any).
+#[derive(Debug, Default)]
+struct KillFilter<'a> {
+    id: Option<u64>,
+    addr: Option<&'a [u8]>,
+    laddr: Option<&'a [u8]>,
+    user: Option<TenantId>,
+    max_age: Option<u64>,
+    kind: Option<KillType>,
+    skipme: bool,
+}
+
+impl KillFilter<'_> {
+    fn matches(&self, id: u64, e: &crate::shared::ClientEntry, now_ms: u64) -> bool {
+        let (sub, psub, ssub) = subscription_counts(e);
+        let kind = if sub + psub + ssub > 0 { KillType::Pubsub } else { KillType::Normal };
+        self.id.is_none_or(|want| want == id)
+            && self.addr.is_none_or(|a| e.peer.to_string().as_bytes() == a)
+            && self.laddr.is_none_or(|a| e.local.to_string().as_bytes() == a)
+            && self.user.is_none_or(|t| t == e.tenant)
+            // Redis 7.4's MAXAGE: older than `secs` seconds; 0, no filter.
+            && self.max_age.is_none_or(|secs| {
+                secs == 0 || now_ms.saturating_sub(e.created_ms) / 1000 > secs
+            })
+            && self.kind.is_none_or(|k| k == kind)
+    }
+}
+
 fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let n = cmd.len();
-    // Old form: CLIENT KILL ip:port. New form: filters.
-    let (mut by_id, mut by_addr, mut skipme) = (None, None, true);
+    // Old form: CLIENT KILL ip:port. New form: filters, all of which must match.
+    let mut f = KillFilter { skipme: true, ..KillFilter::default() };
     if n == 3 {
-        by_addr = Some(arg(2));
+        f.addr = Some(arg(2));
     } else if n >= 4 && n % 2 == 0 {
         for i in (2..n).step_by(2) {
-            let (f, val) = (arg(i), arg(i + 1));
-            if f.eq_ignore_ascii_case(b"id") {
-                match number::parse_u64(val) {
-                    Some(id) => by_id = Some(id),
+            let (name, val) = (arg(i), arg(i + 1));
+            let is = |w: &[u8]| name.eq_ignore_ascii_case(w);
+            if is(b"id") {
+                match number::parse_u64(val).filter(|&id| id > 0) {
+                    Some(id) => f.id = Some(id),
                     None => return write_error(out, b"ERR client-id should be greater than 0"),
                 }
-            } else if f.eq_ignore_ascii_case(b"addr") {
-                by_addr = Some(val);
-            } else if f.eq_ignore_ascii_case(b"skipme") {
-                skipme = !val.eq_ignore_ascii_case(b"no");
+            } else if is(b"addr") {
+                f.addr = Some(val);
+            } else if is(b"laddr") {
+                f.laddr = Some(val);
+            } else if is(b"user") {
+                match ctx.tenants.find(val) {
+                    Some(t) => f.user = Some(t),
+                    None => {
+                        out.extend_from_slice(b"-ERR No such user '");
+                        out.extend(val.iter().take(128).map(|&c| if c < b' ' { b' ' } else { c }));
+                        return out.extend_from_slice(b"'\r\n");
+                    }
+                }
+            } else if is(b"skipme") && val.eq_ignore_ascii_case(b"yes") {
+                f.skipme = true;
+            } else if is(b"skipme") && val.eq_ignore_ascii_case(b"no") {
+                f.skipme = false;
+            } else if is(b"maxage") {
+                match number::parse_u64(val) {
+                    Some(secs) => f.max_age = Some(secs),
+                    None => return write_error(out, SYNTAX),
+                }
+            } else if is(b"type") {
+                let t = |w: &[u8]| val.eq_ignore_ascii_case(w);
+                f.kind = Some(if t(b"normal") {
+                    KillType::Normal
+                } else if t(b"pubsub") {
+                    KillType::Pubsub
+                } else if t(b"master") || t(b"replica") || t(b"slave") {
+                    KillType::Replication
+                } else {
+                    out.extend_from_slice(b"-ERR Unknown client type '");
+                    out.extend(val.iter().take(128).map(|&c| if c < b' ' { b' ' } else { c }));
+                    return out.extend_from_slice(b"'\r\n");
+                });
             } else {
                 return write_error(out, SYNTAX);
             }
@@ -300,6 +498,7 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
     } else {
         return write_error(out, SYNTAX);
     }
+    let now = ctx.shared.now_ms();
     // A client the session may not see (another tenant's, or anyone else's for a client that
     // has not logged in) does not exist for it: `No such client`, or 0 killed.
     let mut killed = 0;
@@ -308,10 +507,12 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
         let view = s.view(ctx.tenants);
         let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
         for (id, e) in clients.iter_mut() {
-            let addr_ok = by_addr.is_none_or(|a| e.peer.to_string().as_bytes() == a);
-            let id_ok = by_id.is_none_or(|want| want == *id);
             let me = *id == s.id;
-            if view.sees_client(*id, e) && addr_ok && id_ok && !(me && skipme && n != 3) {
+            if !e.killed
+                && view.sees_client(*id, e)
+                && f.matches(*id, e, now)
+                && !(me && f.skipme && n != 3)
+            {
                 killed += 1;
                 if me {
                     s.closing = true;
@@ -366,6 +567,9 @@ pub(super) fn command(
     _: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if super::help::answer(cmd, out, "command") {
+        return;
+    }
     let v = s.version;
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     if cmd.len() == 1 {

@@ -83,6 +83,9 @@ pub(super) fn acl(
     ctx: &mut Ctx<'_>,
     c: &Spec,
 ) {
+    if super::help::answer(cmd, out, "acl") {
+        return;
+    }
     let sub = cmd.get(1).unwrap_or_default();
     if !sub.eq_ignore_ascii_case(b"whoami") {
         return unknown_subcommand(out, sub, b"ACL");

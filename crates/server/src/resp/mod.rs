@@ -26,16 +26,23 @@
 mod admin;
 mod bits;
 mod connection;
+mod debug;
 mod dump;
 pub(crate) mod glob;
+mod help;
 mod keys;
 mod keyspace;
+mod latency;
+mod maxmemory;
 mod multi;
 mod object;
 mod pubsub;
 mod range;
+mod slowlog;
 mod strings;
 mod tracking;
+
+use std::sync::atomic::Ordering;
 
 use fridge_engine::{EngineError, TenantId};
 use fridge_proto::number::parse_redis_i64;
@@ -128,7 +135,7 @@ const PAIRS: (i64, i64, i64) = (1, -1, 2);
 /// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
 /// commands sent most often come first.
 #[rustfmt::skip]
-pub(crate) static COMMANDS: [Spec; 87] = [
+pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
     row("set", -3, WRITE | DENYOOM, KEY, strings::set),
     row("setnx", 3, WRITE | DENYOOM | FAST, KEY, strings::setnx),
@@ -177,6 +184,10 @@ pub(crate) static COMMANDS: [Spec; 87] = [
     row("acl", -2, 0, NONE, connection::acl),
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
+    row("slowlog", -2, 0, NONE, slowlog::slowlog),
+    row("role", 1, FAST, NONE, debug::role),
+    row("debug", -2, 0, NONE, debug::debug),
+    row("latency", -2, 0, NONE, latency::latency),
     row("reset", 1, FAST | NOAUTH_OK, NONE, connection::reset),
     row("getrange", 4, READONLY, KEY, range::getrange),
     row("substr", 4, READONLY, KEY, range::getrange),
@@ -237,18 +248,68 @@ fn find(name: &[u8]) -> Option<&'static Spec> {
     lookup(l)
 }
 
+/// The counter row (`crate::cmdstats`) of a call of `c`, a row of [`COMMANDS`]: its index in
+/// the table (address arithmetic, nothing is dereferenced), or for a container's subcommand
+/// the subcommand's row; `usize::MAX`, counted nowhere, for a subcommand Redis does not have.
+#[inline]
+fn stat_row(c: &'static Spec, cmd: &Command<'_>) -> usize {
+    match cmd.get(1) {
+        Some(sub) if CONTAINERS.contains(&c.name) => {
+            crate::cmdstats::subcommand_row(c.name, sub).unwrap_or(usize::MAX)
+        }
+        _ => {
+            (c as *const Spec as usize).wrapping_sub(COMMANDS.as_ptr() as usize) / size_of::<Spec>()
+        }
+    }
+}
+
 /// Whether `name` (any case) is a command in [`COMMANDS`].
 pub(crate) fn is_command(name: &[u8]) -> bool {
     find(name).is_some()
 }
 
-/// Runs one command, appending its reply to `out`.
-///
-/// In order, as Redis: an unknown command or a wrong number of arguments is refused
-/// before the login check (`NOAUTH`), which lets through only [`NOAUTH_OK`] commands. Inside
-/// MULTI, a refusal flags the transaction and any other command but the few that
-/// [`multi::runs_inside`] is queued.
+/// Runs one command, appending its reply to `out`; then counts an error reply
+/// (`errorstats`), publishes the connection's subscription counts, and applies
+/// `CLIENT REPLY OFF|SKIP`.
 pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+    let start = out.len();
+    dispatch(cmd, out, s, ctx);
+    if out.get(start) == Some(&b'-') {
+        ctx.stats.commands_by_row.error(&out[start..]);
+    }
+    publish_subscriptions(s);
+    // CLIENT REPLY OFF and SKIP: the reply is dropped (a command answered in steps, each step).
+    if s.reply_off || s.reply_skip == 1 {
+        out.truncate(start);
+    }
+    if s.reply_skip > 0 && !s.resume.suspended {
+        s.reply_skip -= 1;
+    }
+}
+
+/// Stores the connection's subscription counts where `CLIENT LIST` reads them: three relaxed
+/// loads, and stores only when a count changed.
+#[inline]
+fn publish_subscriptions(s: &Session) {
+    let counts = s
+        .pubsub
+        .as_ref()
+        .map_or((0, 0, 0), |p| (p.channels.len(), p.patterns.len(), p.shard.len()));
+    let p = &s.pending;
+    for (cell, n) in
+        [(&p.channels, counts.0), (&p.patterns, counts.1), (&p.shard_channels, counts.2)]
+    {
+        if cell.load(Ordering::Relaxed) != n {
+            cell.store(n, Ordering::Relaxed);
+        }
+    }
+}
+
+/// [`execute`] less its bookkeeping. In order, as Redis: an unknown command or a wrong number
+/// of arguments is refused before the login check (`NOAUTH`), which lets through only
+/// [`NOAUTH_OK`] commands. Inside MULTI, a refusal flags the transaction and any other
+/// command but the few that [`multi::runs_inside`] is queued.
+fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let name = cmd.name();
     let spec = find(name);
     let n = cmd.len();
@@ -261,6 +322,9 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         Some(_) => None,
     };
     if let Some(why) = refused {
+        if let Some(c) = spec {
+            ctx.stats.commands_by_row.rejected(stat_row(c, cmd));
+        }
         if matches!(why, Refusal::Arity) && spec.is_some_and(|c| c.name == "exec") {
             let mut error = Vec::new();
             write_wrong_arity(&mut error, name);
@@ -279,6 +343,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
         && s.subscribed()
         && !pubsub::allowed_in_subscriber_mode(c.name)
     {
+        ctx.stats.commands_by_row.rejected(stat_row(c, cmd));
         if c.name != "exec" {
             multi::flag(s);
             return pubsub::write_subscriber_mode_error(out, &full_name(c, cmd));
@@ -298,7 +363,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     }
 }
 
-/// Why [`execute`] refused a command before running it.
+/// Why [`dispatch`] refused a command before running it.
 enum Refusal {
     Unknown,
     Arity,
@@ -318,11 +383,33 @@ fn tenant_for(c: &Spec, cmd: &Command<'_>, s: &Session, ctx: &Ctx<'_>) -> Tenant
     }
 }
 
-/// Runs a command whose row and arguments were checked, then client-side caching's
-/// bookkeeping. Its invalidations for the connection itself stay in `ctx.pushes`.
+/// Runs a command whose row and arguments were checked, with its counts (`crate::cmdstats`,
+/// the latency monitor, the slow log), then client-side caching's bookkeeping. Its
+/// invalidations for the connection itself stay in `ctx.pushes`.
 #[inline]
-fn run_spec(c: &Spec, cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
+fn run_spec(
+    c: &'static Spec,
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) {
+    // Stored first, as Redis sets `c->cmd`: `CLIENT INFO` shows itself.
+    let row = stat_row(c, cmd);
+    s.pending.last_row.store(row.wrapping_add(1), Ordering::Relaxed);
+    let (start, began) = (out.len(), std::time::Instant::now());
     (c.run)(cmd, out, s, ctx, c);
+    if !s.resume.suspended {
+        let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let failed = out.get(start) == Some(&b'-');
+        ctx.stats.commands_by_row.ran(row, nanos, failed);
+        if ctx.shared.latency.wants(nanos) {
+            ctx.shared.latency.record(c.flags & FAST != 0, nanos);
+        }
+        if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
+            log_slow(cmd, ctx, nanos / 1000);
+        }
+    }
     if s.tracking.is_some() && !s.resume.suspended {
         tracking::after_command(cmd, s, ctx, c);
     }
@@ -357,8 +444,27 @@ fn run_queued(
     }
 }
 
+/// Commands the slow log leaves out, as Redis does (`no-slowlog`: their arguments may hold a
+/// password).
+const SKIP_SLOWLOG: [&str; 2] = ["auth", "hello"];
+
+/// Adds a command that ran for `micros` to the slow log (`crate::slowlog`), with its client's
+/// address and name.
+#[cold]
+fn log_slow(cmd: &Command<'_>, ctx: &Ctx<'_>, micros: u64) {
+    let (addr, name) = {
+        let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients
+            .get(&ctx.client)
+            .map_or_else(Default::default, |e| (e.peer.to_string(), e.name.clone()))
+    };
+    let args = (0..cmd.len()).map(|i| cmd.get(i).unwrap_or_default());
+    ctx.shared.slowlog.push(args, micros, addr, name);
+}
+
 /// Commands with subcommands: Redis names them `name|sub` in errors.
-const CONTAINERS: [&str; 5] = ["acl", "client", "command", "config", "pubsub"];
+const CONTAINERS: [&str; 7] =
+    ["acl", "client", "command", "config", "latency", "pubsub", "slowlog"];
 
 /// A command's full name as Redis gives it in errors: `get`, `client|id`.
 fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {

@@ -17,7 +17,7 @@ fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
 }
 
 /// Redis's error for a subcommand given the wrong number of arguments.
-fn sub_arity(out: &mut Vec<u8>, command: &str, sub: &[u8]) {
+pub(super) fn sub_arity(out: &mut Vec<u8>, command: &str, sub: &[u8]) {
     out.extend_from_slice(b"-ERR wrong number of arguments for '");
     out.extend_from_slice(command.as_bytes());
     out.push(b'|');
@@ -25,7 +25,7 @@ fn sub_arity(out: &mut Vec<u8>, command: &str, sub: &[u8]) {
     out.extend_from_slice(b"' command\r\n");
 }
 
-fn help(out: &mut Vec<u8>, lines: &[&str]) {
+pub(super) fn help(out: &mut Vec<u8>, lines: &[&str]) {
     write_array_header(out, lines.len());
     for l in lines {
         write_simple(out, l.as_bytes());
