@@ -164,6 +164,31 @@ def test_all_clients_buffers_are_capped_largest_first():
         stop(proc)
 
 
+def test_client_no_evict_spares_a_connection_from_the_clients_memory_limit():
+    proc, port = launch("--max-client-memory", "24MiB")
+    try:
+        r = redis.Redis(port=port, socket_timeout=10)
+        # The largest connection, protected: without NO-EVICT it would be closed first.
+        kept = connect(port)
+        kept.sendall(b"*3\r\n$6\r\nCLIENT\r\n$8\r\nNO-EVICT\r\n$2\r\non\r\n")
+        assert read_until(kept, b"\r\n") == b"+OK\r\n"
+        kept.sendall(resp_partial(125_000))  # under the 4 MiB query limit, above the others
+        hogs = []
+        for _ in range(10):
+            s = connect(port)
+            s.sendall(resp_partial(100_000))
+            hogs.append(s)
+        time.sleep(1.0)
+        closed = sum(is_closed(s, wait=0.2) for s in hogs)
+        assert closed > 0, "the limit closed other connections"
+        assert not is_closed(kept, wait=0.2), "the protected connection stays"
+        assert r.info()["evicted_clients"] == closed
+        for s in hogs + [kept]:
+            s.close()
+    finally:
+        stop(proc)
+
+
 def test_a_half_sent_request_times_out():
     proc, port = launch("--partial-request-timeout", "1s")
     try:

@@ -44,6 +44,17 @@ def names(r):
     return sorted(c["name"] for c in r.client_list() if c["name"])
 
 
+def test_client_no_evict_setinfo_no_touch_as_redis_7_0(fridge, redis_server):  # noqa: F811
+    same(fridge, redis_server, [
+        ["CLIENT", "NO-EVICT", "on"],
+        ["CLIENT", "NO-EVICT", "OFF"],
+        ["CLIENT", "NO-EVICT", "maybe"],
+        ["CLIENT", "NO-EVICT"],
+        ["CLIENT", "SETINFO", "lib-name", "x"],
+        ["CLIENT", "NO-TOUCH", "on"],
+    ])
+
+
 def test_client_kill_filters(fridge):
     admin = connect(fridge, "admin")
     plain = connect(fridge, "plain")

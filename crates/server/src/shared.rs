@@ -60,6 +60,8 @@ pub(crate) struct ClientEntry {
     /// invalidations redirected to it go.
     pub slot: usize,
     pub pending: Arc<crate::pubsub::Pending>,
+    /// `CLIENT NO-EVICT on`: the clients' memory limit closes other connections first.
+    pub no_evict: bool,
 }
 
 /// The rates `INFO` shows as `instantaneous_*`, and the counts and time (ms) they were
@@ -198,7 +200,10 @@ impl Shared {
             // Connections already told to close still count until their worker closes them.
             let mut leaving: usize = clients.values().filter(|e| e.killed).map(|e| e.memory).sum();
             while self.client_memory.load(Ordering::Relaxed).saturating_sub(leaving) > limit {
-                let largest = clients.values_mut().filter(|e| !e.killed).max_by_key(|e| e.memory);
+                let largest = clients
+                    .values_mut()
+                    .filter(|e| !e.killed && !e.no_evict)
+                    .max_by_key(|e| e.memory);
                 let Some(e) = largest.filter(|e| e.memory > 0) else { break };
                 e.killed = true;
                 leaving += e.memory;

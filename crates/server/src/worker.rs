@@ -273,6 +273,7 @@ impl Loop {
                     last_command_ms: Arc::clone(&last_command_ms),
                     slot: t,
                     pending: Arc::clone(&pending),
+                    no_evict: false,
                 };
                 self.shared.clients.lock().unwrap_or_else(|e| e.into_inner()).insert(id, entry);
                 self.shared.watch.conn_new(peer, fd);

@@ -387,16 +387,20 @@ pub(super) fn client(
         super::tracking::client_getredir(out, s);
     } else if is(b"trackinginfo") {
         super::tracking::client_trackinginfo(out, s, ctx);
-    } else if is(b"setinfo") || is(b"no-evict") || is(b"no-touch") {
-        // SETINFO takes an attribute and a value; NO-EVICT and NO-TOUCH take on|off.
-        let wanted = if is(b"setinfo") { 4 } else { 3 };
-        if n != wanted {
-            let mut name = [0u8; 32];
-            let full = b"client|";
-            name[..full.len()].copy_from_slice(full);
-            let len = full.len() + sub.len().min(24);
-            name[full.len()..len].copy_from_slice(&sub[..len - full.len()]);
-            return write_wrong_arity(out, &name[..len]);
+    } else if is(b"no-evict") {
+        // Redis 7.0's client eviction protection; SETINFO and NO-TOUCH are Redis 7.2's
+        // (7.0.15 answers them as unknown subcommands, and so does fridge).
+        if n != 3 {
+            return write_wrong_arity(out, b"client|no-evict");
+        }
+        let on = match arg(2) {
+            a if a.eq_ignore_ascii_case(b"on") => true,
+            a if a.eq_ignore_ascii_case(b"off") => false,
+            _ => return write_error(out, SYNTAX),
+        };
+        let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = clients.get_mut(&s.id) {
+            e.no_evict = on;
         }
         write_simple(out, b"OK");
     } else {
