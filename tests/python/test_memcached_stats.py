@@ -42,9 +42,9 @@ STATS_OMITTED = {
 # memcached `stats settings` fields fridge does not print: settings of memcached's
 # allocator, LRU, crawler, extstore, TLS, UDP and logger, which fridge does not have.
 SETTINGS_OMITTED = {
-    "verbosity", "oldest", "domain_socket", "umask", "shutdown_command", "growth_factor",
+    "oldest", "growth_factor",
     "chunk_size", "num_threads_per_udp", "stat_key_prefix", "detail_enabled",
-    "reqs_per_event", "tcp_backlog", "auth_enabled_sasl", "auth_enabled_ascii",
+    "reqs_per_event", "auth_enabled_sasl", "auth_enabled_ascii",
     "maxconns_fast", "hashpower_init", "slab_reassign", "slab_automove",
     "slab_automove_ratio", "slab_automove_window", "slab_chunk_max", "lru_crawler",
     "lru_crawler_sleep", "lru_crawler_tocrawl", "tail_repair_time", "flush_enabled",

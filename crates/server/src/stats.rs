@@ -464,11 +464,17 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num(out, "tcpport", u64::from(shared.main_port));
     num(out, "udpport", u64::from(c.udp_port));
     text(out, "inter", c.listen.as_bytes());
+    num(out, "verbosity", u64::from(shared.verbose.load(Ordering::Relaxed)));
     text(out, "evictions", b"on");
+    let socket = c.unix_socket.as_ref().map(|p| p.display().to_string());
+    text(out, "domain_socket", socket.as_deref().unwrap_or("NULL").as_bytes());
+    text(out, "umask", format!("{:o}", c.unix_mask).as_bytes());
+    text(out, "shutdown_command", if c.enable_shutdown { b"yes" } else { b"no" });
     num(out, "num_threads", shared.workers.len() as u64);
     // fridge keeps no per-prefix figures (`stats detail`).
     text(out, "detail_enabled", b"no");
     text(out, "cas_enabled", b"yes");
+    num(out, "tcp_backlog", u64::from(c.listen_backlog));
     text(out, "binding_protocol", b"ascii");
     num(out, "item_size_max", c.max_item_size.0);
     num(out, "idle_timeout", c.idle_timeout);
