@@ -5,7 +5,9 @@ import getpass
 import hashlib
 import os
 import re
+import socket
 import subprocess
+import time
 
 import pytest
 
@@ -17,6 +19,26 @@ def fridge_binary():
         return os.environ["FRIDGE_BIN"]
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target"))
     return os.path.join(target, "debug", "fridge")
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that nothing listens on (for a reference server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc=None, seconds=10):
+    """Waits until something listens on `port` (and `proc`, if given, is still running)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert proc is None or proc.poll() is None, "the server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {port}")
 
 
 def launch(*args, workers=2, memory_mb=64):

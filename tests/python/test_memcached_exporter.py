@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import ROOT, launch, stop
+from conftest import ROOT, free_port, launch, stop, wait_port
 
 # Metrics exported for memcached and not for fridge, by the memcached figure each comes from.
 NOT_FOR_FRIDGE = {
@@ -73,20 +73,6 @@ def exporter_binary():
     return run.stdout.strip()
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port):
-    for _ in range(200):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on {port}")
 
 
 def scrape(exporter, port):

@@ -8,13 +8,10 @@ import time
 
 import pytest
 
+from conftest import free_port, wait_port
+
 MEMCACHED = shutil.which("memcached")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +20,7 @@ def memcached():
         pytest.skip("memcached is not installed")
     port = free_port()
     proc = subprocess.Popen([MEMCACHED, "-u", "root", "-l", "127.0.0.1", "-p", str(port), "-U", "0"])
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "memcached did not start"
-            time.sleep(0.05)
+    wait_port(port)
     yield ("127.0.0.1", port)
     proc.terminate()
     proc.wait(timeout=10)

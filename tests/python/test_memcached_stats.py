@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from conftest import launch, stop, tenants_toml
+from conftest import free_port, launch, stop, tenants_toml, wait_port
 
 # memcached `stats` fields fridge does not print: memcached's allocator, LRU maintainer,
 # crawler, hash table, logger and proxy internals, which have no counterpart in fridge, and
@@ -76,11 +76,6 @@ SLABS_OMITTED = {
 }
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
 def servers():
@@ -93,12 +88,7 @@ def servers():
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    wait_port(port)
     proc, fport = launch()
     yield port, fport
     stop(proc)

@@ -9,13 +9,10 @@ import time
 
 import pytest
 
+from conftest import free_port, wait_port
+
 pylibmc = pytest.importorskip("pylibmc")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +26,7 @@ def memcached():
     proc = subprocess.Popen(
         [binary, "-u", "root", "-l", "127.0.0.1", "-p", str(port), "-U", "0", "-m", "64"]
     )
-    deadline = time.time() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.time() < deadline, "memcached did not start"
-            time.sleep(0.05)
+    wait_port(port)
     yield ("127.0.0.1", port)
     proc.terminate()
     proc.wait(timeout=10)

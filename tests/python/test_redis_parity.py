@@ -12,13 +12,10 @@ import time
 
 import pytest
 
+from conftest import free_port, wait_port
+
 REDIS = shutil.which("redis-server")
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +29,7 @@ def redis_server():
          "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"],
         stdout=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port)).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+    wait_port(port)
     yield ("127.0.0.1", port)
     proc.terminate()
     proc.wait(timeout=10)

@@ -9,13 +9,8 @@ import time
 import pytest
 import redis
 
-from conftest import launch, stop, tenants_toml
+from conftest import free_port, launch, stop, tenants_toml, wait_port
 
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +24,7 @@ def redis_server():
         [binary, "--port", str(port), "--save", "", "--appendonly", "no"],
         stdout=subprocess.DEVNULL,
     )
-    deadline = time.time() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.time() < deadline, "redis-server did not start"
-            time.sleep(0.05)
+    wait_port(port)
     yield ("127.0.0.1", port)
     proc.terminate()
     proc.wait(timeout=10)
