@@ -47,7 +47,7 @@ fn add_replace_and_cas_follow_memcached() {
     assert_eq!(w.store(cond(Condition::IfAbsent, b"a")), Ok(StoreOutcome::Stored));
     assert_eq!(w.store(cond(Condition::IfAbsent, b"b")), Ok(StoreOutcome::NotStored));
     assert_eq!(w.store(cond(Condition::IfPresent, b"c")), Ok(StoreOutcome::Stored));
-    let cas = w.gets(T, b"k", |i| i.cas).unwrap();
+    let cas = w.get(T, b"k", |i| i.cas).unwrap();
     assert_ne!(cas, 0);
     assert_eq!(w.store(cond(Condition::IfCas(cas), b"d")), Ok(StoreOutcome::Stored));
     assert_eq!(w.store(cond(Condition::IfCas(cas), b"e")), Ok(StoreOutcome::Exists));
@@ -62,7 +62,7 @@ fn cas_never_matches_a_modified_item() {
     let (engine, _) = small_engine(4 << 20, 64 << 10);
     let mut w = engine.worker().unwrap();
     w.store(Store::new(T, b"k", b"1")).unwrap();
-    let cas = w.gets(T, b"k", |i| i.cas).unwrap();
+    let cas = w.get(T, b"k", |i| i.cas).unwrap();
     for modify in 0..4 {
         match modify {
             0 => assert_eq!(w.append(T, b"k", b"x", false, false), Ok(Some(2))),
@@ -134,24 +134,24 @@ fn cas_is_per_item_and_kept_by_a_ttl_change() {
         w.store(Store::new(T, &k.to_le_bytes(), b"v")).unwrap();
     }
     for k in 0..2000u32 {
-        assert!(seen.insert(w.gets(T, &k.to_le_bytes(), |i| i.cas).unwrap()), "CAS shared");
+        assert!(seen.insert(w.get(T, &k.to_le_bytes(), |i| i.cas).unwrap()), "CAS shared");
     }
-    let cas = w.gets(T, b"\0\0\0\0", |i| i.cas).unwrap();
+    let cas = w.get(T, b"\0\0\0\0", |i| i.cas).unwrap();
     let later = clock_now(&clock) + 3_600_000;
     w.set_expiry(T, b"\0\0\0\0", Some(later)).unwrap();
-    assert_eq!(w.gets(T, b"\0\0\0\0", |i| i.cas), Some(cas), "touch keeps the CAS");
+    assert_eq!(w.get(T, b"\0\0\0\0", |i| i.cas), Some(cas), "touch keeps the CAS");
     let touched = w.get_and_touch(T, b"\0\0\0\0", None, |i| i.cas).unwrap();
     assert_eq!(touched, Some(cas), "get-and-touch keeps the CAS");
     // A neighbour's change does not change this item's CAS.
     w.store(Store::new(T, &1u32.to_le_bytes(), b"w")).unwrap();
     let cond = Store { condition: Condition::IfCas(cas), ..Store::new(T, b"\0\0\0\0", b"x") };
     assert_eq!(w.store(cond), Ok(StoreOutcome::Stored));
-    let new = w.gets(T, b"\0\0\0\0", |i| i.cas).unwrap();
+    let new = w.get(T, b"\0\0\0\0", |i| i.cas).unwrap();
     assert!(new > cas && !seen.contains(&new), "a new value gets a new, later CAS");
     assert_eq!(w.store(cond), Ok(StoreOutcome::Exists));
     let explicit = Store { cas: Some(7), ..Store::new(T, b"e", b"v") };
     w.store(explicit).unwrap();
-    assert_eq!(w.gets(T, b"e", |i| i.cas), Some(7), "an explicit CAS is kept");
+    assert_eq!(w.get(T, b"e", |i| i.cas), Some(7), "an explicit CAS is kept");
     engine.validate();
 }
 
@@ -161,7 +161,7 @@ fn relocation_keeps_the_cas() {
     let mut w = engine.worker().unwrap();
     let far = 1u64 << 50;
     w.store(Store { expiry: Expiry::At(far), ..Store::new(T, b"kept", b"v") }).unwrap();
-    let cas = w.gets(T, b"kept", |i| i.cas).unwrap();
+    let cas = w.get(T, b"kept", |i| i.cas).unwrap();
     let value = [3u8; 1000];
     let mut x = 12345u64;
     for _ in 0..30_000 {
@@ -173,7 +173,7 @@ fn relocation_keeps_the_cas() {
     }
     let s = engine.stats();
     assert!(s.relocated_items > 0, "the cleaner moved items: {s:?}");
-    assert_eq!(w.gets(T, b"kept", |i| (i.cas, i.expires_at_ms)), Some((cas, Some(far))));
+    assert_eq!(w.get(T, b"kept", |i| (i.cas, i.expires_at_ms)), Some((cas, Some(far))));
     engine.validate();
 }
 

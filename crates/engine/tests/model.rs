@@ -200,7 +200,7 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                 }
             }
             Op::Cas { t, k, stale } => {
-                let cas = w.gets(TenantId(t), key(k), |i| i.cas);
+                let cas = w.get(TenantId(t), key(k), |i| i.cas);
                 presence(&mut model, t, k, cas.is_some());
                 if let Some(cas) = cas {
                     let v = value(step as u64, 10);

@@ -47,7 +47,7 @@ fn a_walk_sees_each_live_item_with_its_metadata() {
         let (len, flags, exp, cas) = seen[key.as_bytes()];
         assert_eq!((len, flags), (i as usize % 40, i));
         assert_eq!(exp.is_some(), i % 2 == 0);
-        let read = w.gets(T, key.as_bytes(), |item| (item.expires_at_ms, item.cas)).unwrap();
+        let read = w.get(T, key.as_bytes(), |item| (item.expires_at_ms, item.cas)).unwrap();
         assert_eq!(read, (exp, cas), "the CAS and expiry `gets` sees");
     }
 

@@ -132,7 +132,7 @@ pub(crate) fn execute(
             stats::inc(&ctx.stats.cmd_touch);
             let touched =
                 matches!(ctx.engine.set_expiry(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
-            let item = touched.then(|| ctx.engine.gets(t, key, |i| (i.flags, i.cas))).flatten();
+            let item = touched.then(|| ctx.engine.get(t, key, |i| (i.flags, i.cas))).flatten();
             match item {
                 Some((flags, cas)) => {
                     stats::inc(&ctx.stats.touch_hits);
@@ -219,7 +219,7 @@ fn get(
     }
     let (op, opaque) = (r.opcode as u8, r.opaque);
     let out = &mut *r.out;
-    let hit = ctx.engine.gets(t, key, |item| {
+    let hit = ctx.engine.get(t, key, |item| {
         let key = if with_key { key } else { b"" };
         bin::write_response_header(
             out,
@@ -256,7 +256,7 @@ fn miss(r: &mut Reply<'_>, key: &[u8], with_key: bool) {
 
 /// DELETE: with a request CAS, only the item that has it.
 fn delete(r: &mut Reply<'_>, cas: u64, key: &[u8], t: TenantId, ctx: &mut Ctx<'_>) {
-    if cas != 0 && ctx.engine.gets(t, key, |i| i.cas).is_some_and(|now| now != cas) {
+    if cas != 0 && ctx.engine.get(t, key, |i| i.cas).is_some_and(|now| now != cas) {
         return r.error(Status::KeyExists);
     }
     if ctx.engine.delete(t, key) {
@@ -270,7 +270,7 @@ fn delete(r: &mut Reply<'_>, cas: u64, key: &[u8], t: TenantId, ctx: &mut Ctx<'_
 
 /// The item's CAS just after a write (see the module doc), for the reply.
 fn cas_of(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8]) -> u64 {
-    ctx.engine.gets(t, key, |i| i.cas).unwrap_or(0)
+    ctx.engine.get(t, key, |i| i.cas).unwrap_or(0)
 }
 
 /// SET, ADD, REPLACE: a request CAS makes any of them a compare-and-swap (as memcached).
@@ -338,7 +338,7 @@ fn store(
 fn concat(r: &mut Reply<'_>, cas: u64, key: &[u8], value: &[u8], t: TenantId, ctx: &mut Ctx<'_>) {
     stats::inc(&ctx.stats.cmd_set);
     if cas != 0 {
-        match ctx.engine.gets(t, key, |i| i.cas) {
+        match ctx.engine.get(t, key, |i| i.cas) {
             None => return r.error(Status::NotStored),
             Some(now) if now != cas => return r.error(Status::KeyExists),
             Some(_) => {}
@@ -371,7 +371,7 @@ fn arithmetic(
     now: u64,
 ) {
     if cas != 0 {
-        match ctx.engine.gets(t, key, |i| i.cas) {
+        match ctx.engine.get(t, key, |i| i.cas) {
             Some(now_cas) if now_cas != cas => return r.error(Status::KeyExists),
             _ => {}
         }

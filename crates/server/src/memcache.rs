@@ -240,18 +240,12 @@ fn retrieval(
         let hit = if r.command.touches() {
             stats::inc(&ctx.stats.cmd_touch);
             let at = expiry_ms(r.exptime, now);
-            let hit = if with_cas {
-                matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_)))
-                    && ctx.engine.gets(t, key, write).is_some()
-            } else {
-                matches!(ctx.engine.get_and_touch(t, key, at, write), Ok(Some(())))
-            };
+            // The touch keeps the CAS, so `gats` reports the one its read sees.
+            let hit = matches!(ctx.engine.get_and_touch(t, key, at, write), Ok(Some(())));
             if hit {
                 stats::inc(&ctx.stats.touch_hits);
             }
             hit
-        } else if with_cas {
-            ctx.engine.gets(t, key, write).is_some()
         } else {
             ctx.engine.get(t, key, write).is_some()
         };

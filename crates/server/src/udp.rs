@@ -142,11 +142,7 @@ fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, engine: &mut Worker, t: &Tenan
             mc::write_value_header(out, key, item.flags, item.value.len(), cas);
             mc::write_data(out, item.value);
         };
-        if with_cas {
-            engine.gets(tenant, key, write);
-        } else {
-            engine.get(tenant, key, write);
-        }
+        engine.get(tenant, key, write);
         if out.len() > cap {
             out.truncate(start);
             mc::write_server_error(out, b"out of memory writing get response");

@@ -140,7 +140,7 @@ fuzz_target!(|ops: Vec<Op>| {
             }
             Op::Cas { t, k, stale, len } => {
                 let (t, k) = (t % TENANTS, k % KEYS);
-                let Some(cas) = w.gets(TenantId(t), key(k), |i| i.cas) else { continue };
+                let Some(cas) = w.get(TenantId(t), key(k), |i| i.cas) else { continue };
                 let cas = if stale { cas.wrapping_add(1) } else { cas };
                 let v = value(k, seq, len);
                 let req = Store {

@@ -34,17 +34,6 @@ impl Worker {
         self.read(tenant, key, false, f)
     }
 
-    /// Reads `key` with its CAS value (the same as [`Worker::get`]: every read sees the CAS,
-    /// which is in the key record).
-    pub fn gets<R>(
-        &mut self,
-        tenant: TenantId,
-        key: &[u8],
-        f: impl FnOnce(Item<'_>) -> R,
-    ) -> Option<R> {
-        self.read(tenant, key, true, f)
-    }
-
     /// Whether `key` has a live item, without counting a GET or touching recency.
     pub fn contains(&mut self, tenant: TenantId, key: &[u8]) -> bool {
         self.contains_hashed(tenant, key_hash(tenant, key), key)
