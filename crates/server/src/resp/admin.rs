@@ -1,4 +1,4 @@
-//! Server commands: INFO, CONFIG, CLIENT, COMMAND, TIME and LASTSAVE.
+//! Server commands: INFO, CONFIG, CLIENT, TIME and LASTSAVE.
 
 use std::io::Write as _;
 
@@ -11,7 +11,7 @@ use fridge_proto::resp::{
 
 use super::connection::{BAD_NAME, set_client_name};
 use super::glob::glob_match_nocase;
-use super::{COMMANDS, REPORTED_FLAGS, SYNTAX, Spec, find, no_permission, unknown_subcommand};
+use super::{COMMANDS, SYNTAX, Spec, no_permission, unknown_subcommand};
 use crate::session::{Ctx, Session};
 use crate::stats;
 
@@ -541,80 +541,5 @@ fn client_kill(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut 
         }
     } else {
         write_integer(out, killed);
-    }
-}
-
-/// `COMMAND`'s reply for one row: Redis 7's ten fields.
-fn command_info(out: &mut Vec<u8>, c: &Spec) {
-    write_array_header(out, 10);
-    write_bulk(out, c.name.as_bytes());
-    write_integer(out, c.arity);
-    let flags = || REPORTED_FLAGS.iter().filter(|(bit, _)| c.flags & bit != 0);
-    write_array_header(out, flags().count());
-    for (_, f) in flags() {
-        write_simple(out, f.as_bytes());
-    }
-    write_integer(out, c.first_key);
-    write_integer(out, c.last_key);
-    write_integer(out, c.step);
-    for _ in 0..4 {
-        write_array_header(out, 0); // ACL categories, tips, key specs, subcommands
-    }
-}
-
-/// `COMMAND`, `COMMAND COUNT`, `COMMAND LIST`, `COMMAND INFO name…`, `COMMAND DOCS [name…]`:
-/// the rows of [`COMMANDS`].
-pub(super) fn command(
-    cmd: &Command<'_>,
-    out: &mut Vec<u8>,
-    s: &mut Session,
-    _: &mut Ctx<'_>,
-    _: &Spec,
-) {
-    if super::help::answer(cmd, out, "command") {
-        return;
-    }
-    let v = s.version;
-    let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    if cmd.len() == 1 {
-        write_array_header(out, COMMANDS.len());
-        for c in &COMMANDS {
-            command_info(out, c);
-        }
-        return;
-    }
-    let sub = arg(1);
-    if sub.eq_ignore_ascii_case(b"count") {
-        write_integer(out, COMMANDS.len() as i64);
-    } else if sub.eq_ignore_ascii_case(b"list") {
-        write_array_header(out, COMMANDS.len());
-        for c in &COMMANDS {
-            write_bulk(out, c.name.as_bytes());
-        }
-    } else if sub.eq_ignore_ascii_case(b"info") {
-        write_array_header(out, cmd.len() - 2);
-        for i in 2..cmd.len() {
-            match find(arg(i)) {
-                Some(c) => command_info(out, c),
-                None => write_null(out, v),
-            }
-        }
-    } else if sub.eq_ignore_ascii_case(b"docs") {
-        let names: Vec<&Spec> = if cmd.len() == 2 {
-            COMMANDS.iter().collect()
-        } else {
-            (2..cmd.len()).filter_map(|i| find(arg(i))).collect()
-        };
-        write_map_header(out, v, names.len());
-        for c in names {
-            write_bulk(out, c.name.as_bytes());
-            write_map_header(out, v, 2);
-            write_bulk(out, b"summary");
-            write_bulk(out, b"");
-            write_bulk(out, b"group");
-            write_bulk(out, if c.has_keys() { b"string".as_slice() } else { b"server".as_slice() });
-        }
-    } else {
-        unknown_subcommand(out, sub, b"COMMAND");
     }
 }

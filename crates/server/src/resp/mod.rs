@@ -18,13 +18,16 @@
 //! | `object.rs`     | OBJECT, MEMORY                                                    |
 //! | `dump.rs`       | DUMP, RESTORE                                                     |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
-//! | `admin.rs`      | INFO, CONFIG, CLIENT, COMMAND, TIME, LASTSAVE                     |
+//! | `admin.rs`      | INFO, CONFIG, CLIENT, TIME, LASTSAVE                              |
+//! | `command.rs`    | COMMAND (with `catalog.rs`: Redis's docs and key specifications)  |
 //! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 //! | `multi.rs`      | MULTI, EXEC, DISCARD, WATCH, UNWATCH                              |
 
 mod admin;
 mod bits;
+mod catalog;
+mod command;
 mod connection;
 mod debug;
 mod dump;
@@ -180,7 +183,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("info", -1, 0, NONE, admin::info),
     row("config", -2, 0, NONE, admin::config),
     row("client", -2, 0, NONE, admin::client),
-    row("command", -1, 0, NONE, admin::command),
+    row("command", -1, 0, NONE, command::command),
     row("acl", -2, 0, NONE, connection::acl),
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
