@@ -34,6 +34,8 @@ use fridge_proto::number::{MAX_DIGITS, u64_digits};
 
 use crate::auth::{self, Refused};
 use crate::counter::{CounterError, Counters};
+use crate::keyspace::{GENERIC, STRING};
+use crate::notify::changed;
 use crate::session::{Ctx, Session};
 use crate::stats;
 use crate::tenants::Login;
@@ -132,6 +134,9 @@ pub(crate) fn execute(
             stats::inc(&ctx.stats.cmd_touch);
             let touched =
                 matches!(ctx.engine.set_expiry(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
+            if touched {
+                changed(ctx, t, GENERIC, "expire", key);
+            }
             let item = touched.then(|| ctx.engine.get(t, key, |i| (i.flags, i.cas))).flatten();
             match item {
                 Some((flags, cas)) => {
@@ -157,6 +162,9 @@ pub(crate) fn execute(
                 e => expiry_ms(e, now).map_or(0, |at| at.saturating_sub(now)),
             };
             ctx.engine.flush(t, delay_ms);
+            if delay_ms == 0 {
+                crate::notify::flushed(ctx, t, s.id);
+            }
             r.success(0, b"", b"");
         }
         Command::Noop => r.success(0, b"", b""),
@@ -175,8 +183,8 @@ pub(crate) fn execute(
         Command::SaslAuth { mechanism, data } => sasl_auth(&mut r, mechanism, data, s, ctx),
         Command::TooLarge { key, value_len } => {
             // memcached drops the old value when a SET is refused, so no stale data survives.
-            if req.opcode.loud() == Opcode::Set {
-                ctx.engine.delete(t, key);
+            if req.opcode.loud() == Opcode::Set && ctx.engine.delete(t, key) {
+                changed(ctx, t, GENERIC, "del", key);
             }
             r.error(Status::TooLarge);
             return value_len;
@@ -216,6 +224,7 @@ fn get(
             return miss(r, key, with_key);
         }
         stats::inc(&ctx.stats.touch_hits);
+        changed(ctx, t, GENERIC, "expire", key);
     }
     let (op, opaque) = (r.opcode as u8, r.opaque);
     let out = &mut *r.out;
@@ -261,6 +270,7 @@ fn delete(r: &mut Reply<'_>, cas: u64, key: &[u8], t: TenantId, ctx: &mut Ctx<'_
     }
     if ctx.engine.delete(t, key) {
         stats::inc(&ctx.stats.delete_hits);
+        changed(ctx, t, GENERIC, "del", key);
         r.success(0, b"", b"");
     } else {
         stats::inc(&ctx.stats.delete_misses);
@@ -314,6 +324,7 @@ fn store(
     }
     match result {
         Ok(StoreOutcome::Stored) => {
+            changed(ctx, t, STRING, "set", key);
             let cas = if r.opcode.quiet() { 0 } else { cas_of(ctx, t, key) };
             r.success(cas, b"", b"");
         }
@@ -326,8 +337,8 @@ fn store(
             _ => Status::NotStored,
         }),
         Err(e) => {
-            if e == EngineError::TooLarge && command == Opcode::Set {
-                ctx.engine.delete(t, key);
+            if e == EngineError::TooLarge && command == Opcode::Set && ctx.engine.delete(t, key) {
+                changed(ctx, t, GENERIC, "del", key);
             }
             r.engine_error(e);
         }
@@ -347,6 +358,7 @@ fn concat(r: &mut Reply<'_>, cas: u64, key: &[u8], value: &[u8], t: TenantId, ct
     let prepend = r.opcode.loud() == Opcode::Prepend;
     match crate::memcache_common::append(ctx, t, key, value, prepend) {
         Ok(StoreOutcome::Stored) => {
+            changed(ctx, t, STRING, "append", key);
             let cas = if r.opcode.quiet() { 0 } else { cas_of(ctx, t, key) };
             r.success(cas, b"", b"");
         }
@@ -382,6 +394,7 @@ fn arithmetic(
         match ctx.engine.incr_u64(t, key, delta, decr) {
             Ok(Some(n)) => {
                 stats::inc(&ctx.stats.incr_hits);
+                changed(ctx, t, STRING, if decr { "decrby" } else { "incrby" }, key);
                 value = Some(n);
                 break;
             }
@@ -400,6 +413,7 @@ fn arithmetic(
                 });
                 match stored {
                     Ok(StoreOutcome::Stored) => {
+                        changed(ctx, t, STRING, "set", key);
                         value = Some(initial);
                         break;
                     }

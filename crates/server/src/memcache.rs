@@ -12,8 +12,10 @@ use fridge_proto::memcache::{
 };
 
 use crate::counter::Counters;
+use crate::keyspace::{GENERIC, STRING};
 pub(crate) use crate::memcache_common::expiry;
 use crate::memcache_common::{append, counter_error, engine_error, expiry_ms};
+use crate::notify::changed;
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 use crate::watch::WatchEvents;
@@ -37,7 +39,9 @@ pub(crate) fn drop_refused_store(
         },
     };
     let t = user.unwrap_or_else(|| ctx.tenants.route(key));
-    ctx.engine.delete(t, key);
+    if ctx.engine.delete(t, key) {
+        changed(ctx, t, GENERIC, "del", key);
+    }
 }
 
 /// Runs one parsed request, appending its reply (if any) to `out`.
@@ -71,6 +75,9 @@ pub(crate) fn execute_in_gate(
         Request::Storage(st) => storage(st, out, t, ctx, now),
         Request::Delete { key, noreply } => {
             let deleted = watch::delete(ctx, t, key, "delete");
+            if deleted {
+                changed(ctx, t, GENERIC, "del", key);
+            }
             stats::inc(if deleted { &ctx.stats.delete_hits } else { &ctx.stats.delete_misses });
             if !noreply {
                 mc::write_reply(out, if deleted { Reply::Deleted } else { Reply::NotFound });
@@ -80,6 +87,7 @@ pub(crate) fn execute_in_gate(
             let decr = command == ArithmeticCommand::Decr;
             match ctx.engine.incr_u64(t, key, delta, decr) {
                 Ok(Some(n)) => {
+                    changed(ctx, t, STRING, if decr { "decrby" } else { "incrby" }, key);
                     stats::inc(if decr { &ctx.stats.decr_hits } else { &ctx.stats.incr_hits });
                     if !noreply {
                         mc::write_number(out, n);
@@ -104,6 +112,7 @@ pub(crate) fn execute_in_gate(
             let found = matches!(ctx.engine.touch(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
             if found {
                 stats::inc(&ctx.stats.touch_hits);
+                changed(ctx, t, GENERIC, "expire", key);
             }
             if !noreply {
                 mc::write_reply(out, if found { Reply::Touched } else { Reply::NotFound });
@@ -116,6 +125,9 @@ pub(crate) fn execute_in_gate(
                 _ => 0,
             };
             ctx.engine.flush(t, delay_ms);
+            if delay_ms == 0 {
+                crate::notify::flushed(ctx, t, s.id);
+            }
             if !noreply {
                 mc::write_reply(out, Reply::Ok);
             }
@@ -244,6 +256,7 @@ fn retrieval(
             let hit = matches!(ctx.engine.get_and_touch(t, key, at, write), Ok(Some(())));
             if hit {
                 stats::inc(&ctx.stats.touch_hits);
+                changed(ctx, t, GENERIC, "expire", key);
             }
             hit
         } else {
@@ -290,6 +303,10 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
             })
         }
     };
+    if let Ok(StoreOutcome::Stored) = result {
+        let append = matches!(st.command, StorageCommand::Append | StorageCommand::Prepend);
+        changed(ctx, t, STRING, if append { "append" } else { "set" }, st.key);
+    }
     if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
         let (cmd, ttl) = (st.command.name(), watch::ttl(expiry(st.exptime, now), now));
         watch::stored(ctx, t, st.key, &result, cmd, ttl, st.data.len());
@@ -313,8 +330,11 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
         Ok(StoreOutcome::NotFound) => Reply::NotFound,
         Err(e) => {
             // memcached drops the old value when a set fails, so no stale data survives.
-            if e == EngineError::TooLarge && st.command == StorageCommand::Set {
-                ctx.engine.delete(t, st.key);
+            if e == EngineError::TooLarge
+                && st.command == StorageCommand::Set
+                && ctx.engine.delete(t, st.key)
+            {
+                changed(ctx, t, GENERIC, "del", st.key);
             }
             if !st.noreply {
                 engine_error(out, e);

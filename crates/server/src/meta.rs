@@ -33,7 +33,9 @@ use fridge_proto::memcache::{self as mc, MetaCommand, MetaFlags, MetaRequest, Me
 use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
 
 use crate::counter::Counters;
+use crate::keyspace::{GENERIC, STRING};
 use crate::memcache_common::{append, counter_error, engine_error, expiry, expiry_ms, ttl_secs};
+use crate::notify::changed;
 use crate::session::Ctx;
 use crate::stats;
 use crate::watch::WatchEvents;
@@ -289,6 +291,9 @@ fn meta_get(
             match created {
                 Ok(created) => {
                     vivified = created;
+                    if created {
+                        changed(ctx, t, STRING, "set", key);
+                    }
                     hit = read(ctx, t, key, peek, |item| {
                         (size, flags) = (item.value.len(), item.flags);
                         write_hit(out, m, key, &item, new_expiry, created, now);
@@ -313,6 +318,7 @@ fn meta_get(
         stats::inc(&ctx.stats.cmd_touch);
         if matches!(ctx.engine.set_expiry(t, key, at), Ok(Some(_))) {
             stats::inc(&ctx.stats.touch_hits);
+            changed(ctx, t, GENERIC, "expire", key);
         }
     }
     if hit.is_none() && !f.quiet() {
@@ -419,6 +425,9 @@ fn meta_set(
             })
         }
     };
+    if let Ok(StoreOutcome::Stored) = result {
+        changed(ctx, t, STRING, if matches!(mode, b'A' | b'P') { "append" } else { "set" }, key);
+    }
     if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
         let cmd = watch::meta_store_name(mode, f.compare_cas().is_some());
         let ttl = watch::ttl(expiry(f.ttl().unwrap_or(0), now), now);
@@ -511,6 +520,8 @@ fn meta_delete(
     let status = match result {
         Ok(Deleted::Done) => {
             stats::inc(&ctx.stats.delete_hits);
+            // Deleted, or (`I`, `x`) marked stale or emptied: a change either way.
+            changed(ctx, t, GENERIC, if removed.is_some() { "del" } else { "set" }, key);
             if let Some(size) = removed.filter(|_| ctx.shared.watch.wants(WatchEvents::DELETIONS)) {
                 watch::deleted(ctx, t, key, "md", size);
             }
@@ -555,6 +566,7 @@ fn meta_arithmetic(
         match ctx.engine.incr_u64_with_cas(t, key, delta, decr, f.new_cas()) {
             Ok(Some(n)) => {
                 stats::inc(if decr { &ctx.stats.decr_hits } else { &ctx.stats.incr_hits });
+                changed(ctx, t, STRING, if decr { "decrby" } else { "incrby" }, key);
                 value = Some(n);
                 break;
             }
@@ -575,6 +587,7 @@ fn meta_arithmetic(
                 });
                 match stored {
                     Ok(StoreOutcome::Stored) => {
+                        changed(ctx, t, STRING, "set", key);
                         (value, created) = (Some(initial), true);
                         break;
                     }
@@ -590,7 +603,9 @@ fn meta_arithmetic(
         return meta_status(out, MetaStatus::NotFound, m);
     };
     if let Some(ttl) = f.ttl() {
-        let _ = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now));
+        if let Ok(Some(_)) = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now)) {
+            changed(ctx, t, GENERIC, "expire", key);
+        }
     }
     // memcached's `q` hides the nominal reply of an increment, not of a vivifying one.
     if f.quiet() && !created {

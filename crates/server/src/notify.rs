@@ -15,6 +15,7 @@ use std::sync::atomic::Ordering;
 use fridge_engine::{KeyEventKind, TenantId};
 
 use crate::keyspace::{EVICTED, EXPIRED, KEYEVENT, KEYSPACE};
+use crate::session::Ctx;
 use crate::shared::Shared;
 
 /// Applies a `notify-keyspace-events` value (`CONFIG SET`), and turns the engine's key-event
@@ -61,6 +62,33 @@ pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
         key_event(shared, worker, e.tenant, class, event, &e.key);
         shared.tracking.invalidate(e.tenant, &e.key, 0, &mut Vec::new(), &shared.pubsub, wake);
     }
+}
+
+/// A command changed `key` of `tenant`, whatever its protocol (Redis, memcached text, meta or
+/// binary): publishes the keyspace notification `event` (the Redis command's name for the
+/// change: `set`, `append`, `incrby`, `expire`, `del`…) and sends client-side caching's
+/// invalidations (`crate::tracking`). One relaxed load each when no one listens.
+#[inline]
+pub(crate) fn changed(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+    key_event(ctx.shared, ctx.worker, tenant, class, event, key);
+    let (shared, me) = (ctx.shared, ctx.worker);
+    shared.tracking.invalidate(tenant, key, ctx.client, ctx.pushes, &shared.pubsub, |w| {
+        if w != me {
+            shared.wake(w);
+        }
+    });
+}
+
+/// Every key of `tenant` went (FLUSHALL, memcached `flush_all`): client-side caching's
+/// invalidation of everything the tenant's clients track. `by` is the connection that
+/// flushed (`NOLOOP`).
+pub(crate) fn flushed(ctx: &mut Ctx<'_>, tenant: TenantId, by: u64) {
+    let (shared, me) = (ctx.shared, ctx.worker);
+    shared.tracking.flush(tenant, by, ctx.pushes, &shared.pubsub, |w| {
+        if w != me {
+            shared.wake(w);
+        }
+    });
 }
 
 /// Publishes `event` on `key` of `tenant` (database 0) if its class is enabled. `worker`

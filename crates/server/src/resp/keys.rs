@@ -150,12 +150,7 @@ pub(super) fn flush(
     }
     stats::inc(&ctx.stats.cmd_flush);
     ctx.engine.flush(s.tenant, 0);
-    let (shared, me) = (ctx.shared, ctx.worker);
-    shared.tracking.flush(s.tenant, s.id, ctx.pushes, &shared.pubsub, |w| {
-        if w != me {
-            shared.wake(w);
-        }
-    });
+    crate::notify::flushed(ctx, s.tenant, s.id);
     write_simple(out, b"OK");
 }
 

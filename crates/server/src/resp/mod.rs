@@ -483,13 +483,7 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
 /// sends client-side caching's invalidations (`crate::tracking`).
 #[inline]
 fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
-    notify_only(ctx, tenant, class, event, key);
-    let (shared, me) = (ctx.shared, ctx.worker);
-    shared.tracking.invalidate(tenant, key, ctx.client, ctx.pushes, &shared.pubsub, |w| {
-        if w != me {
-            shared.wake(w);
-        }
-    });
+    crate::notify::changed(ctx, tenant, class, event, key);
 }
 
 /// A second notification for a change [`notify`] announced already (`SET … EX`'s `expire`):
