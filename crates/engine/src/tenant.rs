@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
+use crate::item::MAX_DBS;
 use crate::rank::RankKind;
 
 /// A tenant: an application sharing the cache. Tenant 0 is the default tenant.
@@ -109,6 +110,16 @@ pub(crate) struct TenantState {
     pub credits_lost: AtomicU64,
     /// Estimated fraction of this tenant's bytes not read within its idle time, in ppm.
     pub idle_ppm: AtomicU64,
+    /// Live items and live items with an expiry of each database but 0 (whose figures are
+    /// the tenant's less the others', so that database 0 writes no extra line).
+    pub dbs: [DbCounts; MAX_DBS],
+}
+
+/// One database's live items and live items with an expiry.
+#[derive(Debug, Default)]
+pub(crate) struct DbCounts {
+    pub items: AtomicU64,
+    pub expiring: AtomicU64,
 }
 
 impl Default for TenantState {
@@ -130,6 +141,7 @@ impl Default for TenantState {
             credits_gained: AtomicU64::new(0),
             credits_lost: AtomicU64::new(0),
             idle_ppm: AtomicU64::new(0),
+            dbs: Default::default(),
         };
         state.set_policy(&TenantPolicy::default());
         state
@@ -137,6 +149,45 @@ impl Default for TenantState {
 }
 
 impl TenantState {
+    /// Counts a new item of database `db`.
+    #[inline]
+    pub fn db_linked(&self, db: u8, expiring: bool) {
+        if db != 0 {
+            let d = &self.dbs[usize::from(db)];
+            d.items.fetch_add(1, Ordering::Relaxed);
+            if expiring {
+                d.expiring.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts an item of database `db` gone.
+    #[inline]
+    pub fn db_unlinked(&self, db: u8, expiring: bool) {
+        if db != 0 {
+            let d = &self.dbs[usize::from(db)];
+            d.items.fetch_sub(1, Ordering::Relaxed);
+            if expiring {
+                d.expiring.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Live items and live items with an expiry of each database, by stored number.
+    pub fn db_counts(&self) -> [(u64, u64); MAX_DBS] {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut counts: [(u64, u64); MAX_DBS] =
+            std::array::from_fn(|db| (load(&self.dbs[db].items), load(&self.dbs[db].expiring)));
+        let (others, others_expiring) = counts[1..]
+            .iter()
+            .fold((0u64, 0u64), |(a, b), c| (a.wrapping_add(c.0), b.wrapping_add(c.1)));
+        counts[0] = (
+            load(&self.items).saturating_sub(others),
+            load(&self.expiring).saturating_sub(others_expiring),
+        );
+        counts
+    }
+
     pub fn set_policy(&self, p: &TenantPolicy) {
         self.reserved.store(p.reserved, Ordering::Relaxed);
         self.credit.store(p.credit.max(1), Ordering::Relaxed);

@@ -26,10 +26,36 @@ pub(super) fn info(
     let count = (cmd.len() - 1).min(sections.len());
     ctx.scratch.clear();
     let view = s.view(ctx.tenants);
-    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view, |row| {
-        COMMANDS.get(row).map_or("", |c| c.name)
-    });
+    let (engine, tenant, now) = (&mut *ctx.engine, view.tenant, ctx.shared.now_ms());
+    let name = |row| COMMANDS.get(row).map_or("", |c: &Spec| c.name);
+    let avg_ttl = || sample_avg_ttl(engine, tenant, now);
+    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view, name, avg_ttl);
     r::write_verbatim(out, s.version, b"txt", ctx.scratch);
+}
+
+/// Index buckets `INFO keyspace` visits to estimate `avg_ttl`.
+const AVG_TTL_BUCKETS: usize = 4096;
+
+/// `INFO keyspace`'s `avg_ttl` of each physical database of `tenant`: the mean remaining TTL
+/// in ms of the expiring keys met in the first [`AVG_TTL_BUCKETS`] index buckets of a scan
+/// (every key, on an index that small; otherwise a sample spread over the whole table, since
+/// a scan's cursor walks it in reversed-bit order); 0 where none was met. An estimate, as
+/// Redis's is (a moving average over the keys its active expiry samples); it costs one
+/// bounded walk, made only when some key has a TTL.
+fn sample_avg_ttl(
+    engine: &mut fridge_engine::Worker,
+    tenant: TenantId,
+    now: u64,
+) -> [u64; fridge_engine::item::MAX_DBS] {
+    let mut sums = [(0u64, 0u64); fridge_engine::item::MAX_DBS];
+    engine.walk_bounded(Some(tenant), 0, AVG_TTL_BUCKETS, |m| {
+        if let Some(at) = m.expires_at_ms {
+            let sum = &mut sums[usize::from(m.db)];
+            sum.0 += at.saturating_sub(now);
+            sum.1 += 1;
+        }
+    });
+    sums.map(|(total, n)| total.checked_div(n).unwrap_or(0))
 }
 
 pub(super) fn lastsave(
@@ -67,7 +93,7 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("timeout", c.idle_timeout.to_string()),
         ("port", ctx.shared.resp_port.unwrap_or(ctx.shared.main_port).to_string()),
         ("bind", c.listen.clone()),
-        ("databases", "1".into()),
+        ("databases", ctx.shared.databases.count().to_string()),
         ("save", String::new()),
         ("appendonly", "no".into()),
         ("proto-max-bulk-len", c.resp_limits().max_bulk_len.to_string()),
@@ -292,7 +318,7 @@ fn client_line(
     let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
     let _ = writeln!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db=0 sub={sub} \
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db={} sub={sub} \
          psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 \
          oll=0 omem=0 tot-mem={} events=r cmd={} user={user} redir=-1 resp={resp}",
         e.peer,
@@ -300,6 +326,7 @@ fn client_line(
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
         now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
+        e.pending.db.load(std::sync::atomic::Ordering::Relaxed),
         e.memory,
         last_command(e),
     );

@@ -129,10 +129,11 @@ pub(super) fn dbsize(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    write_integer(out, ctx.shared.engine.item_count(s.tenant) as i64);
+    let counts = ctx.shared.engine.db_counts(s.tenant);
+    write_integer(out, counts[usize::from(ctx.engine.db())].0 as i64);
 }
 
-/// `FLUSHDB` and `FLUSHALL`: the tenant's keys.
+/// `FLUSHDB`: the keys of the client's database; `FLUSHALL`: of all the tenant's databases.
 pub(super) fn flush(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
@@ -149,7 +150,11 @@ pub(super) fn flush(
         return write_error(out, SYNTAX);
     }
     stats::inc(&ctx.stats.cmd_flush);
-    ctx.engine.flush(s.tenant, 0);
+    if c.name == "flushdb" {
+        ctx.engine.flush_db(s.tenant);
+    } else {
+        ctx.engine.flush(s.tenant, 0);
+    }
     let (shared, me) = (ctx.shared, ctx.worker);
     shared.tracking.flush(s.tenant, s.id, ctx.pushes, &shared.pubsub, |w| {
         if w != me {
