@@ -182,7 +182,7 @@ impl Inner {
         if rec.has_expiry() {
             t.expiring.fetch_sub(1, Ordering::Relaxed);
         }
-        t.db_unlinked(rec.db(), rec.has_expiry());
+        t.db_unlinked(rec.db(), self.expires_at(&rec, loc));
     }
 
     /// Accounts for a new item of database `db` just published (under its root's lock).
@@ -193,7 +193,7 @@ impl Inner {
         if expires_at_ms.is_some() {
             t.expiring.fetch_add(1, Ordering::Relaxed);
         }
-        t.db_linked(db, expires_at_ms.is_some());
+        t.db_linked(db, expires_at_ms);
     }
 
     /// Tells the expiry sweep about an item published with an expiry (stored, or copied by

@@ -77,7 +77,7 @@ pub use observe::{Evicted, EvictionObserver};
 pub use ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
 pub use rank::{Rank, RankInput, RankKind, Recency};
 pub use stats::EngineStats;
-pub use tenant::{IdleTax, TenantId, TenantPolicy, TenantStats};
+pub use tenant::{DbStats, IdleTax, TenantId, TenantPolicy, TenantStats};
 pub use worker::inspect::{INDEX_SLOT_BYTES, ItemInfo};
 pub use worker::walk::ItemMeta;
 pub use worker::{BATCH, Worker};

@@ -119,6 +119,9 @@ mod tests {
     #[test]
     fn numbers_past_the_count_are_no_database() {
         let d = Databases::new(4);
-        assert_eq!((d.index(0), d.index(3), d.index(4), d.index(-1)), (Some(0), Some(3), None, None));
+        assert_eq!(
+            (d.index(0), d.index(3), d.index(4), d.index(-1)),
+            (Some(0), Some(3), None, None)
+        );
     }
 }

@@ -26,36 +26,10 @@ pub(super) fn info(
     let count = (cmd.len() - 1).min(sections.len());
     ctx.scratch.clear();
     let view = s.view(ctx.tenants);
-    let (engine, tenant, now) = (&mut *ctx.engine, view.tenant, ctx.shared.now_ms());
-    let name = |row| COMMANDS.get(row).map_or("", |c: &Spec| c.name);
-    let avg_ttl = || sample_avg_ttl(engine, tenant, now);
-    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view, name, avg_ttl);
-    r::write_verbatim(out, s.version, b"txt", ctx.scratch);
-}
-
-/// Index buckets `INFO keyspace` visits to estimate `avg_ttl`.
-const AVG_TTL_BUCKETS: usize = 4096;
-
-/// `INFO keyspace`'s `avg_ttl` of each physical database of `tenant`: the mean remaining TTL
-/// in ms of the expiring keys met in the first [`AVG_TTL_BUCKETS`] index buckets of a scan
-/// (every key, on an index that small; otherwise a sample spread over the whole table, since
-/// a scan's cursor walks it in reversed-bit order); 0 where none was met. An estimate, as
-/// Redis's is (a moving average over the keys its active expiry samples); it costs one
-/// bounded walk, made only when some key has a TTL.
-fn sample_avg_ttl(
-    engine: &mut fridge_engine::Worker,
-    tenant: TenantId,
-    now: u64,
-) -> [u64; fridge_engine::item::MAX_DBS] {
-    let mut sums = [(0u64, 0u64); fridge_engine::item::MAX_DBS];
-    engine.walk_bounded(Some(tenant), 0, AVG_TTL_BUCKETS, |m| {
-        if let Some(at) = m.expires_at_ms {
-            let sum = &mut sums[usize::from(m.db)];
-            sum.0 += at.saturating_sub(now);
-            sum.1 += 1;
-        }
+    stats::write_info(ctx.scratch, ctx.shared, &sections[..count], &view, |row| {
+        COMMANDS.get(row).map_or("", |c| c.name)
     });
-    sums.map(|(total, n)| total.checked_div(n).unwrap_or(0))
+    r::write_verbatim(out, s.version, b"txt", ctx.scratch);
 }
 
 pub(super) fn lastsave(

@@ -16,12 +16,17 @@ pub(super) const OUT_OF_RANGE: &[u8] = b"ERR DB index is out of range";
 pub(super) const SAME_OBJECT: &[u8] = b"ERR source and destination objects are the same";
 
 /// A database argument as Redis reads one (`getIntFromObjectOrReply` into an `int`, then
-/// `selectDb`): `Err` with the error to answer for what is no `int`, or a number that names
-/// no database.
+/// `selectDb`): `Err` with the error to answer for what is no integer, an integer past an
+/// `int`, or a number that names no database.
 pub(super) fn db_arg(ctx: &Ctx<'_>, a: &[u8]) -> Result<u8, &'static [u8]> {
-    let n = int32(a).ok_or(NOT_INTEGER)?;
+    let n = int_arg(a).ok_or(NOT_INTEGER)?;
+    i32::try_from(n).map_err(|_| NOT_INT32)?;
     ctx.shared.databases.index(n).ok_or(OUT_OF_RANGE)
 }
+
+/// Redis 7's error for an integer past C's `int` (`getRangeLongFromObjectOrReply`).
+const NOT_INT32: &[u8] =
+    b"ERR value is out of range, value must between -2147483648 and 2147483647";
 
 /// An argument that is an integer in C's `int` range.
 fn int32(a: &[u8]) -> Option<i64> {

@@ -129,8 +129,8 @@ pub(super) fn dbsize(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let counts = ctx.shared.engine.db_counts(s.tenant);
-    write_integer(out, counts[usize::from(ctx.engine.db())].0 as i64);
+    let dbs = ctx.shared.engine.db_stats(s.tenant);
+    write_integer(out, dbs[usize::from(ctx.engine.db())].keys as i64);
 }
 
 /// `FLUSHDB`: the keys of the client's database; `FLUSHALL`: of all the tenant's databases.

@@ -160,7 +160,7 @@ pub(super) fn randomkey(
     _: &Spec,
 ) {
     let t = s.tenant;
-    if ctx.shared.engine.db_counts(t)[usize::from(ctx.engine.db())].0 == 0 {
+    if ctx.shared.engine.db_stats(t)[usize::from(ctx.engine.db())].keys == 0 {
         return write_null(out, s.version);
     }
     let mut cursor = std::collections::hash_map::RandomState::new().build_hasher().finish();

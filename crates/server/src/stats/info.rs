@@ -52,16 +52,13 @@ impl std::fmt::Display for Human {
 }
 
 /// Appends the text of Redis's `INFO` for the given section names (empty = default);
-/// `command_name` names a row of the Redis command table (for commandstats); `avg_ttl`
-/// estimates the mean TTL (ms) of the view's tenant's expiring keys per physical database
-/// (called only for the keyspace section; see [`crate::databases`]).
+/// `command_name` names a row of the Redis command table (for commandstats).
 pub(crate) fn write_info(
     out: &mut Vec<u8>,
     shared: &Shared,
     sections: &[&[u8]],
     view: &View<'_>,
     command_name: impl Fn(usize) -> &'static str,
-    avg_ttl: impl FnOnce() -> [u64; fridge_engine::item::MAX_DBS],
 ) {
     let f = Figures::of(shared, view);
     let commands = if view.admin {
@@ -110,14 +107,14 @@ pub(crate) fn write_info(
     if wants(sections, "keyspace", true) {
         out.extend_from_slice(b"# Keyspace\r\n");
         // One line per database with keys, in the clients' numbering (after SWAPDBs).
-        let counts = shared.engine.db_counts(view.tenant);
+        // `avg_ttl` is exact to the second (`fridge_engine::DbStats::avg_ttl_ms`).
+        let dbs = shared.engine.db_stats(view.tenant);
         let map = shared.databases.map(view.tenant);
-        let ttl = if counts.iter().any(|c| c.1 > 0) { avg_ttl() } else { Default::default() };
+        let now = crate::shared::precise_now_ms(shared.now_ms());
         for db in 0..shared.databases.count() {
-            let physical = usize::from(map[usize::from(db)]);
-            let (keys, expires) = counts[physical];
-            if keys > 0 {
-                let ttl = ttl[physical];
+            let d = &dbs[usize::from(map[usize::from(db)])];
+            if d.keys > 0 {
+                let (keys, expires, ttl) = (d.keys, d.expires, d.avg_ttl_ms(now));
                 let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl={ttl}\r\n");
             }
         }
