@@ -191,7 +191,7 @@ fn keyspace_and_connection_commands() {
         ("PING a b", b"-ERR wrong number of arguments for 'ping' command\r\n"),
         ("ECHO hi", b"$2\r\nhi\r\n"),
         ("SELECT 0", b"+OK\r\n"),
-        ("SELECT 1", b"-ERR DB index is out of range\r\n"),
+        ("SELECT 16", b"-ERR DB index is out of range\r\n"),
         ("AUTH pw", b"-ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?\r\n"),
         ("AUTH bob pw", b"-WRONGPASS invalid username-password pair or user is disabled.\r\n"),
         ("HELLO 4", b"-NOPROTO unsupported protocol version\r\n"),
