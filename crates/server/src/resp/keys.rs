@@ -7,7 +7,6 @@ use std::io::Write as _;
 use fridge_engine::Update;
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_error, write_integer, write_simple,
-    write_wrong_arity,
 };
 
 use super::glob::glob_match;
@@ -141,12 +140,13 @@ pub(super) fn flush(
     ctx: &mut Ctx<'_>,
     c: &Spec,
 ) {
+    // Redis 7.0's `getFlushCommandFlags`: one optional ASYNC or SYNC, anything else a
+    // syntax error.
     let n = cmd.len();
-    if n > 2 {
-        return write_wrong_arity(out, c.name.as_bytes());
-    }
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    if n == 2 && !arg(1).eq_ignore_ascii_case(b"async") && !arg(1).eq_ignore_ascii_case(b"sync") {
+    if n > 2
+        || n == 2 && !arg(1).eq_ignore_ascii_case(b"async") && !arg(1).eq_ignore_ascii_case(b"sync")
+    {
         return write_error(out, SYNTAX);
     }
     stats::inc(&ctx.stats.cmd_flush);
