@@ -1,8 +1,10 @@
 //! The per-thread handle, [`Worker`], which carries every operation, and the allocation of
 //! the segments it writes to.
 //!
-//! Every operation takes a [`TenantId`]. Reads take no lock: they pin an epoch, read one
-//! bucket line, follow a tag match to a key record, validate the key and copy the value out.
+//! Every operation takes a [`TenantId`] and works in the database the handle selected
+//! ([`Worker::select`], Redis `SELECT`; 0 unless changed). Reads take no lock: they pin an
+//! epoch, read one bucket line, follow a tag match to a key record, validate the key and copy
+//! the value out.
 //! Writes append the new item to the worker's own head segment first (no lock), then lock the
 //! key's root bucket only to publish it — so a write holds a lock for a few loads and one
 //! store. Operations whose result depends on the current value (append, a server's counters
