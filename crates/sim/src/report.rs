@@ -14,7 +14,7 @@ use crate::error::Error;
 use crate::results::{EngineRow, OpsMode, Profile, Report, Row, bytes};
 
 /// Columns of `results.csv`.
-const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,size_meaning,tenant,\
+const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,cache_objects,size_meaning,tenant,\
 requests,hits,miss_ratio,bytes_requested,bytes_hit,byte_miss_ratio,engine_segment_size,\
 engine_overhead_bytes,engine_index_bytes,engine_items,engine_item_bytes,engine_evictions,\
 engine_expired,engine_cleaner_passes,engine_relocated_items,engine_fifo_evictions,\
@@ -29,12 +29,13 @@ pub fn csv(report: &Report) -> String {
     for r in &report.rows {
         let _ = write!(
             out,
-            "{},{},{},{},{:.6},{},{},{},{},{:.6},{},{},{:.6}",
+            "{},{},{},{},{:.6},{},{},{},{},{},{:.6},{},{},{:.6}",
             field(&report.source),
             r.policy,
             field(&r.detail),
             r.cache_bytes,
             r.cache_fraction,
+            r.cache_objects.map(|n| n.to_string()).unwrap_or_default(),
             field(&r.size_meaning),
             r.tenant,
             r.requests,
@@ -98,6 +99,7 @@ struct JsonReport<'a> {
     ops: &'static str,
     profile: &'a Profile,
     tenant_names: &'a [String],
+    capacity_unit: &'static str,
     notes: &'a [String],
     rows: &'a [Row],
 }
@@ -113,6 +115,7 @@ pub fn json(report: &Report) -> Result<String, Error> {
         ops: ops_name(report.ops),
         profile: &report.profile,
         tenant_names: &report.tenant_names,
+        capacity_unit: report.capacity_unit.name(),
         notes: &report.notes,
         rows: &report.rows,
     };
@@ -124,6 +127,31 @@ fn ops_name(ops: OpsMode) -> &'static str {
         OpsMode::Lookaside => "lookaside: every request is a GET that admits on miss",
         OpsMode::Trace => "trace: GETs counted, SETs store, DELETEs delete (engine only)",
     }
+}
+
+/// `miss_ratio_over_time.csv` (`--report-interval`): one line per cache, size and interval;
+/// `cache_size` is in the run's capacity unit, `requests` counts the requests served up to the
+/// end of the interval. Deterministic like `results.csv`.
+pub fn timeline_csv(report: &Report) -> String {
+    let mut out = String::from(
+        "source,policy,cache_size,cache_unit,requests,interval_requests,interval_miss_ratio,\
+         cumulative_miss_ratio\n",
+    );
+    for p in &report.timeline {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{:.6},{:.6}",
+            field(&report.source),
+            p.policy,
+            p.cache_size,
+            report.capacity_unit.name(),
+            p.requests,
+            p.interval_requests,
+            p.interval_miss_ratio,
+            p.cumulative_miss_ratio
+        );
+    }
+    out
 }
 
 /// `throughput.csv`: time spent in each cache at each size, and requests per second.
@@ -300,8 +328,9 @@ pub fn markdown(report: &Report) -> String {
     out
 }
 
-/// Writes `results.csv`, `results.json`, `results.md`, `throughput.csv` and the plots into `dir`, creating
-/// it; returns the paths written.
+/// Writes `results.csv`, `results.json`, `results.md`, `throughput.csv`, with
+/// `--report-interval` `miss_ratio_over_time.csv`, and the plots into `dir`, creating it;
+/// returns the paths written.
 ///
 /// # Errors
 /// A file cannot be written or a plot cannot be drawn.
@@ -319,6 +348,9 @@ pub fn write_all(report: &Report, dir: &Path, plots: bool) -> Result<Vec<PathBuf
     put("results.json", json(report)?)?;
     put("results.md", markdown(report))?;
     put("throughput.csv", throughput_csv(report))?;
+    if !report.timeline.is_empty() {
+        put("miss_ratio_over_time.csv", timeline_csv(report))?;
+    }
     if plots {
         let path = dir.join("miss_ratio.png");
         crate::plot::miss_ratio_curves(report, &path, false)?;
@@ -326,6 +358,7 @@ pub fn write_all(report: &Report, dir: &Path, plots: bool) -> Result<Vec<PathBuf
         let path = dir.join("byte_miss_ratio.png");
         crate::plot::miss_ratio_curves(report, &path, true)?;
         written.push(path);
+        written.extend(crate::plot::miss_ratio_over_time(report, dir)?);
     }
     Ok(written)
 }
