@@ -7,6 +7,12 @@
 //! fridge-sim --trace ../shared/traces/cache2k/web07.trace.xz --format keyonly-i32 \
 //!            --size-model fixed:16:100 --policies fridge,lru,s3fifo,belady --out out/web07
 //! fridge-sim --generate facebook-etc --keys 1000000 --requests 10000000 --sizes 64MiB,256MiB
+//! fridge-sim --trace w.oracleGeneral.bin.zst --capacity-unit objects --sizes 1000,10000 \
+//!            --size-change keep --report-interval 100000 --jobs 2
+//! zstdcat w.oracleGeneral.bin.zst | fridge-sim --trace - --format oracle --policies lru,fridge
+//! fridge-sim --trace ids.txt --policies lru,s3fifo --capacity-unit objects --fractions 0.1
+//! fridge-sim --trace cloudPhysicsIO.csv -t "time-col=2,obj-id-col=5,obj-size-col=4,\
+//!            obj-id-is-num=1,has-header=true"
 //! ```
 //! Run with `--help` for every option.
 

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::results::{EngineRow, OpsMode, Profile, Report, Row, bytes};
+use crate::results::{CapacityUnit, EngineRow, OpsMode, Profile, Report, Row, bytes};
 
 /// Columns of `results.csv`.
 const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,cache_objects,size_meaning,tenant,\
@@ -204,26 +204,33 @@ pub fn summary(report: &Report) -> String {
         p.tenants.len()
     );
     let _ = writeln!(out, "ops: {}", ops_name(report.ops));
-    let mut sizes: Vec<u64> = report.rows.iter().map(|r| r.cache_bytes).collect();
-    sizes.dedup();
+    // Columns are cache sizes in the run's unit: bytes, or objects (then each policy's bytes
+    // differ, and its "cache size means" says how they follow from the objects).
+    let size_of = |r: &Row| r.cache_objects.unwrap_or(r.cache_bytes);
+    let mut sizes: Vec<(u64, f64)> =
+        report.rows.iter().map(|r| (size_of(r), r.cache_fraction)).collect();
+    sizes.dedup_by_key(|s| s.0);
     let policies = &report.policies;
     let _ = write!(out, "\nmiss ratio{:>9}", "");
-    for &s in &sizes {
-        let _ = write!(out, " {:>10}", bytes(s));
+    for &(s, _) in &sizes {
+        let shown = match report.capacity_unit {
+            CapacityUnit::Bytes => bytes(s),
+            CapacityUnit::Objects => format!("{s} obj"),
+        };
+        let _ = write!(out, " {shown:>10}");
     }
     let _ = write!(out, "\n{:<19}", "(fraction of WS)");
-    for &s in &sizes {
-        let f = if p.working_set_bytes == 0 { 0.0 } else { s as f64 / p.working_set_bytes as f64 };
+    for &(_, f) in &sizes {
         let _ = write!(out, " {f:>10.4}");
     }
     out.push('\n');
     for policy in policies {
         let _ = write!(out, "{policy:<19}");
-        for &s in &sizes {
+        for &(s, _) in &sizes {
             match report
                 .rows
                 .iter()
-                .find(|r| r.policy == *policy && r.cache_bytes == s && r.tenant == "all")
+                .find(|r| r.policy == *policy && size_of(r) == s && r.tenant == "all")
             {
                 Some(r) => {
                     let _ = write!(out, " {:>10.4}", r.miss_ratio);
@@ -249,8 +256,12 @@ pub fn summary(report: &Report) -> String {
 /// engine's memory outside the arena, and the throughput per policy.
 pub fn markdown(report: &Report) -> String {
     let p = &report.profile;
-    let mut sizes: Vec<u64> = report.rows.iter().map(|r| r.cache_bytes).collect();
-    sizes.dedup();
+    // Columns are cache sizes in the run's unit: bytes, or objects (then each policy's bytes
+    // differ, and its "cache size means" says how they follow from the objects).
+    let size_of = |r: &Row| r.cache_objects.unwrap_or(r.cache_bytes);
+    let mut sizes: Vec<(u64, f64)> =
+        report.rows.iter().map(|r| (size_of(r), r.cache_fraction)).collect();
+    sizes.dedup_by_key(|s| s.0);
     let mut out = String::new();
     let _ = writeln!(out, "Source: {} — {}.\n", report.source, report.description);
     let _ = writeln!(
@@ -264,22 +275,25 @@ pub fn markdown(report: &Report) -> String {
         ops_name(report.ops)
     );
     out.push_str("| policy | cache size means |");
-    for &s in &sizes {
-        let f = if p.working_set_bytes == 0 { 0.0 } else { s as f64 / p.working_set_bytes as f64 };
-        let _ = write!(out, " {} ({:.1}%) |", bytes(s), f * 100.0);
+    for &(s, f) in &sizes {
+        let shown = match report.capacity_unit {
+            CapacityUnit::Bytes => bytes(s),
+            CapacityUnit::Objects => format!("{s} objects"),
+        };
+        let _ = write!(out, " {shown} ({:.1}%) |", f * 100.0);
     }
     out.push_str("\n|---|---|");
     out.push_str(&"---:|".repeat(sizes.len()));
     out.push('\n');
     let cell = |policy: &str, s: u64| {
-        report.rows.iter().find(|r| r.policy == policy && r.cache_bytes == s && r.tenant == "all")
+        report.rows.iter().find(|r| r.policy == policy && size_of(r) == s && r.tenant == "all")
     };
     for policy in &report.policies {
         let Some(meaning) = report.rows.iter().find(|r| r.policy == *policy) else {
             continue;
         };
         let _ = write!(out, "| {policy} | {} |", meaning.size_meaning);
-        for &s in &sizes {
+        for &(s, _) in &sizes {
             match cell(policy, s) {
                 Some(r) => {
                     let _ = write!(out, " {:.4} |", r.miss_ratio);
@@ -291,7 +305,7 @@ pub fn markdown(report: &Report) -> String {
         if meaning.engine.is_some() {
             let engine_row = |out: &mut String, label: &str, f: &dyn Fn(&EngineRow) -> String| {
                 let _ = write!(out, "| {policy}: {label} |");
-                for &s in &sizes {
+                for &(s, _) in &sizes {
                     match cell(policy, s).and_then(|r| r.engine.as_ref()) {
                         Some(e) => {
                             let _ = write!(out, " {} |", f(e));

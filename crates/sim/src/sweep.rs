@@ -1,18 +1,42 @@
 //! The driver: replays one [`Source`] through a set of caches at each of a list of sizes and
 //! collects per-tenant miss ratios, engine statistics and the simulator's own throughput.
 //!
-//! # Passes
+//! # Passes and jobs
 //! ```text
 //!  pass 0 (profile): count requests and bytes, the working set (distinct (tenant, key) and
 //!                    their bytes) per tenant, the largest object, and — only when Belady runs
 //!                    on an input without next-access times — each request's next access
-//!  pass 1..=S:       one pass per cache size; every policy of the run serves every request
+//!  jobs:             one per (cache size, policy), each with its own cache and its own pass
+//!                    over the source; `Settings::jobs` threads take them in order
 //! ```
-//! A pass reads the source in chunks of [`Settings::chunk`] requests; each cache serves a
-//! whole chunk before the next cache starts, so the time spent in each cache is measured with
-//! two clock reads per chunk and memory stays bounded by the chunk plus the caches
-//! themselves. The profile keeps one map entry per distinct object; the next-access table
-//! costs 8 bytes per request.
+//! A job reads the source in chunks of [`Settings::chunk`] requests, so the time spent in its
+//! cache is measured with two clock reads per chunk and memory stays bounded by the chunk
+//! plus the cache, per thread. Outputs are assembled in job order (sizes ascending, policies
+//! as given), so `results.csv` and `results.json` are the same bytes for any number of
+//! threads. Reading the input once per job rather than once per size costs a decode per
+//! policy; for traces that decode slowly (xz) and many policies, that is the price of
+//! running caches on different cores. The profile keeps one map entry per distinct object;
+//! the next-access table costs 8 bytes per request and is shared by every thread.
+//!
+//! # Cache sizes
+//! [`CapacityUnit::Bytes`] (the default): every size is bytes, and each row says what its
+//! cache counts in them. [`CapacityUnit::Objects`] (libCacheSim's `--ignore-obj-size`):
+//! reference policies hold that many objects whatever their sizes (each access reaches them
+//! with size 1; the counts of bytes requested and hit still use the real sizes); the engine
+//! gets `objects × (max(mean object, 8 B key) + record header)` bytes of `max_memory` (the
+//! inverse of the hitmap's item estimate), and the memcached model `objects × (mean object
+//! + 48 B item header)` bytes; fractions are of the distinct objects.
+//!
+//! # Size change on a hit
+//! [`SizeChange::Update`] (the default): a hit whose size differs from the stored one gives
+//! the object the new size in reference policies (older libCacheSim). [`SizeChange::Keep`]:
+//! the policy is handed the stored size ([`Policy::resident_size`]), as current libCacheSim
+//! keeps it. Either way the request's own size is what the byte counts record, and the engine
+//! does not rewrite an item on a GET hit (a lookaside GET writes nothing).
+//!
+//! # Miss ratio over time
+//! With [`Settings::report_interval`] `n`, each job also records the miss ratio of every `n`
+//! counted requests (and of the remainder at the end) next to the cumulative one.
 //!
 //! # Request semantics
 //! - [`OpsMode::Lookaside`] (the default, libCacheSim's): every request, whatever its
@@ -729,9 +753,8 @@ fn build(
             let max_memory = if objects { size.saturating_mul(item) } else { size };
             let meaning = if objects {
                 format!(
-                    "engine max_memory = {size} objects x ({item} B: max(mean object {mean} B, \
-                     8 B key) + {RECORD_HEADER} B record header) = {max_memory} B; index outside \
-                     (overhead_bytes)"
+                    "engine max_memory = objects x {item} B (max(mean object {mean} B, 8 B key) \
+                     + {RECORD_HEADER} B record header); index outside (overhead_bytes)"
                 )
             } else {
                 format!(
@@ -789,7 +812,7 @@ fn build(
                 cache: Cache::Reference(p),
                 meaning: format!(
                     "objects of any size (libCacheSim's ignore_obj_size){split}; cache_bytes = \
-                     objects x mean object {mean} B"
+                     objects x {mean} B (mean object)"
                 ),
                 cache_bytes: size.saturating_mul(mean),
                 counts_objects: true,
@@ -802,8 +825,9 @@ fn build(
             let capacity = if objects { size.saturating_mul(mean + header) } else { size };
             let meaning = if objects {
                 format!(
-                    "memcached memory limit = {size} objects x (mean object {mean} B + \
-                     {header} B item header) = {capacity} B; 1 MiB slab pages"
+                    "memcached memory limit = objects x {} B (mean object {mean} B + {header} B \
+                     item header); 1 MiB slab pages",
+                    mean + header
                 )
             } else {
                 spec.size_meaning().to_owned()
