@@ -38,7 +38,7 @@ use fridge_workload::trace::{
 
 /// Trace-driven cache simulator: the real fridge engine next to reference policies.
 ///
-/// "Cache size" means, for the engine (`fridge`), its max_memory: items with their 12-byte
+/// "Cache size" means, for the engine (`fridge`), its max_memory: items with their
 /// record headers (the index lives outside and is reported as overhead bytes); for reference
 /// policies, bytes of objects (key + value), or objects with --capacity-unit objects; for the
 /// memcached model, its memory limit. Every row of results.csv says which (size_meaning).
@@ -146,7 +146,7 @@ struct Args {
     hitmap_bits: usize,
 
     /// Items the engine's hitmap is sized for. Default: per cache size, max_memory /
-    /// (mean object size of the input + 12-byte record header).
+    /// (mean object size of the input + the engine's record header).
     #[arg(long)]
     hitmap_items: Option<usize>,
 

@@ -112,10 +112,14 @@ fn look_of(policy: &str, index: usize) -> Look {
     const MARKERS: [Marker; 5] =
         [Marker::Square, Marker::Triangle, Marker::Cross, Marker::Diamond, Marker::Circle];
     if policy.starts_with("fridge") {
-        let variant = KNOWN.iter().position(|k| *k == policy).map_or(index, |_| 0);
+        // The default engine is solid red; other rank functions and budgets are dashed, in
+        // darker or warmer reds.
+        const VARIANTS: [RGBColor; 3] =
+            [RGBColor(140, 0, 0), RGBColor(240, 100, 0), RGBColor(110, 50, 50)];
+        let default = policy == "fridge";
         return Look {
-            color: if variant == 0 { COLORS[0] } else { RGBColor(160, 0, 0) },
-            dash: if variant == 0 { Dash::Solid } else { DASHES[variant % 3] },
+            color: if default { COLORS[0] } else { VARIANTS[index % VARIANTS.len()] },
+            dash: if default { Dash::Solid } else { Dash::Dashed },
             marker: Marker::Circle,
             width: 3,
             emphasised: true,
@@ -350,7 +354,7 @@ fn draw(
     // The legend: engine lines first, then the others in report order.
     let mut legend: Vec<&Line> = lines.iter().collect();
     legend.sort_by_key(|l| (!l.look.emphasised, l.index));
-    let mut y = 40;
+    let mut y = 50;
     for line in legend {
         let look = line.look;
         let style = ShapeStyle {
