@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     pub tracking: crate::tracking::Tracking,
     /// The `notify-keyspace-events` setting.
     pub notify: crate::keyspace::KeyspaceEvents,
+    /// Scripting's Lua states and the running script (`crate::script`).
+    pub scripting: crate::script::Scripting,
 }
 
 impl Shared {
