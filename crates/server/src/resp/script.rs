@@ -351,6 +351,11 @@ fn execute(
         redis.raw_set("pcall", Value::Nil).ok();
     }
     shared.scripting.end();
+    // A script that failed may leave its garbage (a huge table) past what the next script
+    // could allocate: collect it now rather than at Lua's own pace.
+    if !matches!(result, Ok(Ok(_))) || tl.lua.used_memory() > crate::script::LUA_MEMORY_LIMIT / 2 {
+        tl.collect();
+    }
     match result {
         Ok(Ok(v)) => {
             let resp = tl.slot.raw_get::<i64>("resp").unwrap_or(2);

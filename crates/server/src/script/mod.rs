@@ -304,26 +304,42 @@ impl TenantLua {
             Ok(parsed) => parsed,
             Err(e) => return Err(e),
         };
-        let func = self
-            .lua
-            .load(&source[..])
-            .set_name("@user_script")
-            .set_mode(mlua::ChunkMode::Text)
-            .set_environment(self.env.clone())
-            .into_function()
-            .map_err(|e| {
-                format!("ERR Error compiling script (new function): {}", lua_message(&e))
-            })?;
+        let compile = || {
+            self.lua
+                .load(&source[..])
+                .set_name("@user_script")
+                .set_mode(mlua::ChunkMode::Text)
+                .set_environment(self.env.clone())
+                .into_function()
+        };
+        let func = match compile() {
+            Err(mlua::Error::MemoryError(_)) => {
+                self.collect();
+                compile()
+            }
+            other => other,
+        };
+        let func = func.map_err(|e| {
+            format!("ERR Error compiling script (new function): {}", lua_message(&e))
+        })?;
         self.script_bytes += body.len();
         self.scripts.insert(sha.to_owned(), Script { func, no_writes: flags });
         Ok(())
+    }
+
+    /// A full garbage collection, with the memory limit lifted while it runs (a state at its
+    /// limit may need a little memory to collect).
+    pub fn collect(&self) {
+        let _ = self.lua.set_memory_limit(0);
+        let _ = self.lua.gc_collect();
+        let _ = self.lua.set_memory_limit(LUA_MEMORY_LIMIT);
     }
 
     /// Drops every cached script.
     pub fn flush_scripts(&mut self) {
         self.scripts.clear();
         self.script_bytes = 0;
-        self.lua.gc_collect().ok();
+        self.collect();
     }
 
     /// Sets `KEYS` and `ARGV` (for `EVAL`).
@@ -585,7 +601,9 @@ fn redis_table(lua: &Lua, slot: &Table) -> mlua::Result<Table> {
                 Some(Value::Integer(n)) => n as f64,
                 Some(Value::Number(n)) => n,
                 None => {
-                    return Err(mlua::Error::runtime("redis.log() requires two arguments or more."));
+                    return Err(mlua::Error::runtime(
+                        "redis.log() requires two arguments or more.",
+                    ));
                 }
                 _ => {
                     return Err(mlua::Error::runtime(
