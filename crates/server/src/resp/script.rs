@@ -160,12 +160,15 @@ fn error_reply(out: &mut Vec<u8>, msg: &[u8]) {
     write_error(out, &clean);
 }
 
+/// A script's keys and arguments.
+type KeysArgs<'a> = (Vec<&'a [u8]>, Vec<&'a [u8]>);
+
 /// `numkeys` and the keys and arguments after it; or the error written.
 fn keys_and_args<'a>(
     cmd: &Command<'a>,
     out: &mut Vec<u8>,
     bad_number: &[u8],
-) -> Option<(Vec<&'a [u8]>, Vec<&'a [u8]>)> {
+) -> Option<KeysArgs<'a>> {
     let Some(n) = super::int_arg(cmd.get(2).unwrap_or_default()) else {
         write_error(out, bad_number);
         return None;
@@ -850,4 +853,12 @@ fn stats(out: &mut Vec<u8>, s: &Session, shared: &Shared) {
     r::write_integer(out, libraries as i64);
     write_bulk(out, b"functions_count");
     r::write_integer(out, functions as i64);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn lua_reports_the_servers_version() {
+        assert_eq!(crate::script::REDIS_VERSION, crate::shared::REDIS_VERSION);
+    }
 }

@@ -37,6 +37,8 @@ use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, V
 pub(crate) const LUA_MEMORY_LIMIT: usize = 64 << 20;
 /// Bytes of script source one tenant's script cache may hold.
 pub(crate) const SCRIPT_CACHE_LIMIT: usize = 16 << 20;
+/// `redis.REDIS_VERSION` (what `INFO` reports as `redis_version`).
+pub(crate) const REDIS_VERSION: &str = "7.0.0";
 /// Lua instructions between two looks at the kill flag.
 const HOOK_EVERY: u32 = 10_000;
 /// How long `FUNCTION LOAD` may run a library's code (Redis's 500 ms load timeout).
@@ -300,10 +302,7 @@ impl TenantLua {
                     .into(),
             );
         }
-        let (flags, source) = match eval_shebang(body) {
-            Ok(parsed) => parsed,
-            Err(e) => return Err(e),
-        };
+        let (flags, source) = eval_shebang(body)?;
         let compile = || {
             self.lua
                 .load(&source[..])
@@ -660,7 +659,7 @@ fn redis_table(lua: &Lua, slot: &Table) -> mlua::Result<Table> {
     ] {
         redis.set(name, n)?;
     }
-    redis.set("REDIS_VERSION", crate::shared::REDIS_VERSION)?;
+    redis.set("REDIS_VERSION", REDIS_VERSION)?;
     redis.set("REDIS_VERSION_NUM", 0x0007_0000)?;
     Ok(redis)
 }
