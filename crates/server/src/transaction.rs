@@ -34,6 +34,21 @@ pub(crate) struct Gates {
 /// Every gate, held (dropping it opens them).
 pub(crate) struct AllGates<'a> {
     _held: Vec<MutexGuard<'a, ()>>,
+    /// This one marked the thread as holding every gate (the outermost).
+    outermost: bool,
+}
+
+impl Drop for AllGates<'_> {
+    fn drop(&mut self) {
+        if self.outermost {
+            HOLDS_ALL.set(false);
+        }
+    }
+}
+
+thread_local! {
+    /// The thread holds every gate: an `EVAL` queued in a transaction runs inside `EXEC`'s.
+    static HOLDS_ALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 impl Gates {
@@ -65,13 +80,18 @@ impl Gates {
     }
 
     /// Holds every gate, taken in index order, unless `give_up` says so first (then none is
-    /// held). The caller must hold none.
+    /// held). The caller must hold none of them, or all: a script queued in a transaction
+    /// runs inside `EXEC`, whose gates it then uses (nothing more is taken).
     pub fn enter_all_unless(&self, give_up: impl Fn() -> bool) -> Result<AllGates<'_>, GaveUp> {
+        if HOLDS_ALL.get() {
+            return Ok(AllGates { _held: Vec::new(), outermost: false });
+        }
         let mut held = Vec::with_capacity(self.gates.len());
         for g in &self.gates {
             held.push(poll_lock(g, &give_up)?);
         }
-        Ok(AllGates { _held: held })
+        HOLDS_ALL.set(true);
+        Ok(AllGates { _held: held, outermost: true })
     }
 }
 

@@ -184,3 +184,14 @@ fn huge_tables_and_deep_recursion_fail_without_harm() {
     assert!(line.starts_with("-ERR") && line.contains("stack overflow"), "{line}");
     c.roundtrip(&req(&["EVAL", "return 7", "0"]), b":7\r\n");
 }
+
+#[test]
+fn a_script_queued_in_a_transaction_runs_inside_exec() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    c.roundtrip(&req(&["MULTI"]), b"+OK\r\n");
+    c.roundtrip(&req(&["SET", "k", "1"]), b"+QUEUED\r\n");
+    c.roundtrip(&req(&["EVAL", "return redis.call('incr', KEYS[1])", "1", "k"]), b"+QUEUED\r\n");
+    c.roundtrip(&req(&["EXEC"]), b"*2\r\n+OK\r\n:2\r\n");
+    c.roundtrip(&req(&["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]), b"$1\r\n2\r\n");
+}
