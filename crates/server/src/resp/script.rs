@@ -40,7 +40,7 @@ against the dataset. You can either wait the script termination or kill the serv
 way using the SHUTDOWN NOSAVE command.";
 
 /// Commands Redis flags `noscript`, of those fridge has.
-const NOT_IN_SCRIPTS: [&str; 30] = [
+const NOT_IN_SCRIPTS: [&str; 29] = [
     "auth",
     "hello",
     "quit",
@@ -70,7 +70,6 @@ const NOT_IN_SCRIPTS: [&str; 30] = [
     "acl",
     "debug",
     "wait",
-    "select",
 ];
 
 const SCRIPT_HELP: [&str; 17] = [
