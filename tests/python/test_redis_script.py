@@ -273,6 +273,49 @@ def test_a_script_that_wrote_cannot_be_killed():
         stop(proc)
 
 
+def answer(port, command):
+    """Sends `command` on new connections until one is answered (a connection on the running
+    script's worker waits for the script's end); returns the first reply's bytes."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        s = socket.create_connection(("127.0.0.1", port))
+        s.settimeout(0.5)
+        s.sendall(encode(command))
+        try:
+            return s.recv(4096)
+        except socket.timeout:
+            pass
+    raise TimeoutError(command)
+
+
+def test_endless_function_is_shown_in_stats_and_killed():
+    proc, port = launch(workers=2)
+    try:
+        admin = redis.Redis(port=port)
+        admin.config_set("busy-reply-threshold", 50)
+        admin.function_load(
+            "#!lua name=spin\nredis.register_function('spin', function() while true do end end)")
+        runner = socket.create_connection(("127.0.0.1", port))
+        runner.sendall(encode(["FCALL", "spin", 0]))
+        busy = b"-BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN"
+        while not (reply := answer(port, ["GET", "k"])).startswith(b"-BUSY"):
+            assert reply == b"$-1\r\n"
+        assert reply.startswith(busy)
+        assert answer(port, ["SCRIPT", "KILL"]).startswith(busy)
+        stats = answer(port, ["FUNCTION", "STATS"])
+        assert stats.startswith(
+            b"*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n"
+            b"$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n"
+            b"$11\r\nduration_ms\r\n:"), stats
+        assert answer(port, ["FUNCTION", "KILL"]) == b"+OK\r\n"
+        runner.settimeout(10)
+        assert runner.recv(1024) == (
+            b"-ERR Script killed by user with SCRIPT KILL... script: spin, on @user_function:2.\r\n")
+        assert answer(port, ["FUNCTION", "KILL"]).startswith(b"-NOTBUSY")
+    finally:
+        stop(proc)
+
+
 TENANTS = {
     "default": ("root", []),
     "alpha": ("apw", []),

@@ -21,8 +21,8 @@ use mlua::{Function, MultiValue, Value};
 
 use super::{Spec, WRITE, find, run_spec};
 use crate::script::{
-    FunctionInfo, Library, LuaFunction, TenantLua, function_flag, library_name, lua_message,
-    reply_to_lua, sha1_hex, valid_function_name, write_lua,
+    FunctionInfo, Library, LuaFunction, RunningFunction, TenantLua, function_flag, library_name,
+    lua_message, reply_to_lua, sha1_hex, valid_function_name, write_lua,
 };
 use crate::session::{Ctx, Session};
 use crate::shared::Shared;
@@ -295,7 +295,15 @@ pub(super) fn fcall(
     };
     let read_only = read_only || f.no_writes;
     let call = Call { name: &name, keys: &keys, read_only, function: true };
+    let running = RunningFunction {
+        tenant: s.tenant,
+        name: name.clone(),
+        command: cmd.iter().map(<[u8]>::to_vec).collect(),
+        since: scripting.now(),
+    };
+    *scripting.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(running);
     execute(tl, &f.func, (Value::Table(k), Value::Table(a)), &call, out, s, ctx);
+    *scripting.running.lock().unwrap_or_else(|e| e.into_inner()) = None;
 }
 
 /// What a script run is: its name in errors, its declared keys, whether it may write.
@@ -619,8 +627,10 @@ pub(super) fn function(
             tl.functions.clear();
             out.extend_from_slice(b"+OK\r\n");
         }
-        _ => list(cmd, out, s, tl),
+        _ => return list(cmd, out, s, tl),
     }
+    let counts = (tl.libraries.len(), tl.functions.len());
+    scripting.function_counts.lock().unwrap_or_else(|e| e.into_inner()).insert(s.tenant, counts);
 }
 
 /// FUNCTION LOAD [REPLACE] code: runs the library's code with `redis.register_function`
@@ -830,20 +840,41 @@ fn list(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, tl: &TenantLua) {
     }
 }
 
-/// FUNCTION STATS: the running function (none: null) and the tenant's counts. Runs while a
-/// script is busy, so it does not wait for the states: their counts are then read once the
-/// script ends, as other commands are.
+/// FUNCTION STATS: the running function (none: null) and the tenant's counts. It runs while
+/// a script is busy and takes no lock a script holds: the counts are kept apart
+/// (`Scripting::function_counts`). While an `EVAL` runs, Redis answers `BUSY`; so does this.
+/// A tenant sees only its own running function.
 fn stats(out: &mut Vec<u8>, s: &Session, shared: &Shared) {
     let scripting = &shared.scripting;
-    let Ok(states) = scripting.states.try_lock() else {
+    let busy = &scripting.busy;
+    if busy.since.load(Ordering::Acquire) != 0 && !busy.function.load(Ordering::Relaxed) {
         return write_busy(out, shared);
-    };
-    let (libraries, functions) =
-        states.get(&s.tenant).map_or((0, 0), |t| (t.libraries.len(), t.functions.len()));
+    }
+    let (libraries, functions) = scripting
+        .function_counts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(&s.tenant)
+        .copied()
+        .unwrap_or_default();
     let v = s.version;
     r::write_map_header(out, v, 2);
     write_bulk(out, b"running_script");
-    r::write_null(out, v);
+    match &*scripting.running.lock().unwrap_or_else(|e| e.into_inner()) {
+        Some(f) if f.tenant == s.tenant => {
+            r::write_map_header(out, v, 3);
+            write_bulk(out, b"name");
+            write_bulk(out, f.name.as_bytes());
+            write_bulk(out, b"command");
+            write_array_header(out, f.command.len());
+            for a in &f.command {
+                write_bulk(out, a);
+            }
+            write_bulk(out, b"duration_ms");
+            r::write_integer(out, scripting.now().saturating_sub(f.since) as i64);
+        }
+        _ => r::write_null(out, v),
+    }
     write_bulk(out, b"engines");
     r::write_map_header(out, v, 1);
     write_bulk(out, b"LUA");

@@ -72,7 +72,21 @@ pub(crate) struct Scripting {
     pub busy: Arc<Busy>,
     /// `busy-reply-threshold` (`lua-time-limit`), ms.
     pub threshold_ms: AtomicU64,
+    /// The running function, for `FUNCTION STATS` (which does not wait for `states`).
+    pub running: Mutex<Option<RunningFunction>>,
+    /// Each tenant's libraries and functions, counted for `FUNCTION STATS`.
+    pub function_counts: Mutex<HashMap<TenantId, (usize, usize)>>,
     epoch: Instant,
+}
+
+/// What `FUNCTION STATS` tells of the running function.
+#[derive(Debug)]
+pub(crate) struct RunningFunction {
+    pub tenant: TenantId,
+    pub name: String,
+    pub command: Vec<Vec<u8>>,
+    /// In [`Busy::since`]'s unit.
+    pub since: u64,
 }
 
 impl Default for Scripting {
@@ -81,6 +95,8 @@ impl Default for Scripting {
             states: Mutex::default(),
             busy: Arc::default(),
             threshold_ms: AtomicU64::new(5000),
+            running: Mutex::default(),
+            function_counts: Mutex::default(),
             epoch: Instant::now(),
         }
     }
