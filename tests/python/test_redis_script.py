@@ -147,6 +147,22 @@ SCRIPTS = [
     ["SCRIPT", "HELP"],
     ["SCRIPT", "LOAD"],
     ["SCRIPT", "nosuch"],
+    # The bit library (LuaBitOp) and the sandbox's edges.
+    ["EVAL", "return {bit.band(0xff, 0x0f, 0x3), bit.bor(1,2,4), bit.bxor(5,3), bit.bnot(0),"
+     " bit.tobit(0xffffffff), bit.tobit(2^32+5), bit.lshift(1, 31), bit.rshift(-1, 28),"
+     " bit.arshift(-256, 4), bit.rol(0x12345678, 8), bit.ror(0x12345678, 8),"
+     " bit.bswap(0x12345678), bit.tobit(1.5), bit.tobit(2.5), bit.tobit(-1.5)}", 0],
+    ["EVAL", "return {bit.tohex(1), bit.tohex(-1), bit.tohex(0xabcd, 2), bit.tohex(0xabcd, -4),"
+     " bit.tohex(0xabcd, 12)}", 0],
+    ["EVAL", "bit.x = 1", 0],
+    ["EVAL", "return redis.acl_check_cmd('get', 'x')", 0],
+    ["EVAL", "return redis.acl_check_cmd('nosuch')", 0],
+    ["EVAL", "return redis.acl_check_cmd()", 0],
+    ["EVAL", "return redis.breakpoint()", 0],
+    ["EVAL", "return getfenv", 0],
+    ["EVAL", "return type(load)", 0],
+    ["EVAL", "return loadstring(string.dump(function() return 1 end))", 0],
+    ["EVAL", "return _VERSION", 0],
 ]
 
 

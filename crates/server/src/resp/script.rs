@@ -350,15 +350,25 @@ fn execute(
         })?;
         let returning =
             scope.create_function(|lua, args: MultiValue| Ok(run_command(lua, args)?.0))?;
+        // Every user may run every command it can name (tenants have no ACL rules).
+        let acl_check = scope.create_function(|_, args: MultiValue| match args.front() {
+            Some(Value::String(name)) if find(&name.as_bytes()).is_some() => Ok(true),
+            None => Err(mlua::Error::runtime(
+                "ERR Please specify at least one argument for this redis lib call",
+            )),
+            _ => Err(mlua::Error::runtime("ERR Invalid command passed to redis.acl_check_cmd()")),
+        })?;
         if let Some(redis) = &redis {
             redis.raw_set("call", raising)?;
             redis.raw_set("pcall", returning)?;
+            redis.raw_set("acl_check_cmd", acl_check)?;
         }
         Ok(tl.run(f, a, b, call.name))
     });
     if let Some(redis) = &redis {
         redis.raw_set("call", Value::Nil).ok();
         redis.raw_set("pcall", Value::Nil).ok();
+        redis.raw_set("acl_check_cmd", Value::Nil).ok();
     }
     shared.scripting.end();
     // A script that failed may leave its garbage (a huge table) past what the next script

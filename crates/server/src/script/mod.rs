@@ -15,11 +15,12 @@
 //! script fails with an error), its script cache by [`SCRIPT_CACHE_LIMIT`].
 //!
 //! The sandbox is Redis 7.0.15's: the base library (less `print`, `loadfile`, `dofile`,
-//! and `loadstring`/`load` refuse precompiled code), `string`, `table`, `math`, `redis`;
+//! `getfenv`, `setfenv`, `newproxy`; `load` and `loadstring` refuse precompiled code),
+//! `string`, `table`, `math`, `bit`, `redis`;
 //! globals and the library tables are read-only (`Attempt to modify a readonly table`), and
 //! reading a missing global is an error. Scripts see that through a proxy environment whose
-//! `__index` reads the real table ([`PRELUDE`]). `cjson`, `cmsgpack`, `struct` and `bit`
-//! are not there (see `docs/protocol.md`).
+//! `__index` reads the real table ([`PRELUDE`]). `bit` (LuaBitOp) is there, written in Rust;
+//! `cjson`, `cmsgpack` and `struct` are not (see `docs/protocol.md`).
 //!
 //! `SCRIPT KILL`: a count hook runs every [`HOOK_EVERY`] Lua instructions and raises an error
 //! once [`Busy::kill`] is set. How other workers notice a running script: `docs/threads.md`.
@@ -230,7 +231,20 @@ G.loadstring = function(s, name)
   if type(s) == 'string' and s:byte(1) == 27 then return nil, 'binary code not allowed' end
   return loadstring(s, name)
 end
-G.load, G.print, G.loadfile, G.dofile, G.module, G.require = nil, nil, nil, nil, nil, nil
+local load = load
+G.load = function(f, name)
+  local first = true
+  return load(function()
+    local piece = f()
+    if first and type(piece) == 'string' and #piece > 0 then
+      first = false
+      if piece:byte(1) == 27 then error('binary code not allowed', 2) end
+    end
+    return piece
+  end, name)
+end
+G.print, G.loadfile, G.dofile, G.module, G.require = nil, nil, nil, nil, nil
+G.getfenv, G.setfenv, G.newproxy = nil, nil, nil
 local redis = slot.redis
 local run_api, load_api = {}, {}
 for k, v in pairs(G) do
@@ -273,6 +287,7 @@ impl TenantLua {
             Ok(VmState::Continue)
         })?;
         let globals = lua.globals();
+        globals.raw_set("bit", bit_table(&lua)?)?;
         let slot = lua.create_table()?;
         slot.set("resp", 2)?;
         let redis = redis_table(&lua, &slot)?;
@@ -661,6 +676,10 @@ fn redis_table(lua: &Lua, slot: &Table) -> mlua::Result<Table> {
         })?,
     )?;
     redis.set("replicate_commands", lua.create_function(|_, ()| Ok(true))?)?;
+    // Outside a debugging session (fridge has no script debugger), Redis's `breakpoint`
+    // answers false and `debug` does nothing.
+    redis.set("breakpoint", lua.create_function(|_, _: MultiValue| Ok(false))?)?;
+    redis.set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
     redis.set("set_repl", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
     for (name, n) in [
         ("LOG_DEBUG", 0),
@@ -678,6 +697,84 @@ fn redis_table(lua: &Lua, slot: &Table) -> mlua::Result<Table> {
     redis.set("REDIS_VERSION", REDIS_VERSION)?;
     redis.set("REDIS_VERSION_NUM", 0x0007_0000)?;
     Ok(redis)
+}
+
+/// LuaBitOp's `bit` library (<https://bitop.luajit.org/api.html>), which Redis loads: 32-bit
+/// operations on numbers, results as signed 32-bit numbers.
+fn bit_table(lua: &Lua) -> mlua::Result<Table> {
+    let bit = lua.create_table()?;
+    // LuaBitOp's conversion: the low 32 bits of the number rounded to an integer (its
+    // 2^52 + 2^51 bias trick).
+    fn tobit(lua: &Lua, v: Value, i: usize, name: &str) -> mlua::Result<u32> {
+        let type_name = v.type_name();
+        match lua.coerce_number(v)? {
+            Some(n) => Ok((n + 6_755_399_441_055_744.0).to_bits() as u32),
+            None => Err(mlua::Error::runtime(format!(
+                "bad argument #{i} to '{name}' (number expected, got {})",
+                if type_name == "nil" { "no value" } else { type_name }
+            ))),
+        }
+    }
+    fn arg(lua: &Lua, args: &MultiValue, i: usize, name: &str) -> mlua::Result<u32> {
+        tobit(lua, args.get(i).cloned().unwrap_or(Value::Nil), i + 1, name)
+    }
+    type Op = fn(u32, u32) -> u32;
+    let unary: [(&str, fn(u32) -> u32); 3] =
+        [("tobit", |x| x), ("bnot", |x| !x), ("bswap", u32::swap_bytes)];
+    for (name, op) in unary {
+        bit.raw_set(
+            name,
+            lua.create_function(move |lua, args: MultiValue| {
+                Ok(f64::from(op(arg(lua, &args, 0, name)?) as i32))
+            })?,
+        )?;
+    }
+    let folds: [(&str, Op); 3] =
+        [("band", |a, b| a & b), ("bor", |a, b| a | b), ("bxor", |a, b| a ^ b)];
+    for (name, op) in folds {
+        bit.raw_set(
+            name,
+            lua.create_function(move |lua, args: MultiValue| {
+                let mut acc = arg(lua, &args, 0, name)?;
+                for i in 1..args.len() {
+                    acc = op(acc, arg(lua, &args, i, name)?);
+                }
+                Ok(f64::from(acc as i32))
+            })?,
+        )?;
+    }
+    let shifts: [(&str, Op); 5] = [
+        ("lshift", |x, n| x << (n & 31)),
+        ("rshift", |x, n| x >> (n & 31)),
+        ("arshift", |x, n| ((x as i32) >> (n & 31)) as u32),
+        ("rol", |x, n| x.rotate_left(n & 31)),
+        ("ror", |x, n| x.rotate_right(n & 31)),
+    ];
+    for (name, op) in shifts {
+        bit.raw_set(
+            name,
+            lua.create_function(move |lua, args: MultiValue| {
+                let (x, n) = (arg(lua, &args, 0, name)?, arg(lua, &args, 1, name)?);
+                Ok(f64::from(op(x, n) as i32))
+            })?,
+        )?;
+    }
+    bit.raw_set(
+        "tohex",
+        lua.create_function(|lua, args: MultiValue| {
+            let mut b = arg(lua, &args, 0, "tohex")?;
+            let n = if args.len() > 1 { arg(lua, &args, 1, "tohex")? as i32 } else { 8 };
+            let digits: &[u8; 16] = if n < 0 { b"0123456789ABCDEF" } else { b"0123456789abcdef" };
+            let n = n.unsigned_abs().min(8) as usize;
+            let mut buf = [0u8; 8];
+            for i in (0..n).rev() {
+                buf[i] = digits[(b & 15) as usize];
+                b >>= 4;
+            }
+            lua.create_string(&buf[..n])
+        })?,
+    )?;
+    Ok(bit)
 }
 
 /// SHA-1 of `data` in lowercase hex (a script's name).
