@@ -719,7 +719,8 @@ fn bit_table(lua: &Lua) -> mlua::Result<Table> {
         tobit(lua, args.get(i).cloned().unwrap_or(Value::Nil), i + 1, name)
     }
     type Op = fn(u32, u32) -> u32;
-    let unary: [(&str, fn(u32) -> u32); 3] =
+    type Unary = fn(u32) -> u32;
+    let unary: [(&str, Unary); 3] =
         [("tobit", |x| x), ("bnot", |x| !x), ("bswap", u32::swap_bytes)];
     for (name, op) in unary {
         bit.raw_set(
