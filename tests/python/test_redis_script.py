@@ -304,6 +304,49 @@ def answer(port, command):
     raise TimeoutError(command)
 
 
+@pytest.mark.parametrize("body", [
+    "while true do end",
+    "while true do pcall(function() while true do end end) end",
+    "while true do xpcall(function() while true do end end, function() return 1 end) end",
+    "local co = coroutine.create(function() while true do end end)"
+    " while true do coroutine.resume(co) end",
+    "coroutine.wrap(function() while true do end end)()",
+    "local function f() return f() end return f()",
+])
+def test_any_endless_script_is_killed(body):
+    """pcall, xpcall and coroutines cannot catch the kill (Redis: its hook fires on every
+    line once killed; fridge: they raise it again), and a coroutine inherits the hook."""
+    proc, port = launch(workers=2)
+    try:
+        redis.Redis(port=port).config_set("busy-reply-threshold", 20)
+        runner = socket.create_connection(("127.0.0.1", port))
+        runner.sendall(encode(["EVAL", body, 0]))
+        while (reply := answer(port, ["SCRIPT", "KILL"])) != b"+OK\r\n":
+            assert reply.startswith(b"-NOTBUSY"), reply
+        runner.settimeout(10)
+        assert runner.recv(1024).startswith(b"-ERR Script killed by user with SCRIPT KILL...")
+        assert redis.Redis(port=port).eval("return 1", 0) == 1
+    finally:
+        stop(proc)
+
+
+def test_hostile_scripts_fail_cleanly(r):
+    """Memory and stack exhaustion end the script with an error; the server and the tenant's
+    Lua state carry on."""
+    for body in [
+        "return string.rep('x', 2^30)",
+        "local t = {} for i = 1, 1e9 do t[i] = i end",
+        "local s = 'x' while true do s = s .. s end",
+        "local function f() return 1 + f() end return f()",
+        "return unpack({}, 1, 1e8)",
+        "local t = {} setmetatable(t, {__index = function(t, k) return t[k + 1] end}) return t[1]",
+        "error({foo = 1})",
+    ]:
+        with pytest.raises(redis.exceptions.ResponseError):
+            r.eval(body, 0)
+    assert r.eval("return 'still here'", 0) == b"still here"
+
+
 def test_endless_function_is_shown_in_stats_and_killed():
     proc, port = launch(workers=2)
     try:

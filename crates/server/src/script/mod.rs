@@ -226,6 +226,26 @@ local function strict(t)
     return v
   end, __newindex = readonly_error, __metatable = false})
 end
+-- A killed script's error must reach the top: `pcall`, `xpcall` and coroutines would catch
+-- it, so they raise it again on their way out (Redis makes its hook fire on every line).
+local check_kill, select, unpack = slot.check_kill, select, unpack
+local function pack(...) return {n = select('#', ...), ...} end
+local plain = slot.plain_error
+local function passed(r)
+  check_kill()
+  if r[1] == false then r[2] = plain(r[2]) end
+  return unpack(r, 1, r.n)
+end
+local pcall_, xpcall_ = pcall, xpcall
+G.pcall = function(...) return passed(pack(pcall_(...))) end
+G.xpcall = function(...) return passed(pack(xpcall_(...))) end
+local co = G.coroutine
+local resume, wrap = co.resume, co.wrap
+co.resume = function(...) return passed(pack(resume(...))) end
+co.wrap = function(f)
+  local w = wrap(f)
+  return function(...) return passed(pack(w(...))) end
+end
 local loadstring = loadstring
 G.loadstring = function(s, name)
   if type(s) == 'string' and s:byte(1) == 27 then return nil, 'binary code not allowed' end
@@ -266,6 +286,8 @@ local env = setmetatable({}, {__index = function(_, k)
   end
   return v
 end, __newindex = readonly_error, __metatable = false})
+-- Method calls on strings (`s:upper()`) read the library through its read-only face.
+getmetatable('').__index = run_api.string
 run_api._G = env
 load_api._G = env
 local runner = function(f, h, a, b) return xpcall(function() return f(a, b) end, h) end
@@ -276,7 +298,11 @@ impl TenantLua {
     fn new(busy: Arc<Busy>, epoch: Instant) -> mlua::Result<Self> {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::new())?;
         lua.set_memory_limit(LUA_MEMORY_LIMIT)?;
-        lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
+        // A global hook: the coroutines a script creates inherit it (a thread hook would not
+        // follow them, and a loop inside one could not be killed).
+        let hook_busy = Arc::clone(&busy);
+        lua.set_global_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
+            let busy = &hook_busy;
             if busy.kill.load(Ordering::Relaxed) {
                 return Err(mlua::Error::runtime(KILLED));
             }
@@ -289,7 +315,31 @@ impl TenantLua {
         let globals = lua.globals();
         globals.raw_set("bit", bit_table(&lua)?)?;
         let slot = lua.create_table()?;
+        slot.set(
+            "check_kill",
+            lua.create_function(move |_, ()| {
+                if busy.kill.load(Ordering::Relaxed) {
+                    return Err(mlua::Error::runtime(KILLED));
+                }
+                Ok(())
+            })?,
+        )?;
         slot.set("resp", 2)?;
+        // An error raised by Rust code (`redis.call`'s included) as a script sees it once
+        // caught: its message, as Redis's scripts see a string.
+        slot.set(
+            "plain_error",
+            lua.create_function(|lua, v: Value| match v {
+                Value::Error(e) => {
+                    let msg = match reply_error(&e) {
+                        Some(r) => r.0.clone(),
+                        None => lua_message(&e),
+                    };
+                    Ok(Value::String(lua.create_string(msg)?))
+                }
+                v => Ok(v),
+            })?,
+        )?;
         let redis = redis_table(&lua, &slot)?;
         slot.set("redis", redis)?;
         // Replaced while FUNCTION LOAD runs a library.
@@ -408,8 +458,12 @@ impl TenantLua {
         }
         match value {
             Value::Table(t) => {
-                let msg: String =
-                    t.raw_get::<Option<String>>("err").ok().flatten().unwrap_or_default();
+                // A table raised without a string `err` (`error({})`; Redis 7.0.15 crashes).
+                let msg: String = t
+                    .raw_get::<Option<String>>("err")
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| "ERR unknown error".to_owned());
                 let source: Option<String> = t.raw_get("source").ok().flatten();
                 let line: Option<i64> = t.raw_get("line").ok().flatten();
                 let at = source.zip(line).map(|(s, l)| format!(" script: {name}, on {s}:{l}."));
@@ -526,6 +580,12 @@ fn error_handler(lua: &Lua, err: Value) -> mlua::Result<Table> {
                 Value::Error(e) => {
                     let m = lua_message(e);
                     if m.starts_with("ERR ") { m } else { format!("ERR {m}") }
+                }
+                Value::Nil => "ERR nil".to_owned(),
+                Value::Boolean(b) => format!("ERR {b}"),
+                v @ (Value::Number(_) | Value::Integer(_)) => {
+                    let text = lua.coerce_string(v.clone())?.map(|s| s.to_string_lossy());
+                    format!("ERR {}", text.unwrap_or_default())
                 }
                 v => format!("ERR {}", value_text(v)),
             };
