@@ -325,7 +325,7 @@ fn execute(
     ctx: &mut Ctx<'_>,
 ) {
     let shared = ctx.shared;
-    let version = s.version;
+    let (version, tenant) = (s.version, s.tenant);
     shared.scripting.start(call.function);
     let caller = RefCell::new((s, ctx));
     let redis: Option<mlua::Table> = tl.slot.raw_get("redis").ok();
@@ -376,6 +376,7 @@ fn execute(
     if !matches!(result, Ok(Ok(_))) || tl.lua.used_memory() > crate::script::LUA_MEMORY_LIMIT / 2 {
         tl.collect();
     }
+    shared.scripting.publish(tenant, tl);
     match result {
         Ok(Ok(v)) => {
             let resp = tl.slot.raw_get::<i64>("resp").unwrap_or(2);
@@ -520,6 +521,7 @@ pub(super) fn script(
             };
             if let Some(tl) = states.get_mut(&s.tenant) {
                 tl.flush_scripts();
+                scripting.publish(s.tenant, tl);
             }
             out.extend_from_slice(b"+OK\r\n");
         }
@@ -551,6 +553,7 @@ pub(super) fn script(
                 Ok(()) => write_bulk(out, sha.as_bytes()),
                 Err(e) => error_reply(out, e.as_bytes()),
             }
+            scripting.publish(s.tenant, tl);
         }
     }
 }
@@ -639,8 +642,7 @@ pub(super) fn function(
         }
         _ => return list(cmd, out, s, tl),
     }
-    let counts = (tl.libraries.len(), tl.functions.len());
-    scripting.function_counts.lock().unwrap_or_else(|e| e.into_inner()).insert(s.tenant, counts);
+    scripting.publish(s.tenant, tl);
 }
 
 /// FUNCTION LOAD [REPLACE] code: runs the library's code with `redis.register_function`
@@ -852,7 +854,7 @@ fn list(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, tl: &TenantLua) {
 
 /// FUNCTION STATS: the running function (none: null) and the tenant's counts. It runs while
 /// a script is busy and takes no lock a script holds: the counts are kept apart
-/// (`Scripting::function_counts`). While an `EVAL` runs, Redis answers `BUSY`; so does this.
+/// (`Scripting::counts`). While an `EVAL` runs, Redis answers `BUSY`; so does this.
 /// A tenant sees only its own running function.
 fn stats(out: &mut Vec<u8>, s: &Session, shared: &Shared) {
     let scripting = &shared.scripting;
@@ -860,13 +862,8 @@ fn stats(out: &mut Vec<u8>, s: &Session, shared: &Shared) {
     if busy.since.load(Ordering::Acquire) != 0 && !busy.function.load(Ordering::Relaxed) {
         return write_busy(out, shared);
     }
-    let (libraries, functions) = scripting
-        .function_counts
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get(&s.tenant)
-        .copied()
-        .unwrap_or_default();
+    let counts = scripting.counts(s.tenant);
+    let (libraries, functions) = (counts.libraries, counts.functions);
     let v = s.version;
     r::write_map_header(out, v, 2);
     write_bulk(out, b"running_script");

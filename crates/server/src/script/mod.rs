@@ -75,9 +75,23 @@ pub(crate) struct Scripting {
     pub threshold_ms: AtomicU64,
     /// The running function, for `FUNCTION STATS` (which does not wait for `states`).
     pub running: Mutex<Option<RunningFunction>>,
-    /// Each tenant's libraries and functions, counted for `FUNCTION STATS`.
-    pub function_counts: Mutex<HashMap<TenantId, (usize, usize)>>,
+    /// Each tenant's figures, for `FUNCTION STATS` and `INFO` (which do not wait for
+    /// `states`), published by [`Scripting::publish`].
+    pub counts: Mutex<HashMap<TenantId, Counts>>,
     epoch: Instant,
+}
+
+/// A tenant's scripting figures.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Counts {
+    pub libraries: usize,
+    pub functions: usize,
+    pub scripts: usize,
+    /// Bytes of cached scripts' source, and of libraries' code.
+    pub script_bytes: usize,
+    pub library_bytes: usize,
+    /// Bytes the tenant's Lua state takes.
+    pub lua_bytes: usize,
 }
 
 /// What `FUNCTION STATS` tells of the running function.
@@ -97,7 +111,7 @@ impl Default for Scripting {
             busy: Arc::default(),
             threshold_ms: AtomicU64::new(5000),
             running: Mutex::default(),
-            function_counts: Mutex::default(),
+            counts: Mutex::default(),
             epoch: Instant::now(),
         }
     }
@@ -134,6 +148,25 @@ impl Scripting {
     pub fn end(&self) {
         self.busy.since.store(0, Ordering::Release);
         self.busy.kill.store(false, Ordering::Relaxed);
+    }
+
+    /// Publishes `tl`'s figures as `tenant`'s (the caller holds `states`).
+    pub fn publish(&self, tenant: TenantId, tl: &TenantLua) {
+        let counts = Counts {
+            libraries: tl.libraries.len(),
+            functions: tl.functions.len(),
+            scripts: tl.scripts.len(),
+            script_bytes: tl.script_bytes,
+            library_bytes: tl.libraries.values().map(|l| l.code.len()).sum(),
+            lua_bytes: tl.lua.used_memory(),
+        };
+        self.counts.lock().unwrap_or_else(|e| e.into_inner()).insert(tenant, counts);
+    }
+
+    /// A tenant's published figures.
+    pub fn counts(&self, tenant: TenantId) -> Counts {
+        let counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        counts.get(&tenant).copied().unwrap_or_default()
     }
 
     /// The tenant's state, created at its first use.
