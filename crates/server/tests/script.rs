@@ -193,3 +193,27 @@ fn a_script_queued_in_a_transaction_runs_inside_exec() {
     c.roundtrip(&req(&["EXEC"]), b"*2\r\n+OK\r\n:2\r\n");
     c.roundtrip(&req(&["EVAL", "return redis.call('get', KEYS[1])", "1", "k"]), b"$1\r\n2\r\n");
 }
+
+#[test]
+fn the_script_cache_is_bounded_per_tenant() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    // 1 MiB of comment each: the 17th goes past the 16 MiB a tenant's cache may hold.
+    let mut refused = None;
+    for i in 0..20 {
+        let body = format!("return {i} --{}", "x".repeat(1 << 20));
+        c.send(&req(&["SCRIPT", "LOAD", &body]));
+        let line = c.line();
+        if line.starts_with('-') {
+            refused = Some((i, line));
+            break;
+        }
+        assert_eq!(line, "$40");
+        c.line();
+    }
+    let (i, line) = refused.expect("the cache refuses at its bound");
+    assert_eq!(i, 15, "16 MiB hold 15 scripts of 1 MiB and a little");
+    assert!(line.starts_with("-ERR script cache full"), "{line}");
+    c.roundtrip(&req(&["SCRIPT", "FLUSH"]), b"+OK\r\n");
+    c.roundtrip(&req(&["EVAL", "return 1", "0"]), b":1\r\n");
+}
