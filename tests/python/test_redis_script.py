@@ -366,6 +366,9 @@ def test_endless_function_is_shown_in_stats_and_killed():
             b"*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n"
             b"$7\r\ncommand\r\n*3\r\n$5\r\nFCALL\r\n$4\r\nspin\r\n$1\r\n0\r\n"
             b"$11\r\nduration_ms\r\n:"), stats
+        # Redis's allow-busy commands run beside the script; others are BUSY.
+        assert answer(port, ["HELLO", "2"]).startswith(b"*14\r\n$6\r\nserver\r\n")
+        assert answer(port, ["PING"]).startswith(busy)
         assert answer(port, ["FUNCTION", "KILL"]) == b"+OK\r\n"
         runner.settimeout(10)
         assert runner.recv(1024) == (

@@ -375,7 +375,10 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     if s.tx.is_some() && multi::queueing(s) && !multi::runs_inside(c) {
         return multi::queue(cmd, out, s, ctx);
     }
-    let _gate = if c.flags & NO_GATE == 0 {
+    // While a script runs, what runs beside it (AUTH, HELLO, QUIT, RESET) touches no key and
+    // takes no gate.
+    let beside_script = shared.scripting.running() && script::allowed_while_busy(c, cmd);
+    let _gate = if c.flags & NO_GATE == 0 && !beside_script {
         match shared.gates.enter_unless(ctx.worker, || shared.scripting.too_long()) {
             Ok(g) => g,
             Err(_) => return script::write_busy(out, shared),
