@@ -65,6 +65,19 @@ fn eval_converts_both_ways_and_reports_errors_as_redis() {
             &["EVAL", "return redis.pcall('get', 'other')", "1", "k"],
             b"-ERR script tried accessing undeclared key: other\r\n",
         ),
+        // Keys found by Redis's key specifications, not only the legacy positions.
+        (
+            &["EVAL", "return redis.pcall('sort', KEYS[1], 'STORE', 'dst')", "1", "k"],
+            b"-ERR script tried accessing undeclared key: dst\r\n",
+        ),
+        (
+            &["EVAL", "return redis.pcall('object', 'encoding', 'other')", "1", "k"],
+            b"-ERR script tried accessing undeclared key: other\r\n",
+        ),
+        (
+            &["EVAL", "return redis.pcall('sort', KEYS[1], 'STORE', KEYS[2])", "2", "s1", "d1"],
+            b":0\r\n",
+        ),
         (
             &["EVAL", "return redis.sha1hex('')", "0"],
             b"$40\r\nda39a3ee5e6b4b0d3255bfef95601890afd80709\r\n",

@@ -463,22 +463,12 @@ fn script_call(
     reply_to_lua(lua, &reply)
 }
 
-/// A key of `cmd` (at the table's key positions) that is not among `declared`.
+/// A key of `cmd` that is not among `declared`: its keys as `COMMAND GETKEYS` finds them (by
+/// Redis's key specifications, so SORT's `STORE` key and OBJECT's key count too).
 fn undeclared_key<'a>(c: &Spec, cmd: &Command<'a>, declared: &[&[u8]]) -> Option<&'a [u8]> {
-    if c.first_key <= 0 {
-        return None;
-    }
-    let n = cmd.len() as i64;
-    let last = if c.last_key < 0 { n + c.last_key } else { c.last_key.min(n - 1) };
-    let mut i = c.first_key;
-    while i <= last {
-        let key = cmd.get(i as usize)?;
-        if !declared.contains(&key) {
-            return Some(key);
-        }
-        i += c.step.max(1);
-    }
-    None
+    let args: Vec<&'a [u8]> = cmd.iter().collect();
+    let keys = super::command::command_keys(c, &args).unwrap_or_default();
+    keys.into_iter().map(|(i, _)| args[i]).find(|key| !declared.contains(key))
 }
 
 /// SCRIPT LOAD, EXISTS, FLUSH, KILL, HELP (DEBUG: an error, see `docs/protocol.md`).
