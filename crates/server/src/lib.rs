@@ -85,6 +85,7 @@ mod memlimit;
 mod meta;
 mod notify;
 mod password;
+mod pause;
 pub mod process;
 mod pubsub;
 mod resp;

@@ -139,6 +139,7 @@ impl Server {
             kill_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             pubsub: crate::pubsub::Hub::new(n, config.max_pubsub_output.bytes()),
             notify: crate::keyspace::KeyspaceEvents::default(),
+            pause: Default::default(),
             tracking: crate::tracking::Tracking::default(),
             wakers: Mutex::new(Vec::new()),
             main_port: addr.port(),

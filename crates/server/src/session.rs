@@ -86,6 +86,9 @@ pub(crate) struct Resume {
     pub keys: Option<Box<KeysJob>>,
     /// A memcached walk's state between its steps (`lru_crawler metadump`, `stats items`…).
     pub walk: Option<Box<WalkJob>>,
+    /// The command did not run: `CLIENT PAUSE` covers it (`crate::pause`). Its worker
+    /// leaves the connection off the run queue until the pause ends.
+    pub parked: bool,
 }
 
 impl Session {
@@ -118,6 +121,14 @@ impl Session {
     pub fn suspend(&mut self, next: usize) {
         self.resume.suspended = true;
         self.resume.next = next;
+    }
+
+    /// Parks the command before it runs, for as long as `CLIENT PAUSE` covers it (see
+    /// `crate::pause`): it runs again from its start once the pause ends.
+    #[inline]
+    pub fn park(&mut self) {
+        self.suspend(0);
+        self.resume.parked = true;
     }
 
     /// Where a resumed command goes on; 0 for a command run the first time.

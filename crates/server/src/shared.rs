@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     pub tracking: crate::tracking::Tracking,
     /// The `notify-keyspace-events` setting.
     pub notify: crate::keyspace::KeyspaceEvents,
+    /// `CLIENT PAUSE`.
+    pub pause: crate::pause::Pause,
 }
 
 impl Shared {

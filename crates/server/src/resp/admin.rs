@@ -387,6 +387,8 @@ pub(super) fn client(
         super::tracking::client_getredir(out, s);
     } else if is(b"trackinginfo") {
         super::tracking::client_trackinginfo(out, s, ctx);
+    } else if is(b"pause") || is(b"unpause") {
+        client_pause(cmd, out, s, ctx);
     } else if is(b"no-evict") {
         // Redis 7.0's client eviction protection; SETINFO and NO-TOUCH are Redis 7.2's
         // (7.0.15 answers them as unknown subcommands, and so does fridge).
@@ -406,6 +408,54 @@ pub(super) fn client(
     } else {
         unknown_subcommand(out, sub, b"CLIENT");
     }
+}
+
+/// `CLIENT PAUSE timeout [WRITE|ALL]` and `CLIENT UNPAUSE` (see `crate::pause`); the
+/// admin's only, as Redis flags them `admin`.
+fn client_pause(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, ctx: &Ctx<'_>) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let n = cmd.len();
+    let unpause = arg(1).eq_ignore_ascii_case(b"unpause");
+    let full: &[u8] = if unpause { b"client|unpause" } else { b"client|pause" };
+    if (unpause && n != 2) || (!unpause && n < 3) {
+        return write_wrong_arity(out, full);
+    }
+    if n > 4 {
+        out.extend_from_slice(b"-ERR unknown subcommand or wrong number of arguments for '");
+        out.extend(
+            arg(1).iter().take(128).map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+        return out.extend_from_slice(b"'. Try CLIENT HELP.\r\n");
+    }
+    if !s.is_admin(ctx.tenants) {
+        return no_permission(out, full);
+    }
+    let pause = &ctx.shared.pause;
+    if unpause {
+        pause.unpause();
+        for w in 0..ctx.shared.workers.len() {
+            ctx.shared.wake(w);
+        }
+        return write_simple(out, b"OK");
+    }
+    let all = match cmd.get(3) {
+        None => true,
+        Some(m) if m.eq_ignore_ascii_case(b"all") => true,
+        Some(m) if m.eq_ignore_ascii_case(b"write") => false,
+        Some(_) => return write_error(out, b"ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    let now = ctx.shared.now_ms();
+    let end = match super::int_arg(arg(2)) {
+        None => return write_error(out, b"ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => return write_error(out, b"ERR timeout is negative"),
+        Some(0) => 0,
+        Some(t) => match (t as u64).checked_add(now).filter(|&e| e <= i64::MAX as u64) {
+            Some(end) => end,
+            None => return write_error(out, b"ERR timeout is out of range"),
+        },
+    };
+    pause.pause(now, end, all);
+    write_simple(out, b"OK");
 }
 
 /// `CLIENT KILL`'s connection types: replication connections fridge has none of.

@@ -352,7 +352,13 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
         pubsub::write_subscriber_mode_error(&mut error, &full_name(c, cmd));
         return multi::exec_refused(out, s, &error);
     }
+    if ctx.shared.pause.maybe() && paused(c, s, ctx) {
+        return s.park();
+    }
     if s.tx.is_some() && multi::queueing(s) && !multi::runs_inside(c) {
+        if let Some(t) = s.tx.as_mut() {
+            t.writes |= writes(c);
+        }
         return multi::queue(cmd, out, s, ctx);
     }
     let shared = ctx.shared;
@@ -361,6 +367,20 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     if !ctx.pushes.is_empty() {
         out.append(ctx.pushes);
     }
+}
+
+/// Whether a `CLIENT PAUSE WRITE` covers `c` (see `crate::pause`).
+#[inline]
+fn writes(c: &Spec) -> bool {
+    c.flags & WRITE != 0 || crate::pause::MAY_REPLICATE.contains(&c.name)
+}
+
+/// Whether the pause in force covers `c` now: every command, or with `WRITE` those that
+/// write and an EXEC whose queue holds one.
+#[cold]
+fn paused(c: &Spec, s: &Session, ctx: &Ctx<'_>) -> bool {
+    let write = writes(c) || (c.name == "exec" && s.tx.as_ref().is_some_and(|t| t.writes));
+    ctx.shared.pause.blocks(ctx.shared.now_ms(), write)
 }
 
 /// Why [`dispatch`] refused a command before running it.

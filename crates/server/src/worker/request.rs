@@ -458,7 +458,8 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
         let cmd = c.args.command(buf);
         crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
         if c.session.keep_for_later() {
-            c.backlogged = true;
+            // A parked command waits for its worker to requeue it (`crate::pause`).
+            c.backlogged = !c.session.resume.parked;
             return Ran::Stop;
         }
         c.resume_used
@@ -472,7 +473,7 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
                     crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
                     if c.session.keep_for_later() {
                         c.resume_used = used;
-                        c.backlogged = true;
+                        c.backlogged = !c.session.resume.parked;
                         c.partial_since_ms = 0;
                         return Ran::Stop;
                     }

@@ -1,0 +1,94 @@
+"""Redis's server control next to Debian's redis-server 7.0.15 where it has one: CLIENT PAUSE
+and UNPAUSE, MONITOR, CONFIG RESETSTAT and REWRITE, SHUTDOWN. Paused commands are checked by
+what they answer and when relative to other commands, never by how long they took."""
+
+import socket
+
+import pytest
+
+from conftest import launch, stop
+from test_redis_parity import Reader, encode, redis_server, same  # noqa: F401 (the fixture)
+
+
+def connect(addr):
+    s = socket.create_connection(addr)
+    s.settimeout(10)
+    return s, Reader(s)
+
+
+def call(conn, *args):
+    s, r = conn
+    s.sendall(encode(args))
+    return r.reply()
+
+
+def silent(conn, wait=0.3):
+    """Nothing arrives on `conn` for `wait` seconds (a paused command has no reply yet)."""
+    s, r = conn
+    s.settimeout(wait)
+    try:
+        data = s.recv(1 << 16)
+    except socket.timeout:
+        return True
+    finally:
+        s.settimeout(10)
+    r.buf += data
+    return False
+
+
+def test_client_pause_errors_as_redis(fridge, redis_server):  # noqa: F811
+    same(fridge, redis_server, [
+        ["CLIENT", "PAUSE"], ["CLIENT", "PAUSE", "abc"], ["CLIENT", "PAUSE", "-1"],
+        ["CLIENT", "PAUSE", "10", "foo"], ["CLIENT", "PAUSE", "10", "write", "x"],
+        ["CLIENT", "PAUSE", "99999999999999999999"], ["CLIENT", "UNPAUSE", "x"],
+        ["CLIENT", "PAUSE", "0"], ["CLIENT", "PAUSE", "0", "WRITE"], ["CLIENT", "UNPAUSE"],
+    ])
+
+
+@pytest.mark.parametrize("server", ["fridge", "redis"])
+def test_write_pause_parks_writes_only(server, fridge, redis_server):  # noqa: F811
+    addr = fridge if server == "fridge" else redis_server
+    admin, writer, reader = connect(addr), connect(addr), connect(addr)
+    assert call(admin, "SET", "pk", "before") == b"+OK\r\n"
+    assert call(admin, "CLIENT", "PAUSE", "60000", "WRITE") == b"+OK\r\n"
+    writer[0].sendall(encode(["SET", "pk", "after"]) + encode(["GET", "pk"]))
+    assert silent(writer), "a write waits while paused, and the requests behind it too"
+    assert call(reader, "GET", "pk") == b"$6\r\nbefore\r\n", "reads go on"
+    assert call(reader, "MULTI") == b"+OK\r\n"
+    reader[0].sendall(encode(["INCR", "n"]))
+    assert silent(reader), "a write is paused before MULTI queues it"
+    assert call(admin, "CLIENT", "UNPAUSE") == b"+OK\r\n"
+    assert writer[1].reply() == b"+OK\r\n"
+    assert writer[1].reply() == b"$5\r\nafter\r\n", "then it runs, and what follows it"
+    assert reader[1].reply() == b"+QUEUED\r\n"
+    assert call(reader, "EXEC") == b"*1\r\n:1\r\n"
+    call(admin, "DEL", "pk", "n")
+    for c in (admin, writer, reader):
+        c[0].close()
+
+
+@pytest.mark.parametrize("server", ["fridge", "redis"])
+def test_all_pause_parks_everything_until_its_deadline(server, fridge, redis_server):  # noqa: F811
+    addr = fridge if server == "fridge" else redis_server
+    admin, other = connect(addr), connect(addr)
+    assert call(admin, "CLIENT", "PAUSE", "500") == b"+OK\r\n"
+    other[0].sendall(encode(["PING"]))
+    admin[0].sendall(encode(["CLIENT", "UNPAUSE"]))
+    assert silent(other, 0.1) and silent(admin, 0.1), "ALL parks even CLIENT UNPAUSE"
+    # The pause ends by itself at its deadline: both go on.
+    assert other[1].reply() == b"+PONG\r\n"
+    assert admin[1].reply() == b"+OK\r\n"
+    # A write pause covers PUBLISH (Redis flags it may-replicate) and EXEC of writes.
+    assert call(admin, "MULTI") == b"+OK\r\n"
+    assert call(admin, "SET", "x", "1") == b"+QUEUED\r\n"
+    assert call(other, "CLIENT", "PAUSE", "60000", "WRITE") == b"+OK\r\n"
+    admin[0].sendall(encode(["EXEC"]))
+    other[0].sendall(encode(["PUBLISH", "ch", "m"]))
+    assert silent(admin) and silent(other)
+    third = connect(addr)
+    assert call(third, "CLIENT", "UNPAUSE") == b"+OK\r\n"
+    assert admin[1].reply() == b"*1\r\n+OK\r\n"
+    assert other[1].reply() == b":0\r\n"
+    call(third, "DEL", "x")
+    for c in (admin, other, third):
+        c[0].close()
