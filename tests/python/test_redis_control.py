@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from conftest import launch, stop
+from conftest import launch, stop, tenants_toml
 from test_redis_parity import Reader, encode, redis_server, same  # noqa: F401 (the fixture)
 
 
@@ -92,3 +92,58 @@ def test_all_pause_parks_everything_until_its_deadline(server, fridge, redis_ser
     call(third, "DEL", "x")
     for c in (admin, other, third):
         c[0].close()
+
+
+def monitor_lines(addr, commands, count):
+    """The lines a monitor on `addr` receives while another connection runs `commands`."""
+    mon, other = connect(addr), connect(addr)
+    assert call(mon, "MONITOR") == b"+OK\r\n"
+    for c in commands:
+        call(other, *c)
+    lines = [mon[1].reply() for _ in range(count)]
+    assert silent(mon, 0.2), "nothing else"
+    assert call(mon, "RESET") == b"+RESET\r\n"
+    call(other, "SET", "after", "reset")
+    assert silent(mon, 0.2), "RESET ends monitoring"
+    port = other[0].getsockname()[1]
+    mon[0].close()
+    other[0].close()
+    out = []
+    for line in lines:
+        assert line.startswith(b"+") and line.endswith(b"\r\n"), line
+        ts, rest = line[1:-2].split(b" ", 1)
+        assert float(ts) > 1.7e9
+        assert rest.startswith(b"[0 127.0.0.1:%d] " % port), rest
+        out.append(rest.split(b"] ", 1)[1])
+    return out
+
+
+def test_monitor_lines_as_redis(fridge, redis_server):  # noqa: F811
+    commands = [
+        ["SET", "k", "v"], ["GET", "k"], ["SET", "q", b'a "b"\\\n\r\t\x07\x08\x00\xff~'],
+        ["NOSUCH", "x"], ["GET"], ["CONFIG", "GET", "maxmemory"], ["AUTH", "pw"],
+        ["AUTH", "user", "pw"], ["HELLO", "2", "AUTH", "default", "pw", "SETNAME", "n"],
+        ["CLIENT", "LIST"], ["CLIENT", "ID"], ["MULTI"], ["SET", "m", 1], ["EXEC"],
+        ["INCR", "k"], ["DEL", "k", "q", "m"], ["PING"],
+    ]
+    ours = monitor_lines(fridge, commands, 13)
+    theirs = monitor_lines(redis_server, commands, 13)
+    assert ours == theirs
+    assert ours[0] == b'"SET" "k" "v"'
+    assert b'"AUTH" "(redacted)"' in ours
+
+
+def test_monitor_sees_its_tenant_only(tenant_server):
+    server = tenant_server(tenants_toml({"alice": ("pa", []), "bob": ("pb", [])}))
+    alice_mon, alice, bob = connect(server.addr), connect(server.addr), connect(server.addr)
+    for conn, user, pw in [(alice_mon, "alice", "pa"), (alice, "alice", "pa"), (bob, "bob", "pb")]:
+        assert call(conn, "AUTH", user, pw) == b"+OK\r\n"
+    assert call(alice_mon, "MONITOR") == b"+OK\r\n"
+    call(bob, "SET", "b", "1")
+    call(alice, "SET", "a", "1")
+    line = alice_mon[1].reply()
+    assert line.endswith(b'"SET" "a" "1"\r\n'), line
+    assert silent(alice_mon, 0.2), "bob's commands are not alice's to see"
+    # The monitor runs commands of its own meanwhile.
+    assert call(alice_mon, "GET", "a") == b"$1\r\n1\r\n"
+    assert alice_mon[1].reply().endswith(b'"GET" "a"\r\n'), "and sees them after their reply"

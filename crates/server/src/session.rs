@@ -32,6 +32,8 @@ pub(crate) struct Session {
     pub id: u64,
     /// The client's address (failed logins are limited per address).
     pub peer: std::net::IpAddr,
+    /// The client's port (`MONITOR`'s lines).
+    pub port: u16,
     /// The tenant the request being run uses: the logged-in tenant, or for a client that has
     /// not logged in, `default` or the tenant its key's prefix routes to.
     pub tenant: TenantId,

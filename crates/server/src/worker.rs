@@ -314,6 +314,7 @@ impl Loop {
                 session: Session {
                     id,
                     peer: peer.ip(),
+                    port: peer.port(),
                     tenant: TenantId(0),
                     user: None,
                     generation: self.tenants.generation,
@@ -435,6 +436,9 @@ impl Loop {
             if let Some(Some(c)) = self.conns.get(t) {
                 if c.session.watcher.is_some() && !self.watching.contains(&t) {
                     self.watching.push(t);
+                } else if c.session.watcher.is_none() && !self.watching.is_empty() {
+                    // A monitor that sent RESET.
+                    self.watching.retain(|&x| x != t);
                 }
                 if c.session.resume.parked && !self.parked.contains(&t) {
                     if self.parked.is_empty() {

@@ -121,6 +121,7 @@ pub(super) fn reset(
 ) {
     s.version = Version::Resp2;
     s.tx = None;
+    super::monitor::stop(s, ctx);
     if let Some(subs) = &mut s.pubsub {
         subs.clear(s.id, &ctx.shared.pubsub);
     }

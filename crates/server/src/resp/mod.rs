@@ -22,6 +22,7 @@
 //! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 //! | `multi.rs`      | MULTI, EXEC, DISCARD, WATCH, UNWATCH                              |
+//! | `monitor.rs`    | MONITOR                                                           |
 
 mod admin;
 mod bits;
@@ -34,6 +35,7 @@ mod keys;
 mod keyspace;
 mod latency;
 mod maxmemory;
+mod monitor;
 mod multi;
 mod object;
 mod pubsub;
@@ -227,6 +229,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("discard", 1, FAST, NONE, multi::discard),
     row("watch", -2, FAST, ALL, multi::watch),
     row("unwatch", 1, FAST, NONE, multi::unwatch),
+    row("monitor", 1, 0, NONE, monitor::monitor),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -428,6 +431,9 @@ fn run_spec(
         }
         if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
             log_slow(cmd, ctx, nanos / 1000);
+        }
+        if ctx.shared.watch.wants(crate::watch::WatchEvents::MONITOR) {
+            monitor::feed(c, cmd, s, ctx);
         }
     }
     if s.tracking.is_some() && !s.resume.suspended {

@@ -37,6 +37,19 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
     // 2. Run complete requests; a watcher ignores its input and takes its lines instead.
     match c.session.watcher.clone() {
         None => process(c, ctx, limits),
+        Some(w) if w.is_monitor() => {
+            // A monitor runs its commands, then takes its lines (see `resp/monitor.rs`).
+            process(c, ctx, limits);
+            if w.lost() {
+                ctx.shared.pubsub.disconnections.fetch_add(1, Ordering::Relaxed);
+                return Step::Close;
+            }
+            if c.session.watcher.is_some() {
+                compact_output(c);
+                let left = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+                c.backlogged |= left;
+            }
+        }
         Some(w) => {
             (c.rstart, c.rend) = (0, 0);
             // A watcher whose tenant was removed closes, as other connections do.
@@ -179,7 +192,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     compact_output(c);
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
     loop {
-        if c.session.closing || c.session.watcher.is_some() {
+        if c.session.closing || c.session.watcher.as_ref().is_some_and(|w| !w.is_monitor()) {
             // Nothing after `quit`, a protocol error or `watch` is run.
             c.rstart = c.rend;
             break;
