@@ -147,3 +147,41 @@ def test_monitor_sees_its_tenant_only(tenant_server):
     # The monitor runs commands of its own meanwhile.
     assert call(alice_mon, "GET", "a") == b"$1\r\n1\r\n"
     assert alice_mon[1].reply().endswith(b'"GET" "a"\r\n'), "and sees them after their reply"
+
+
+def test_config_resetstat_rewrite_and_shutdown_errors_as_redis(fridge, redis_server):  # noqa: F811
+    same(fridge, redis_server, [
+        ["CONFIG", "RESETSTAT", "x"], ["CONFIG", "REWRITE", "x"], ["CONFIG", "REWRITE"],
+        ["SHUTDOWN", "foo"], ["SHUTDOWN", "SAVE", "NOSAVE"], ["SHUTDOWN", "ABORT"],
+        ["SHUTDOWN", "NOSAVE", "ABORT"], ["SHUTDOWN", "NOW", "ABORT"],
+    ])
+
+
+def test_config_resetstat_counts_from_zero(fridge):
+    conn = connect(fridge)
+    call(conn, "SET", "rs", "1")
+    call(conn, "GET", "rs")
+    call(conn, "NOSUCHCOMMAND")
+    assert call(conn, "CONFIG", "RESETSTAT") == b"+OK\r\n"
+    info = call(conn, "INFO", "commandstats").decode()
+    assert "cmdstat_get" not in info and "cmdstat_set" not in info, info
+    assert "errorstat_ERR" not in call(conn, "INFO", "errorstats").decode()
+    stats = call(conn, "INFO", "stats").decode()
+    assert "keyspace_hits:0\r\n" in stats and "total_error_replies:0\r\n" in stats, stats
+    conn[0].close()
+
+
+def test_shutdown_stops_the_server_gracefully():
+    proc, port = launch()
+    try:
+        conn, other = connect(("127.0.0.1", port)), connect(("127.0.0.1", port))
+        assert call(conn, "SET", "k", "v") == b"+OK\r\n"
+        assert call(conn, "SHUTDOWN", "SAVE") == b"-ERR Errors trying to SHUTDOWN. Check logs.\r\n"
+        assert call(conn, "GET", "k") == b"$1\r\nv\r\n", "a refused SHUTDOWN changes nothing"
+        conn[0].sendall(encode(["SHUTDOWN", "NOSAVE"]))
+        assert conn[0].recv(100) == b"", "no reply: the connection closes"
+        assert other[0].recv(100) == b"", "and every other one"
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            stop(proc)

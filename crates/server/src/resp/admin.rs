@@ -253,11 +253,33 @@ pub(super) fn config(
     } else if sub.eq_ignore_ascii_case(b"set") {
         config_set(cmd, out, ctx);
     } else if sub.eq_ignore_ascii_case(b"resetstat") {
+        if cmd.len() != 2 {
+            return write_wrong_arity(out, b"config|resetstat");
+        }
         if !s.is_admin(ctx.tenants) {
             return no_permission(out, b"config|resetstat");
         }
         crate::stats::reset(ctx.shared);
+        ctx.shared.pubsub.disconnections.store(0, std::sync::atomic::Ordering::Relaxed);
         write_simple(out, b"OK");
+    } else if sub.eq_ignore_ascii_case(b"rewrite") {
+        if cmd.len() != 2 {
+            return write_wrong_arity(out, b"config|rewrite");
+        }
+        if !s.is_admin(ctx.tenants) {
+            return no_permission(out, b"config|rewrite");
+        }
+        // fridge's file (TOML, `--config`) holds none of the settings CONFIG SET changes
+        // (they last until a restart): nothing to rewrite there.
+        if ctx.shared.config.config_file.is_none() {
+            write_error(out, b"ERR The server is running without a config file");
+        } else {
+            write_error(
+                out,
+                b"ERR Rewriting config file: fridge's configuration file holds no setting \
+                  CONFIG SET changes",
+            );
+        }
     } else if cmd.len() < 2 {
         write_wrong_arity(out, b"config");
     } else {

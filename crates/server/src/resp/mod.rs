@@ -23,6 +23,7 @@
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 //! | `multi.rs`      | MULTI, EXEC, DISCARD, WATCH, UNWATCH                              |
 //! | `monitor.rs`    | MONITOR                                                           |
+//! | `shutdown.rs`   | SHUTDOWN                                                          |
 
 mod admin;
 mod bits;
@@ -40,6 +41,7 @@ mod multi;
 mod object;
 mod pubsub;
 mod range;
+mod shutdown;
 mod slowlog;
 mod strings;
 mod tracking;
@@ -230,6 +232,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("watch", -2, FAST, ALL, multi::watch),
     row("unwatch", 1, FAST, NONE, multi::unwatch),
     row("monitor", 1, 0, NONE, monitor::monitor),
+    row("shutdown", -1, 0, NONE, shutdown::shutdown),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
