@@ -185,3 +185,48 @@ def test_shutdown_stops_the_server_gracefully():
     finally:
         if proc.poll() is None:
             stop(proc)
+
+
+def test_latency_tracking_config_as_redis(fridge, redis_server):  # noqa: F811
+    same(fridge, redis_server, [
+        ["CONFIG", "GET", "latency-tracking*"],
+        ["CONFIG", "SET", "latency-tracking-info-percentiles", "50 abc"],
+        ["CONFIG", "SET", "latency-tracking-info-percentiles", "50 101"],
+        ["CONFIG", "SET", "latency-tracking", "maybe"],
+        ["CONFIG", "SET", "latency-tracking-info-percentiles", "99.99 50 0"],
+        ["CONFIG", "GET", "latency-tracking-info-percentiles"],
+        ["CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"],
+    ], resp3=False)
+
+
+def latencystats(conn):
+    text = call(conn, "INFO", "latencystats").decode()
+    body = text.split("\r\n", 1)[1]
+    assert "# Latencystats\r\n" in body, text
+    lines = [line for line in body.split("\r\n")[1:] if line]
+    return dict(line.split(":", 1) for line in lines)
+
+
+def test_info_latencystats(fridge):
+    conn = connect(fridge)
+    assert call(conn, "CONFIG", "RESETSTAT") == b"+OK\r\n"
+    for i in range(50):
+        call(conn, "SET", f"lat{i}", "v")
+    call(conn, "CONFIG", "GET", "maxmemory")
+    stats = latencystats(conn)
+    assert set(stats) >= {"latency_percentiles_usec_set", "latency_percentiles_usec_config|get"}
+    fields = dict(f.split("=") for f in stats["latency_percentiles_usec_set"].split(","))
+    assert list(fields) == ["p50", "p99", "p99.9"]
+    p50, p99, p999 = (float(fields[k]) for k in ("p50", "p99", "p99.9"))
+    assert 0 < p50 <= p99 <= p999
+    assert "# Latencystats" not in call(conn, "INFO").decode(), "not a default section"
+    call(conn, "CONFIG", "SET", "latency-tracking-info-percentiles", "0 100")
+    fields = latencystats(conn)["latency_percentiles_usec_set"]
+    assert fields.startswith("p0=") and ",p100=" in fields
+    call(conn, "CONFIG", "SET", "latency-tracking", "no")
+    assert latencystats(conn) == {}, "nothing while tracking is off"
+    call(conn, "CONFIG", "SET", "latency-tracking", "yes",
+         "latency-tracking-info-percentiles", "50 99 99.9")
+    assert call(conn, "CONFIG", "RESETSTAT") == b"+OK\r\n"
+    assert set(latencystats(conn)) == {"latency_percentiles_usec_config|resetstat"}
+    conn[0].close()

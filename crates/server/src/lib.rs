@@ -77,6 +77,7 @@ mod counter;
 mod extended;
 mod keyspace;
 mod latency;
+mod latencystats;
 mod listen;
 mod mc_admin;
 mod memcache;

@@ -140,6 +140,7 @@ impl Server {
             pubsub: crate::pubsub::Hub::new(n, config.max_pubsub_output.bytes()),
             notify: crate::keyspace::KeyspaceEvents::default(),
             pause: Default::default(),
+            latency_tracking: Default::default(),
             tracking: crate::tracking::Tracking::default(),
             wakers: Mutex::new(Vec::new()),
             main_port: addr.port(),

@@ -139,6 +139,8 @@ pub(crate) struct Shared {
     pub notify: crate::keyspace::KeyspaceEvents,
     /// `CLIENT PAUSE`.
     pub pause: crate::pause::Pause,
+    /// `INFO latencystats`'s settings and reset baseline.
+    pub latency_tracking: crate::latencystats::LatencyTracking,
 }
 
 impl Shared {

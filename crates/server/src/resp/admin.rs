@@ -78,6 +78,8 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than().to_string()),
         ("slowlog-max-len", ctx.shared.slowlog.max_len().to_string()),
         ("latency-monitor-threshold", ctx.shared.latency.threshold().to_string()),
+        ("latency-tracking", if ctx.shared.latency_tracking.on() { "yes" } else { "no" }.into()),
+        ("latency-tracking-info-percentiles", ctx.shared.latency_tracking.percentiles_text()),
     ]
 }
 
@@ -98,6 +100,24 @@ fn ranged(out: &mut Vec<u8>, name: &str, value: &[u8], min: i64, max: i64) -> Op
     None
 }
 
+/// `latency-tracking-info-percentiles`'s value: percentiles between 0 and 100, separated by
+/// spaces (none: an empty list); otherwise Redis's reason.
+fn parse_percentiles(value: &[u8]) -> Result<Vec<f64>, &'static str> {
+    const INVALID: &str = "Invalid latency-tracking-info-percentiles parameters";
+    let text = std::str::from_utf8(value).map_err(|_| INVALID)?;
+    let mut list = Vec::new();
+    for word in text.split_ascii_whitespace() {
+        let p: f64 = word.parse().map_err(|_| INVALID)?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+            );
+        }
+        list.push(p);
+    }
+    Ok(list)
+}
+
 /// `CONFIG SET` (the caller checked the admin): every parameter parsed before any is set,
 /// so a refused `CONFIG SET` changes nothing.
 fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
@@ -109,6 +129,7 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     const AS_THEY_ARE: [(&str, &str); 2] = [("save", ""), ("appendonly", "no")];
     let (mut maxmemory, mut rank, mut latency) = (None, None, None);
     let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
+    let (mut tracking, mut percentiles) = (None, None);
     for i in (2..cmd.len()).step_by(2) {
         let p = arg(i);
         if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
@@ -150,6 +171,30 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
             match ranged(out, "slowlog-max-len", arg(i + 1), 0, max) {
                 Some(n) => slow_len = Some(n as usize),
                 None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"latency-tracking") {
+            tracking = Some(match arg(i + 1) {
+                v if v.eq_ignore_ascii_case(b"yes") => true,
+                v if v.eq_ignore_ascii_case(b"no") => false,
+                _ => {
+                    out.extend_from_slice(
+                        b"-ERR CONFIG SET failed (possibly related to argument \
+                          'latency-tracking') - argument must be 'yes' or 'no'\r\n",
+                    );
+                    return;
+                }
+            });
+        } else if p.eq_ignore_ascii_case(b"latency-tracking-info-percentiles") {
+            match parse_percentiles(arg(i + 1)) {
+                Ok(list) => percentiles = Some(list),
+                Err(why) => {
+                    let _ = write!(
+                        out,
+                        "-ERR CONFIG SET failed (possibly related to argument \
+                         'latency-tracking-info-percentiles') - {why}\r\n"
+                    );
+                    return;
+                }
             }
         } else if let Some((name, wanted)) =
             AS_THEY_ARE.iter().find(|(n, _)| p.eq_ignore_ascii_case(n.as_bytes()))
@@ -198,6 +243,12 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     }
     if let Some(n) = slow_len {
         ctx.shared.slowlog.set_max_len(n);
+    }
+    if let Some(on) = tracking {
+        ctx.shared.latency_tracking.set_on(on);
+    }
+    if let Some(list) = percentiles {
+        ctx.shared.latency_tracking.set_percentiles(list);
     }
     write_simple(out, b"OK");
 }
@@ -261,6 +312,8 @@ pub(super) fn config(
         }
         crate::stats::reset(ctx.shared);
         ctx.shared.pubsub.disconnections.store(0, std::sync::atomic::Ordering::Relaxed);
+        let workers = ctx.shared.workers.iter().map(|w| &w.latency_by_row);
+        ctx.shared.latency_tracking.reset(workers);
         write_simple(out, b"OK");
     } else if sub.eq_ignore_ascii_case(b"rewrite") {
         if cmd.len() != 2 {

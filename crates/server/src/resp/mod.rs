@@ -429,6 +429,9 @@ fn run_spec(
         let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let failed = out.get(start) == Some(&b'-');
         ctx.stats.commands_by_row.ran(row, nanos, failed);
+        if ctx.shared.latency_tracking.on() {
+            ctx.stats.latency_by_row.record(row, nanos);
+        }
         if ctx.shared.latency.wants(nanos) {
             ctx.shared.latency.record(c.flags & FAST != 0, nanos);
         }

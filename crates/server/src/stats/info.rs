@@ -93,12 +93,20 @@ pub(crate) fn write_info(
     }
     if wants(sections, "commandstats", false) {
         out.extend_from_slice(b"# Commandstats\r\n");
-        commands.write_commandstats(out, command_name);
+        commands.write_commandstats(out, &command_name);
         out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "errorstats", true) {
         out.extend_from_slice(b"# Errorstats\r\n");
         commands.write_errorstats(out);
+        out.extend_from_slice(b"\r\n");
+    }
+    if wants(sections, "latencystats", false) {
+        out.extend_from_slice(b"# Latencystats\r\n");
+        if view.admin {
+            let workers = shared.workers.iter().map(|w| &w.latency_by_row);
+            shared.latency_tracking.write(out, workers, &command_name);
+        }
         out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "cluster", true) {
