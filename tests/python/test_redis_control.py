@@ -230,3 +230,40 @@ def test_info_latencystats(fridge):
     assert call(conn, "CONFIG", "RESETSTAT") == b"+OK\r\n"
     assert set(latencystats(conn)) == {"latency_percentiles_usec_config|resetstat"}
     conn[0].close()
+
+
+def client_fields(conn, *args):
+    line = call(conn, "CLIENT", *args).split(b"\r\n", 1)[1].decode().strip()
+    return dict(kv.split("=", 1) for kv in line.split(" "))
+
+
+def test_client_list_fields_are_redis_fields(fridge, redis_server):  # noqa: F811
+    ours, theirs = connect(fridge), connect(redis_server)
+    a = list(client_fields(ours, "INFO"))
+    b = list(client_fields(theirs, "INFO"))
+    assert a[:len(b)] == b and a[len(b):] == ["watch"], (a, b)
+
+
+def test_client_list_shows_real_buffers(fridge):
+    me, other = connect(fridge), connect(fridge)
+    call(other, "CLIENT", "SETNAME", "other")
+    call(other, "WATCH", "w1", "w2")
+    call(other, "MULTI")
+    call(other, "SET", "a", "1")
+    call(other, "SET", "b", "2")
+    # A request that has not all arrived sits in the query buffer.
+    other[0].sendall(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$10\r\n12345")
+    silent(other, 0.2)
+    lines = call(me, "CLIENT", "LIST").split(b"\r\n", 1)[1].decode().strip().split("\n")
+    f = next(dict(kv.split("=", 1) for kv in line.split(" ")) for line in lines
+             if "name=other" in line)
+    assert f["multi"] == "2" and "x" in f["flags"], f
+    assert f["watch"] == "2"
+    assert int(f["qbuf"]) == len(b"*3\r\n$3\r\nSET\r\n$1\r\nc\r\n$10\r\n12345")
+    assert int(f["qbuf-free"]) > 0 and int(f["multi-mem"]) > 0 and int(f["fd"]) > 0
+    assert int(f["tot-mem"]) >= int(f["qbuf"]) and f["events"] == "r"
+    mine = client_fields(me, "INFO")
+    assert mine["multi"] == "-1" and mine["flags"] == "N" and mine["cmd"] == "client|info"
+    other[0].sendall(b"67890\r\n")
+    assert other[1].reply() == b"+QUEUED\r\n"
+    call(other, "DISCARD")

@@ -71,6 +71,7 @@
 mod auth;
 mod binary;
 mod cli;
+mod clientinfo;
 mod cmdstats;
 mod config;
 mod counter;

@@ -72,6 +72,8 @@ pub(crate) struct Pending {
     /// Its last command's counter row plus one (`crate::cmdstats`; 0: none yet), for
     /// `CLIENT LIST`'s `cmd`.
     pub last_row: AtomicUsize,
+    /// Its buffers and state for `CLIENT LIST` (`crate::clientinfo`), stored by its worker.
+    pub buffers: crate::clientinfo::ClientBuffers,
 }
 
 /// One subscribed connection, as the registry knows it.

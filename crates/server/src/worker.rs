@@ -273,6 +273,7 @@ impl Loop {
             let now = self.shared.now_ms();
             let last_command_ms = Arc::new(AtomicU64::new(now));
             let pending = Arc::new(crate::pubsub::Pending::default());
+            pending.buffers.fd.store(fd, Ordering::Relaxed);
             if !reject {
                 let entry = ClientEntry {
                     peer,

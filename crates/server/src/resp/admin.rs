@@ -364,19 +364,27 @@ fn client_line(
     resp: u8,
 ) {
     let (sub, psub, ssub) = subscription_counts(e);
-    let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
-    let _ = writeln!(
+    let b = &e.pending.buffers;
+    let _ = write!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db=0 sub={sub} \
-         psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 \
-         oll=0 omem=0 tot-mem={} events=r cmd={} user={user} redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd={} name={} age={} idle={} flags={} db=0 sub={sub} \
+         psub={psub} ssub={ssub} ",
         e.peer,
         e.local,
+        b.fd.load(std::sync::atomic::Ordering::Relaxed),
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
         now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
+        b.flags(sub + psub + ssub > 0, e.no_evict),
+    );
+    b.write_fields(out);
+    let _ = writeln!(
+        out,
+        " tot-mem={} events={} cmd={} user={user} redir=-1 resp={resp} watch={}",
         e.memory,
+        b.events(),
         last_command(e),
+        b.watch.load(std::sync::atomic::Ordering::Relaxed),
     );
 }
 

@@ -100,6 +100,7 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
         c.backlogged = false;
     }
     sync_memory(c, ctx.shared, ctx.stats);
+    publish_figures(c);
     let out = c.pending_out();
     if out == 0 && (c.session.closing || c.peer_closed) {
         return Step::Close;
@@ -134,6 +135,34 @@ pub(super) fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
     if total > shared.config.client_memory_limit() {
         shared.evict_clients(stats);
     }
+}
+
+/// Stores what `CLIENT LIST` shows of the connection (`crate::clientinfo`).
+#[inline]
+fn publish_figures(c: &Conn) {
+    use crate::clientinfo::{Figures, MONITOR, MULTI, PAUSED, TRACKING};
+    let s = &c.session;
+    let tx = s.tx.as_deref();
+    let open = tx.filter(|t| t.open);
+    let flags = [
+        (s.watcher.is_some(), MONITOR),
+        (open.is_some(), MULTI),
+        (s.resume.parked, PAUSED),
+        (s.tracking.is_some(), TRACKING),
+    ]
+    .iter()
+    .fold(0, |f, &(on, bit)| if on { f | bit } else { f });
+    s.pending.buffers.publish(&Figures {
+        qbuf: c.rend - c.rstart,
+        qbuf_free: c.rbuf.len() - c.rend,
+        argv_mem: c.args.heap_bytes(),
+        multi: open.map(|t| t.count),
+        multi_mem: open.map_or(0, |t| t.queue.capacity()),
+        rbs: c.wbuf.capacity(),
+        obl: c.pending_out(),
+        watch: tx.map_or(0, |t| t.watched.len()),
+        flags,
+    });
 }
 
 /// Reads up to [`READ_BUDGET`] bytes. `Err` means the connection failed.
