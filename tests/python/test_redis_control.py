@@ -269,3 +269,43 @@ def test_client_list_shows_real_buffers(fridge):
     other[0].sendall(b"67890\r\n")
     assert other[1].reply() == b"+QUEUED\r\n"
     call(other, "DISCARD")
+
+
+def flat_map(reply):
+    """A RESP2 map reply read into a dict (nested maps too)."""
+    def parse(buf, pos):
+        kind, end = buf[pos:pos + 1], buf.index(b"\r\n", pos)
+        head = buf[pos + 1:end]
+        if kind == b":":
+            return int(head), end + 2
+        if kind == b"$":
+            n = int(head)
+            return buf[end + 2:end + 2 + n].decode(), end + 4 + n
+        items, pos = [], end + 2
+        for _ in range(int(head)):
+            item, pos = parse(buf, pos)
+            items.append(item)
+        return dict(zip(items[::2], items[1::2])), pos
+    return parse(reply, 0)[0]
+
+
+def test_latency_histogram(fridge, redis_server):  # noqa: F811
+    for addr in (fridge, redis_server):
+        conn = connect(addr)
+        call(conn, "CONFIG", "RESETSTAT")
+        for i in range(20):
+            call(conn, "SET", f"h{i}", "v")
+        call(conn, "CONFIG", "GET", "maxmemory")
+        h = flat_map(call(conn, "LATENCY", "HISTOGRAM", "set", "nosuch", "config"))
+        assert set(h) == {"set", "config|get", "config|resetstat"}, h
+        assert h["set"]["calls"] == 20
+        levels = list(h["set"]["histogram_usec"].items())
+        assert levels and levels[-1][1] == 20, levels
+        assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(levels, levels[1:]))
+        # HdrHistogram's levels: 1024 ns doubling, each named by its highest value in µs.
+        names = [((1024 << k) + ((1024 << k) >> 7) - 1) // 1000 for k in range(40)]
+        assert all(m in names for m, _ in levels), levels
+        assert "get" not in flat_map(call(conn, "LATENCY", "HISTOGRAM")), "not called"
+        for i in range(20):
+            call(conn, "DEL", f"h{i}")
+        conn[0].close()

@@ -22,7 +22,7 @@ pub const COMMAND_ROWS: usize = 93;
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's
 /// subcommands of the containers fridge has; an unknown subcommand is no call of any.
-pub(crate) const SUBCOMMANDS: [&str; 56] = [
+pub(crate) const SUBCOMMANDS: [&str; 57] = [
     "acl|cat",
     "acl|deluser",
     "acl|dryrun",
@@ -66,6 +66,7 @@ pub(crate) const SUBCOMMANDS: [&str; 56] = [
     "config|set",
     "latency|doctor",
     "latency|help",
+    "latency|histogram",
     "latency|history",
     "latency|latest",
     "latency|reset",

@@ -143,12 +143,7 @@ impl LatencyTracking {
         if !self.on() {
             return;
         }
-        let mut sum = sums(workers);
-        if let Some(base) = self.baseline.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
-            for (s, b) in sum.iter_mut().zip(base) {
-                *s = s.saturating_sub(*b);
-            }
-        }
+        let sum = self.merged(workers);
         let percentiles = self.percentiles.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for row in 0..STAT_ROWS {
             let h = &sum[row * BUCKETS..(row + 1) * BUCKETS];
@@ -168,6 +163,51 @@ impl LatencyTracking {
             out.extend_from_slice(b"\r\n");
         }
     }
+}
+
+impl LatencyTracking {
+    /// The workers' histograms summed, less the baseline of the last reset: [`BUCKETS`]
+    /// counts per counter row (see [`row`]).
+    pub(crate) fn merged<'a>(&self, workers: impl Iterator<Item = &'a Histograms>) -> Box<[u64]> {
+        let mut sum = sums(workers);
+        if let Some(base) = self.baseline.lock().unwrap_or_else(|e| e.into_inner()).as_deref() {
+            for (s, b) in sum.iter_mut().zip(base) {
+                *s = s.saturating_sub(*b);
+            }
+        }
+        sum
+    }
+}
+
+/// Counter row `r`'s histogram in [`LatencyTracking::merged`]'s sums.
+pub(crate) fn row(sum: &[u64], r: usize) -> &[u64] {
+    &sum[r * BUCKETS..(r + 1) * BUCKETS]
+}
+
+/// `LATENCY HISTOGRAM`'s `histogram_usec` for one histogram: Redis 7.0's cumulative counts at
+/// power-of-two levels from 1024 ns (HdrHistogram's log iteration, `fillCommandCDF`), each
+/// level named by its highest value in µs (1, 2, 4, 8, …), written only where the count rose.
+/// A level counts the buckets that start at or below its highest value.
+pub(crate) fn cdf(h: &[u64]) -> Vec<(u64, u64)> {
+    let total: u64 = h.iter().sum();
+    let mut levels = Vec::new();
+    let (mut seen, mut next) = (0u64, 0usize);
+    let mut previous = 0;
+    let mut level: u64 = 1024;
+    while seen < total && level < 1 << 50 {
+        // HdrHistogram (2 significant digits) holds a level's value with 1/128 of it above.
+        let highest = level + (level >> 7).max(1) - 1;
+        while next < BUCKETS && bounds(next).0 <= highest {
+            seen += h[next];
+            next += 1;
+        }
+        if seen > previous {
+            levels.push((highest / 1000, seen));
+        }
+        previous = seen;
+        level <<= 1;
+    }
+    levels
 }
 
 /// The workers' histograms summed.
@@ -199,7 +239,18 @@ fn value_at(h: &[u64], total: u64, p: f64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{BUCKETS, Histograms, LatencyTracking, bounds, bucket, value_at};
+    use super::{BUCKETS, Histograms, LatencyTracking, bounds, bucket, cdf, value_at};
+
+    #[test]
+    fn the_cdf_rises_at_hdr_histogram_levels() {
+        let mut h = vec![0u64; BUCKETS];
+        h[bucket(500)] = 3;
+        h[bucket(8000)] = 2;
+        h[bucket(40_000)] = 1;
+        // 1024 ns doubling; 8000 ns is under 8192; 40 µs under 65536 (named 66).
+        assert_eq!(cdf(&h), [(1, 3), (8, 5), (66, 6)]);
+        assert!(cdf(&[0; BUCKETS]).is_empty());
+    }
 
     #[test]
     fn every_value_falls_in_a_bucket_that_bounds_it() {
