@@ -54,6 +54,10 @@ def test_write_pause_parks_writes_only(server, fridge, redis_server):  # noqa: F
     writer[0].sendall(encode(["SET", "pk", "after"]) + encode(["GET", "pk"]))
     assert silent(writer), "a write waits while paused, and the requests behind it too"
     assert call(reader, "GET", "pk") == b"$6\r\nbefore\r\n", "reads go on"
+    if server == "fridge":
+        listed = call(reader, "CLIENT", "LIST").decode()
+        flags = [f for f in listed.split() if f.startswith("flags=")]
+        assert "flags=b" in flags, listed
     assert call(reader, "MULTI") == b"+OK\r\n"
     reader[0].sendall(encode(["INCR", "n"]))
     assert silent(reader), "a write is paused before MULTI queues it"
@@ -98,6 +102,7 @@ def monitor_lines(addr, commands, count):
     """The lines a monitor on `addr` receives while another connection runs `commands`."""
     mon, other = connect(addr), connect(addr)
     assert call(mon, "MONITOR") == b"+OK\r\n"
+    assert b"flags=O " in call(other, "CLIENT", "LIST")
     for c in commands:
         call(other, *c)
     lines = [mon[1].reply() for _ in range(count)]
@@ -154,6 +159,8 @@ def test_config_resetstat_rewrite_and_shutdown_errors_as_redis(fridge, redis_ser
         ["CONFIG", "RESETSTAT", "x"], ["CONFIG", "REWRITE", "x"], ["CONFIG", "REWRITE"],
         ["SHUTDOWN", "foo"], ["SHUTDOWN", "SAVE", "NOSAVE"], ["SHUTDOWN", "ABORT"],
         ["SHUTDOWN", "NOSAVE", "ABORT"], ["SHUTDOWN", "NOW", "ABORT"],
+        ["MULTI"], ["MONITOR"], ["SET", "a", "b"], ["EXEC"],
+        ["MULTI"], ["SHUTDOWN", "NOSAVE"], ["EXEC"], ["DEL", "a"],
     ])
 
 

@@ -362,6 +362,12 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
         return s.park();
     }
     if s.tx.is_some() && multi::queueing(s) && !multi::runs_inside(c) {
+        if c.name == "shutdown" {
+            // Redis's `no-multi`: refused, and the transaction with it.
+            ctx.stats.commands_by_row.rejected(stat_row(c, cmd));
+            multi::flag(s);
+            return write_error(out, b"ERR Command not allowed inside a transaction");
+        }
         if let Some(t) = s.tx.as_mut() {
             t.writes |= writes(c);
         }
@@ -462,6 +468,11 @@ fn run_queued(
         r::write_unknown_command(out, cmd);
         return false;
     };
+    if c.name == "monitor" {
+        // Redis: a client in EXEC expects a reply per command ("deny blocking").
+        write_error(out, b"ERR MONITOR isn't allowed for DENY BLOCKING client");
+        return false;
+    }
     s.tenant = tenant_for(c, cmd, s, ctx);
     let mut over = false;
     loop {
