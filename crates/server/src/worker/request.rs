@@ -106,7 +106,12 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
         return Step::Close;
     }
     let can_write = out > 0 && c.writable;
-    let can_read = c.readable && !c.peer_closed && !c.session.closing && out < OUTPUT_SOFT_LIMIT;
+    // A parked connection reads on its events only: with its input full it must not spin.
+    let can_read = c.readable
+        && !c.peer_closed
+        && !c.session.closing
+        && !c.session.resume.parked
+        && out < OUTPUT_SOFT_LIMIT;
     let can_run = c.backlogged && out < OUTPUT_SOFT_LIMIT;
     if can_write || can_read || can_run { Step::Again } else { Step::Wait }
 }
