@@ -1,6 +1,6 @@
 """oliver006/redis_exporter scrapes fridge as it scrapes Redis: `redis_up 1` and the standard
 series with fridge's figures (clients, commands per command, memory, keyspace hits and
-misses, keys per database, latency percentiles), and on a server with tenants one
+misses, keys per database, latency percentiles and histograms), and on a server with tenants one
 `redis_db_keys{db="db_<tenant>"}` series per tenant holding keys (fridge's INFO keyspace lines
 for its tenants, docs/protocol.md).
 
@@ -80,6 +80,9 @@ def test_exporter_scrapes_fridge_as_redis():
     assert m['redis_db_keys{db="db0"}'] == 11 and m['redis_db_keys_expiring{db="db0"}'] == 1
     assert m['redis_latency_percentiles_usec{cmd="set",quantile="99"}'] > 0
     assert m['redis_latency_percentiles_usec_count{cmd="set"}'] == 11
+    # From LATENCY HISTOGRAM.
+    assert m['redis_commands_latencies_usec_count{cmd="set"}'] == 11
+    assert m['redis_commands_latencies_usec_bucket{cmd="set",le="+Inf"}'] == 11
     assert m["redis_uptime_in_seconds"] >= 0
     assert any(k.startswith("redis_instance_info{") for k in m)
 
