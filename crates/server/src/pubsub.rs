@@ -74,6 +74,8 @@ pub(crate) struct Pending {
     pub last_row: AtomicUsize,
     /// The database it selected (`CLIENT LIST`'s `db`), stored by `SELECT` and `RESET`.
     pub db: AtomicU8,
+    /// Its buffers and state for `CLIENT LIST` (`crate::clientinfo`), stored by its worker.
+    pub buffers: crate::clientinfo::ClientBuffers,
 }
 
 /// One subscribed connection, as the registry knows it.

@@ -140,6 +140,8 @@ impl Server {
             pubsub: crate::pubsub::Hub::new(n, config.max_pubsub_output.bytes()),
             notify: crate::keyspace::KeyspaceEvents::default(),
             scripting: crate::script::Scripting::default(),
+            pause: Default::default(),
+            latency_tracking: Default::default(),
             tracking: crate::tracking::Tracking::default(),
             databases: crate::databases::Databases::new(config.databases),
             wakers: Mutex::new(Vec::new()),

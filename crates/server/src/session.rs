@@ -32,6 +32,8 @@ pub(crate) struct Session {
     pub id: u64,
     /// The client's address (failed logins are limited per address).
     pub peer: std::net::IpAddr,
+    /// The client's port (`MONITOR`'s lines).
+    pub port: u16,
     /// The tenant the request being run uses: the logged-in tenant, or for a client that has
     /// not logged in, `default` or the tenant its key's prefix routes to.
     pub tenant: TenantId,
@@ -89,6 +91,9 @@ pub(crate) struct Resume {
     pub keys: Option<Box<KeysJob>>,
     /// A memcached walk's state between its steps (`lru_crawler metadump`, `stats items`…).
     pub walk: Option<Box<WalkJob>>,
+    /// The command did not run: `CLIENT PAUSE` covers it (`crate::pause`). Its worker
+    /// leaves the connection off the run queue until the pause ends.
+    pub parked: bool,
 }
 
 impl Session {
@@ -121,6 +126,14 @@ impl Session {
     pub fn suspend(&mut self, next: usize) {
         self.resume.suspended = true;
         self.resume.next = next;
+    }
+
+    /// Parks the command before it runs, for as long as `CLIENT PAUSE` covers it (see
+    /// `crate::pause`): it runs again from its start once the pause ends.
+    #[inline]
+    pub fn park(&mut self) {
+        self.suspend(0);
+        self.resume.parked = true;
     }
 
     /// Where a resumed command goes on; 0 for a command run the first time.

@@ -141,6 +141,10 @@ pub(crate) struct Shared {
     pub databases: crate::databases::Databases,
     /// Scripting's Lua states and the running script (`crate::script`).
     pub scripting: crate::script::Scripting,
+    /// `CLIENT PAUSE`.
+    pub pause: crate::pause::Pause,
+    /// `INFO latencystats`'s settings and reset baseline.
+    pub latency_tracking: crate::latencystats::LatencyTracking,
 }
 
 impl Shared {

@@ -140,6 +140,8 @@ pub(crate) struct Transaction {
     pub queue: Vec<u8>,
     /// How many commands `queue` holds.
     pub count: usize,
+    /// A queued command writes (a `CLIENT PAUSE WRITE` pauses its EXEC; `crate::pause`).
+    pub writes: bool,
     /// The watched keys.
     pub watched: Vec<Watched>,
     /// Bytes the watched keys take.

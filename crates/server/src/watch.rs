@@ -103,6 +103,9 @@ pub(crate) struct Watcher {
     /// Lines dropped since the watcher was last told.
     skipped: AtomicU64,
     lanes: Box<[Mutex<Vec<u8>>]>,
+    /// Bytes a lane holds before lines are dropped ([`LANE_CAP`]; a monitor's share of
+    /// `max_pubsub_output`).
+    lane_cap: usize,
 }
 
 impl Watcher {
@@ -126,7 +129,35 @@ impl Watcher {
             notified: AtomicBool::new(false),
             skipped: AtomicU64::new(0),
             lanes: (0..=workers).map(|_| Mutex::new(Vec::new())).collect(),
+            lane_cap: LANE_CAP,
         }
+    }
+
+    /// Redis's `MONITOR` for connection `id`: [`WatchEvents::MONITOR`] lines, seeing
+    /// `tenant`'s commands only or every tenant's (`None`), its lanes together holding at
+    /// most about `limit` bytes. A monitor that loses a line is closed (see [`Self::lost`]).
+    pub(crate) fn monitor(
+        id: u64,
+        tenant: Option<TenantId>,
+        worker: usize,
+        waker: Arc<Waker>,
+        workers: usize,
+        limit: usize,
+    ) -> Watcher {
+        let mut w = Watcher::new(id, WatchEvents::MONITOR, tenant, worker, waker, workers);
+        w.lane_cap = (limit / (workers + 1)).max(LANE_CAP);
+        w
+    }
+
+    /// Whether this is a `MONITOR` connection (it still runs commands, unlike a `watch`).
+    pub(crate) fn is_monitor(&self) -> bool {
+        self.events == WatchEvents::MONITOR
+    }
+
+    /// Whether a line was dropped: a monitor is then closed, as Redis closes a client past
+    /// its output buffer limit (a Redis monitor sees every command or is gone).
+    pub(crate) fn lost(&self) -> bool {
+        self.skipped.load(Ordering::Relaxed) > 0
     }
 
     /// Moves the lanes' lines to `out`, a `skipped=` line first if lines were dropped, while
@@ -167,7 +198,7 @@ impl Watcher {
     fn offer(&self, hub: &Hub, line: &[u8]) {
         let lane = &self.lanes[LANE.get().min(self.lanes.len() - 1)];
         let taken = match lane.try_lock() {
-            Ok(mut bytes) if bytes.len() + line.len() <= LANE_CAP => {
+            Ok(mut bytes) if bytes.len() + line.len() <= self.lane_cap => {
                 if bytes.capacity() == 0 {
                     bytes.reserve_exact(LANE_CAP);
                 }
@@ -310,6 +341,36 @@ impl Hub {
                 line.push(b'\n');
                 for w in list.iter().filter(sees) {
                     w.offer(self, line);
+                }
+            });
+        });
+    }
+
+    /// Offers a `MONITOR` line (built whole by `body`, `\r\n` included) to every monitor
+    /// allowed to see `tenant`'s commands.
+    pub(crate) fn monitor(&self, tenant: TenantId, body: impl FnOnce(&mut Vec<u8>)) {
+        WATCHERS.with_borrow_mut(|(hub, generation, list)| {
+            let now = self.generation.load(Ordering::Acquire);
+            let me = std::ptr::from_ref(self) as usize;
+            if *hub != me || *generation != now || list.is_none() {
+                let current = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+                (*hub, *generation, *list) = (me, now, Some(Arc::clone(&current)));
+            }
+            let Some(list) = list.as_deref() else { return };
+            let sees = |w: &&Arc<Watcher>| {
+                w.events == WatchEvents::MONITOR && w.tenant.is_none_or(|t| t == tenant)
+            };
+            if !list.iter().any(|w| sees(&w)) {
+                return;
+            }
+            LINE.with_borrow_mut(|line| {
+                line.clear();
+                body(line);
+                for w in list.iter().filter(sees) {
+                    w.offer(self, line);
+                }
+                if line.capacity() > LINE_MAX * 64 {
+                    *line = Vec::new(); // a large command's line is not kept
                 }
             });
         });

@@ -135,6 +135,10 @@ struct Loop {
     write_chunk: usize,
     /// The tokens of this worker's watching connections.
     watching: Vec<usize>,
+    /// Connections whose command `CLIENT PAUSE` parked (`crate::pause`), and the pause's
+    /// generation when the first was parked.
+    parked: Vec<usize>,
+    parked_generation: u64,
 }
 
 /// The worker thread's body.
@@ -162,6 +166,8 @@ pub(crate) fn run(
         keys: Vec::new(),
         tenants: shared.tenants(),
         watching: Vec::new(),
+        parked: Vec::new(),
+        parked_generation: 0,
         mail: Vec::new(),
         held: Vec::new(),
         pushes: Vec::new(),
@@ -171,7 +177,13 @@ pub(crate) fn run(
     let mut last_tick = Instant::now();
     let mut drain_deadline: Option<Instant> = None;
     loop {
-        let timeout = if lp.queue.is_empty() { TICK } else { Duration::ZERO };
+        let timeout = if !lp.queue.is_empty() {
+            Duration::ZERO
+        } else if lp.parked.is_empty() {
+            TICK
+        } else {
+            lp.pause_wait()
+        };
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != io::ErrorKind::Interrupted {
                 eprintln!("fridge: worker {index}: poll failed: {e}");
@@ -197,6 +209,7 @@ pub(crate) fn run(
             }
         }
         lp.accept_new(&poll, &incoming);
+        lp.unpark();
         lp.run_queue();
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
@@ -260,6 +273,7 @@ impl Loop {
             let now = self.shared.now_ms();
             let last_command_ms = Arc::new(AtomicU64::new(now));
             let pending = Arc::new(crate::pubsub::Pending::default());
+            pending.buffers.fd.store(fd, Ordering::Relaxed);
             if !reject {
                 let entry = ClientEntry {
                     peer,
@@ -301,6 +315,7 @@ impl Loop {
                 session: Session {
                     id,
                     peer: peer.ip(),
+                    port: peer.port(),
                     tenant: TenantId(0),
                     user: None,
                     db: 0,
@@ -423,6 +438,15 @@ impl Loop {
             if let Some(Some(c)) = self.conns.get(t) {
                 if c.session.watcher.is_some() && !self.watching.contains(&t) {
                     self.watching.push(t);
+                } else if c.session.watcher.is_none() && !self.watching.is_empty() {
+                    // A monitor that sent RESET.
+                    self.watching.retain(|&x| x != t);
+                }
+                if c.session.resume.parked && !self.parked.contains(&t) {
+                    if self.parked.is_empty() {
+                        self.parked_generation = self.shared.pause.generation();
+                    }
+                    self.parked.push(t);
                 }
             }
             match step {
@@ -434,6 +458,40 @@ impl Loop {
                 }
                 Step::Wait => {}
                 Step::Close => self.close_later(t),
+            }
+        }
+    }
+
+    /// How long the poll may sleep while connections are parked: until the pause's
+    /// deadline, at most a housekeeping tick.
+    fn pause_wait(&self) -> Duration {
+        let now = self.shared.now_ms();
+        self.shared
+            .pause
+            .deadline(now)
+            .map_or(Duration::ZERO, |end| Duration::from_millis(end - now).min(TICK))
+    }
+
+    /// Requeues the parked connections once the pause that parked them is over (its
+    /// deadline passed, or `CLIENT UNPAUSE`): each runs its command again, which parks
+    /// again if a pause still covers it.
+    fn unpark(&mut self) {
+        if self.parked.is_empty() {
+            return;
+        }
+        let pause = &self.shared.pause;
+        let over = pause.generation() != self.parked_generation
+            || pause.deadline(self.shared.now_ms()).is_none();
+        if !over {
+            return;
+        }
+        for t in std::mem::take(&mut self.parked) {
+            if let Some(Some(c)) = self.conns.get_mut(t) {
+                c.session.resume.parked = false;
+                if !c.queued {
+                    c.queued = true;
+                    self.queue.push_back(t);
+                }
             }
         }
     }

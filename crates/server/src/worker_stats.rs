@@ -68,6 +68,8 @@ pub struct WorkerStats {
     pub classes: ClassCounters,
     /// Redis commands per command table row, and error replies (`INFO commandstats`).
     pub commands_by_row: CommandCounters,
+    /// Redis commands' latencies per counter row (`INFO latencystats`).
+    pub latency_by_row: crate::latencystats::Histograms,
 }
 
 /// One worker's counts per size class (see `size_class`), index 0 for class 1: memcached's

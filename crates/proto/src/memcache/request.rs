@@ -112,6 +112,8 @@ impl WatchEvents {
     pub const CONNEVENTS: WatchEvents = WatchEvents(1 << 3);
     /// `deletions`: `deleted` lines (memcached 1.6.19 and later).
     pub const DELETIONS: WatchEvents = WatchEvents(1 << 4);
+    /// Redis's `MONITOR`: a line per command run (not a `watch` stream; not in [`Self::ALL`]).
+    pub const MONITOR: WatchEvents = WatchEvents(1 << 5);
     /// Every stream, in the order their names are written.
     pub const ALL: [(WatchEvents, &'static [u8]); 5] = [
         (Self::FETCHERS, b"fetchers"),
@@ -133,7 +135,7 @@ impl WatchEvents {
 
     /// The set of `bits` (unknown bits dropped).
     pub const fn from_bits(bits: u8) -> WatchEvents {
-        WatchEvents(bits & 0x1f)
+        WatchEvents(bits & 0x3f)
     }
 
     /// Whether every stream of `other` is in the set.

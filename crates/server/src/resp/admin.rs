@@ -81,6 +81,8 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("latency-monitor-threshold", ctx.shared.latency.threshold().to_string()),
         ("busy-reply-threshold", ctx.shared.scripting.threshold_ms.load(Relaxed).to_string()),
         ("lua-time-limit", ctx.shared.scripting.threshold_ms.load(Relaxed).to_string()),
+        ("latency-tracking", if ctx.shared.latency_tracking.on() { "yes" } else { "no" }.into()),
+        ("latency-tracking-info-percentiles", ctx.shared.latency_tracking.percentiles_text()),
     ]
 }
 
@@ -101,6 +103,24 @@ fn ranged(out: &mut Vec<u8>, name: &str, value: &[u8], min: i64, max: i64) -> Op
     None
 }
 
+/// `latency-tracking-info-percentiles`'s value: percentiles between 0 and 100, separated by
+/// spaces (none: an empty list); otherwise Redis's reason.
+fn parse_percentiles(value: &[u8]) -> Result<Vec<f64>, &'static str> {
+    const INVALID: &str = "Invalid latency-tracking-info-percentiles parameters";
+    let text = std::str::from_utf8(value).map_err(|_| INVALID)?;
+    let mut list = Vec::new();
+    for word in text.split_ascii_whitespace() {
+        let p: f64 = word.parse().map_err(|_| INVALID)?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]",
+            );
+        }
+        list.push(p);
+    }
+    Ok(list)
+}
+
 /// `CONFIG SET` (the caller checked the admin): every parameter parsed before any is set,
 /// so a refused `CONFIG SET` changes nothing.
 fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
@@ -113,6 +133,7 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     let (mut maxmemory, mut rank, mut latency) = (None, None, None);
     let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
     let mut busy_ms = None;
+    let (mut tracking, mut percentiles) = (None, None);
     for i in (2..cmd.len()).step_by(2) {
         let p = arg(i);
         if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
@@ -167,6 +188,30 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
                 Some(n) => busy_ms = Some(n as u64),
                 None => return,
             }
+        } else if p.eq_ignore_ascii_case(b"latency-tracking") {
+            tracking = Some(match arg(i + 1) {
+                v if v.eq_ignore_ascii_case(b"yes") => true,
+                v if v.eq_ignore_ascii_case(b"no") => false,
+                _ => {
+                    out.extend_from_slice(
+                        b"-ERR CONFIG SET failed (possibly related to argument \
+                          'latency-tracking') - argument must be 'yes' or 'no'\r\n",
+                    );
+                    return;
+                }
+            });
+        } else if p.eq_ignore_ascii_case(b"latency-tracking-info-percentiles") {
+            match parse_percentiles(arg(i + 1)) {
+                Ok(list) => percentiles = Some(list),
+                Err(why) => {
+                    let _ = write!(
+                        out,
+                        "-ERR CONFIG SET failed (possibly related to argument \
+                         'latency-tracking-info-percentiles') - {why}\r\n"
+                    );
+                    return;
+                }
+            }
         } else if let Some((name, wanted)) =
             AS_THEY_ARE.iter().find(|(n, _)| p.eq_ignore_ascii_case(n.as_bytes()))
         {
@@ -217,6 +262,12 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     }
     if let Some(n) = slow_len {
         ctx.shared.slowlog.set_max_len(n);
+    }
+    if let Some(on) = tracking {
+        ctx.shared.latency_tracking.set_on(on);
+    }
+    if let Some(list) = percentiles {
+        ctx.shared.latency_tracking.set_percentiles(list);
     }
     write_simple(out, b"OK");
 }
@@ -272,11 +323,35 @@ pub(super) fn config(
     } else if sub.eq_ignore_ascii_case(b"set") {
         config_set(cmd, out, ctx);
     } else if sub.eq_ignore_ascii_case(b"resetstat") {
+        if cmd.len() != 2 {
+            return write_wrong_arity(out, b"config|resetstat");
+        }
         if !s.is_admin(ctx.tenants) {
             return no_permission(out, b"config|resetstat");
         }
         crate::stats::reset(ctx.shared);
+        ctx.shared.pubsub.disconnections.store(0, std::sync::atomic::Ordering::Relaxed);
+        let workers = ctx.shared.workers.iter().map(|w| &w.latency_by_row);
+        ctx.shared.latency_tracking.reset(workers);
         write_simple(out, b"OK");
+    } else if sub.eq_ignore_ascii_case(b"rewrite") {
+        if cmd.len() != 2 {
+            return write_wrong_arity(out, b"config|rewrite");
+        }
+        if !s.is_admin(ctx.tenants) {
+            return no_permission(out, b"config|rewrite");
+        }
+        // fridge's file (TOML, `--config`) holds none of the settings CONFIG SET changes
+        // (they last until a restart): nothing to rewrite there.
+        if ctx.shared.config.config_file.is_none() {
+            write_error(out, b"ERR The server is running without a config file");
+        } else {
+            write_error(
+                out,
+                b"ERR Rewriting config file: fridge's configuration file holds no setting \
+                  CONFIG SET changes",
+            );
+        }
     } else if cmd.len() < 2 {
         write_wrong_arity(out, b"config");
     } else {
@@ -308,20 +383,28 @@ fn client_line(
     resp: u8,
 ) {
     let (sub, psub, ssub) = subscription_counts(e);
-    let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
-    let _ = writeln!(
+    let b = &e.pending.buffers;
+    let _ = write!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db={} sub={sub} \
-         psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 \
-         oll=0 omem=0 tot-mem={} events=r cmd={} user={user} redir=-1 resp={resp}",
+        "id={id} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={sub} \
+         psub={psub} ssub={ssub} ",
         e.peer,
         e.local,
+        b.fd.load(std::sync::atomic::Ordering::Relaxed),
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
         now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
+        b.flags(sub + psub + ssub > 0, e.no_evict),
         e.pending.db.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    b.write_fields(out);
+    let _ = writeln!(
+        out,
+        " tot-mem={} events={} cmd={} user={user} redir=-1 resp={resp} watch={}",
         e.memory,
+        b.events(),
         last_command(e),
+        b.watch.load(std::sync::atomic::Ordering::Relaxed),
     );
 }
 
@@ -407,6 +490,8 @@ pub(super) fn client(
         super::tracking::client_getredir(out, s);
     } else if is(b"trackinginfo") {
         super::tracking::client_trackinginfo(out, s, ctx);
+    } else if is(b"pause") || is(b"unpause") {
+        client_pause(cmd, out, s, ctx);
     } else if is(b"no-evict") {
         // Redis 7.0's client eviction protection; SETINFO and NO-TOUCH are Redis 7.2's
         // (7.0.15 answers them as unknown subcommands, and so does fridge).
@@ -426,6 +511,54 @@ pub(super) fn client(
     } else {
         unknown_subcommand(out, sub, b"CLIENT");
     }
+}
+
+/// `CLIENT PAUSE timeout [WRITE|ALL]` and `CLIENT UNPAUSE` (see `crate::pause`); the
+/// admin's only, as Redis flags them `admin`.
+fn client_pause(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, ctx: &Ctx<'_>) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    let n = cmd.len();
+    let unpause = arg(1).eq_ignore_ascii_case(b"unpause");
+    let full: &[u8] = if unpause { b"client|unpause" } else { b"client|pause" };
+    if (unpause && n != 2) || (!unpause && n < 3) {
+        return write_wrong_arity(out, full);
+    }
+    if n > 4 {
+        out.extend_from_slice(b"-ERR unknown subcommand or wrong number of arguments for '");
+        out.extend(
+            arg(1).iter().take(128).map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
+        return out.extend_from_slice(b"'. Try CLIENT HELP.\r\n");
+    }
+    if !s.is_admin(ctx.tenants) {
+        return no_permission(out, full);
+    }
+    let pause = &ctx.shared.pause;
+    if unpause {
+        pause.unpause();
+        for w in 0..ctx.shared.workers.len() {
+            ctx.shared.wake(w);
+        }
+        return write_simple(out, b"OK");
+    }
+    let all = match cmd.get(3) {
+        None => true,
+        Some(m) if m.eq_ignore_ascii_case(b"all") => true,
+        Some(m) if m.eq_ignore_ascii_case(b"write") => false,
+        Some(_) => return write_error(out, b"ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    let now = ctx.shared.now_ms();
+    let end = match super::int_arg(arg(2)) {
+        None => return write_error(out, b"ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => return write_error(out, b"ERR timeout is negative"),
+        Some(0) => 0,
+        Some(t) => match (t as u64).checked_add(now).filter(|&e| e <= i64::MAX as u64) {
+            Some(end) => end,
+            None => return write_error(out, b"ERR timeout is out of range"),
+        },
+    };
+    pause.pause(now, end, all);
+    write_simple(out, b"OK");
 }
 
 /// `CLIENT KILL`'s connection types: replication connections fridge has none of.

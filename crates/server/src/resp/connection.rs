@@ -108,6 +108,7 @@ pub(super) fn reset(
     s.version = Version::Resp2;
     s.tx = None;
     super::databases::set_db(s, 0);
+    super::monitor::stop(s, ctx);
     if let Some(subs) = &mut s.pubsub {
         subs.clear(s.id, &ctx.shared.pubsub);
     }

@@ -1,6 +1,8 @@
 //! `LATENCY` LATEST, HISTORY, RESET, DOCTOR, HELP (<https://redis.io/commands/latency/>) over
-//! the monitor in `crate::latency`; `latency-monitor-threshold` by `CONFIG GET`/`SET`. The
-//! monitor is server-wide: the admin's only. fridge has no `GRAPH` and no `HISTOGRAM`.
+//! the monitor in `crate::latency`; `latency-monitor-threshold` by `CONFIG GET`/`SET`; and
+//! `HISTOGRAM` over the per-command histograms of `crate::latencystats`
+//! (<https://redis.io/commands/latency-histogram/>). Server-wide: the admin's only. fridge
+//! has no `GRAPH`.
 
 use std::io::Write as _;
 
@@ -10,7 +12,7 @@ use super::object::{help, sub_arity};
 use super::{Spec, no_permission, unknown_subcommand};
 use crate::session::{Ctx, Session};
 
-const LATENCY_HELP: [&str; 10] = [
+const LATENCY_HELP: [&str; 13] = [
     "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DOCTOR",
     "    Return a human readable latency analysis report.",
@@ -21,6 +23,9 @@ const LATENCY_HELP: [&str; 10] = [
     "RESET [<event> ...]",
     "    Reset latency data of one or more <event> classes.",
     "    (default: reset all data for all event classes)",
+    "HISTOGRAM [COMMAND ...]",
+    "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+    "    If no commands are specified then all histograms are replied.",
 ];
 
 const DISABLED: &str = "I'm sorry, Dave, I can't do that. Latency monitoring is disabled in \
@@ -45,7 +50,7 @@ pub(super) fn latency(
     if is(b"help") {
         return if n == 2 { help(out, &LATENCY_HELP) } else { sub_arity(out, "latency", sub) };
     }
-    if !(is(b"latest") || is(b"history") || is(b"reset") || is(b"doctor")) {
+    if !(is(b"latest") || is(b"history") || is(b"reset") || is(b"doctor") || is(b"histogram")) {
         return unknown_subcommand(out, sub, b"LATENCY");
     }
     if ((is(b"latest") || is(b"doctor")) && n != 2) || (is(b"history") && n != 3) {
@@ -55,6 +60,9 @@ pub(super) fn latency(
         let mut full = b"latency|".to_vec();
         full.extend(sub.iter().map(u8::to_ascii_lowercase));
         return no_permission(out, &full);
+    }
+    if is(b"histogram") {
+        return histogram(cmd, out, s, ctx);
     }
     let monitor = &ctx.shared.latency;
     if is(b"reset") {
@@ -115,5 +123,62 @@ fn doctor(out: &mut Vec<u8>, threshold: u64, events: &[(&str, crate::latency::Se
             h.len(),
             series.max,
         );
+    }
+}
+
+/// `LATENCY HISTOGRAM [command …]`: per command (a container's name stands for its
+/// subcommands; unknown names and commands not called are left out), its calls and its
+/// cumulative latency distribution (`crate::latencystats::cdf`).
+fn histogram(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, ctx: &Ctx<'_>) {
+    use crate::cmdstats::{COMMAND_ROWS, STAT_ROWS, SUBCOMMANDS, subcommand_row};
+    use crate::latencystats::{cdf, row};
+    let name = |r: usize| {
+        if r < COMMAND_ROWS { super::COMMANDS[r].name } else { SUBCOMMANDS[r - COMMAND_ROWS] }
+    };
+    let rows: Vec<usize> = if cmd.len() == 2 {
+        (0..STAT_ROWS).collect()
+    } else {
+        let mut rows = Vec::new();
+        for a in cmd.iter().skip(2) {
+            let lower = a.to_ascii_lowercase();
+            if let Some(bar) = lower.iter().position(|&b| b == b'|') {
+                let container = std::str::from_utf8(&lower[..bar]).unwrap_or_default();
+                rows.extend(subcommand_row(container, &lower[bar + 1..]));
+            } else if let Some(c) = super::find(&lower) {
+                if super::CONTAINERS.contains(&c.name) {
+                    let prefix = format!("{}|", c.name);
+                    rows.extend(
+                        (0..SUBCOMMANDS.len())
+                            .filter(|&i| SUBCOMMANDS[i].starts_with(&prefix))
+                            .map(|i| COMMAND_ROWS + i),
+                    );
+                } else {
+                    rows.extend(super::COMMANDS.iter().position(|x| std::ptr::eq(x, c)));
+                }
+            }
+        }
+        rows
+    };
+    let workers = ctx.shared.workers.iter().map(|w| &w.latency_by_row);
+    let sum = ctx.shared.latency_tracking.merged(workers);
+    let called: Vec<(usize, u64)> = rows
+        .into_iter()
+        .map(|r| (r, row(&sum, r).iter().sum::<u64>()))
+        .filter(|&(_, calls)| calls > 0)
+        .collect();
+    let v = s.version;
+    fridge_proto::resp::write_map_header(out, v, called.len());
+    for (r, calls) in called {
+        write_bulk(out, name(r).as_bytes());
+        fridge_proto::resp::write_map_header(out, v, 2);
+        write_bulk(out, b"calls");
+        write_integer(out, calls as i64);
+        write_bulk(out, b"histogram_usec");
+        let levels = cdf(row(&sum, r));
+        fridge_proto::resp::write_map_header(out, v, levels.len());
+        for (micros, count) in levels {
+            write_integer(out, micros as i64);
+            write_integer(out, count as i64);
+        }
     }
 }

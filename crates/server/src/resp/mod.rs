@@ -25,6 +25,8 @@
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 //! | `multi.rs`      | MULTI, EXEC, DISCARD, WATCH, UNWATCH                              |
 //! | `script.rs`     | EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, SCRIPT, FUNCTION |
+//! | `monitor.rs`    | MONITOR                                                           |
+//! | `shutdown.rs`   | SHUTDOWN                                                          |
 
 mod admin;
 mod bits;
@@ -40,11 +42,13 @@ mod keys;
 mod keyspace;
 mod latency;
 mod maxmemory;
+mod monitor;
 mod multi;
 mod object;
 mod pubsub;
 mod range;
 mod script;
+mod shutdown;
 mod slowlog;
 mod strings;
 mod tracking;
@@ -244,6 +248,8 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("fcall_ro", -3, READONLY | NO_GATE, NONE, script::fcall),
     row("script", -2, NO_GATE, NONE, script::script),
     row("function", -2, NO_GATE, NONE, script::function),
+    row("monitor", 1, 0, NONE, monitor::monitor),
+    row("shutdown", -1, 0, NONE, shutdown::shutdown),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -379,7 +385,19 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
         multi::flag(s);
         return script::write_busy(out, shared);
     }
+    if ctx.shared.pause.maybe() && paused(c, s, ctx) {
+        return s.park();
+    }
     if s.tx.is_some() && multi::queueing(s) && !multi::runs_inside(c) {
+        if c.name == "shutdown" {
+            // Redis's `no-multi`: refused, and the transaction with it.
+            ctx.stats.commands_by_row.rejected(stat_row(c, cmd));
+            multi::flag(s);
+            return write_error(out, b"ERR Command not allowed inside a transaction");
+        }
+        if let Some(t) = s.tx.as_mut() {
+            t.writes |= writes(c);
+        }
         return multi::queue(cmd, out, s, ctx);
     }
     // While a script runs, what runs beside it (AUTH, HELLO, QUIT, RESET) touches no key and
@@ -397,6 +415,20 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     if !ctx.pushes.is_empty() {
         out.append(ctx.pushes);
     }
+}
+
+/// Whether a `CLIENT PAUSE WRITE` covers `c` (see `crate::pause`).
+#[inline]
+fn writes(c: &Spec) -> bool {
+    c.flags & WRITE != 0 || crate::pause::MAY_REPLICATE.contains(&c.name)
+}
+
+/// Whether the pause in force covers `c` now: every command, or with `WRITE` those that
+/// write and an EXEC whose queue holds one.
+#[cold]
+fn paused(c: &Spec, s: &Session, ctx: &Ctx<'_>) -> bool {
+    let write = writes(c) || (c.name == "exec" && s.tx.as_ref().is_some_and(|t| t.writes));
+    ctx.shared.pause.blocks(ctx.shared.now_ms(), write)
 }
 
 /// Why [`dispatch`] refused a command before running it.
@@ -443,11 +475,17 @@ fn run_spec(
         let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let failed = out.get(start) == Some(&b'-');
         ctx.stats.commands_by_row.ran(row, nanos, failed);
+        if ctx.shared.latency_tracking.on() {
+            ctx.stats.latency_by_row.record(row, nanos);
+        }
         if ctx.shared.latency.wants(nanos) {
             ctx.shared.latency.record(c.flags & FAST != 0, nanos);
         }
         if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
             log_slow(cmd, ctx, nanos / 1000);
+        }
+        if ctx.shared.watch.wants(crate::watch::WatchEvents::MONITOR) {
+            monitor::feed(c, cmd, s, ctx);
         }
     }
     if s.tracking.is_some() && !s.resume.suspended {
@@ -470,6 +508,11 @@ fn run_queued(
         r::write_unknown_command(out, cmd);
         return false;
     };
+    if c.name == "monitor" {
+        // Redis: a client in EXEC expects a reply per command ("deny blocking").
+        write_error(out, b"ERR MONITOR isn't allowed for DENY BLOCKING client");
+        return false;
+    }
     s.tenant = tenant_for(c, cmd, s, ctx);
     let mut over = false;
     loop {

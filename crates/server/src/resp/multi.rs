@@ -90,6 +90,7 @@ pub(super) fn multi(
         return write_error(out, NESTED);
     }
     t.open = true;
+    t.writes = false;
     out.extend_from_slice(b"+OK\r\n");
 }
 

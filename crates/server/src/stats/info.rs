@@ -93,12 +93,20 @@ pub(crate) fn write_info(
     }
     if wants(sections, "commandstats", false) {
         out.extend_from_slice(b"# Commandstats\r\n");
-        commands.write_commandstats(out, command_name);
+        commands.write_commandstats(out, &command_name);
         out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "errorstats", true) {
         out.extend_from_slice(b"# Errorstats\r\n");
         commands.write_errorstats(out);
+        out.extend_from_slice(b"\r\n");
+    }
+    if wants(sections, "latencystats", false) {
+        out.extend_from_slice(b"# Latencystats\r\n");
+        if view.admin {
+            let workers = shared.workers.iter().map(|w| &w.latency_by_row);
+            shared.latency_tracking.write(out, workers, &command_name);
+        }
         out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "cluster", true) {
@@ -118,6 +126,7 @@ pub(crate) fn write_info(
                 let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl={ttl}\r\n");
             }
         }
+        write_tenant_keyspace(out, shared, view);
         out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "tenants", true) {
@@ -417,6 +426,24 @@ fn write_cpu(out: &mut Vec<u8>, view: &View<'_>, f: &Figures) {
          used_cpu_sys_children:0.000000\r\nused_cpu_user_children:0.000000\r\n\
          used_cpu_sys_main_thread:{main_system:.6}\r\nused_cpu_user_main_thread:{main_user:.6}\r\n\r\n",
     );
+}
+
+/// fridge's per-tenant keyspace lines, for the admin of a server with tenants: one
+/// `db_<tenant>:keys=…,expires=…,avg_ttl=0` per tenant holding keys, after Redis's `db0`
+/// (the asking connection's own tenant). Named `db…` so that tools that read Redis's
+/// keyspace lines by their prefix (redis_exporter's `redis_db_keys{db="db_<tenant>"}`) read
+/// them too; those that want `db<number>` pass over them.
+fn write_tenant_keyspace(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
+    if !view.admin || view.rows().nth(1).is_none() {
+        return;
+    }
+    for (id, name) in view.rows() {
+        let keys = shared.engine.item_count(id);
+        if keys > 0 {
+            let expires = shared.engine.expiring_count(id);
+            let _ = write!(out, "db_{name}:keys={keys},expires={expires},avg_ttl=0\r\n");
+        }
+    }
 }
 
 fn write_tenants(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {

@@ -46,7 +46,8 @@ impl Loop {
             if c.session.id != d.id {
                 continue;
             }
-            if c.session.resume.resuming {
+            // A parked command has written nothing yet: messages go out meanwhile.
+            if c.session.resume.resuming && !c.session.resume.parked {
                 self.held.push(d);
                 continue;
             }

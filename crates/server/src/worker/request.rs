@@ -37,6 +37,19 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
     // 2. Run complete requests; a watcher ignores its input and takes its lines instead.
     match c.session.watcher.clone() {
         None => process(c, ctx, limits),
+        Some(w) if w.is_monitor() => {
+            // A monitor runs its commands, then takes its lines (see `resp/monitor.rs`).
+            process(c, ctx, limits);
+            if w.lost() {
+                ctx.shared.pubsub.disconnections.fetch_add(1, Ordering::Relaxed);
+                return Step::Close;
+            }
+            if c.session.watcher.is_some() {
+                compact_output(c);
+                let left = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+                c.backlogged |= left;
+            }
+        }
         Some(w) => {
             (c.rstart, c.rend) = (0, 0);
             // A watcher whose tenant was removed closes, as other connections do.
@@ -87,12 +100,18 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
         c.backlogged = false;
     }
     sync_memory(c, ctx.shared, ctx.stats);
+    publish_figures(c);
     let out = c.pending_out();
     if out == 0 && (c.session.closing || c.peer_closed) {
         return Step::Close;
     }
     let can_write = out > 0 && c.writable;
-    let can_read = c.readable && !c.peer_closed && !c.session.closing && out < OUTPUT_SOFT_LIMIT;
+    // A parked connection reads on its events only: with its input full it must not spin.
+    let can_read = c.readable
+        && !c.peer_closed
+        && !c.session.closing
+        && !c.session.resume.parked
+        && out < OUTPUT_SOFT_LIMIT;
     let can_run = c.backlogged && out < OUTPUT_SOFT_LIMIT;
     if can_write || can_read || can_run { Step::Again } else { Step::Wait }
 }
@@ -121,6 +140,34 @@ pub(super) fn sync_memory(c: &mut Conn, shared: &Shared, stats: &WorkerStats) {
     if total > shared.config.client_memory_limit() {
         shared.evict_clients(stats);
     }
+}
+
+/// Stores what `CLIENT LIST` shows of the connection (`crate::clientinfo`).
+#[inline]
+fn publish_figures(c: &Conn) {
+    use crate::clientinfo::{Figures, MONITOR, MULTI, PAUSED, TRACKING};
+    let s = &c.session;
+    let tx = s.tx.as_deref();
+    let open = tx.filter(|t| t.open);
+    let flags = [
+        (s.watcher.is_some(), MONITOR),
+        (open.is_some(), MULTI),
+        (s.resume.parked, PAUSED),
+        (s.tracking.is_some(), TRACKING),
+    ]
+    .iter()
+    .fold(0, |f, &(on, bit)| if on { f | bit } else { f });
+    s.pending.buffers.publish(&Figures {
+        qbuf: c.rend - c.rstart,
+        qbuf_free: c.rbuf.len() - c.rend,
+        argv_mem: c.args.heap_bytes(),
+        multi: open.map(|t| t.count),
+        multi_mem: open.map_or(0, |t| t.queue.capacity()),
+        rbs: c.wbuf.capacity(),
+        obl: c.pending_out(),
+        watch: tx.map_or(0, |t| t.watched.len()),
+        flags,
+    });
 }
 
 /// Reads up to [`READ_BUDGET`] bytes. `Err` means the connection failed.
@@ -179,7 +226,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     compact_output(c);
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
     loop {
-        if c.session.closing || c.session.watcher.is_some() {
+        if c.session.closing || c.session.watcher.as_ref().is_some_and(|w| !w.is_monitor()) {
             // Nothing after `quit`, a protocol error or `watch` is run.
             c.rstart = c.rend;
             break;
@@ -458,7 +505,8 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
         let cmd = c.args.command(buf);
         crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
         if c.session.keep_for_later() {
-            c.backlogged = true;
+            // A parked command waits for its worker to requeue it (`crate::pause`).
+            c.backlogged = !c.session.resume.parked;
             return Ran::Stop;
         }
         c.resume_used
@@ -472,7 +520,7 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
                     crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
                     if c.session.keep_for_later() {
                         c.resume_used = used;
-                        c.backlogged = true;
+                        c.backlogged = !c.session.resume.parked;
                         c.partial_since_ms = 0;
                         return Ran::Stop;
                     }
