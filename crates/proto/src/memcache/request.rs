@@ -133,9 +133,10 @@ impl WatchEvents {
         self.0
     }
 
-    /// The set of `bits` (unknown bits dropped).
+    /// The set of `bits` a `watch` command can name ([`Self::ALL`]'s; other bits, and
+    /// [`Self::MONITOR`], dropped).
     pub const fn from_bits(bits: u8) -> WatchEvents {
-        WatchEvents(bits & 0x3f)
+        WatchEvents(bits & 0x1f)
     }
 
     /// Whether every stream of `other` is in the set.
@@ -748,6 +749,13 @@ pub fn oversize_store_key<'a>(buf: &'a [u8], limits: &Limits) -> Option<(&'a [u8
 mod tests {
     use super::super::RequestError;
     use super::*;
+
+    #[test]
+    fn watch_events_from_bits_are_the_nameable_streams() {
+        let all = WatchEvents::from_bits(u8::MAX);
+        assert!(!all.contains(WatchEvents::MONITOR), "MONITOR is no `watch` stream");
+        assert!(WatchEvents::ALL.iter().all(|&(e, _)| all.contains(e)));
+    }
 
     fn parse(input: &[u8]) -> Result<(Request<'_>, usize), ParseError> {
         parse_request(input, &Limits::default())
