@@ -554,6 +554,12 @@ pub(super) fn script(
 /// error at its next look).
 fn kill(out: &mut Vec<u8>, shared: &Shared, function: bool) {
     let busy = &shared.scripting.busy;
+    // Redis reads a SCRIPT KILL only once the script is past `busy-reply-threshold` (until
+    // then its one thread runs the script): wait as long, so a script that writes early is
+    // never killed by a KILL sent before it could write.
+    while shared.scripting.running() && !shared.scripting.too_long() {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     if busy.since.load(Ordering::Acquire) == 0 {
         return write_error(out, NOTBUSY);
     }
