@@ -51,9 +51,10 @@ use crate::events::KeyEventKind;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash};
 use crate::index::Loc;
-use crate::item::{NewItem, Record};
+use crate::item::{NewItem, Record, STATE_FREQ, STATE_FREQ_SHIFT};
 use crate::rank::RankInput;
-use crate::segment::{CLEANER_RESERVE, SegmentHeader};
+use crate::config::Eviction;
+use crate::segment::{CLEANER_RESERVE, MAIN, SMALL, SegmentHeader};
 use crate::stats::Counters;
 use crate::tenant::{IdleTax, TenantId, TenantState};
 
@@ -182,9 +183,21 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // separate heads, and each head may end with up to one item's worth unused.
     let reserved = free.min(CLEANER_RESERVE);
     let slack = state.heads.len() * inner.config.max_item_size;
-    let mut candidates = inner
-        .segments
-        .take_reclaimable(n_max, (reserved * segment_size + head_room).saturating_sub(slack));
+    // With queues, only the main queue is compacted: the small queue's dead bytes go when
+    // its segments leave it, soon.
+    let queues = match inner.config.eviction {
+        Eviction::Memshare => None,
+        Eviction::Queues { small_percent, promote_zone, keep_zone } => {
+            Some((small_percent, promote_zone, keep_zone))
+        }
+    };
+    let mut candidates = inner.segments.take_reclaimable(
+        n_max,
+        (reserved * segment_size + head_room).saturating_sub(slack),
+        queues.map(|_| MAIN),
+    );
+    // The zone a survivor of each candidate needs to be kept (0: all may be kept).
+    let mut min_zone = [0u8; 2];
     let mut outputs_left = reserved;
     if candidates.is_empty() && reserved < CLEANER_RESERVE && inner.segments.retired_count() > 0 {
         // No room to compact into only because retired segments wait for readers to leave
@@ -193,9 +206,24 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     }
     if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
-        let n = n_max.min(outputs_available + 1);
-        candidates = take_candidates(inner, state, n);
-        outputs_left = n.saturating_sub(1);
+        if let Some((small_percent, promote_zone, keep_zone)) = queues {
+            // S3-FIFO: evict from the small queue while it holds more than its share.
+            let small = inner.segments.queue_count(SMALL);
+            let over = small * 100 > inner.segments.count() * usize::from(small_percent);
+            let first = if over { SMALL } else { MAIN };
+            let victims: usize = std::env::var("EVVICTIMS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+            let n = victims.min(outputs_available + 1);
+            candidates = inner.segments.take_oldest_of(first, n);
+            if candidates.is_empty() {
+                candidates = inner.segments.take_oldest_of(first ^ 1, n);
+            }
+            min_zone = [promote_zone, keep_zone];
+            outputs_left = n.saturating_sub(1);
+        } else {
+            let n = n_max.min(outputs_available + 1);
+            candidates = take_candidates(inner, state, n);
+            outputs_left = n.saturating_sub(1);
+        }
     }
     if candidates.is_empty() {
         return false;
@@ -208,6 +236,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     survivors.clear();
     let mut expired = 0;
     for &segment in &candidates {
+        let queue = inner.segments.header(segment).queue.load(Ordering::Relaxed);
         for_each_record(inner, segment, |loc, rec| {
             let hash = key_hash(TenantId(rec.tenant()), rec.key());
             if !is_live(inner, &guard, hash, loc) {
@@ -224,6 +253,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 loc,
                 hash,
                 rank: 0,
+                zone: (rec.state() & STATE_FREQ) >> STATE_FREQ_SHIFT,
+                min_zone: min_zone[usize::from(queue & 1)],
+                queue,
                 large: rec.value_len() >= inner.config.large_value_threshold,
                 age: recency.wrapping_sub(rec.access()),
                 size: rec.size() as u32,
@@ -237,7 +269,11 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     state.digests.clear();
     state.digests.extend(survivors.iter().map(|s| digest_of(s.hash) & !1));
     inner.metadata.temperatures(&state.digests, &mut state.temperatures);
+    let use_zone = std::env::var_os("EVZONE").is_some();
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
+        if use_zone {
+            s.zone = t.zone;
+        }
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
         s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);
     }
@@ -252,6 +288,13 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     }
 
     let mut relocated = (0u64, 0u64);
+    // The ghost remembers about as many keys as the main queue holds (S3-FIFO).
+    let ghost_length = if inner.ghost.is_some() {
+        let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
+        items as usize * 9 / 10
+    } else {
+        0
+    };
     let mut evicted = std::mem::take(&mut state.evicted);
     evicted.clear();
     // Best rank first, or (with tenants) in order of need.
@@ -260,6 +303,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         let next = if by_need_order { needy.next() } else { ranked.next().map(|i| (i, true)) };
         let Some((i, keep)) = next else { break };
         let s = &survivors[i];
+        let keep = keep && s.zone >= s.min_zone;
         let copied = if keep {
             copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
         } else {
@@ -271,7 +315,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                     relocated.0 += 1;
                     relocated.1 += size as u64;
                     // State bits set on the old record while it was copied carry over.
-                    inner.record(&guard, new).set_state(inner.record(&guard, s.loc).state());
+                    let carry = inner.record(&guard, s.loc).state() & !STATE_FREQ;
+                    inner.record(&guard, new).set_state(carry);
                     if size != s.size as usize {
                         // A wide expiry that fits the compact field in the new segment.
                         let t = &inner.tenants[usize::from(s.tenant)];
@@ -290,6 +335,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             None => {
                 if unlink_at(inner, &guard, s.hash, s.loc) {
                     inner.observe_eviction(&guard, s.loc);
+                    if let Some(ghost) = inner.ghost.as_ref().filter(|_| s.queue == SMALL) {
+                        ghost.mark(s.hash, ghost_length);
+                    }
                     evicted.push((s.tenant, s.hash, s.size));
                     let key = inner.record(&guard, s.loc).key();
                     inner.key_events.note(s.tenant, KeyEventKind::Evicted, key);
@@ -298,6 +346,10 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         }
     }
     drop(guard);
+    if std::env::var_os("EVDEBUG").is_some() {
+        let q: Vec<u8> = candidates.iter().map(|&c| inner.segments.header(c).queue.load(Ordering::Relaxed)).collect();
+        eprintln!("PASS q={q:?} min={min_zone:?} surv={} rel={} ev={}", survivors.len(), relocated.0, evicted.len());
+    }
     inner.segments.retire(&candidates, &inner.epochs);
     for &(tenant, ..) in &evicted {
         Counters::add(&inner.tenants[usize::from(tenant)].evictions, 1);
@@ -457,7 +509,16 @@ fn copy_out(
         expires_at_ms: inner.expires_at(&rec, s.loc),
         cas: rec.cas(),
         access,
-        state: rec.state(),
+        state: match s.min_zone {
+            0 => rec.state(),
+            // Queues: an item promoted from the small queue starts over; one kept in the main
+            // queue spends a read (S3-FIFO).
+            _ => {
+                let freq = (rec.state() & STATE_FREQ) >> STATE_FREQ_SHIFT;
+                let freq = if s.queue == SMALL { 0 } else { freq.saturating_sub(1) };
+                rec.state() & !STATE_FREQ | freq << STATE_FREQ_SHIFT
+            }
+        },
         touched: rec.touched(),
     };
     loop {
@@ -472,7 +533,9 @@ fn copy_out(
             return None;
         }
         *outputs_left -= 1;
-        *head = Some(inner.segments.take_free(now, 0)?);
+        let seg = inner.segments.take_free(now, 0)?;
+        inner.segments.header(seg).queue.store(MAIN, Ordering::Relaxed);
+        *head = Some(seg);
     }
 }
 

@@ -55,6 +55,28 @@ pub struct EngineConfig {
     /// items fit and resident memory stays within `max_memory`. Off: `max_memory` is the
     /// arena alone and the rest comes on top ([`crate::EngineStats::overhead_bytes`]).
     pub memory_includes_index: bool,
+    /// How a pass that must evict chooses its segments and what it keeps.
+    pub eviction: Eviction,
+}
+
+/// How the cleaner evicts once memory is full of live data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// Memshare's pass (§3.1): `cleaner_candidates` segments, half at random, half with the
+    /// most dead bytes; the best-ranked survivors fill one segment fewer, the rest go.
+    Memshare,
+    /// S3-FIFO's queues (Yang et al., SOSP '23) made of segments: writers fill a small
+    /// probationary queue; a pass takes the two oldest segments of the small queue while it
+    /// holds more than `small_percent` of the segments, else of the main queue, and copies
+    /// into the main queue only the items whose hitmap zone reaches `promote_zone` (from the
+    /// small queue) or `keep_zone` (in the main queue), best-ranked first, into at most one
+    /// segment; everything else is evicted.
+    Queues { small_percent: u8, promote_zone: u8, keep_zone: u8 },
+}
+
+impl Eviction {
+    /// S3-FIFO's proportions: 10% small queue.
+    pub const QUEUES: Eviction = Eviction::Queues { small_percent: 10, promote_zone: 2, keep_zone: 2 };
 }
 
 impl Default for EngineConfig {
@@ -76,6 +98,7 @@ impl Default for EngineConfig {
             hitmap_bits_per_item: 32,
             hitmap_items: 0,
             memory_includes_index: false,
+            eviction: Eviction::Memshare,
         }
     }
 }

@@ -113,6 +113,11 @@ pub const STATE_FETCHED: u8 = 1 << 2;
 /// State bit, set when the item is written and never changed: the client sent the key
 /// base64-encoded (memcached meta `b`), so replies that echo the key encode it again.
 pub const STATE_KEY_BINARY: u8 = 1 << 3;
+/// State bits 4–5: reads since the item entered its queue, saturating at 3 (S3-FIFO's
+/// two-bit frequency; `Eviction::Queues`).
+pub const STATE_FREQ_SHIFT: u32 = 4;
+/// The mask of the frequency bits.
+pub const STATE_FREQ: u8 = 0b11 << STATE_FREQ_SHIFT;
 
 const fn expiry_kind(code: u32) -> u32 {
     code >> EXPIRY_KIND_SHIFT
@@ -487,6 +492,25 @@ impl<'g> Record<'g> {
         for (byte, new) in bytes.iter().zip(stamp.to_le_bytes()) {
             if byte.load(Ordering::Relaxed) != new {
                 byte.store(new, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts a read in the frequency bits ([`STATE_FREQ`]), writing only while they are
+    /// below 3 (a hot item's line is not written by every reader).
+    #[inline]
+    pub fn bump_freq(&self) {
+        let byte = self.state_byte();
+        let mut s = byte.load(Ordering::Relaxed);
+        while s & STATE_FREQ != STATE_FREQ {
+            match byte.compare_exchange_weak(
+                s,
+                s + (1 << STATE_FREQ_SHIFT),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(now) => s = now,
             }
         }
     }

@@ -166,6 +166,7 @@ impl FridgeCache {
             hitmap_items: options.hitmap_items,
             cleaner_candidates: options.cleaner_candidates,
             free_watermark: options.free_watermark,
+            eviction: experiment_eviction(),
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);
@@ -350,4 +351,11 @@ mod tests {
         c.get(&get(1, 100));
         assert_eq!(c.stats().metadata.bytes, 0);
     }
+}
+
+/// TEMPORARY (experiments): `FRIDGE_EVICTION=queues:small%:promote:keep`.
+fn experiment_eviction() -> fridge_engine::Eviction {
+    let Ok(v) = std::env::var("FRIDGE_EVICTION") else { return fridge_engine::Eviction::Memshare };
+    let p: Vec<u8> = v.split(':').skip(1).map(|x| x.parse().unwrap()).collect();
+    fridge_engine::Eviction::Queues { small_percent: p[0], promote_zone: p[1], keep_zone: p[2] }
 }
