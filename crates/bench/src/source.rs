@@ -142,8 +142,8 @@ impl TraceFormat {
             TraceFormat::Oracle => Format::Oracle,
             TraceFormat::Csv => Format::Csv(CsvFormat::fridge()),
             TraceFormat::Twitter => Format::Csv(CsvFormat::twitter()),
-            TraceFormat::KeysI32Xz => Format::KeyOnlyXz(KeyWidth::I32, sizes()),
-            TraceFormat::KeysI64Xz => Format::KeyOnlyXz(KeyWidth::I64, sizes()),
+            TraceFormat::KeysI32Xz => Format::KeyOnly(KeyWidth::I32, sizes()),
+            TraceFormat::KeysI64Xz => Format::KeyOnly(KeyWidth::I64, sizes()),
         }
     }
 }

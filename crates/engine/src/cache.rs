@@ -14,7 +14,7 @@ use crate::arena::Arena;
 use crate::clock::Clock;
 use crate::config::EngineConfig;
 use crate::epoch::{Epochs, Guard, Slot};
-use crate::hash::key_hash;
+use crate::hash::key_hash_in;
 use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
 use crate::metadata::{MetadataBackend, Temperature};
@@ -99,10 +99,11 @@ impl Inner {
         guard: &Guard<'_>,
         loc: Loc,
         tenant: TenantId,
+        db: u8,
         key: &[u8],
     ) -> bool {
         let rec = self.record(guard, loc);
-        rec.tenant() == tenant.0 && rec.key() == key
+        rec.tenant() == tenant.0 && rec.key() == key && rec.db() == db
     }
 
     #[inline]
@@ -139,6 +140,7 @@ impl Inner {
         let rec = self.record(guard, loc);
         observer(&Evicted {
             tenant: TenantId(rec.tenant()),
+            db: rec.db(),
             key: rec.key(),
             value_len: rec.value_len(),
             expires_at_ms: self.expires_at(&rec, loc),
@@ -160,7 +162,7 @@ impl Inner {
 
     pub(crate) fn rehash(&self, guard: &Guard<'_>, loc: Loc) -> u64 {
         let rec = self.record(guard, loc);
-        key_hash(TenantId(rec.tenant()), rec.key())
+        key_hash_in(TenantId(rec.tenant()), rec.db(), rec.key())
     }
 
     /// Locks the index root for `hash`; items the index drops meanwhile (migration into a full
@@ -182,16 +184,18 @@ impl Inner {
         if rec.has_expiry() {
             t.expiring.fetch_sub(1, Ordering::Relaxed);
         }
+        t.db_unlinked(rec.db(), self.expires_at(&rec, loc));
     }
 
-    /// Accounts for a new item just published (under its root's lock).
-    pub(crate) fn linked(&self, tenant: TenantId, size: usize, expires_at_ms: Option<u64>) {
+    /// Accounts for a new item of database `db` just published (under its root's lock).
+    pub(crate) fn linked(&self, tenant: TenantId, db: u8, size: usize, expires_at_ms: Option<u64>) {
         let t = &self.tenants[usize::from(tenant.0)];
         t.items.fetch_add(1, Ordering::Relaxed);
         t.bytes.fetch_add(size as u64, Ordering::Relaxed);
         if expires_at_ms.is_some() {
             t.expiring.fetch_add(1, Ordering::Relaxed);
         }
+        t.db_linked(db, expires_at_ms);
     }
 
     /// Tells the expiry sweep about an item published with an expiry (stored, or copied by
@@ -221,17 +225,20 @@ impl Inner {
                 .compare_exchange(at, NO_FLUSH, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            self.flush_now(slot, tenant);
+            self.flush_now(slot, tenant, None);
         }
     }
 
-    pub(crate) fn flush_now(&self, slot: &Slot, tenant: TenantId) {
+    /// Drops every item of `tenant` (of its database `db` only, if given): one pass over the
+    /// whole index, locking each root in turn.
+    pub(crate) fn flush_now(&self, slot: &Slot, tenant: TenantId, db: Option<u8>) {
         let guard = self.epochs.pin(slot);
         let rehash = |loc| self.rehash(&guard, loc);
         let mut on_evict = |loc| self.unlinked(&guard, loc);
         let mut flushed = 0;
         self.index.for_each(&guard, &rehash, &mut on_evict, &mut |locked, slot, loc| {
-            if self.record(&guard, loc).tenant() == tenant.0 {
+            let rec = self.record(&guard, loc);
+            if rec.tenant() == tenant.0 && db.is_none_or(|db| rec.db() == db) {
                 self.unlinked(&guard, loc);
                 locked.remove(slot);
                 flushed += 1;

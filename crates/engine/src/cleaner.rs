@@ -49,7 +49,7 @@ use crate::cache::{CleanerState, Inner, Survivor, is_expired};
 use crate::epoch::{Guard, Slot};
 use crate::events::KeyEventKind;
 use crate::expiry;
-use crate::hash::{digest_of, key_hash};
+use crate::hash::{digest_of, key_hash_in};
 use crate::index::Loc;
 use crate::item::{NewItem, Record, STATE_FREQ, STATE_FREQ_SHIFT};
 use crate::rank::RankInput;
@@ -238,14 +238,14 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     for &segment in &candidates {
         let queue = inner.segments.header(segment).queue.load(Ordering::Relaxed);
         for_each_record(inner, segment, |loc, rec| {
-            let hash = key_hash(TenantId(rec.tenant()), rec.key());
+            let hash = key_hash_in(TenantId(rec.tenant()), rec.db(), rec.key());
             if !is_live(inner, &guard, hash, loc) {
                 return;
             }
             if is_expired(inner.expires_at(&rec, loc), || now) {
                 if unlink_at(inner, &guard, hash, loc) {
                     expired += 1;
-                    inner.key_events.note(rec.tenant(), KeyEventKind::Expired, rec.key());
+                    inner.key_events.note(rec.tenant(), rec.db(), KeyEventKind::Expired, rec.key());
                 }
                 return;
             }
@@ -339,8 +339,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                         ghost.mark(s.hash, ghost_length);
                     }
                     evicted.push((s.tenant, s.hash, s.size));
-                    let key = inner.record(&guard, s.loc).key();
-                    inner.key_events.note(s.tenant, KeyEventKind::Evicted, key);
+                    let rec = inner.record(&guard, s.loc);
+                    inner.key_events.note(s.tenant, rec.db(), KeyEventKind::Evicted, rec.key());
                 }
             }
         }
@@ -504,6 +504,7 @@ fn copy_out(
     };
     let new_item = NewItem {
         tenant: rec.tenant(),
+        db: rec.db(),
         key: rec.key(),
         flags: rec.flags(),
         expires_at_ms: inner.expires_at(&rec, s.loc),
@@ -562,7 +563,7 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
     let now = inner.now_ms();
     let (mut evicted, mut expired) = (Vec::new(), 0);
     for_each_record(inner, segment, |loc, rec| {
-        let hash = key_hash(TenantId(rec.tenant()), rec.key());
+        let hash = key_hash_in(TenantId(rec.tenant()), rec.db(), rec.key());
         let was_expired = is_expired(inner.expires_at(&rec, loc), || now);
         if unlink_at(inner, &guard, hash, loc) {
             let kind = if was_expired {
@@ -573,7 +574,7 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
                 evicted.push((rec.tenant(), hash, rec.size() as u32));
                 KeyEventKind::Evicted
             };
-            inner.key_events.note(rec.tenant(), kind, rec.key());
+            inner.key_events.note(rec.tenant(), rec.db(), kind, rec.key());
         }
     });
     drop(guard);

@@ -23,7 +23,7 @@ use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata};
 use crate::observe::EvictionObserver;
 use crate::segment::{CLEANER_RESERVE, NO_EXPIRY, Segments};
 use crate::stats::{Counters, EngineStats};
-use crate::tenant::{TenantId, TenantPolicy, TenantState, TenantStats};
+use crate::tenant::{DbStats, TenantId, TenantPolicy, TenantState, TenantStats};
 use crate::worker::Worker;
 
 /// A shared handle to one cache. Cheap to clone; create a [`Worker`] per thread to operate.
@@ -207,6 +207,15 @@ impl Engine {
         self.inner.tenants[usize::from(tenant.0)].expiring.load(Ordering::Relaxed)
     }
 
+    /// The figures of each of `tenant`'s databases (keys, keys with an expiry, the sum of
+    /// their expiry times), indexed by the database number items are stored with
+    /// ([`Worker::select`]); their keys add up to [`Engine::item_count`]. Counted where the
+    /// tenant's items are (store, delete, expiry, eviction): this reads a few counters per
+    /// database and scans nothing.
+    pub fn db_stats(&self, tenant: TenantId) -> [DbStats; item::MAX_DBS] {
+        self.inner.tenants[usize::from(tenant.0)].db_stats()
+    }
+
     /// Reclaims expired items now: completes the expiry sweep's pass under way, or runs a
     /// whole one if an item may have expired (the sweep is described in `src/expiry.rs`).
     /// Returns the items removed. With [`CleanerMode::Inline`] this is the only way expired
@@ -374,6 +383,7 @@ impl Inner {
         let mut items = vec![0u64; item::MAX_TENANTS];
         let mut bytes = vec![0u64; item::MAX_TENANTS];
         let mut expiring = vec![0u64; item::MAX_TENANTS];
+        let mut dbs = vec![[DbStats::default(); item::MAX_DBS]; item::MAX_TENANTS];
         let mut earliest = NO_EXPIRY;
         let mut seen = std::collections::HashSet::new();
         self.index.for_each(guard, &rehash, &mut on_evict, &mut |_, _, loc| {
@@ -384,8 +394,15 @@ impl Inner {
                 "slot {loc:?} points past its segment's records"
             );
             let rec = self.record(guard, loc);
-            assert!(seen.insert((rec.tenant(), rec.key().to_vec())), "key indexed twice: {loc:?}");
+            let space = (rec.tenant(), rec.db());
+            assert!(seen.insert((space, rec.key().to_vec())), "key indexed twice: {loc:?}");
             items[usize::from(rec.tenant())] += 1;
+            let db = &mut dbs[usize::from(rec.tenant())][usize::from(rec.db())];
+            db.keys += 1;
+            if let Some(at) = self.expires_at(&rec, loc) {
+                db.expires += 1;
+                db.expiry_secs += crate::tenant::expiry_secs(at);
+            }
             bytes[usize::from(rec.tenant())] += rec.size() as u64;
             if let Some(at) = self.expires_at(&rec, loc) {
                 expiring[usize::from(rec.tenant())] += 1;
@@ -412,6 +429,7 @@ impl Inner {
                 expiring[t],
                 "tenant {t} expiring count"
             );
+            assert_eq!(state.db_stats(), dbs[t], "tenant {t} database counts");
         }
         let total: u64 = bytes.iter().sum();
         assert!(total as usize <= self.config.max_memory, "live bytes exceed max_memory");

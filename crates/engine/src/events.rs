@@ -33,6 +33,8 @@ pub enum KeyEventKind {
 pub struct KeyEvent {
     /// The key's tenant.
     pub tenant: TenantId,
+    /// The key's database (as stored: the server maps it to the database clients see).
+    pub db: u8,
     /// Why it was dropped.
     pub kind: KeyEventKind,
     /// The key.
@@ -52,14 +54,14 @@ pub(crate) struct KeyEvents {
 }
 
 impl KeyEvents {
-    /// Records that `key` of `tenant` was dropped, if events are on.
+    /// Records that `key` of `tenant`'s database `db` was dropped, if events are on.
     #[inline]
-    pub(crate) fn note(&self, tenant: u8, kind: KeyEventKind, key: &[u8]) {
+    pub(crate) fn note(&self, tenant: u8, db: u8, kind: KeyEventKind, key: &[u8]) {
         if !self.on.load(Ordering::Relaxed) {
             return;
         }
         let Some(queue) = self.queue.get() else { return };
-        let event = KeyEvent { tenant: TenantId(tenant), kind, key: key.into() };
+        let event = KeyEvent { tenant: TenantId(tenant), db, kind, key: key.into() };
         if queue.push(event).is_err() {
             self.dropped.fetch_add(1, Ordering::Relaxed);
         }

@@ -174,7 +174,7 @@ pub(crate) fn step(inner: &Inner, participant: &Slot, budget: usize) -> Step {
                     // No CAS bump: removing an expired item changes no other key, and a
                     // sweep's removal moves no other slot.
                     let expired = crate::events::KeyEventKind::Expired;
-                    inner.key_events.note(rec.tenant(), expired, rec.key());
+                    inner.key_events.note(rec.tenant(), rec.db(), expired, rec.key());
                     inner.unlinked(&guard, loc);
                     locked.remove(slot);
                     reclaimed += 1;

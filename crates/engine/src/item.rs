@@ -22,7 +22,7 @@
 //!                │ KIND  │ DELTA ms from the segment's base time (KIND = COMPACT)
 //!
 //!  state (u8, atomic): │ 7 ... 4 │     3      │    2    │    1     │   0   │
-//!                      │ unused  │ KEY_BINARY │ FETCHED │ WIN_SENT │ STALE │
+//!                      │   DB    │ KEY_BINARY │ FETCHED │ WIN_SENT │ STALE │
 //! ```
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
@@ -43,7 +43,9 @@
 //!   eviction ranks); the state byte holds the meta protocol's per-item bits (memcached
 //!   `doc/new_lru.txt`: stale, win token handed out, fetched since written); `touched` is the
 //!   last access in whole seconds of the engine's clock, modulo 2^24 (194 days; memcached
-//!   meta `l`). They are the only bytes of a published item that are ever written, each
+//!   meta `l`). `DB` is the item's database (Redis `SELECT`), written with the record and
+//!   never changed: part of the item's identity with its tenant and key (0 for memcached
+//!   clients). They are the only bytes of a published item that are ever written, each
 //!   accessed atomically on its own (a reader may see `touched` half-updated when a second
 //!   carries into its next byte: `l` is then off by a multiple of 256 s for that read).
 //!
@@ -119,6 +121,14 @@ pub const STATE_FREQ_SHIFT: u32 = 4;
 /// The mask of the frequency bits.
 pub const STATE_FREQ: u8 = 0b11 << STATE_FREQ_SHIFT;
 
+/// Where the database number sits in the state byte: its high four bits, set when the record
+/// is written and never changed (readers only ever set the low `STATE_*` bits).
+const DB_SHIFT: u32 = 4;
+/// The state byte's `STATE_*` bits (the rest is the database).
+const STATE_BITS_MASK: u8 = (1 << DB_SHIFT) - 1;
+/// Number of distinct databases a record can hold.
+pub const MAX_DBS: usize = 1 << (8 - DB_SHIFT);
+
 const fn expiry_kind(code: u32) -> u32 {
     code >> EXPIRY_KIND_SHIFT
 }
@@ -140,6 +150,8 @@ pub struct NewItem<'a> {
     pub access: u8,
     /// Initial state bits (`STATE_*`).
     pub state: u8,
+    /// The database (below [`MAX_DBS`]).
+    pub db: u8,
     /// Initial `touched` stamp ([`touched_stamp`]).
     pub touched: u32,
 }
@@ -226,7 +238,8 @@ pub unsafe fn write(
     header[CAS_OFFSET..EXPIRY_OFFSET].copy_from_slice(&item.cas.to_le_bytes());
     header[EXPIRY_OFFSET..ACCESS_OFFSET].copy_from_slice(&expiry.to_le_bytes());
     header[ACCESS_OFFSET] = item.access;
-    header[STATE_OFFSET] = item.state;
+    debug_assert!(usize::from(item.db) < MAX_DBS);
+    header[STATE_OFFSET] = item.state & STATE_BITS_MASK | item.db << DB_SHIFT;
     header[TOUCHED_OFFSET..].copy_from_slice(&item.touched.to_le_bytes()[..TOUCHED_LEN]);
     // SAFETY: the caller guarantees `record` is writable for the whole record and unshared;
     // every write below stays inside `record_len(base_ms)` bytes, in order: header, wide
@@ -267,11 +280,13 @@ pub unsafe fn write(
 pub struct StateCell<'g>(&'g AtomicU8);
 
 impl StateCell<'_> {
-    /// Sets `bits`, returning the state bits as they were before.
+    /// Sets `bits` (`STATE_*`), returning the state bits as they were before.
     #[inline]
     pub fn set(&self, bits: u8) -> u8 {
+        let bits = bits & STATE_BITS_MASK;
         let old = self.0.load(Ordering::Relaxed);
-        if old & bits == bits { old } else { self.0.fetch_or(bits, Ordering::AcqRel) }
+        let old = if old & bits == bits { old } else { self.0.fetch_or(bits, Ordering::AcqRel) };
+        old & STATE_BITS_MASK
     }
 }
 
@@ -459,7 +474,13 @@ impl<'g> Record<'g> {
     /// The state bits (`STATE_*`).
     #[inline]
     pub fn state(&self) -> u8 {
-        self.state_byte().load(Ordering::Relaxed)
+        self.state_byte().load(Ordering::Relaxed) & STATE_BITS_MASK
+    }
+
+    /// The item's database (Redis `SELECT`), below [`MAX_DBS`].
+    #[inline]
+    pub fn db(&self) -> u8 {
+        self.state_byte().load(Ordering::Relaxed) >> DB_SHIFT
     }
 
     /// Sets state `bits`, returning the bits as they were before (so exactly one of many
@@ -543,6 +564,7 @@ mod tests {
             cas: 99,
             access: 0,
             state: 0,
+            db: 0,
             touched: 0,
         };
         let p = seg.as_mut_ptr();
@@ -592,6 +614,7 @@ mod tests {
             cas: 1,
             access: 0,
             state: 0,
+            db: 0,
             touched: 0,
         };
         let p = seg.as_mut_ptr();
@@ -621,6 +644,7 @@ mod tests {
                 cas: u64::MAX - 1,
                 access: 3,
                 state: STATE_STALE,
+                db: 15,
                 touched: 0xAB_CDEF,
             };
             let value_offset = 4096 - value.len();
@@ -636,6 +660,9 @@ mod tests {
             assert_eq!(rec.tenant(), 9);
             assert_eq!(rec.access(), 3);
             assert_eq!(rec.state(), STATE_STALE);
+            assert_eq!(rec.db(), 15);
+            assert_eq!(rec.set_state(STATE_FETCHED), STATE_STALE, "the database is no state bit");
+            assert_eq!((rec.db(), rec.state()), (15, STATE_STALE | STATE_FETCHED));
             assert_eq!(rec.touched(), 0xAB_CDEF);
             rec.touch_touched(0xAB_CE00);
             assert_eq!(rec.touched(), 0xAB_CE00);

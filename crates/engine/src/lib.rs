@@ -3,7 +3,8 @@
 //! It holds items in a log-structured arena of fixed segments (Memshare), finds them through
 //! an index of 64-byte tagged buckets (Cavast), keeps keys apart from values inside segments
 //! (Cavast), and makes room with a cleaner that relocates the best items of a few segments and
-//! evicts the rest (Memshare). Every operation names a tenant.
+//! evicts the rest (Memshare). Every operation names a tenant, and works in the database
+//! (Redis `SELECT`) its handle selected.
 //!
 //! ```text
 //!  Worker (one per thread) ── get ──► index (64-B buckets) ──► key record ──► value
@@ -78,7 +79,7 @@ pub use observe::{Evicted, EvictionObserver};
 pub use ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
 pub use rank::{Rank, RankInput, RankKind, Recency};
 pub use stats::EngineStats;
-pub use tenant::{IdleTax, TenantId, TenantPolicy, TenantStats};
+pub use tenant::{DbStats, IdleTax, TenantId, TenantPolicy, TenantStats};
 pub use worker::inspect::{INDEX_SLOT_BYTES, ItemInfo};
 pub use worker::walk::ItemMeta;
 pub use worker::{BATCH, Worker};

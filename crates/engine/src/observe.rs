@@ -15,6 +15,8 @@ use crate::tenant::TenantId;
 pub struct Evicted<'a> {
     /// The tenant the item belonged to.
     pub tenant: TenantId,
+    /// The item's database (as stored: the server maps it to the database clients see).
+    pub db: u8,
     /// The item's key.
     pub key: &'a [u8],
     /// The value's length in bytes.

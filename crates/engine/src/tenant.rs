@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
+use crate::item::MAX_DBS;
 use crate::rank::RankKind;
 
 /// A tenant: an application sharing the cache. Tenant 0 is the default tenant.
@@ -93,6 +94,9 @@ pub(crate) struct TenantState {
     pub bytes: AtomicU64,
     /// Live items with an expiry (next to `items`: the same cache line is written).
     pub expiring: AtomicU64,
+    /// The sum of their expiry times in whole seconds ([`expiry_secs`]): with `expiring`,
+    /// their mean TTL (Redis's `avg_ttl`) without a scan.
+    pub expiry_secs: AtomicU64,
     pub flush_at_ms: AtomicU64,
     pub reserved: AtomicU64,
     pub credit: AtomicU64,
@@ -109,6 +113,51 @@ pub(crate) struct TenantState {
     pub credits_lost: AtomicU64,
     /// Estimated fraction of this tenant's bytes not read within its idle time, in ppm.
     pub idle_ppm: AtomicU64,
+    /// Live items and live items with an expiry of each database but 0 (whose figures are
+    /// the tenant's less the others', so that database 0 writes no extra line).
+    pub dbs: [DbCounts; MAX_DBS],
+}
+
+/// One database's live items, live items with an expiry, and the sum of their expiry times
+/// ([`expiry_secs`]).
+#[derive(Debug, Default)]
+pub(crate) struct DbCounts {
+    pub items: AtomicU64,
+    pub expiring: AtomicU64,
+    pub expiry_secs: AtomicU64,
+}
+
+/// An expiry time as the sums of expiry times count it: whole seconds since the Unix epoch
+/// (rounded to the nearest),
+/// at most `u32::MAX` (year 2106), so that 2^32 items' sum fits in 64 bits.
+#[inline]
+pub(crate) fn expiry_secs(expires_at_ms: u64) -> u64 {
+    (expires_at_ms.saturating_add(500) / 1000).min(u64::from(u32::MAX))
+}
+
+/// One database's figures (or a tenant's, all its databases together).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DbStats {
+    /// Live items (expired items not yet reclaimed included, as Redis's `DBSIZE`).
+    pub keys: u64,
+    /// Live items with an expiry.
+    pub expires: u64,
+    /// The sum of their expiry times in whole seconds since the Unix epoch.
+    pub expiry_secs: u64,
+}
+
+impl DbStats {
+    /// The mean time left until the expiring items expire, in ms from `now_ms` (Redis's
+    /// `avg_ttl`): exact but for the expiry times' rounding to whole seconds (within half a second); 0 without
+    /// expiring items, and never below 0 (items expired but not yet reclaimed count as
+    /// expiring now).
+    pub fn avg_ttl_ms(&self, now_ms: u64) -> u64 {
+        if self.expires == 0 {
+            return 0;
+        }
+        let mean_ms = u128::from(self.expiry_secs) * 1000 / u128::from(self.expires);
+        u64::try_from(mean_ms.saturating_sub(u128::from(now_ms))).unwrap_or(u64::MAX)
+    }
 }
 
 impl Default for TenantState {
@@ -117,6 +166,7 @@ impl Default for TenantState {
             items: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             expiring: AtomicU64::new(0),
+            expiry_secs: AtomicU64::new(0),
             flush_at_ms: AtomicU64::new(NO_FLUSH),
             reserved: AtomicU64::new(0),
             credit: AtomicU64::new(0),
@@ -130,6 +180,7 @@ impl Default for TenantState {
             credits_gained: AtomicU64::new(0),
             credits_lost: AtomicU64::new(0),
             idle_ppm: AtomicU64::new(0),
+            dbs: Default::default(),
         };
         state.set_policy(&TenantPolicy::default());
         state
@@ -137,6 +188,65 @@ impl Default for TenantState {
 }
 
 impl TenantState {
+    /// Counts a new item of database `db` (the tenant's own counts are the caller's).
+    #[inline]
+    pub fn db_linked(&self, db: u8, expires_at_ms: Option<u64>) {
+        if let Some(at) = expires_at_ms {
+            self.expiry_secs.fetch_add(expiry_secs(at), Ordering::Relaxed);
+        }
+        if db != 0 {
+            let d = &self.dbs[usize::from(db)];
+            d.items.fetch_add(1, Ordering::Relaxed);
+            if let Some(at) = expires_at_ms {
+                d.expiring.fetch_add(1, Ordering::Relaxed);
+                d.expiry_secs.fetch_add(expiry_secs(at), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Counts an item of database `db` gone.
+    #[inline]
+    pub fn db_unlinked(&self, db: u8, expires_at_ms: Option<u64>) {
+        if let Some(at) = expires_at_ms {
+            self.expiry_secs.fetch_sub(expiry_secs(at), Ordering::Relaxed);
+        }
+        if db != 0 {
+            let d = &self.dbs[usize::from(db)];
+            d.items.fetch_sub(1, Ordering::Relaxed);
+            if let Some(at) = expires_at_ms {
+                d.expiring.fetch_sub(1, Ordering::Relaxed);
+                d.expiry_secs.fetch_sub(expiry_secs(at), Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Each database's figures, by stored number. Database 0's are the tenant's less the
+    /// others' (the counters are updated one at a time, so figures read while items change
+    /// may be briefly off by the items changing).
+    pub fn db_stats(&self) -> [DbStats; MAX_DBS] {
+        let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut dbs: [DbStats; MAX_DBS] = std::array::from_fn(|db| {
+            let d = &self.dbs[db];
+            DbStats {
+                keys: load(&d.items),
+                expires: load(&d.expiring),
+                expiry_secs: load(&d.expiry_secs),
+            }
+        });
+        let mut first = DbStats {
+            keys: load(&self.items),
+            expires: load(&self.expiring),
+            expiry_secs: load(&self.expiry_secs),
+        };
+        for d in &dbs[1..] {
+            first.keys = first.keys.saturating_sub(d.keys);
+            first.expires = first.expires.saturating_sub(d.expires);
+            first.expiry_secs = first.expiry_secs.saturating_sub(d.expiry_secs);
+        }
+        dbs[0] = first;
+        dbs
+    }
+
     pub fn set_policy(&self, p: &TenantPolicy) {
         self.reserved.store(p.reserved, Ordering::Relaxed);
         self.credit.store(p.credit.max(1), Ordering::Relaxed);

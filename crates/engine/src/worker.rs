@@ -1,8 +1,10 @@
 //! The per-thread handle, [`Worker`], which carries every operation, and the allocation of
 //! the segments it writes to.
 //!
-//! Every operation takes a [`TenantId`]. Reads take no lock: they pin an epoch, read one
-//! bucket line, follow a tag match to a key record, validate the key and copy the value out.
+//! Every operation takes a [`TenantId`] and works in the database the handle selected
+//! ([`Worker::select`], Redis `SELECT`; 0 unless changed). Reads take no lock: they pin an
+//! epoch, read one bucket line, follow a tag match to a key record, validate the key and copy
+//! the value out.
 //! Writes append the new item to the worker's own head segment first (no lock), then lock the
 //! key's root bucket only to publish it — so a write holds a lock for a few loads and one
 //! store. Operations whose result depends on the current value (append, a server's counters
@@ -20,7 +22,7 @@ use crate::cleaner;
 use crate::config::CleanerMode;
 use crate::epoch::{self, Guard, Slot};
 use crate::error::EngineError;
-use crate::hash::{digest_of, key_hash};
+use crate::hash::{digest_of, key_hash_in};
 use crate::index::{Loc, Locked};
 use crate::item::{self, NewItem};
 use crate::metadata::POOL_LEN;
@@ -50,6 +52,8 @@ pub struct Worker {
     refs: Vec<u32>,
     /// The CAS value of the last item this handle published.
     last_cas: u64,
+    /// The database every key operation names ([`Worker::select`]).
+    db: u8,
 }
 
 impl Worker {
@@ -62,7 +66,25 @@ impl Worker {
             scratch: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
             last_cas: 0,
+            db: 0,
         }
+    }
+
+    /// Makes `db` (below [`item::MAX_DBS`]) the database that this handle's key operations
+    /// name from now on, until the next call: with the tenant and the key it is an item's
+    /// identity (Redis `SELECT`), so equal keys of two databases are two items. A server
+    /// selects a client's database before running its command. Database 0 is the default
+    /// and costs nothing: its keys hash and compare as they would without databases.
+    #[inline]
+    pub fn select(&mut self, db: u8) {
+        debug_assert!(usize::from(db) < item::MAX_DBS);
+        self.db = db;
+    }
+
+    /// The database [`Worker::select`] chose.
+    #[inline]
+    pub fn db(&self) -> u8 {
+        self.db
     }
 
     #[cfg(test)]
@@ -106,17 +128,18 @@ impl Worker {
 
     /// Removes `key`'s item if it is still the one at `loc` (expired-item reclamation).
     fn remove_if_at(&mut self, tenant: TenantId, hash: u64, key: &[u8], loc: Loc, expired: bool) {
-        let inner = &*self.inner;
+        let (inner, db) = (&*self.inner, self.db);
         let guard = inner.epochs.pin(&self.slot);
         let locked = inner.lock_key(&guard, hash);
-        if let Some((slot, found)) = locked.find(|l| inner.key_matches(&guard, l, tenant, key)) {
+        if let Some((slot, found)) = locked.find(|l| inner.key_matches(&guard, l, tenant, db, key))
+        {
             if found == loc {
                 inner.unlinked(&guard, loc);
                 locked.remove(slot);
                 locked.bump_cas();
                 if expired {
                     Counters::add(&inner.counters.expired, 1);
-                    inner.key_events.note(tenant.0, crate::events::KeyEventKind::Expired, key);
+                    inner.key_events.note(tenant.0, db, crate::events::KeyEventKind::Expired, key);
                 }
             }
         }
@@ -160,7 +183,7 @@ impl Worker {
 
     /// Stores an item.
     pub fn store(&mut self, req: Store<'_>) -> Result<StoreOutcome, EngineError> {
-        let hash = key_hash(req.tenant, req.key);
+        let hash = key_hash_in(req.tenant, self.db, req.key);
         self.note_access(hash, true);
         self.inner.check_flush(&self.slot, req.tenant);
         epoch::bump(&self.inner.epochs.counters(&self.slot).sets);
@@ -180,9 +203,10 @@ impl Worker {
         if let Some(outcome) = self.precheck(req, hash) {
             return Ok(outcome);
         }
-        let tenant = req.tenant;
+        let (tenant, db) = (req.tenant, self.db);
         let item = NewItem {
             tenant: tenant.0,
+            db,
             key: req.key,
             flags: req.flags,
             expires_at_ms,
@@ -198,7 +222,7 @@ impl Worker {
         let guard = inner.epochs.pin(&self.slot);
         inner.maintain_index(&guard);
         let locked = inner.lock_key(&guard, hash);
-        let found = locked.find(|l| inner.key_matches(&guard, l, tenant, req.key));
+        let found = locked.find(|l| inner.key_matches(&guard, l, tenant, db, req.key));
         let live = found.filter(|&(_, l)| {
             let rec = inner.record(&guard, l);
             !is_expired(inner.expires_at(&rec, l), || inner.now_ms())
@@ -221,7 +245,8 @@ impl Worker {
         }
         let replaced_expired = found.is_some() && live.is_none();
         self.last_cas = item.cas;
-        publish(inner, &guard, locked, found, new, replaced_expired, tenant, size, expires_at_ms);
+        let space = (tenant, db);
+        publish(inner, &guard, locked, found, new, replaced_expired, space, size, expires_at_ms);
         Ok(StoreOutcome::Stored)
     }
 
@@ -230,11 +255,11 @@ impl Worker {
         let present = match req.condition {
             Condition::Always => return None,
             Condition::IfCas(cas) => {
-                let inner = &*self.inner;
+                let (inner, db) = (&*self.inner, self.db);
                 let guard = inner.epochs.pin(&self.slot);
                 let found = inner
                     .index
-                    .find(&guard, hash, |l| inner.key_matches(&guard, l, req.tenant, req.key));
+                    .find(&guard, hash, |l| inner.key_matches(&guard, l, req.tenant, db, req.key));
                 return match found {
                     None => Some(StoreOutcome::NotFound),
                     Some(loc) => {
@@ -317,7 +342,7 @@ impl Worker {
         key: &[u8],
         f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
-        self.update_hashed(tenant, key_hash(tenant, key), key, f)
+        self.update_hashed(tenant, key_hash_in(tenant, self.db, key), key, f)
     }
 
     /// [`Worker::update`] with the key's hash already computed.
@@ -330,6 +355,7 @@ impl Worker {
     ) -> Result<R, EngineError> {
         self.note_access(hash, true);
         self.inner.check_flush(&self.slot, tenant);
+        let db = self.db;
         let mut buf = std::mem::take(&mut self.scratch);
         let result = loop {
             buf.clear();
@@ -337,7 +363,7 @@ impl Worker {
             let guard = inner.epochs.pin(&self.slot);
             let found = inner
                 .index
-                .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key));
+                .find_with_cas(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key));
             let seen = found.map(|(loc, _)| loc);
             // The root's change counter: the item is published only if nothing changed
             // under the root since it was read.
@@ -376,6 +402,7 @@ impl Worker {
                     }
                     let item = NewItem {
                         tenant: tenant.0,
+                        db,
                         key,
                         flags,
                         expires_at_ms,
@@ -394,7 +421,7 @@ impl Worker {
             let guard = inner.epochs.pin(&self.slot);
             inner.maintain_index(&guard);
             let locked = inner.lock_key(&guard, hash);
-            let found = locked.find(|l| inner.key_matches(&guard, l, tenant, key));
+            let found = locked.find(|l| inner.key_matches(&guard, l, tenant, db, key));
             // Publish only over the very item `f` saw: same location and no change under
             // the root since (which also rules out the location being reused).
             if found.map(|(_, l)| l) != seen
@@ -419,7 +446,7 @@ impl Worker {
                 found,
                 new,
                 replaced_expired,
-                tenant,
+                (tenant, db),
                 size,
                 expires_at_ms,
             );
@@ -575,11 +602,21 @@ impl Worker {
             // servers' CAS sequences alike.
             inner.new_cas();
             inner.tenants[usize::from(tenant.0)].flush_at_ms.store(NO_FLUSH, Ordering::Relaxed);
-            inner.flush_now(&self.slot, tenant);
+            inner.flush_now(&self.slot, tenant, None);
         } else {
             let at = inner.now_ms().saturating_add(delay_ms);
             inner.tenants[usize::from(tenant.0)].flush_at_ms.store(at, Ordering::Relaxed);
         }
+    }
+
+    /// Drops every item of `tenant` in the selected database now (Redis `FLUSHDB`): one pass
+    /// over the whole index, as a flush of the whole tenant is (it locks each root in turn,
+    /// so it costs in proportion to every tenant's items, not the database's). A delayed
+    /// flush of the tenant ([`Worker::flush`]) stays scheduled.
+    pub fn flush_db(&mut self, tenant: TenantId) {
+        let inner = &*self.inner;
+        inner.new_cas();
+        inner.flush_now(&self.slot, tenant, Some(self.db));
     }
 
     /// One step of a resumable pass over `tenant`'s live keys (Redis `SCAN`). Start with
@@ -607,7 +644,7 @@ impl Worker {
         max_buckets: usize,
         out: &mut Vec<Vec<u8>>,
     ) -> u64 {
-        let inner = &*self.inner;
+        let (inner, db) = (&*self.inner, self.db);
         inner.check_flush(&self.slot, tenant);
         let guard = inner.epochs.pin(&self.slot);
         let rehash = |l| inner.rehash(&guard, l);
@@ -617,7 +654,10 @@ impl Worker {
         for _ in 0..max_buckets.max(1) {
             cursor = inner.index.scan(&guard, cursor, &rehash, &mut on_evict, &mut |_, _, loc| {
                 let rec = inner.record(&guard, loc);
-                if rec.tenant() == tenant.0 && !is_expired(inner.expires_at(&rec, loc), || now) {
+                if rec.tenant() == tenant.0
+                    && rec.db() == db
+                    && !is_expired(inner.expires_at(&rec, loc), || now)
+                {
                     out.push(rec.key().to_vec());
                 }
             });
@@ -689,7 +729,7 @@ fn publish(
     found: Option<(&AtomicU64, Loc)>,
     new: Loc,
     replaced_expired: bool,
-    tenant: TenantId,
+    (tenant, db): (TenantId, u8),
     size: usize,
     expires_at_ms: Option<u64>,
 ) {
@@ -701,6 +741,7 @@ fn publish(
                 let old = inner.record(guard, old_loc);
                 inner.key_events.note(
                     old.tenant(),
+                    old.db(),
                     crate::events::KeyEventKind::Expired,
                     old.key(),
                 );
@@ -715,6 +756,7 @@ fn publish(
                 let old = inner.record(guard, evicted);
                 inner.key_events.note(
                     old.tenant(),
+                    old.db(),
                     crate::events::KeyEventKind::Evicted,
                     old.key(),
                 );
@@ -722,7 +764,7 @@ fn publish(
             }
         }
     }
-    inner.linked(tenant, size, expires_at_ms);
+    inner.linked(tenant, db, size, expires_at_ms);
     locked.bump_cas();
     drop(locked);
     inner.note_expiry(expires_at_ms);

@@ -5,6 +5,9 @@
 //! read of a certain item must hit with the model's value; any hit must return exactly the
 //! model's value; a miss of an uncertain item drops it from the model. `validate()` checks the
 //! engine's invariants after every step.
+//!
+//! A model "space" `t` is a tenant and a database (Redis `SELECT`): tenant `t % TENANTS`,
+//! database [`db_of`]`(t)`, so equal keys of one tenant's two databases are checked apart.
 
 mod common;
 
@@ -30,10 +33,44 @@ enum Op {
     Get { t: u8, k: u8 },
     Advance { ms: u16 },
     Flush { t: u8, delay: u16 },
+    FlushDb { t: u8 },
+}
+
+/// Tenants the model uses.
+const TENANTS: u8 = 3;
+
+/// The database of model space `t`: 0 or 5.
+fn db_of(t: u8) -> u8 {
+    t / TENANTS * 5
+}
+
+/// The tenant of model space `t`.
+fn tenant(t: u8) -> TenantId {
+    TenantId(t % TENANTS)
+}
+
+impl Op {
+    /// The model space the operation names, if any.
+    fn space(&self) -> Option<u8> {
+        match *self {
+            Op::Set { t, .. }
+            | Op::Add { t, .. }
+            | Op::Replace { t, .. }
+            | Op::Cas { t, .. }
+            | Op::Append { t, .. }
+            | Op::Counter { t, .. }
+            | Op::Delete { t, .. }
+            | Op::Touch { t, .. }
+            | Op::Get { t, .. }
+            | Op::Flush { t, .. }
+            | Op::FlushDb { t } => Some(t),
+            Op::Advance { .. } => None,
+        }
+    }
 }
 
 fn op() -> impl Strategy<Value = Op> {
-    let t = 0u8..3;
+    let t = 0u8..2 * TENANTS;
     let k = 0u8..40;
     prop_oneof![
         6 => (t.clone(), k.clone(), 0u16..1500, proptest::option::of(1u16..20000), any::<u32>())
@@ -50,7 +87,8 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(t, k, ttl)| Op::Touch { t, k, ttl }),
         6 => (t.clone(), k.clone()).prop_map(|(t, k)| Op::Get { t, k }),
         1 => (0u16..1000).prop_map(|ms| Op::Advance { ms }),
-        1 => (t, prop_oneof![1 => Just(0u16), 3 => 1u16..60000]).prop_map(|(t, delay)| Op::Flush { t, delay }),
+        1 => (t.clone(), prop_oneof![1 => Just(0u16), 3 => 1u16..60000]).prop_map(|(t, delay)| Op::Flush { t, delay }),
+        1 => t.prop_map(|t| Op::FlushDb { t }),
     ]
 }
 
@@ -85,9 +123,10 @@ impl Model {
             self.items.values_mut().for_each(|i| i.certain = false);
         }
         let now = self.now();
-        if self.flush_at.get(&t).is_some_and(|&at| now >= at) {
-            self.flush_at.remove(&t);
-            self.items.retain(|&(tt, _), _| tt != t);
+        let tn = t % TENANTS;
+        if self.flush_at.get(&tn).is_some_and(|&at| now >= at) {
+            self.flush_at.remove(&tn);
+            self.items.retain(|&(tt, _), _| tt % TENANTS != tn);
         }
         // Redis's rule: an item is gone once the time is past its deadline.
         if self.items.get(&(t, k)).is_some_and(|i| i.expires_at.is_some_and(|at| now > at)) {
@@ -125,7 +164,7 @@ fn counter(
     by: u64,
     create: bool,
 ) -> Result<Result<Option<u64>, NotANumber>, EngineError> {
-    w.update(TenantId(t), key(k), |current, buf| {
+    w.update(tenant(t), key(k), |current, buf| {
         let (n, flags, expires_at_ms) = match current {
             None if !create => return Ok(Update::Done(Ok(None))),
             None => (0, 0, None),
@@ -171,12 +210,15 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
     };
     for (step, op) in ops.iter().enumerate() {
         let now = model.now();
+        if let Some(t) = op.space() {
+            w.select(db_of(t));
+        }
         match *op {
             Op::Set { t, k, len, ttl, flags } => {
                 let v = value(step as u64, len as usize);
                 let expires_at = ttl.map(|ms| now + u64::from(ms));
                 let expiry = expires_at.map_or(Expiry::Never, Expiry::At);
-                let r = w.store(Store { flags, expiry, ..Store::new(TenantId(t), key(k), &v) });
+                let r = w.store(Store { flags, expiry, ..Store::new(tenant(t), key(k), &v) });
                 assert_eq!(r, Ok(StoreOutcome::Stored));
                 model.live(t, k);
                 model
@@ -187,8 +229,7 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                 let add = matches!(op, Op::Add { .. });
                 let v = value(step as u64, len as usize);
                 let condition = if add { Condition::IfAbsent } else { Condition::IfPresent };
-                let r =
-                    w.store(Store { condition, ..Store::new(TenantId(t), key(k), &v) }).unwrap();
+                let r = w.store(Store { condition, ..Store::new(tenant(t), key(k), &v) }).unwrap();
                 let stored = r == StoreOutcome::Stored;
                 // add stores iff absent; replace iff present.
                 presence(&mut model, t, k, stored != add);
@@ -200,7 +241,7 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                 }
             }
             Op::Cas { t, k, stale } => {
-                let cas = w.get(TenantId(t), key(k), |i| i.cas);
+                let cas = w.get(tenant(t), key(k), |i| i.cas);
                 presence(&mut model, t, k, cas.is_some());
                 if let Some(cas) = cas {
                     let v = value(step as u64, 10);
@@ -210,13 +251,13 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
                         let again = Store {
                             flags: old.flags,
                             expiry: e,
-                            ..Store::new(TenantId(t), key(k), &old.value)
+                            ..Store::new(tenant(t), key(k), &old.value)
                         };
                         assert_eq!(w.store(again), Ok(StoreOutcome::Stored));
                     }
                     let s = Store {
                         condition: Condition::IfCas(cas),
-                        ..Store::new(TenantId(t), key(k), &v)
+                        ..Store::new(tenant(t), key(k), &v)
                     };
                     let want = if stale { StoreOutcome::Exists } else { StoreOutcome::Stored };
                     let before = evictions(&engine);
@@ -249,7 +290,7 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
             }
             Op::Append { t, k, len, prepend } => {
                 let data = value(step as u64, len as usize);
-                let r = w.append(TenantId(t), key(k), &data, prepend, false).unwrap();
+                let r = w.append(tenant(t), key(k), &data, prepend, false).unwrap();
                 presence(&mut model, t, k, r.is_some());
                 if let Some(item) = model.live(t, k) {
                     if prepend {
@@ -262,13 +303,13 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
             }
             Op::Counter { t, k, by, create } => check_counter(&mut w, &mut model, t, k, by, create),
             Op::Delete { t, k } => {
-                let deleted = w.delete(TenantId(t), key(k));
+                let deleted = w.delete(tenant(t), key(k));
                 presence(&mut model, t, k, deleted);
                 model.items.remove(&(t, k));
             }
             Op::Touch { t, k, ttl } => {
                 let expires_at = ttl.map(|ms| now + u64::from(ms));
-                let r = w.set_expiry(TenantId(t), key(k), expires_at).unwrap();
+                let r = w.set_expiry(tenant(t), key(k), expires_at).unwrap();
                 presence(&mut model, t, k, r.is_some());
                 if let Some(item) = model.live(t, k) {
                     item.expires_at = expires_at;
@@ -276,7 +317,7 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
             }
             Op::Get { t, k } => {
                 let got =
-                    w.get(TenantId(t), key(k), |i| (i.value.to_vec(), i.flags, i.expires_at_ms));
+                    w.get(tenant(t), key(k), |i| (i.value.to_vec(), i.flags, i.expires_at_ms));
                 presence(&mut model, t, k, got.is_some());
                 if let (Some(got), Some(item)) = (got, model.live(t, k)) {
                     assert_eq!(
@@ -288,13 +329,19 @@ fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
             }
             Op::Advance { ms } => model.clock.advance(u64::from(ms)),
             Op::Flush { t, delay } => {
-                w.flush(TenantId(t), u64::from(delay));
+                // Every database of the tenant.
+                w.flush(tenant(t), u64::from(delay));
+                let tn = t % TENANTS;
                 if delay == 0 {
-                    model.flush_at.remove(&t);
-                    model.items.retain(|&(tt, _), _| tt != t);
+                    model.flush_at.remove(&tn);
+                    model.items.retain(|&(tt, _), _| tt % TENANTS != tn);
                 } else {
-                    model.flush_at.insert(t, now + u64::from(delay));
+                    model.flush_at.insert(tn, now + u64::from(delay));
                 }
+            }
+            Op::FlushDb { t } => {
+                w.flush_db(tenant(t));
+                model.items.retain(|&(tt, _), _| tt != t);
             }
         }
         engine.validate();

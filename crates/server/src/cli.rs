@@ -161,6 +161,9 @@ pub struct Cli {
     /// Close connections idle this many seconds, 0 = never [default: 0].
     #[arg(long, env = "FRIDGE_IDLE_TIMEOUT", value_name = "SECONDS")]
     pub idle_timeout: Option<u64>,
+    /// Redis databases per tenant (`SELECT 0` to N-1), 1 to 16 [default: 16].
+    #[arg(long, env = "FRIDGE_DATABASES", value_name = "N")]
+    pub databases: Option<u8>,
     /// Close a connection whose request stays half-sent this long, 0 = never [default: 30s].
     #[arg(long, env = "FRIDGE_PARTIAL_REQUEST_TIMEOUT", value_name = "DURATION")]
     pub partial_request_timeout: Option<Millis>,
@@ -242,6 +245,7 @@ impl Cli {
             max_output_buffer,
             max_pubsub_output,
             idle_timeout,
+            databases,
             partial_request_timeout,
             write_chunk,
             segment_size,

@@ -106,6 +106,8 @@ pub struct Config {
     pub max_pubsub_output: Size,
     /// Seconds without traffic before a connection is closed; 0 = never.
     pub idle_timeout: u64,
+    /// Redis databases each tenant has (`SELECT 0` to `databases - 1`), 1 to 16.
+    pub databases: u8,
     /// How long a request may stay half-sent (begun, not complete) before its connection is
     /// closed; 0 = forever.
     pub partial_request_timeout: Millis,
@@ -168,6 +170,7 @@ impl Default for Config {
             max_output_buffer: Size(64 << 20),
             max_pubsub_output: Size(32 << 20),
             idle_timeout: 0,
+            databases: 16,
             partial_request_timeout: Millis(30_000),
             max_client_memory: None,
             write_chunk: Size(128 << 10),
@@ -346,6 +349,12 @@ impl Config {
         }
         if self.max_connections == 0 {
             return Err("max_connections must be at least 1".into());
+        }
+        if !(1..=fridge_engine::item::MAX_DBS).contains(&usize::from(self.databases)) {
+            return Err(format!(
+                "databases must be between 1 and {}",
+                fridge_engine::item::MAX_DBS
+            ));
         }
         if self.max_key_len == 0 || self.max_key_len > 65535 {
             return Err("max_key_len must be between 1 and 65535".into());

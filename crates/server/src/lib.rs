@@ -74,6 +74,7 @@ mod cli;
 mod cmdstats;
 mod config;
 mod counter;
+mod databases;
 mod extended;
 mod keyspace;
 mod latency;

@@ -119,7 +119,8 @@ pub(crate) fn lru_crawler(args: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: 
     let mut job = s.resume.walk.take().unwrap_or_default();
     job.cursor = ctx.engine.walk_bounded(Some(t), job.cursor, WALK_STEP_BUCKETS, |m| {
         let class = size_class::class_of(m.size);
-        if classes & (1 << class) == 0 {
+        // Keys of Redis databases other than 0 are none of memcached's.
+        if classes & (1 << class) == 0 || m.db != 0 {
             return;
         }
         if mgdump {
@@ -221,7 +222,8 @@ fn cachedump(class: usize, limit: u64, out: &mut Vec<u8>, s: &mut Session, ctx: 
     job.cursor = ctx.engine.walk_bounded(Some(t), job.cursor, WALK_STEP_BUCKETS, |m| {
         // A key a memcached client could not send (spaces, control bytes: RESP allows
         // them) would break the reply's lines; it is left out.
-        if full || size_class::class_of(m.size) != class || !is_text_key(m.key) {
+        // Nor are keys of Redis databases other than 0.
+        if full || size_class::class_of(m.size) != class || !is_text_key(m.key) || m.db != 0 {
             return;
         }
         line.clear();

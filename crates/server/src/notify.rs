@@ -10,6 +10,7 @@
 //! [`fridge_engine::KeyEvent`]), drained by the workers; the engine fills that queue only
 //! while `KeyspaceEvents::wants_engine_events` says someone listens.
 
+use std::io::Write as _;
 use std::sync::atomic::Ordering;
 
 use fridge_engine::{KeyEventKind, TenantId};
@@ -59,7 +60,8 @@ pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
             KeyEventKind::Expired => (EXPIRED, "expired"),
             KeyEventKind::Evicted => (EVICTED, "evicted"),
         };
-        key_event(shared, worker, e.tenant, class, event, &e.key);
+        let db = shared.databases.logical(e.tenant, e.db);
+        key_event(shared, worker, e.tenant, db, class, event, &e.key);
         shared.tracking.invalidate(e.tenant, &e.key, 0, &mut Vec::new(), &shared.pubsub, wake);
     }
 }
@@ -70,8 +72,12 @@ pub(crate) fn drain_engine_events(shared: &Shared, worker: usize) {
 /// invalidations (`crate::tracking`). One relaxed load each when no one listens.
 #[inline]
 pub(crate) fn changed(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
-    key_event(ctx.shared, ctx.worker, tenant, class, event, key);
     let (shared, me) = (ctx.shared, ctx.worker);
+    if shared.notify.wants(class) {
+        // The key is in the database the engine handle has selected (0 for memcached).
+        let db = shared.databases.logical(tenant, ctx.engine.db());
+        key_event(shared, me, tenant, db, class, event, key);
+    }
     shared.tracking.invalidate(tenant, key, ctx.client, ctx.pushes, &shared.pubsub, |w| {
         if w != me {
             shared.wake(w);
@@ -91,12 +97,13 @@ pub(crate) fn flushed(ctx: &mut Ctx<'_>, tenant: TenantId, by: u64) {
     });
 }
 
-/// Publishes `event` on `key` of `tenant` (database 0) if its class is enabled. `worker`
-/// is the calling worker (not woken: it delivers at the end of its turn).
+/// Publishes `event` on `key` of `tenant`'s (logical) database `db` if its class is enabled.
+/// `worker` is the calling worker (not woken: it delivers at the end of its turn).
 pub(crate) fn key_event(
     shared: &Shared,
     worker: usize,
     tenant: TenantId,
+    db: u8,
     class: u32,
     event: &str,
     key: &[u8],
@@ -114,13 +121,13 @@ pub(crate) fn key_event(
     let mut channel = Vec::with_capacity(16 + key.len().max(event.len()));
     let kind = crate::pubsub::Kind::Channel;
     if flags & KEYSPACE != 0 {
-        channel.extend_from_slice(b"__keyspace@0__:");
+        let _ = write!(channel, "__keyspace@{db}__:");
         channel.extend_from_slice(key);
         shared.pubsub.publish(tenant, kind, &channel, event.as_bytes(), wake);
     }
     if flags & KEYEVENT != 0 {
         channel.clear();
-        channel.extend_from_slice(b"__keyevent@0__:");
+        let _ = write!(channel, "__keyevent@{db}__:");
         channel.extend_from_slice(event.as_bytes());
         shared.pubsub.publish(tenant, kind, &channel, key, wake);
     }

@@ -39,7 +39,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use fridge_engine::TenantId;
@@ -72,6 +72,8 @@ pub(crate) struct Pending {
     /// Its last command's counter row plus one (`crate::cmdstats`; 0: none yet), for
     /// `CLIENT LIST`'s `cmd`.
     pub last_row: AtomicUsize,
+    /// The database it selected (`CLIENT LIST`'s `db`), stored by `SELECT` and `RESET`.
+    pub db: AtomicU8,
 }
 
 /// One subscribed connection, as the registry knows it.

@@ -140,6 +140,7 @@ impl Server {
             pubsub: crate::pubsub::Hub::new(n, config.max_pubsub_output.bytes()),
             notify: crate::keyspace::KeyspaceEvents::default(),
             tracking: crate::tracking::Tracking::default(),
+            databases: crate::databases::Databases::new(config.databases),
             wakers: Mutex::new(Vec::new()),
             main_port: addr.port(),
             resp_port: resp_addr.map(|a| a.port()),

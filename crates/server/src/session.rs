@@ -37,6 +37,9 @@ pub(crate) struct Session {
     pub tenant: TenantId,
     /// The tenant the connection logged in as.
     pub user: Option<TenantId>,
+    /// The database it selected (Redis `SELECT`; logical, see `crate::databases`). Always 0
+    /// for memcached.
+    pub db: u8,
     /// The tenants generation last checked (a removed tenant's connections are closed).
     pub generation: u64,
     pub version: resp::Version,

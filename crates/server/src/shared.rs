@@ -137,6 +137,8 @@ pub(crate) struct Shared {
     pub tracking: crate::tracking::Tracking,
     /// The `notify-keyspace-events` setting.
     pub notify: crate::keyspace::KeyspaceEvents,
+    /// Redis databases: how many, and each tenant's `SWAPDB` map.
+    pub databases: crate::databases::Databases,
 }
 
 impl Shared {

@@ -80,6 +80,10 @@ pub(crate) struct Transaction {
 #[derive(Debug)]
 pub(crate) struct Watched {
     pub tenant: TenantId,
+    /// The (logical) database it was watched in: after a `SWAPDB` of that database, `EXEC`
+    /// looks in the database swapped in and sees a change wherever the key exists in either
+    /// (Redis's `touchAllWatchedKeysInDb`).
+    pub db: u8,
     pub key: Box<[u8]>,
     pub seen: Option<(u64, Option<u64>)>,
 }

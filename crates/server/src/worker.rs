@@ -303,6 +303,7 @@ impl Loop {
                     peer: peer.ip(),
                     tenant: TenantId(0),
                     user: None,
+                    db: 0,
                     generation: self.tenants.generation,
                     version: resp::Version::Resp2,
                     closing: false,

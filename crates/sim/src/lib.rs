@@ -5,26 +5,29 @@
 //! compared with well-known algorithms and with the offline optimum on the same trace.
 //!
 //! ```text
-//!  Source (trace file or seeded generator) ──► profile pass ──► one pass per cache size
-//!                                                                 │ chunk of requests
-//!                      ┌──────────────────────┬───────────────────┴──────────┐
+//!  Source (trace file, stdin or seeded generator) ──► profile pass ──► jobs: one per
+//!                                                      (cache size, policy), on --jobs threads
+//!                      ┌──────────────────────┬──────────────┴───────────────┐
 //!                      ▼                      ▼                              ▼
-//!              FridgeCache (real engine,  reference policies          … each timed
-//!              inline cleaner, manual     (LRU, S3-FIFO, Belady, …)     per chunk
-//!              clock)                          │
-//!                      └──────────► per-tenant MissRatio ──► Report ──► CSV, JSON, PNG
+//!              FridgeCache (real engine,  reference policies          … each streams the
+//!              inline cleaner, manual     (LRU, S3-FIFO, Belady, …)     source in chunks,
+//!              clock)                          │                        timed per chunk
+//!                      └──► per-tenant MissRatio (+ over time) ──► Report ──► CSV, JSON, PNG
 //! ```
 //!
 //! Modules:
 //!
-//! - [`source`]: trace files (oracleGeneral, CSV, key-only xz with a size model) and the
+//! - [`source`]: trace files (libCacheSim's oracleGeneral, CSV and txt, key-only traces with a
+//!   size model; gzip, Zstandard or xz by extension; standard input, spooled once) and the
 //!   generator presets, reopenable so each pass streams from the start.
 //! - [`fridge`]: the engine as a simulated lookaside cache, with what an item costs in it,
 //!   each rank function and a hitmap budget.
-//! - [`sweep`]: the driver — profile, size sweep, request semantics, timings.
+//! - [`sweep`]: the driver — profile, parallel (size, policy) jobs, request semantics, cache
+//!   sizes in bytes or objects, size change on hit, miss ratio over time, timings.
 //! - [`results`]: what a run produces (profile, rows, engine statistics, timings), shared by
 //!   the driver and the writers so that neither imports the other.
-//! - [`report`] and [`plot`]: CSV/JSON/text reports and PNG miss-ratio curves.
+//! - [`report`] and [`plot`]: CSV/JSON/text reports, PNG miss-ratio curves and miss ratio
+//!   over time.
 //! - [`progress`]: a progress bar on stderr.
 //! - [`policy`]: the reference policies (exact LRU, FIFO, CLOCK, S3-FIFO, SIEVE, Redis's sampled
 //!   LRU, a memcached slab + LRU model with and without slab automove, static per-tenant
@@ -39,8 +42,10 @@
 //! worker and the cleaner inline, so it pays for its own metadata inside `max_memory`.
 //!
 //! "Cache size" therefore means different things per row, and every report says which: for
-//! the engine, `max_memory` (items with their 12-byte record headers; the index is outside
-//! and reported as overhead bytes); for reference policies, bytes of objects.
+//! the engine, `max_memory` (items with their record headers; the index is outside and
+//! reported as overhead bytes); for reference policies, bytes of objects, or objects with
+//! `--capacity-unit objects` (the engine then gets a byte size derived from the objects, and
+//! its row says exactly how).
 
 #![forbid(unsafe_code)]
 

@@ -7,12 +7,18 @@
 //! fridge-sim --trace ../shared/traces/cache2k/web07.trace.xz --format keyonly-i32 \
 //!            --size-model fixed:16:100 --policies fridge,lru,s3fifo,belady --out out/web07
 //! fridge-sim --generate facebook-etc --keys 1000000 --requests 10000000 --sizes 64MiB,256MiB
+//! fridge-sim --trace w.oracleGeneral.bin.zst --capacity-unit objects --sizes 1000,10000 \
+//!            --size-change keep --report-interval 100000 --jobs 2
+//! zstdcat w.oracleGeneral.bin.zst | fridge-sim --trace - --format oracle --policies lru,fridge
+//! fridge-sim --trace ids.txt --policies lru,s3fifo --capacity-unit objects --fractions 0.1
+//! fridge-sim --trace cloudPhysicsIO.csv -t "time-col=2,obj-id-col=5,obj-size-col=4,\
+//!            obj-id-is-num=1,has-header=true"
 //! ```
 //! Run with `--help` for every option.
 
 #![forbid(unsafe_code)]
 
-use std::io::{BufRead, BufReader, IsTerminal};
+use std::io::{BufRead, IsTerminal};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,28 +26,45 @@ use clap::Parser;
 use fridge_sim::Error;
 use fridge_sim::progress::Progress;
 use fridge_sim::report;
-use fridge_sim::source::{self, GeneratorParams, Source};
-use fridge_sim::sweep::{OpsMode, PolicySpec, Settings, SizeSpec, simulate};
+use fridge_sim::source::{self, GeneratorParams, Source, Spool};
+use fridge_sim::sweep::{
+    CapacityUnit, OpsMode, PolicySpec, Settings, SizeChange, SizeSpec, simulate,
+};
 use fridge_units::Size;
 use fridge_workload::SizeDist;
-use fridge_workload::trace::{Column, CsvFormat, KeyFormat, SizeModel, TimeUnit};
+use fridge_workload::trace::{
+    Column, CsvFormat, KeyFormat, SizeModel, TimeUnit, inner_extension, open_input,
+};
 
 /// Trace-driven cache simulator: the real fridge engine next to reference policies.
 ///
-/// "Cache size" means, for the engine (`fridge`), its max_memory: items with their 12-byte
+/// "Cache size" means, for the engine (`fridge`), its max_memory: items with their
 /// record headers (the index lives outside and is reported as overhead bytes); for reference
-/// policies, bytes of objects (key + value); for the memcached model, its memory limit.
+/// policies, bytes of objects (key + value), or objects with --capacity-unit objects; for the
+/// memcached model, its memory limit. Every row of results.csv says which (size_meaning).
 #[derive(Debug, Parser)]
 #[command(name = "fridge-sim", version)]
 struct Args {
-    /// Trace file to replay.
+    /// Trace file to replay, or `-` for standard input (copied once to a temporary file,
+    /// since every pass rereads the trace; needs --format). A `.gz`, `.zst`/`.zstd` or `.xz`
+    /// file is decompressed (standard input: by its first bytes). A trace that yields no
+    /// request is an error.
     #[arg(long, conflicts_with = "generate")]
     trace: Option<PathBuf>,
 
-    /// Trace format: oracle (libCacheSim oracleGeneral), csv, keyonly-i32 (cache2k),
-    /// keyonly-i64 (scarab). Default: from the extension (.bin → oracle, .csv → csv).
+    /// Trace format: oracle (libCacheSim oracleGeneral; also `oracleGeneral`), csv, txt
+    /// (libCacheSim: one object id per line, 1-byte objects unless --size-model), keyonly-i32
+    /// (cache2k), keyonly-i64 (scarab). Default: from the extension under any compression
+    /// one (.bin → oracle, .csv → csv, .txt → txt).
     #[arg(long)]
     format: Option<String>,
+
+    /// CSV layout in libCacheSim's `-t`/`--trace-type-params` syntax: `time-col`,
+    /// `obj-id-col`, `obj-size-col`, `op-col`, `ttl-col`, `next-access-col`, `tenant-col`
+    /// (1-based), `has-header`, `delimiter`, `obj-id-is-num`; e.g. `"time-col=2,obj-id-col=5,
+    /// obj-size-col=4,obj-id-is-num=1,has-header=true"`. Replaces --csv-columns.
+    #[arg(long, short = 't', conflicts_with_all = ["csv_columns", "csv_preset"])]
+    trace_type_params: Option<String>,
 
     /// CSV preset: cloudphysics, twitter or fridge. Default: detected from the header.
     #[arg(long)]
@@ -49,12 +72,18 @@ struct Args {
 
     /// CSV columns by header name or 0-based index, e.g. `key=lbn,value_size=size,time=time,
     /// op=op`. Fields: key, key_size, value_size, time, op, ttl, tenant, next_access.
+    /// (libCacheSim's 1-based `obj-id-col=5` is `key=4` here; see --trace-type-params.)
     #[arg(long)]
     csv_columns: Option<String>,
 
-    /// CSV keys: integer or hashed (any text).
-    #[arg(long, default_value = "integer")]
-    csv_key_format: String,
+    /// Keys of CSV and txt traces: integer (libCacheSim's obj-id-is-num=1) or hashed (any
+    /// text; obj-id-is-num=0).
+    #[arg(long, alias = "csv-key-format", default_value = "integer")]
+    key_format: String,
+
+    /// CSV field separator (one character, `\t` for a tab) for --csv-columns.
+    #[arg(long, default_value = ",")]
+    csv_delimiter: String,
 
     /// CSV time unit: s, ms or us.
     #[arg(long, default_value = "s")]
@@ -64,8 +93,9 @@ struct Args {
     #[arg(long)]
     csv_no_header: bool,
 
-    /// Sizes for key-only traces: fixed:KEY:VALUE, uniform:KEY:MIN:MAX, etc (Facebook ETC
-    /// key and value sizes) or thesis (16 B keys, 10 B/300 B/1 MB values). Required for them.
+    /// Sizes for key-only and txt traces: fixed:KEY:VALUE, uniform:KEY:MIN:MAX, etc (Facebook
+    /// ETC key and value sizes) or thesis (16 B keys, 10 B/300 B/1 MB values). Required for
+    /// key-only traces; txt objects are 1 byte without it.
     #[arg(long)]
     size_model: Option<String>,
 
@@ -116,7 +146,7 @@ struct Args {
     hitmap_bits: usize,
 
     /// Items the engine's hitmap is sized for. Default: per cache size, max_memory /
-    /// (mean object size of the input + 12-byte record header).
+    /// (mean object size of the input + the engine's record header).
     #[arg(long)]
     hitmap_items: Option<usize>,
 
@@ -132,6 +162,7 @@ struct Args {
 
     /// Absolute cache sizes, comma-separated, e.g. 4MiB,64m,1.5GiB: a number of bytes with an
     /// optional unit k/m/g/t (also kb/kib, …), binary (1gb = 1GiB = 2^30) and case-insensitive.
+    /// With --capacity-unit objects, numbers of objects (same units: 10k = 10240).
     #[arg(long, conflicts_with = "fractions")]
     sizes: Option<String>,
 
@@ -143,6 +174,30 @@ struct Args {
     /// counted, SETs store, DELETEs delete (engine only).
     #[arg(long, default_value = "lookaside")]
     ops: String,
+
+    /// What a hit does when the request's size differs from the stored object's: update
+    /// (reference policies take the new size and evict until it fits: older libCacheSim, and
+    /// this simulator's behaviour before the option) or keep (the stored size stays: current
+    /// libCacheSim). The engine never rewrites an item on a GET hit, in either mode.
+    #[arg(long, default_value = "update")]
+    size_change: String,
+
+    /// What cache sizes count: bytes, or objects (libCacheSim's --ignore-obj-size: reference
+    /// policies hold that many objects of any size; --fractions are then of the distinct
+    /// objects). The engine and the memcached model are byte-based: they get objects x (mean
+    /// object size + their per-item header) bytes, as the report's size_meaning says.
+    #[arg(long, default_value = "bytes")]
+    capacity_unit: String,
+
+    /// Threads running (size, policy) jobs, each with its own pass over the input; results
+    /// are identical for any value. Default: the number of cores.
+    #[arg(long)]
+    jobs: Option<usize>,
+
+    /// Also record each cache's miss ratio every N counted requests: miss_ratio_over_time.csv
+    /// and one miss_ratio_over_time_<size>.png per cache size.
+    #[arg(long)]
+    report_interval: Option<u64>,
 
     /// Engine segment size, e.g. 1MiB (units as in --sizes; default: chosen per cache size, see
     /// the docs).
@@ -178,7 +233,16 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), Error> {
-    let mut source = build_source(args)?;
+    let spool = match &args.trace {
+        Some(p) if p.as_os_str() == "-" => {
+            if args.format.is_none() {
+                return Err(Error::Config("--trace - (standard input) needs --format".into()));
+            }
+            Some(source::spool_stdin(std::io::stdin().lock(), &std::env::temp_dir())?)
+        }
+        _ => None,
+    };
+    let mut source = build_source(args, spool.as_ref())?;
     source.limit = args.limit;
     if let Some(name) = &args.name {
         source.name.clone_from(name);
@@ -200,6 +264,22 @@ fn run(args: &Args) -> Result<(), Error> {
             "trace" => OpsMode::Trace,
             o => return Err(Error::Config(format!("--ops {o:?}: lookaside or trace"))),
         },
+        size_change: match args.size_change.as_str() {
+            "update" => SizeChange::Update,
+            "keep" => SizeChange::Keep,
+            o => return Err(Error::Config(format!("--size-change {o:?}: update or keep"))),
+        },
+        capacity_unit: match args.capacity_unit.as_str() {
+            "bytes" => CapacityUnit::Bytes,
+            "objects" => CapacityUnit::Objects,
+            o => return Err(Error::Config(format!("--capacity-unit {o:?}: bytes or objects"))),
+        },
+        jobs: match args.jobs {
+            Some(0) => return Err(Error::Config("--jobs must be at least 1".into())),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, usize::from),
+        },
+        report_interval: args.report_interval,
         seed: args.seed,
         segment_size: args
             .segment_size
@@ -239,7 +319,7 @@ fn parse_bytes(s: &str) -> Result<u64, Error> {
     s.parse::<Size>().map(|size| size.0).map_err(Error::Config)
 }
 
-fn build_source(args: &Args) -> Result<Source, Error> {
+fn build_source(args: &Args, spool: Option<&Spool>) -> Result<Source, Error> {
     if let Some(name) = &args.generate {
         let params = GeneratorParams {
             keys: args.keys,
@@ -251,14 +331,14 @@ fn build_source(args: &Args) -> Result<Source, Error> {
         };
         return source::generator(name, &params);
     }
-    let Some(path) = args.trace.clone() else {
+    let Some(path) = spool.map_or_else(|| args.trace.clone(), |s| Some(s.path.clone())) else {
         return Err(Error::Config("give --trace FILE or --generate PRESET".into()));
     };
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let format = match (&args.format, ext) {
+    let format = match (&args.format, inner_extension(&path).as_str()) {
         (Some(f), _) => f.clone(),
         (None, "bin") => "oracle".into(),
         (None, "csv") => "csv".into(),
+        (None, "txt") => "txt".into(),
         (None, _) => {
             return Err(Error::Config(format!(
                 "cannot tell the format of {}: pass --format",
@@ -268,17 +348,101 @@ fn build_source(args: &Args) -> Result<Source, Error> {
     };
     let csv = if format == "csv" { Some(csv_format(args, &path)?) } else { None };
     let sizes = args.size_model.as_deref().map(size_model).transpose()?;
-    source::trace(path, &format, csv, sizes)
+    let mut source = source::trace(path, &format, csv, key_format(args)?, sizes)?;
+    if spool.is_some() {
+        "stdin".clone_into(&mut source.name);
+        source.description = source.description.replace(&source_file(spool), "standard input");
+    }
+    Ok(source)
+}
+
+fn source_file(spool: Option<&Spool>) -> String {
+    spool.map(|s| s.path.display().to_string()).unwrap_or_default()
+}
+
+fn key_format(args: &Args) -> Result<KeyFormat, Error> {
+    match args.key_format.as_str() {
+        "integer" => Ok(KeyFormat::Integer),
+        "hashed" => Ok(KeyFormat::Hashed),
+        o => Err(Error::Config(format!("--key-format {o:?}: integer or hashed"))),
+    }
+}
+
+/// A CSV layout from libCacheSim's `--trace-type-params` string (`cli_reader_utils.c`):
+/// comma-separated `key=value` pairs with 1-based columns. `delimiter=,` is written
+/// `delimiter=,,` inside the list (an empty value followed by an empty pair), or last;
+/// `delimiter=\t` is a tab. Unknown keys are an error rather than ignored.
+fn libcachesim_csv(params: &str, keys: KeyFormat) -> Result<CsvFormat, Error> {
+    let bad = |m: String| Error::Config(format!("--trace-type-params: {m}"));
+    let mut f = CsvFormat::with_key(0, keys);
+    let mut key = None;
+    let parts: Vec<&str> = params.split(',').map(str::trim).collect();
+    let mut i = 0;
+    while i < parts.len() {
+        let part = parts[i];
+        i += 1;
+        if part.is_empty() {
+            continue;
+        }
+        let (name, value) =
+            part.split_once('=').ok_or_else(|| bad(format!("{part:?} is not KEY=VALUE")))?;
+        let (name, value) = (name.trim(), value.trim());
+        let col = || -> Result<Column, Error> {
+            match value.parse::<usize>() {
+                Ok(n) if n >= 1 => Ok(Column::Index(n - 1)),
+                _ => Err(bad(format!("{name}={value:?}: columns count from 1"))),
+            }
+        };
+        let yes = || -> Result<bool, Error> {
+            match value.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" => Ok(true),
+                "0" | "false" | "no" => Ok(false),
+                _ => Err(bad(format!("{name}={value:?}: true or false"))),
+            }
+        };
+        match name {
+            "time-col" => f.time = Some(col()?),
+            "obj-id-col" => key = Some(col()?),
+            "obj-size-col" => f.value_size = Some(col()?),
+            "op-col" => f.op = Some(col()?),
+            "ttl-col" => f.ttl_s = Some(col()?),
+            "next-access-col" => f.next_access = Some(col()?),
+            "tenant-col" => f.tenant = Some(col()?),
+            "has-header" => f.header = yes()?,
+            "obj-id-is-num" => {
+                f.key_format = if yes()? { KeyFormat::Integer } else { KeyFormat::Hashed };
+            }
+            "delimiter" => {
+                f.delimiter = match value {
+                    "" => {
+                        // `delimiter=,`: the comma split the value off.
+                        if parts.get(i) == Some(&"") {
+                            i += 1;
+                        }
+                        ','
+                    }
+                    "\\t" | "tab" => '\t',
+                    v if v.chars().count() == 1 => v.chars().next().unwrap_or(','),
+                    v => return Err(bad(format!("delimiter {v:?}: one character"))),
+                };
+            }
+            o => return Err(bad(format!("unknown parameter {o:?}"))),
+        }
+    }
+    f.key = key.ok_or_else(|| bad("obj-id-col is required".into()))?;
+    Ok(f)
 }
 
 fn csv_format(args: &Args, path: &std::path::Path) -> Result<CsvFormat, Error> {
+    if let Some(params) = &args.trace_type_params {
+        return libcachesim_csv(params, key_format(args)?);
+    }
     let preset = match &args.csv_preset {
         Some(p) => Some(p.clone()),
         None if args.csv_columns.is_none() => {
-            let file = std::fs::File::open(path)
-                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
             let mut header = String::new();
-            BufReader::new(file)
+            open_input(path)
+                .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?
                 .read_line(&mut header)
                 .map_err(|e| Error::Input(format!("{}: {e}", path.display())))?;
             match header.trim() {
@@ -326,10 +490,11 @@ fn csv_format(args: &Args, path: &std::path::Path) -> Result<CsvFormat, Error> {
     }
     f.key = key.ok_or_else(|| Error::Config("--csv-columns needs key=COLUMN".into()))?;
     f.header = !args.csv_no_header;
-    f.key_format = match args.csv_key_format.as_str() {
-        "integer" => KeyFormat::Integer,
-        "hashed" => KeyFormat::Hashed,
-        o => return Err(Error::Config(format!("--csv-key-format {o:?}: integer or hashed"))),
+    f.key_format = key_format(args)?;
+    f.delimiter = match args.csv_delimiter.as_str() {
+        "\\t" => '\t',
+        d if d.chars().count() == 1 => d.chars().next().unwrap_or(','),
+        d => return Err(Error::Config(format!("--csv-delimiter {d:?}: one character"))),
     };
     f.time_unit = match args.csv_time_unit.as_str() {
         "s" => TimeUnit::Seconds,

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::results::{EngineRow, OpsMode, Profile, Report, Row, bytes};
+use crate::results::{CapacityUnit, EngineRow, OpsMode, Profile, Report, Row, bytes};
 
 /// Columns of `results.csv`.
-const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,size_meaning,tenant,\
+const CSV_HEADER: &str = "source,policy,detail,cache_bytes,cache_fraction,cache_objects,size_meaning,tenant,\
 requests,hits,miss_ratio,bytes_requested,bytes_hit,byte_miss_ratio,engine_segment_size,\
 engine_overhead_bytes,engine_index_bytes,engine_items,engine_item_bytes,engine_evictions,\
 engine_expired,engine_cleaner_passes,engine_relocated_items,engine_fifo_evictions,\
@@ -29,12 +29,13 @@ pub fn csv(report: &Report) -> String {
     for r in &report.rows {
         let _ = write!(
             out,
-            "{},{},{},{},{:.6},{},{},{},{},{:.6},{},{},{:.6}",
+            "{},{},{},{},{:.6},{},{},{},{},{},{:.6},{},{},{:.6}",
             field(&report.source),
             r.policy,
             field(&r.detail),
             r.cache_bytes,
             r.cache_fraction,
+            r.cache_objects.map(|n| n.to_string()).unwrap_or_default(),
             field(&r.size_meaning),
             r.tenant,
             r.requests,
@@ -98,6 +99,7 @@ struct JsonReport<'a> {
     ops: &'static str,
     profile: &'a Profile,
     tenant_names: &'a [String],
+    capacity_unit: &'static str,
     notes: &'a [String],
     rows: &'a [Row],
 }
@@ -113,6 +115,7 @@ pub fn json(report: &Report) -> Result<String, Error> {
         ops: ops_name(report.ops),
         profile: &report.profile,
         tenant_names: &report.tenant_names,
+        capacity_unit: report.capacity_unit.name(),
         notes: &report.notes,
         rows: &report.rows,
     };
@@ -124,6 +127,31 @@ fn ops_name(ops: OpsMode) -> &'static str {
         OpsMode::Lookaside => "lookaside: every request is a GET that admits on miss",
         OpsMode::Trace => "trace: GETs counted, SETs store, DELETEs delete (engine only)",
     }
+}
+
+/// `miss_ratio_over_time.csv` (`--report-interval`): one line per cache, size and interval;
+/// `cache_size` is in the run's capacity unit, `requests` counts the requests served up to the
+/// end of the interval. Deterministic like `results.csv`.
+pub fn timeline_csv(report: &Report) -> String {
+    let mut out = String::from(
+        "source,policy,cache_size,cache_unit,requests,interval_requests,interval_miss_ratio,\
+         cumulative_miss_ratio\n",
+    );
+    for p in &report.timeline {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{:.6},{:.6}",
+            field(&report.source),
+            p.policy,
+            p.cache_size,
+            report.capacity_unit.name(),
+            p.requests,
+            p.interval_requests,
+            p.interval_miss_ratio,
+            p.cumulative_miss_ratio
+        );
+    }
+    out
 }
 
 /// `throughput.csv`: time spent in each cache at each size, and requests per second.
@@ -176,26 +204,33 @@ pub fn summary(report: &Report) -> String {
         p.tenants.len()
     );
     let _ = writeln!(out, "ops: {}", ops_name(report.ops));
-    let mut sizes: Vec<u64> = report.rows.iter().map(|r| r.cache_bytes).collect();
-    sizes.dedup();
+    // Columns are cache sizes in the run's unit: bytes, or objects (then each policy's bytes
+    // differ, and its "cache size means" says how they follow from the objects).
+    let size_of = |r: &Row| r.cache_objects.unwrap_or(r.cache_bytes);
+    let mut sizes: Vec<(u64, f64)> =
+        report.rows.iter().map(|r| (size_of(r), r.cache_fraction)).collect();
+    sizes.dedup_by_key(|s| s.0);
     let policies = &report.policies;
     let _ = write!(out, "\nmiss ratio{:>9}", "");
-    for &s in &sizes {
-        let _ = write!(out, " {:>10}", bytes(s));
+    for &(s, _) in &sizes {
+        let shown = match report.capacity_unit {
+            CapacityUnit::Bytes => bytes(s),
+            CapacityUnit::Objects => format!("{s} obj"),
+        };
+        let _ = write!(out, " {shown:>10}");
     }
     let _ = write!(out, "\n{:<19}", "(fraction of WS)");
-    for &s in &sizes {
-        let f = if p.working_set_bytes == 0 { 0.0 } else { s as f64 / p.working_set_bytes as f64 };
+    for &(_, f) in &sizes {
         let _ = write!(out, " {f:>10.4}");
     }
     out.push('\n');
     for policy in policies {
         let _ = write!(out, "{policy:<19}");
-        for &s in &sizes {
+        for &(s, _) in &sizes {
             match report
                 .rows
                 .iter()
-                .find(|r| r.policy == *policy && r.cache_bytes == s && r.tenant == "all")
+                .find(|r| r.policy == *policy && size_of(r) == s && r.tenant == "all")
             {
                 Some(r) => {
                     let _ = write!(out, " {:>10.4}", r.miss_ratio);
@@ -221,8 +256,12 @@ pub fn summary(report: &Report) -> String {
 /// engine's memory outside the arena, and the throughput per policy.
 pub fn markdown(report: &Report) -> String {
     let p = &report.profile;
-    let mut sizes: Vec<u64> = report.rows.iter().map(|r| r.cache_bytes).collect();
-    sizes.dedup();
+    // Columns are cache sizes in the run's unit: bytes, or objects (then each policy's bytes
+    // differ, and its "cache size means" says how they follow from the objects).
+    let size_of = |r: &Row| r.cache_objects.unwrap_or(r.cache_bytes);
+    let mut sizes: Vec<(u64, f64)> =
+        report.rows.iter().map(|r| (size_of(r), r.cache_fraction)).collect();
+    sizes.dedup_by_key(|s| s.0);
     let mut out = String::new();
     let _ = writeln!(out, "Source: {} — {}.\n", report.source, report.description);
     let _ = writeln!(
@@ -236,22 +275,25 @@ pub fn markdown(report: &Report) -> String {
         ops_name(report.ops)
     );
     out.push_str("| policy | cache size means |");
-    for &s in &sizes {
-        let f = if p.working_set_bytes == 0 { 0.0 } else { s as f64 / p.working_set_bytes as f64 };
-        let _ = write!(out, " {} ({:.1}%) |", bytes(s), f * 100.0);
+    for &(s, f) in &sizes {
+        let shown = match report.capacity_unit {
+            CapacityUnit::Bytes => bytes(s),
+            CapacityUnit::Objects => format!("{s} objects"),
+        };
+        let _ = write!(out, " {shown} ({:.1}%) |", f * 100.0);
     }
     out.push_str("\n|---|---|");
     out.push_str(&"---:|".repeat(sizes.len()));
     out.push('\n');
     let cell = |policy: &str, s: u64| {
-        report.rows.iter().find(|r| r.policy == policy && r.cache_bytes == s && r.tenant == "all")
+        report.rows.iter().find(|r| r.policy == policy && size_of(r) == s && r.tenant == "all")
     };
     for policy in &report.policies {
         let Some(meaning) = report.rows.iter().find(|r| r.policy == *policy) else {
             continue;
         };
         let _ = write!(out, "| {policy} | {} |", meaning.size_meaning);
-        for &s in &sizes {
+        for &(s, _) in &sizes {
             match cell(policy, s) {
                 Some(r) => {
                     let _ = write!(out, " {:.4} |", r.miss_ratio);
@@ -263,7 +305,7 @@ pub fn markdown(report: &Report) -> String {
         if meaning.engine.is_some() {
             let engine_row = |out: &mut String, label: &str, f: &dyn Fn(&EngineRow) -> String| {
                 let _ = write!(out, "| {policy}: {label} |");
-                for &s in &sizes {
+                for &(s, _) in &sizes {
                     match cell(policy, s).and_then(|r| r.engine.as_ref()) {
                         Some(e) => {
                             let _ = write!(out, " {} |", f(e));
@@ -300,8 +342,9 @@ pub fn markdown(report: &Report) -> String {
     out
 }
 
-/// Writes `results.csv`, `results.json`, `results.md`, `throughput.csv` and the plots into `dir`, creating
-/// it; returns the paths written.
+/// Writes `results.csv`, `results.json`, `results.md`, `throughput.csv`, with
+/// `--report-interval` `miss_ratio_over_time.csv`, and the plots into `dir`, creating it;
+/// returns the paths written.
 ///
 /// # Errors
 /// A file cannot be written or a plot cannot be drawn.
@@ -319,6 +362,9 @@ pub fn write_all(report: &Report, dir: &Path, plots: bool) -> Result<Vec<PathBuf
     put("results.json", json(report)?)?;
     put("results.md", markdown(report))?;
     put("throughput.csv", throughput_csv(report))?;
+    if !report.timeline.is_empty() {
+        put("miss_ratio_over_time.csv", timeline_csv(report))?;
+    }
     if plots {
         let path = dir.join("miss_ratio.png");
         crate::plot::miss_ratio_curves(report, &path, false)?;
@@ -326,6 +372,7 @@ pub fn write_all(report: &Report, dir: &Path, plots: bool) -> Result<Vec<PathBuf
         let path = dir.join("byte_miss_ratio.png");
         crate::plot::miss_ratio_curves(report, &path, true)?;
         written.push(path);
+        written.extend(crate::plot::miss_ratio_over_time(report, dir)?);
     }
     Ok(written)
 }

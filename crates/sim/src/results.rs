@@ -114,6 +114,10 @@ pub struct Row {
     pub cache_bytes: u64,
     /// `cache_bytes` over the working set's bytes.
     pub cache_fraction: f64,
+    /// The cache size in objects, when sizes are counted in objects (`--capacity-unit
+    /// objects`); the same on every row of a size. `cache_bytes` is then what the cache was
+    /// given in bytes (see `size_meaning`).
+    pub cache_objects: Option<u64>,
     /// What `cache_bytes` counts for this policy.
     pub size_meaning: String,
     /// `all`, or a tenant id.
@@ -173,6 +177,10 @@ pub struct Report {
     pub rows: Vec<Row>,
     /// Per policy and size; not deterministic, so kept apart from `rows`.
     pub timings: Vec<Timing>,
+    /// Miss ratio over time (`--report-interval`), in (size, policy) order; empty when off.
+    pub timeline: Vec<TimePoint>,
+    /// The unit cache sizes were given in.
+    pub capacity_unit: CapacityUnit,
     /// Policies skipped and why, and other remarks.
     pub notes: Vec<String>,
 }
@@ -187,4 +195,42 @@ pub fn bytes(b: u64) -> String {
         unit += 1;
     }
     if unit == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[unit]) }
+}
+
+/// The miss ratio of one cache over one interval of requests.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TimePoint {
+    /// Policy id.
+    pub policy: String,
+    /// Cache size, in the run's [`CapacityUnit`].
+    pub cache_size: u64,
+    /// Counted requests served so far, this interval included.
+    pub requests: u64,
+    /// Counted requests in this interval (the interval length, less at the end).
+    pub interval_requests: u64,
+    /// Misses per request in this interval.
+    pub interval_miss_ratio: f64,
+    /// Misses per request from the start to the end of this interval.
+    pub cumulative_miss_ratio: f64,
+}
+
+/// What a cache size counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CapacityUnit {
+    /// Bytes (the default).
+    #[default]
+    Bytes,
+    /// Objects: reference policies hold this many objects whatever their sizes; byte-based
+    /// caches (the engine, the memcached model) get a byte capacity derived from it.
+    Objects,
+}
+
+impl CapacityUnit {
+    /// `bytes` or `objects`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CapacityUnit::Bytes => "bytes",
+            CapacityUnit::Objects => "objects",
+        }
+    }
 }

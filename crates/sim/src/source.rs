@@ -1,13 +1,17 @@
 //! Where requests come from: a trace file (read again, streaming, for every pass) or a seeded
 //! generator (regenerated, identically, for every pass).
 //!
+//! Standard input (`--trace -`) cannot be read twice, so [`spool_stdin`] copies it once to a
+//! temporary file, named with the compression its first bytes show, and the passes read that.
+//!
 //! A [`Source`] is a description, not an open stream: [`Source::open`] starts a fresh stream
 //! each time it is called, so the simulator can make one pass to profile the input and then
 //! one pass per cache size while holding only a chunk of requests in memory.
 
+use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use fridge_workload::trace::{CsvFormat, Format, KeyWidth, SizeModel};
+use fridge_workload::trace::{Compression, CsvFormat, Format, KeyFormat, KeyWidth, SizeModel};
 use fridge_workload::{Popularity, Request, TenantMix, Workload, twitter_mix};
 
 use crate::error::Error;
@@ -173,8 +177,13 @@ pub fn generator(name: &str, p: &GeneratorParams) -> Result<Source, Error> {
     })
 }
 
-/// A trace source: `format` is `oracle`, `csv` (with `csv_format`), `keyonly-i32` or
-/// `keyonly-i64` (with `sizes` and its description).
+/// The trace formats [`trace`] takes.
+pub const TRACE_FORMATS: [&str; 5] = ["oracle", "csv", "txt", "keyonly-i32", "keyonly-i64"];
+
+/// A trace source: `format` is `oracle` (also `oracleGeneral`), `csv` (with `csv_format`),
+/// `txt` (with `key_format`; sizes 1 byte each, or from `sizes`), `keyonly-i32` or
+/// `keyonly-i64` (with `sizes` and its description). Any of them may be compressed, as the
+/// file's extension says ([`fridge_workload::trace::input`]).
 ///
 /// # Errors
 /// An unknown format, or a key-only trace without a size model.
@@ -182,6 +191,7 @@ pub fn trace(
     path: PathBuf,
     format: &str,
     csv_format: Option<CsvFormat>,
+    key_format: KeyFormat,
     sizes: Option<(SizeModel, String)>,
 ) -> Result<Source, Error> {
     let name = path
@@ -191,12 +201,17 @@ pub fn trace(
         .unwrap_or_else(|| "trace".to_owned());
     let file = path.display().to_string();
     let (input, description) = match format {
-        "oracle" => {
+        "oracle" | "oracleGeneral" => {
             (Input::Trace(path, Box::new(Format::Oracle)), format!("oracleGeneral trace {file}"))
         }
         "csv" => {
             let f = csv_format.ok_or_else(|| Error::Config("csv needs a column mapping".into()))?;
             (Input::Trace(path, Box::new(Format::Csv(f))), format!("CSV trace {file}"))
+        }
+        "txt" => {
+            let what = sizes.as_ref().map_or("1 B objects (libCacheSim's txt default)", |s| &s.1);
+            let what = format!("txt trace {file}, sizes: {what}");
+            (Input::Trace(path, Box::new(Format::Txt(key_format, sizes.map(|s| s.0)))), what)
         }
         "keyonly-i32" | "keyonly-i64" => {
             let (model, what) = sizes.ok_or_else(|| {
@@ -206,15 +221,55 @@ pub fn trace(
             })?;
             let width = if format == "keyonly-i32" { KeyWidth::I32 } else { KeyWidth::I64 };
             (
-                Input::Trace(path, Box::new(Format::KeyOnlyXz(width, model))),
+                Input::Trace(path, Box::new(Format::KeyOnly(width, model))),
                 format!("key-only trace {file}, sizes: {what}"),
             )
         }
         other => {
             return Err(Error::Config(format!(
-                "unknown trace format {other:?}; one of oracle, csv, keyonly-i32, keyonly-i64"
+                "unknown trace format {other:?}; one of {}",
+                TRACE_FORMATS.join(", ")
             )));
         }
     };
     Ok(Source { name, description, input, limit: None })
+}
+
+/// A copy of standard input in a temporary file, removed when dropped.
+#[derive(Debug)]
+pub struct Spool {
+    /// The file.
+    pub path: PathBuf,
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        // A leftover temporary file is harmless; there is nobody to tell at this point.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Copies `input` (standard input) into a file in `dir`, whose extension is the compression
+/// that the first bytes show ([`Compression::sniff`]) so that it is read back decompressed.
+///
+/// # Errors
+/// The file cannot be written, or `input` fails.
+pub fn spool_stdin(mut input: impl Read, dir: &std::path::Path) -> Result<Spool, Error> {
+    let io = |e: std::io::Error| Error::Input(format!("standard input: {e}"));
+    let mut head = [0u8; 6];
+    let mut n = 0;
+    while n < head.len() {
+        match input.read(&mut head[n..]).map_err(io)? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    let ext = Compression::sniff(&head[..n]).extension();
+    let path = dir.join(format!("fridge-sim-stdin-{}{ext}", std::process::id()));
+    let spool = Spool { path };
+    let mut file = std::fs::File::create(&spool.path)
+        .map_err(|e| Error::Input(format!("{}: {e}", spool.path.display())))?;
+    file.write_all(&head[..n]).map_err(io)?;
+    std::io::copy(&mut input, &mut file).map_err(io)?;
+    Ok(spool)
 }

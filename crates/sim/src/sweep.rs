@@ -1,18 +1,42 @@
 //! The driver: replays one [`Source`] through a set of caches at each of a list of sizes and
 //! collects per-tenant miss ratios, engine statistics and the simulator's own throughput.
 //!
-//! # Passes
+//! # Passes and jobs
 //! ```text
 //!  pass 0 (profile): count requests and bytes, the working set (distinct (tenant, key) and
 //!                    their bytes) per tenant, the largest object, and — only when Belady runs
 //!                    on an input without next-access times — each request's next access
-//!  pass 1..=S:       one pass per cache size; every policy of the run serves every request
+//!  jobs:             one per (cache size, policy), each with its own cache and its own pass
+//!                    over the source; `Settings::jobs` threads take them in order
 //! ```
-//! A pass reads the source in chunks of [`Settings::chunk`] requests; each cache serves a
-//! whole chunk before the next cache starts, so the time spent in each cache is measured with
-//! two clock reads per chunk and memory stays bounded by the chunk plus the caches
-//! themselves. The profile keeps one map entry per distinct object; the next-access table
-//! costs 8 bytes per request.
+//! A job reads the source in chunks of [`Settings::chunk`] requests, so the time spent in its
+//! cache is measured with two clock reads per chunk and memory stays bounded by the chunk
+//! plus the cache, per thread. Outputs are assembled in job order (sizes ascending, policies
+//! as given), so `results.csv` and `results.json` are the same bytes for any number of
+//! threads. Reading the input once per job rather than once per size costs a decode per
+//! policy; for traces that decode slowly (xz) and many policies, that is the price of
+//! running caches on different cores. The profile keeps one map entry per distinct object;
+//! the next-access table costs 8 bytes per request and is shared by every thread.
+//!
+//! # Cache sizes
+//! [`CapacityUnit::Bytes`] (the default): every size is bytes, and each row says what its
+//! cache counts in them. [`CapacityUnit::Objects`] (libCacheSim's `--ignore-obj-size`):
+//! reference policies hold that many objects whatever their sizes (each access reaches them
+//! with size 1; the counts of bytes requested and hit still use the real sizes); the engine
+//! gets `objects × (max(mean object, 8 B key) + record header)` bytes of `max_memory` (the
+//! inverse of the hitmap's item estimate), and the memcached model `objects × (mean object
+//! + 48 B item header)` bytes; fractions are of the distinct objects.
+//!
+//! # Size change on a hit
+//! [`SizeChange::Update`] (the default): a hit whose size differs from the stored one gives
+//! the object the new size in reference policies (older libCacheSim). [`SizeChange::Keep`]:
+//! the policy is handed the stored size ([`Policy::resident_size`]), as current libCacheSim
+//! keeps it. Either way the request's own size is what the byte counts record, and the engine
+//! does not rewrite an item on a GET hit (a lookaside GET writes nothing).
+//!
+//! # Miss ratio over time
+//! With [`Settings::report_interval`] `n`, each job also records the miss ratio of every `n`
+//! counted requests (and of the remainder at the end) next to the cumulative one.
 //!
 //! # Request semantics
 //! - [`OpsMode::Lookaside`] (the default, libCacheSim's): every request, whatever its
@@ -27,16 +51,20 @@
 //! policies key on one `u64` (collision probability about `n² / 2^65` for `n` objects).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use fridge_engine::RankKind;
 use fridge_workload::{Op, Request, mix64};
 
 use crate::error::Error;
-use crate::fridge::{FridgeCache, FridgeOptions, auto_segment_size, hitmap_items};
+use crate::fridge::{
+    FridgeCache, FridgeOptions, KEY_LEN, RECORD_HEADER, auto_segment_size, hitmap_items,
+};
 use crate::policy::{
     Access, Automove, Belady, Clock, Fifo, Lru, Memcached, MissRatio, NEVER, Partitioned, Policy,
-    RedisLru, S3Fifo, Sieve,
+    RedisLru, S3Fifo, Sieve, SlabConfig,
 };
 use crate::progress::Progress;
 use crate::results::bytes;
@@ -44,7 +72,8 @@ use crate::source::Source;
 
 /// The result types live in [`crate::results`]; re-exported next to [`simulate`], which returns them.
 pub use crate::results::{
-    EngineRow, MetadataRow, OpsMode, Profile, Report, Row, TenantProfile, Timing,
+    CapacityUnit, EngineRow, MetadataRow, OpsMode, Profile, Report, Row, TenantProfile, TimePoint,
+    Timing,
 };
 
 /// Memcached automove window, in requests.
@@ -218,7 +247,7 @@ impl PolicySpec {
     pub fn size_meaning(&self) -> &'static str {
         match self {
             PolicySpec::Fridge { .. } => {
-                "engine max_memory: items incl. 12 B record headers; index outside (overhead_bytes)"
+                "engine max_memory: items incl. their record headers; index outside (overhead_bytes)"
             }
             PolicySpec::Memcached { .. } => "memcached memory limit: 1 MiB slab pages",
             PolicySpec::Partitioned(_) => "object bytes, split equally among tenants",
@@ -250,13 +279,37 @@ impl PolicySpec {
     }
 }
 
-/// A cache size: absolute, or a fraction of the working set's bytes.
+/// A cache size: absolute, or a fraction of the input's working set, in the run's
+/// [`CapacityUnit`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum SizeSpec {
-    /// This many bytes.
+    /// This many bytes (or objects, with [`CapacityUnit::Objects`]).
     Bytes(u64),
-    /// This fraction of the working set's bytes (rounded down, at least 1 byte).
+    /// This fraction of the working set's bytes (or of its distinct objects), rounded down,
+    /// at least 1.
     Fraction(f64),
+}
+
+/// What a hit does when the request's object size differs from the stored object's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SizeChange {
+    /// Reference policies give the object the request's size and evict until it fits (older
+    /// libCacheSim's `cache_check`; the simulator's behaviour before this option existed).
+    #[default]
+    Update,
+    /// Reference policies keep the stored size (current libCacheSim): the hit is served
+    /// with the size the object was admitted with.
+    Keep,
+}
+
+impl SizeChange {
+    /// `update` or `keep`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SizeChange::Update => "update",
+            SizeChange::Keep => "keep",
+        }
+    }
 }
 
 /// What to run.
@@ -266,8 +319,13 @@ pub struct Settings {
     pub policies: Vec<PolicySpec>,
     /// Cache sizes.
     pub sizes: Vec<SizeSpec>,
+    /// What the sizes count.
+    pub capacity_unit: CapacityUnit,
     /// Operation semantics.
     pub ops: OpsMode,
+    /// What a hit with a different size does (reference policies; the engine never rewrites
+    /// an item on a GET hit).
+    pub size_change: SizeChange,
     /// Seed of the engine's cleaner and of Redis's sampling.
     pub seed: u64,
     /// Engine segment size; `None` picks [`auto_segment_size`] per cache size.
@@ -283,6 +341,10 @@ pub struct Settings {
     pub free_watermark: usize,
     /// Requests per chunk.
     pub chunk: usize,
+    /// Threads that run (size, policy) jobs; results do not depend on it.
+    pub jobs: usize,
+    /// Record the miss ratio every this many counted requests (`None`: off).
+    pub report_interval: Option<u64>,
 }
 
 impl Default for Settings {
@@ -290,7 +352,9 @@ impl Default for Settings {
         Settings {
             policies: PolicySpec::all(),
             sizes: [0.001, 0.01, 0.05, 0.1, 0.2, 0.5].map(SizeSpec::Fraction).to_vec(),
+            capacity_unit: CapacityUnit::Bytes,
             ops: OpsMode::Lookaside,
+            size_change: SizeChange::Update,
             seed: 1,
             segment_size: None,
             hitmap_bits: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
@@ -298,6 +362,8 @@ impl Default for Settings {
             cleaner_candidates: fridge_engine::EngineConfig::default().cleaner_candidates,
             free_watermark: 0,
             chunk: 1 << 16,
+            jobs: 1,
+            report_interval: None,
         }
     }
 }
@@ -365,11 +431,53 @@ enum Cache {
     Fridge(Box<FridgeCache>, FridgeOptions),
 }
 
+/// A cache built for one size: what it is, what its size means, and the bytes it was given.
+struct Built {
+    cache: Cache,
+    detail: String,
+    meaning: String,
+    cache_bytes: u64,
+    /// Whether the cache counts objects (every access has size 1 for it).
+    counts_objects: bool,
+}
+
+/// Miss ratio per interval of counted requests.
+struct Timeline {
+    every: u64,
+    window: MissRatio,
+    total: MissRatio,
+    points: Vec<(u64, u64, f64, f64)>,
+}
+
+impl Timeline {
+    fn record(&mut self, a: &Access, hit: bool) {
+        self.window.record(a, hit);
+        self.total.record(a, hit);
+        if self.window.requests == self.every {
+            self.close();
+        }
+    }
+
+    /// Ends the current interval (if it has requests).
+    fn close(&mut self) {
+        if self.window.requests > 0 {
+            self.points.push((
+                self.total.requests,
+                self.window.requests,
+                self.window.miss_ratio(),
+                self.total.miss_ratio(),
+            ));
+            self.window = MissRatio::default();
+        }
+    }
+}
+
 struct Runner {
     spec: PolicySpec,
-    detail: String,
-    cache: Cache,
+    built: Built,
+    keep_size: bool,
     per_tenant: Vec<MissRatio>,
+    timeline: Option<Timeline>,
     seconds: f64,
     requests: u64,
 }
@@ -380,10 +488,19 @@ impl Runner {
         let start = Instant::now();
         for (r, a) in reqs.iter().zip(accs) {
             let counted = ops == OpsMode::Lookaside || r.op.is_read();
-            let hit = match &mut self.cache {
+            let hit = match &mut self.built.cache {
                 Cache::Reference(p) => {
                     if counted || r.op != Op::Delete {
-                        p.access(a)
+                        // What the policy sees; the request itself is what is counted.
+                        let mut seen = *a;
+                        if self.built.counts_objects {
+                            seen.size = 1;
+                        } else if self.keep_size {
+                            if let Some(size) = p.resident_size(a.key) {
+                                seen.size = size;
+                            }
+                        }
+                        p.access(&seen)
                     } else {
                         false
                     }
@@ -402,6 +519,9 @@ impl Runner {
             };
             if counted {
                 self.per_tenant[usize::from(r.tenant)].record(a, hit);
+                if let Some(t) = &mut self.timeline {
+                    t.record(a, hit);
+                }
             }
         }
         self.seconds += start.elapsed().as_secs_f64();
@@ -421,10 +541,26 @@ fn resolve_size(spec: SizeSpec, working_set: u64) -> u64 {
     }
 }
 
+/// What one (size, policy) job produced.
+#[derive(Default)]
+struct JobOutput {
+    rows: Vec<Row>,
+    timing: Option<Timing>,
+    timeline: Vec<TimePoint>,
+    note: Option<String>,
+}
+
 /// Profiles `source`, then runs every policy of `settings` at every size.
 ///
+/// # Parallel jobs
+/// Each (size, policy) pair is a job with its own cache and its own pass over the source;
+/// [`Settings::jobs`] threads take jobs in order from a shared counter, and the outputs are
+/// assembled in job order (sizes ascending, policies as given), so the report is the same
+/// for any number of threads. Memory grows with the threads: each holds one cache and one
+/// chunk of requests.
+///
 /// # Errors
-/// Invalid settings or a trace error.
+/// Invalid settings, a trace error, or an input with no requests.
 pub fn simulate(
     source: &Source,
     settings: &Settings,
@@ -433,12 +569,21 @@ pub fn simulate(
     if settings.policies.is_empty() || settings.sizes.is_empty() {
         return Err(Error::Config("need at least one policy and one cache size".into()));
     }
+    if settings.report_interval == Some(0) {
+        return Err(Error::Config("the report interval must be at least 1 request".into()));
+    }
     let belady = settings.policies.iter().any(|p| {
         matches!(p, PolicySpec::Belady)
             || matches!(p, PolicySpec::Partitioned(inner) if **inner == PolicySpec::Belady)
     });
     let compute_next = belady && !source.carries_next_access();
     let profile = profile(source, compute_next, progress)?;
+    if profile.requests == 0 {
+        return Err(Error::Input(format!(
+            "{}: no requests ({}); an empty input, or one whose format does not match?",
+            source.name, source.description
+        )));
+    }
     let mut notes = Vec::new();
     if compute_next {
         notes.push(format!(
@@ -446,41 +591,24 @@ pub fn simulate(
             bytes(profile.requests * 8)
         ));
     }
-    let tenants = profile.tenants.len().max(1);
-    let mut sizes: Vec<u64> =
-        settings.sizes.iter().map(|&s| resolve_size(s, profile.working_set_bytes)).collect();
+    let whole = match settings.capacity_unit {
+        CapacityUnit::Bytes => profile.working_set_bytes,
+        CapacityUnit::Objects => profile.objects,
+    };
+    let mut sizes: Vec<u64> = settings.sizes.iter().map(|&s| resolve_size(s, whole)).collect();
     sizes.sort_unstable();
     sizes.dedup();
-    let mut rows = Vec::new();
-    let mut timings = Vec::new();
-    let total = profile.requests * sizes.len() as u64;
-    for (i, &size) in sizes.iter().enumerate() {
-        let mut runners = Vec::new();
-        for spec in &settings.policies {
-            match build(spec, size, tenants, &profile, settings) {
-                Ok((cache, detail)) => runners.push(Runner {
-                    spec: spec.clone(),
-                    detail,
-                    cache,
-                    per_tenant: vec![MissRatio::default(); tenants],
-                    seconds: 0.0,
-                    requests: 0,
-                }),
-                Err(why) => notes.push(format!("{} at {size} bytes skipped: {why}", spec.id())),
-            }
-        }
-        run_pass(source, &profile, settings, &mut runners, |done| {
-            progress.update(
-                &format!("size {}/{}", i + 1, sizes.len()),
-                i as u64 * profile.requests + done,
-                Some(total),
-            );
-        })?;
-        for r in runners {
-            collect(r, size, &profile, &mut rows, &mut timings);
-        }
-    }
+    let jobs: Vec<(u64, &PolicySpec)> =
+        sizes.iter().flat_map(|&size| settings.policies.iter().map(move |p| (size, p))).collect();
+    let outputs = run_jobs(source, &profile, settings, &jobs, progress)?;
     progress.finish();
+    let (mut rows, mut timings, mut timeline) = (Vec::new(), Vec::new(), Vec::new());
+    for out in outputs {
+        rows.extend(out.rows);
+        timings.extend(out.timing);
+        timeline.extend(out.timeline);
+        notes.extend(out.note);
+    }
     Ok(Report {
         source: source.name.clone(),
         description: source.description.clone(),
@@ -490,8 +618,119 @@ pub fn simulate(
         profile,
         rows,
         timings,
+        timeline,
+        capacity_unit: settings.capacity_unit,
         notes,
     })
+}
+
+/// Runs `jobs` on [`Settings::jobs`] threads; outputs in job order, or the first job's error
+/// in job order.
+fn run_jobs(
+    source: &Source,
+    profile: &Profile,
+    settings: &Settings,
+    jobs: &[(u64, &PolicySpec)],
+    progress: &mut Progress,
+) -> Result<Vec<JobOutput>, Error> {
+    let n = jobs.len();
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let done = AtomicU64::new(0);
+    let total = profile.requests * n as u64;
+    let progress = Mutex::new(progress);
+    let results: Mutex<Vec<Option<Result<JobOutput, Error>>>> =
+        Mutex::new((0..n).map(|_| None).collect());
+    let work = || {
+        while !failed.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&(size, spec)) = jobs.get(i) else { break };
+            let mut last = 0;
+            let out = run_job(source, profile, settings, spec, size, |pos| {
+                let sum = done.fetch_add(pos - last, Ordering::Relaxed) + pos - last;
+                last = pos;
+                // Another thread drawing the bar is fine: skip this update.
+                if let Ok(mut p) = progress.try_lock() {
+                    p.update(&format!("{n} jobs"), sum, Some(total));
+                }
+            });
+            failed.fetch_or(out.is_err(), Ordering::Relaxed);
+            results.lock().unwrap_or_else(PoisonError::into_inner)[i] = Some(out);
+        }
+    };
+    let threads = settings.jobs.clamp(1, n.max(1));
+    if threads == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(work);
+            }
+        });
+    }
+    let results = results.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let mut out = Vec::with_capacity(n);
+    for r in results {
+        match r {
+            Some(r) => out.push(r?),
+            // Jobs not started because an earlier one failed: that error was returned above.
+            None => break,
+        }
+    }
+    Ok(out)
+}
+
+/// Builds `spec` at `size`, replays the source through it and collects its rows.
+fn run_job(
+    source: &Source,
+    profile: &Profile,
+    settings: &Settings,
+    spec: &PolicySpec,
+    size: u64,
+    on_chunk: impl FnMut(u64),
+) -> Result<JobOutput, Error> {
+    let tenants = profile.tenants.len().max(1);
+    let built = match build(spec, size, tenants, profile, settings) {
+        Ok(built) => built,
+        Err(why) => {
+            let unit = settings.capacity_unit.name();
+            return Ok(JobOutput {
+                note: Some(format!("{} at {size} {unit} skipped: {why}", spec.id())),
+                ..JobOutput::default()
+            });
+        }
+    };
+    let mut runner = Runner {
+        spec: spec.clone(),
+        built,
+        keep_size: settings.size_change == SizeChange::Keep,
+        per_tenant: vec![MissRatio::default(); tenants],
+        timeline: settings.report_interval.map(|every| Timeline {
+            every,
+            window: MissRatio::default(),
+            total: MissRatio::default(),
+            points: Vec::new(),
+        }),
+        seconds: 0.0,
+        requests: 0,
+    };
+    run_pass(source, profile, settings, &mut runner, on_chunk)?;
+    Ok(collect(runner, size, settings.capacity_unit, profile))
+}
+
+/// The mean object size of the working set (bytes over distinct objects).
+fn mean_object(profile: &Profile) -> u64 {
+    profile.working_set_bytes.checked_div(profile.objects).unwrap_or(0)
+}
+
+/// Whether `spec` counts objects when sizes are in objects: every reference policy but the
+/// memcached model, whose slab layout is about bytes.
+fn counts_objects(spec: &PolicySpec) -> bool {
+    match spec {
+        PolicySpec::Fridge { .. } | PolicySpec::Memcached { .. } => false,
+        PolicySpec::Partitioned(inner) => counts_objects(inner),
+        _ => true,
+    }
 }
 
 fn build(
@@ -500,25 +739,41 @@ fn build(
     tenants: usize,
     profile: &Profile,
     settings: &Settings,
-) -> Result<(Cache, String), String> {
+) -> Result<Built, String> {
+    let objects = settings.capacity_unit == CapacityUnit::Objects;
+    let mean = mean_object(profile);
     match spec {
         PolicySpec::Fridge { rank, bits } => {
             if tenants > 256 {
                 return Err(format!("the engine has 256 tenant ids, the input has {tenants}"));
             }
+            // In objects, the engine gets room for `size` items of the mean object size: the
+            // inverse of `hitmap_items`.
+            let item = mean.max(KEY_LEN as u64) + RECORD_HEADER;
+            let max_memory = if objects { size.saturating_mul(item) } else { size };
+            let meaning = if objects {
+                format!(
+                    "engine max_memory = objects x {item} B (max(mean object {mean} B, 8 B key) \
+                     + {RECORD_HEADER} B record header); index outside (overhead_bytes)"
+                )
+            } else {
+                format!(
+                    "engine max_memory: items incl. {RECORD_HEADER} B record headers; index \
+                     outside (overhead_bytes)"
+                )
+            };
             let segment_size = settings
                 .segment_size
-                .unwrap_or_else(|| auto_segment_size(size, profile.max_object_size));
-            let mean_object = profile.working_set_bytes.checked_div(profile.objects).unwrap_or(0);
+                .unwrap_or_else(|| auto_segment_size(max_memory, profile.max_object_size));
             let options = FridgeOptions {
-                max_memory: size,
+                max_memory,
                 segment_size,
                 seed: settings.seed,
                 rank: *rank,
                 hitmap_bits_per_item: bits.unwrap_or(settings.hitmap_bits),
                 hitmap_items: settings
                     .hitmap_items
-                    .unwrap_or_else(|| hitmap_items(size, mean_object)),
+                    .unwrap_or_else(|| hitmap_items(max_memory, mean)),
                 cleaner_candidates: settings.cleaner_candidates,
                 free_watermark: settings.free_watermark,
             };
@@ -529,7 +784,7 @@ fn build(
                 options.hitmap_bits_per_item,
                 options.hitmap_items
             );
-            let defaults = FridgeOptions::new(size, segment_size);
+            let defaults = FridgeOptions::new(max_memory, segment_size);
             if options.cleaner_candidates != defaults.cleaner_candidates {
                 detail += &format!(", {} candidates", options.cleaner_candidates);
             }
@@ -537,12 +792,54 @@ fn build(
                 detail += &format!(", watermark {}", options.free_watermark);
             }
             detail.push(')');
-            Ok((Cache::Fridge(Box::new(cache), options), detail))
+            Ok(Built {
+                cache: Cache::Fridge(Box::new(cache), options),
+                detail,
+                meaning,
+                cache_bytes: max_memory,
+                counts_objects: false,
+            })
+        }
+        _ if objects && counts_objects(spec) => {
+            let p = spec.reference(size, tenants, settings.seed);
+            let split = if matches!(spec, PolicySpec::Partitioned(_)) {
+                ", split equally among tenants"
+            } else {
+                ""
+            };
+            Ok(Built {
+                detail: p.name(),
+                cache: Cache::Reference(p),
+                meaning: format!(
+                    "objects of any size (libCacheSim's ignore_obj_size){split}; cache_bytes = \
+                     objects x {mean} B (mean object)"
+                ),
+                cache_bytes: size.saturating_mul(mean),
+                counts_objects: true,
+            })
         }
         _ => {
-            let p = spec.reference(size, tenants, settings.seed);
-            let name = p.name();
-            Ok((Cache::Reference(p), name))
+            // The memcached model (bytes by nature) gets, in objects, room for `size` items
+            // of the mean object size with its item header (chunk rounding not included).
+            let header = u64::from(SlabConfig::default().item_header);
+            let capacity = if objects { size.saturating_mul(mean + header) } else { size };
+            let meaning = if objects {
+                format!(
+                    "memcached memory limit = objects x {} B (mean object {mean} B + {header} B \
+                     item header); 1 MiB slab pages",
+                    mean + header
+                )
+            } else {
+                spec.size_meaning().to_owned()
+            };
+            let p = spec.reference(capacity, tenants, settings.seed);
+            Ok(Built {
+                detail: p.name(),
+                cache: Cache::Reference(p),
+                meaning,
+                cache_bytes: capacity,
+                counts_objects: false,
+            })
         }
     }
 }
@@ -551,7 +848,7 @@ fn run_pass(
     source: &Source,
     profile: &Profile,
     settings: &Settings,
-    runners: &mut [Runner],
+    runner: &mut Runner,
     mut on_chunk: impl FnMut(u64),
 ) -> Result<(), Error> {
     let chunk = settings.chunk.max(1);
@@ -580,28 +877,34 @@ fn run_pass(
         if reqs.is_empty() {
             return Ok(());
         }
-        for runner in runners.iter_mut() {
-            runner.serve(&reqs, &accs, settings.ops);
-        }
+        runner.serve(&reqs, &accs, settings.ops);
         on_chunk(pos);
     }
 }
 
-fn collect(
-    mut r: Runner,
-    size: u64,
-    profile: &Profile,
-    rows: &mut Vec<Row>,
-    timings: &mut Vec<Timing>,
-) {
+fn collect(mut r: Runner, size: u64, unit: CapacityUnit, profile: &Profile) -> JobOutput {
     let id = r.spec.id();
-    timings.push(Timing {
-        policy: id.clone(),
-        cache_bytes: size,
-        requests: r.requests,
-        seconds: r.seconds,
-    });
-    let engine = match &mut r.cache {
+    let cache_bytes = r.built.cache_bytes;
+    let timing =
+        Timing { policy: id.clone(), cache_bytes, requests: r.requests, seconds: r.seconds };
+    let timeline = match &mut r.timeline {
+        Some(t) => {
+            t.close();
+            t.points
+                .iter()
+                .map(|&(requests, interval_requests, interval, cumulative)| TimePoint {
+                    policy: id.clone(),
+                    cache_size: size,
+                    requests,
+                    interval_requests,
+                    interval_miss_ratio: interval,
+                    cumulative_miss_ratio: cumulative,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    let engine = match &mut r.built.cache {
         Cache::Fridge(f, options) => {
             let s = f.stats();
             let m = &s.metadata;
@@ -639,17 +942,19 @@ fn collect(
         }
         Cache::Reference(_) => None,
     };
-    let fraction = if profile.working_set_bytes == 0 {
-        0.0
-    } else {
-        size as f64 / profile.working_set_bytes as f64
+    let whole = match unit {
+        CapacityUnit::Bytes => profile.working_set_bytes,
+        CapacityUnit::Objects => profile.objects,
     };
+    let fraction = if whole == 0 { 0.0 } else { size as f64 / whole as f64 };
+    let cache_objects = (unit == CapacityUnit::Objects).then_some(size);
     let row = |tenant: String, m: &MissRatio, engine: Option<EngineRow>| Row {
         policy: id.clone(),
-        detail: r.detail.clone(),
-        cache_bytes: size,
+        detail: r.built.detail.clone(),
+        cache_bytes,
         cache_fraction: fraction,
-        size_meaning: r.spec.size_meaning().to_owned(),
+        cache_objects,
+        size_meaning: r.built.meaning.clone(),
         tenant,
         requests: m.requests,
         hits: m.hits,
@@ -663,12 +968,13 @@ fn collect(
     for m in &r.per_tenant {
         all.merge(m);
     }
-    rows.push(row("all".to_owned(), &all, engine));
+    let mut rows = vec![row("all".to_owned(), &all, engine)];
     if r.per_tenant.len() > 1 {
         for (t, m) in r.per_tenant.iter().enumerate() {
             rows.push(row(t.to_string(), m, None));
         }
     }
+    JobOutput { rows, timing: Some(timing), timeline, note: None }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use fridge_sim::progress::Progress;
 use fridge_sim::report;
 use fridge_sim::source::{self, GeneratorParams, Source};
 use fridge_sim::sweep::{OpsMode, PolicySpec, Report, Settings, SizeSpec, simulate};
-use fridge_workload::trace::SizeModel;
+use fridge_workload::trace::{KeyFormat, SizeModel};
 
 fn zipf(requests: u64, keys: u64, seed: u64) -> Source {
     let params =
@@ -140,7 +140,7 @@ fn trace_ops_count_gets_only_and_tenants_are_reported() {
 #[ignore = "reads ../shared/traces: scripts/test runs it with --ignored when they are present"]
 fn cloudphysics_oracle_trace_through_the_simulator() {
     let path = shared_trace("cloudphysics/cloudPhysicsIO.oracleGeneral.bin");
-    let source = source::trace(path, "oracle", None, None).unwrap();
+    let source = source::trace(path, "oracle", None, KeyFormat::Integer, None).unwrap();
     let r = run(&source, &["lru", "fridge", "belady"], vec![SizeSpec::Fraction(0.1)]);
     assert_eq!(r.profile.requests, 113_872);
     assert_eq!(r.profile.bytes_requested, 4_368_040_448);
@@ -159,12 +159,12 @@ fn cloudphysics_oracle_trace_through_the_simulator() {
 fn cloudphysics_csv_and_key_only_traces_read() {
     let csv = shared_trace("cloudphysics/cloudPhysicsIO.csv");
     let format = fridge_workload::trace::CsvFormat::cloudphysics();
-    let source = source::trace(csv, "csv", Some(format), None).unwrap();
+    let source = source::trace(csv, "csv", Some(format), KeyFormat::Integer, None).unwrap();
     let r = run(&source, &["lru"], vec![SizeSpec::Bytes(64 << 20)]);
     assert_eq!(r.profile.requests, 113_872);
     let web07 = shared_trace("cache2k/web07.trace.xz");
     let sizes = Some((SizeModel::fixed(16, 100), "fixed".to_owned()));
-    let mut source = source::trace(web07, "keyonly-i32", None, sizes).unwrap();
+    let mut source = source::trace(web07, "keyonly-i32", None, KeyFormat::Integer, sizes).unwrap();
     source.limit = Some(50_000);
     let r = run(&source, &["fridge", "lru", "belady"], vec![SizeSpec::Fraction(0.1)]);
     assert_eq!(r.profile.requests, 50_000);

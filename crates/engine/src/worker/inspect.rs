@@ -4,7 +4,7 @@
 
 use super::Worker;
 use crate::cache::is_expired;
-use crate::hash::{digest_of, key_hash};
+use crate::hash::{digest_of, key_hash_in};
 use crate::tenant::TenantId;
 
 /// Bytes one index slot takes (a packed location in an `AtomicU64`).
@@ -31,13 +31,15 @@ impl Worker {
     /// `key`'s bookkeeping, or `None` if it has no live item. Counts no access and touches no
     /// recency (so that looking at an item does not warm it).
     pub fn inspect(&mut self, tenant: TenantId, key: &[u8]) -> Option<ItemInfo> {
-        let hash = key_hash(tenant, key);
+        let db = self.db;
+        let hash = key_hash_in(tenant, db, key);
         let inner = &*self.inner;
         inner.check_flush(&self.slot, tenant);
         let (size, value_len, access) = {
             let guard = inner.epochs.pin(&self.slot);
-            let loc =
-                inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))?;
+            let loc = inner
+                .index
+                .find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))?;
             let rec = inner.record(&guard, loc);
             if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
                 return None;

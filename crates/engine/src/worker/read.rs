@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::{BATCH, Worker};
 use crate::cache::is_expired;
 use crate::epoch;
-use crate::hash::key_hash;
+use crate::hash::key_hash_in;
 use crate::item::{Record, STATE_FETCHED, seconds_since, touched_stamp};
 use crate::ops::Item;
 use crate::tenant::TenantId;
@@ -36,16 +36,16 @@ impl Worker {
 
     /// Whether `key` has a live item, without counting a GET or touching recency.
     pub fn contains(&mut self, tenant: TenantId, key: &[u8]) -> bool {
-        self.contains_hashed(tenant, key_hash(tenant, key), key)
+        self.contains_hashed(tenant, key_hash_in(tenant, self.db, key), key)
     }
 
     /// [`Worker::contains`] with the key's hash already computed.
     pub(super) fn contains_hashed(&mut self, tenant: TenantId, hash: u64, key: &[u8]) -> bool {
-        let inner = &*self.inner;
+        let (inner, db) = (&*self.inner, self.db);
         inner.check_flush(&self.slot, tenant);
         let guard = inner.epochs.pin(&self.slot);
         let Some(loc) =
-            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))
         else {
             return false;
         };
@@ -77,7 +77,7 @@ impl Worker {
         mut keys: impl Iterator<Item = &'k [u8]>,
         mut f: impl FnMut(usize, &'k [u8], Item<'_>),
     ) {
-        let inner = Arc::clone(&self.inner);
+        let (inner, db) = (Arc::clone(&self.inner), self.db);
         inner.check_flush(&self.slot, tenant);
         let counters = inner.epochs.counters(&self.slot);
         let guard = inner.epochs.pin(&self.slot);
@@ -99,7 +99,7 @@ impl Worker {
             let mut n = 0;
             while n < BATCH {
                 let Some(key) = keys.next() else { break };
-                let h = key_hash(tenant, key);
+                let h = key_hash_in(tenant, db, key);
                 inner.index.prefetch_root(&guard, h);
                 ring_keys[slot][n] = key;
                 ring_hashes[slot][n] = h;
@@ -139,7 +139,7 @@ impl Worker {
                 epoch::bump(&counters.gets);
                 let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
                 let Some(loc) =
-                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, key))
+                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, db, key))
                 else {
                     inner.missed(tenant, h);
                     continue;
@@ -169,14 +169,15 @@ impl Worker {
         access: bool,
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
-        let hash = key_hash(tenant, key);
+        let db = self.db;
+        let hash = key_hash_in(tenant, db, key);
         let inner = &*self.inner;
         inner.check_flush(&self.slot, tenant);
         let counters = inner.epochs.counters(&self.slot);
         epoch::bump(&counters.gets);
         let guard = inner.epochs.pin(&self.slot);
         let Some(loc) =
-            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, key))
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))
         else {
             inner.missed(tenant, hash);
             return None;

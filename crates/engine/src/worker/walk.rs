@@ -10,6 +10,8 @@ use crate::tenant::TenantId;
 pub struct ItemMeta<'a> {
     /// The tenant that owns the item.
     pub tenant: TenantId,
+    /// The database the item is stored in ([`Worker::select`]).
+    pub db: u8,
     /// Key bytes.
     pub key: &'a [u8],
     /// Value length in bytes.
@@ -58,6 +60,7 @@ impl Worker {
                 }
                 f(ItemMeta {
                     tenant: TenantId(rec.tenant()),
+                    db: rec.db(),
                     key: rec.key(),
                     value_len: rec.value_len(),
                     size: rec.size(),

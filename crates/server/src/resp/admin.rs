@@ -67,7 +67,7 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("timeout", c.idle_timeout.to_string()),
         ("port", ctx.shared.resp_port.unwrap_or(ctx.shared.main_port).to_string()),
         ("bind", c.listen.clone()),
-        ("databases", "1".into()),
+        ("databases", ctx.shared.databases.count().to_string()),
         ("save", String::new()),
         ("appendonly", "no".into()),
         ("proto-max-bulk-len", c.resp_limits().max_bulk_len.to_string()),
@@ -292,7 +292,7 @@ fn client_line(
     let flags = if sub + psub + ssub > 0 { "P" } else { "N" };
     let _ = writeln!(
         out,
-        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db=0 sub={sub} \
+        "id={id} addr={} laddr={} fd=0 name={} age={} idle={} flags={flags} db={} sub={sub} \
          psub={psub} ssub={ssub} multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 obl=0 \
          oll=0 omem=0 tot-mem={} events=r cmd={} user={user} redir=-1 resp={resp}",
         e.peer,
@@ -300,6 +300,7 @@ fn client_line(
         e.name,
         now.saturating_sub(e.created_ms) / 1000,
         now.saturating_sub(e.last_command_ms.load(std::sync::atomic::Ordering::Relaxed)) / 1000,
+        e.pending.db.load(std::sync::atomic::Ordering::Relaxed),
         e.memory,
         last_command(e),
     );

@@ -1,4 +1,4 @@
-//! Connection commands: PING, ECHO, QUIT, HELLO, AUTH, ACL WHOAMI, SELECT and RESET.
+//! Connection commands: PING, ECHO, QUIT, HELLO, AUTH, ACL WHOAMI and RESET.
 
 use fridge_engine::TenantId;
 use fridge_proto::resp::{
@@ -6,7 +6,7 @@ use fridge_proto::resp::{
     write_simple, write_wrong_arity,
 };
 
-use super::{NOT_INTEGER, SYNTAX, Spec, int_arg, unknown_subcommand};
+use super::{SYNTAX, Spec, int_arg, unknown_subcommand};
 use crate::session::{Ctx, Session};
 use crate::tenants::Login;
 
@@ -97,20 +97,6 @@ pub(super) fn acl(
     write_bulk(out, name.as_bytes());
 }
 
-pub(super) fn select(
-    cmd: &Command<'_>,
-    out: &mut Vec<u8>,
-    _: &mut Session,
-    _: &mut Ctx<'_>,
-    _: &Spec,
-) {
-    match int_arg(cmd.get(1).unwrap_or_default()) {
-        Some(0) => write_simple(out, b"OK"),
-        Some(_) => write_error(out, b"ERR DB index is out of range"),
-        None => write_error(out, NOT_INTEGER),
-    }
-}
-
 /// Redis's RESET also logs the client out (back to `default`, or to nothing).
 pub(super) fn reset(
     _: &Command<'_>,
@@ -121,6 +107,7 @@ pub(super) fn reset(
 ) {
     s.version = Version::Resp2;
     s.tx = None;
+    super::databases::set_db(s, 0);
     if let Some(subs) = &mut s.pubsub {
         subs.clear(s.id, &ctx.shared.pubsub);
     }

@@ -7,7 +7,6 @@ use std::io::Write as _;
 use fridge_engine::Update;
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_error, write_integer, write_simple,
-    write_wrong_arity,
 };
 
 use super::glob::glob_match;
@@ -129,10 +128,11 @@ pub(super) fn dbsize(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    write_integer(out, ctx.shared.engine.item_count(s.tenant) as i64);
+    let dbs = ctx.shared.engine.db_stats(s.tenant);
+    write_integer(out, dbs[usize::from(ctx.engine.db())].keys as i64);
 }
 
-/// `FLUSHDB` and `FLUSHALL`: the tenant's keys.
+/// `FLUSHDB`: the keys of the client's database; `FLUSHALL`: of all the tenant's databases.
 pub(super) fn flush(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
@@ -140,16 +140,21 @@ pub(super) fn flush(
     ctx: &mut Ctx<'_>,
     c: &Spec,
 ) {
+    // Redis 7.0's `getFlushCommandFlags`: one optional ASYNC or SYNC, anything else a
+    // syntax error.
     let n = cmd.len();
-    if n > 2 {
-        return write_wrong_arity(out, c.name.as_bytes());
-    }
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    if n == 2 && !arg(1).eq_ignore_ascii_case(b"async") && !arg(1).eq_ignore_ascii_case(b"sync") {
+    if n > 2
+        || n == 2 && !arg(1).eq_ignore_ascii_case(b"async") && !arg(1).eq_ignore_ascii_case(b"sync")
+    {
         return write_error(out, SYNTAX);
     }
     stats::inc(&ctx.stats.cmd_flush);
-    ctx.engine.flush(s.tenant, 0);
+    if c.name == "flushdb" {
+        ctx.engine.flush_db(s.tenant);
+    } else {
+        ctx.engine.flush(s.tenant, 0);
+    }
     crate::notify::flushed(ctx, s.tenant, s.id);
     write_simple(out, b"OK");
 }

@@ -101,7 +101,7 @@ pub(super) fn rename(
     done(out);
 }
 
-/// `COPY source destination [DB n] [REPLACE]`: fridge has database 0 only.
+/// `COPY source destination [DB n] [REPLACE]`.
 pub(super) fn copy(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
@@ -110,18 +110,16 @@ pub(super) fn copy(
     _: &Spec,
 ) {
     let mut replace = false;
+    let (src_db, mut dst_db) = (ctx.engine.db(), ctx.engine.db());
     let mut j = 3;
     while j < cmd.len() {
         let o = arg(cmd, j);
         if o.eq_ignore_ascii_case(b"replace") {
             replace = true;
         } else if o.eq_ignore_ascii_case(b"db") && j + 1 < cmd.len() {
-            match int_arg(arg(cmd, j + 1)) {
-                Some(0) => {}
-                Some(n) if i32::try_from(n).is_ok() => {
-                    return write_error(out, b"ERR DB index is out of range");
-                }
-                _ => return write_error(out, NOT_INTEGER),
+            match super::databases::db_arg(ctx, arg(cmd, j + 1)) {
+                Ok(db) => dst_db = ctx.shared.databases.physical(s.tenant, db),
+                Err(e) => return write_error(out, e),
             }
             j += 1;
         } else {
@@ -130,12 +128,18 @@ pub(super) fn copy(
         j += 1;
     }
     let (src, dst) = (arg(cmd, 1), arg(cmd, 2));
-    if src == dst {
-        return write_error(out, b"ERR source and destination objects are the same");
+    if src == dst && src_db == dst_db {
+        return write_error(out, super::databases::SAME_OBJECT);
     }
     let Some(copied) = copy_out(ctx, s, src) else { return write_integer(out, 0) };
     let condition = if replace { Condition::Always } else { Condition::IfAbsent };
-    match store_copy(ctx, s, dst, &copied, condition) {
+    ctx.engine.select(dst_db);
+    let stored = store_copy(ctx, s, dst, &copied, condition);
+    if matches!(stored, Ok(StoreOutcome::Stored)) {
+        super::notify(ctx, s.tenant, crate::keyspace::GENERIC, "copy_to", dst);
+    }
+    ctx.engine.select(src_db);
+    match stored {
         Ok(StoreOutcome::Stored) => write_integer(out, 1),
         Ok(_) => write_integer(out, 0),
         Err(e) => engine_error(out, e),
@@ -156,7 +160,7 @@ pub(super) fn randomkey(
     _: &Spec,
 ) {
     let t = s.tenant;
-    if ctx.shared.engine.item_count(t) == 0 {
+    if ctx.shared.engine.db_stats(t)[usize::from(ctx.engine.db())].keys == 0 {
         return write_null(out, s.version);
     }
     let mut cursor = std::collections::hash_map::RandomState::new().build_hasher().finish();

@@ -17,7 +17,8 @@
 //! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, SORT, WAIT        |
 //! | `object.rs`     | OBJECT, MEMORY                                                    |
 //! | `dump.rs`       | DUMP, RESTORE                                                     |
-//! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, SELECT, RESET                 |
+//! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, RESET                         |
+//! | `databases.rs`  | SELECT, SWAPDB, MOVE                                              |
 //! | `admin.rs`      | INFO, CONFIG, CLIENT, TIME, LASTSAVE                              |
 //! | `command.rs`    | COMMAND (with `catalog.rs`: Redis's docs and key specifications)  |
 //! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
@@ -29,6 +30,7 @@ mod bits;
 mod catalog;
 mod command;
 mod connection;
+mod databases;
 mod debug;
 mod dump;
 pub(crate) mod glob;
@@ -179,7 +181,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("quit", -1, FAST | NOAUTH_OK, NONE, connection::quit),
     row("hello", -1, FAST | NOAUTH_OK, NONE, connection::hello),
     row("auth", -2, FAST | NOAUTH_OK, NONE, connection::auth),
-    row("select", 2, FAST, NONE, connection::select),
+    row("select", 2, FAST, NONE, databases::select),
     row("info", -1, 0, NONE, admin::info),
     row("config", -2, 0, NONE, admin::config),
     row("client", -2, 0, NONE, admin::client),
@@ -206,6 +208,8 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("rename", 3, WRITE, (1, 2, 1), keyspace::rename),
     row("renamenx", 3, WRITE | FAST, (1, 2, 1), keyspace::rename),
     row("copy", -3, WRITE | DENYOOM, (1, 2, 1), keyspace::copy),
+    row("move", 3, WRITE | FAST, KEY, databases::move_),
+    row("swapdb", 3, WRITE | FAST, NONE, databases::swapdb),
     row("randomkey", 1, READONLY, NONE, keyspace::randomkey),
     row("expiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
     row("pexpiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
@@ -401,7 +405,11 @@ fn run_spec(
     let row = stat_row(c, cmd);
     s.pending.last_row.store(row.wrapping_add(1), Ordering::Relaxed);
     let (start, began) = (out.len(), std::time::Instant::now());
+    // The client's database, through its tenant's SWAPDB map, for this command only: outside
+    // a RESP command (memcached's included) the engine handle is in database 0.
+    ctx.engine.select(ctx.shared.databases.physical(s.tenant, s.db));
     (c.run)(cmd, out, s, ctx, c);
+    ctx.engine.select(0);
     if !s.resume.suspended {
         let nanos = u64::try_from(began.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let failed = out.get(start) == Some(&b'-');
@@ -479,8 +487,9 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
     full
 }
 
-/// A command changed `key`: publishes the keyspace notification (see `crate::notify`) and
-/// sends client-side caching's invalidations (`crate::tracking`).
+/// A command changed `key` (of the database the engine handle has selected): publishes the
+/// keyspace notification (see `crate::notify`) and sends client-side caching's invalidations
+/// (`crate::tracking`).
 #[inline]
 fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
     crate::notify::changed(ctx, tenant, class, event, key);
@@ -490,7 +499,11 @@ fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u
 /// no second invalidation.
 #[inline]
 fn notify_only(ctx: &Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
-    crate::notify::key_event(ctx.shared, ctx.worker, tenant, class, event, key);
+    let shared = ctx.shared;
+    if shared.notify.wants(class) {
+        let db = shared.databases.logical(tenant, ctx.engine.db());
+        crate::notify::key_event(shared, ctx.worker, tenant, db, class, event, key);
+    }
 }
 
 fn no_permission(out: &mut Vec<u8>, command: &[u8]) {

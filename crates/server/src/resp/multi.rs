@@ -118,10 +118,10 @@ pub(super) fn watch(
         return write_error(out, WATCH_INSIDE);
     }
     let limit = ctx.shared.config.client_memory_limit();
-    let tenant = s.tenant;
+    let (tenant, db) = (s.tenant, s.db);
     let t = s.tx.get_or_insert_with(Box::default);
     for key in cmd.iter().skip(1) {
-        if t.watched.iter().any(|w| w.tenant == tenant && *w.key == *key) {
+        if t.watched.iter().any(|w| w.tenant == tenant && w.db == db && *w.key == *key) {
             continue;
         }
         if t.bytes() + key.len() + std::mem::size_of::<Watched>() > limit {
@@ -129,7 +129,7 @@ pub(super) fn watch(
         }
         let seen = ctx.engine.get(tenant, key, |i| (i.cas, i.expires_at_ms));
         t.watched_bytes += key.len() + std::mem::size_of::<Watched>();
-        t.watched.push(Watched { tenant, key: key.into(), seen });
+        t.watched.push(Watched { tenant, db, key: key.into(), seen });
     }
     out.extend_from_slice(b"+OK\r\n");
 }
@@ -168,10 +168,10 @@ pub(super) fn exec(
     }
     let shared = ctx.shared;
     let _gates = shared.gates.enter_all();
-    let changed = t
-        .watched
-        .iter()
-        .any(|w| w.seen != ctx.engine.get(w.tenant, &w.key, |i| (i.cas, i.expires_at_ms)));
+    let changed = t.watched.iter().any(|w| {
+        ctx.engine.select(shared.databases.physical(w.tenant, w.db));
+        w.seen != ctx.engine.get(w.tenant, &w.key, |i| (i.cas, i.expires_at_ms))
+    });
     if changed {
         return r::write_null_array(out, s.version);
     }

@@ -106,10 +106,17 @@ pub(crate) fn write_info(
     }
     if wants(sections, "keyspace", true) {
         out.extend_from_slice(b"# Keyspace\r\n");
-        let keys = shared.engine.item_count(view.tenant);
-        let expires = shared.engine.expiring_count(view.tenant);
-        if keys > 0 {
-            let _ = write!(out, "db0:keys={keys},expires={expires},avg_ttl=0\r\n");
+        // One line per database with keys, in the clients' numbering (after SWAPDBs).
+        // `avg_ttl` is exact to the second (`fridge_engine::DbStats::avg_ttl_ms`).
+        let dbs = shared.engine.db_stats(view.tenant);
+        let map = shared.databases.map(view.tenant);
+        let now = crate::shared::precise_now_ms(shared.now_ms());
+        for db in 0..shared.databases.count() {
+            let d = &dbs[usize::from(map[usize::from(db)])];
+            if d.keys > 0 {
+                let (keys, expires, ttl) = (d.keys, d.expires, d.avg_ttl_ms(now));
+                let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl={ttl}\r\n");
+            }
         }
         out.extend_from_slice(b"\r\n");
     }

@@ -127,6 +127,10 @@ impl Policy for Belady {
         self.map.contains_key(&key)
     }
 
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        self.map.get(&key).map(|o| o.size)
+    }
+
     #[cfg(test)]
     fn validate(&self) {
         let bytes: u64 = self.map.values().map(|o| u64::from(o.size)).sum();

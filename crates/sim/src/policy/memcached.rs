@@ -376,6 +376,10 @@ impl Policy for Memcached {
         self.map.contains_key(&key)
     }
 
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        self.map.get(&key).map(|&idx| self.arena[idx].size)
+    }
+
     #[cfg(test)]
     fn validate(&self) {
         let mut pages = self.free_pages;

@@ -21,7 +21,9 @@
 //!   new size (older libCacheSim's `cache_check` did this; the current one keeps the old size).
 //!   If the cache is now over capacity, the policy evicts in its normal order until it fits
 //!   again, which can evict the object just hit when it alone no longer fits. So
-//!   `used() <= capacity()` always holds after `access` returns.
+//!   `used() <= capacity()` always holds after `access` returns. The simulator's
+//!   `--size-change keep` gets current libCacheSim's behaviour from any policy without
+//!   changing it: the driver asks [`Policy::resident_size`] and hands a hit the stored size.
 //! - Policies may refuse admission where their model says so (S3-FIFO: objects larger than
 //!   its small queue; memcached: no chunk for the slab class). That counts as a miss.
 //!
@@ -121,6 +123,10 @@ pub trait Policy {
     /// access and changes nothing.
     fn contains(&self, key: u64) -> bool;
 
+    /// The size `key` is stored with, if it is resident (for any tenant, in
+    /// [`Partitioned`]). Does not count as an access and changes nothing.
+    fn resident_size(&self, key: u64) -> Option<u32>;
+
     /// Checks internal invariants (list links, byte and object counts); panics if broken.
     #[cfg(test)]
     fn validate(&self);
@@ -144,6 +150,9 @@ impl<P: Policy + ?Sized> Policy for Box<P> {
     }
     fn contains(&self, key: u64) -> bool {
         (**self).contains(key)
+    }
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        (**self).resident_size(key)
     }
     #[cfg(test)]
     fn validate(&self) {

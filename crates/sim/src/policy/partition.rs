@@ -76,6 +76,10 @@ impl<P: Policy> Policy for Partitioned<P> {
         self.parts.iter().any(|p| p.contains(key))
     }
 
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        self.parts.iter().find_map(|p| p.resident_size(key))
+    }
+
     #[cfg(test)]
     fn validate(&self) {
         for p in &self.parts {

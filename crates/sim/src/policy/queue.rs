@@ -103,6 +103,10 @@ impl<R: QueueRule> Policy for QueuePolicy<R> {
         self.map.contains_key(&key)
     }
 
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        self.map.get(&key).map(|&idx| self.arena[idx].size)
+    }
+
     #[cfg(test)]
     fn validate(&self) {
         self.queue.validate(&self.arena);

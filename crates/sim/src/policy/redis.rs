@@ -198,6 +198,10 @@ impl Policy for RedisLru {
         self.map.contains_key(&key)
     }
 
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        self.map.get(&key).map(|&idx| self.entries[idx as usize].size)
+    }
+
     #[cfg(test)]
     fn validate(&self) {
         assert_eq!(self.map.len(), self.entries.len());

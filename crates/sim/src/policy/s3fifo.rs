@@ -243,6 +243,10 @@ impl Policy for S3Fifo {
         self.map.contains_key(&key)
     }
 
+    fn resident_size(&self, key: u64) -> Option<u32> {
+        self.map.get(&key).map(|&idx| self.arena[idx].size)
+    }
+
     #[cfg(test)]
     fn validate(&self) {
         self.small.validate(&self.arena);

@@ -387,7 +387,7 @@ fn parse_time(s: &str, unit: TimeUnit) -> Option<u64> {
 }
 
 /// 64-bit FNV-1a, then [`mix64`] to spread FNV's weak low bits.
-fn hash_key(bytes: &[u8]) -> u64 {
+pub(super) fn hash_key(bytes: &[u8]) -> u64 {
     const OFFSET: u64 = 0xCBF2_9CE4_8422_2325;
     const PRIME: u64 = 0x0000_0100_0000_01B3;
     mix64(bytes.iter().fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME)))

@@ -64,7 +64,7 @@ impl SizeModel {
         }
     }
 
-    fn sizes(&self, key: u64) -> (u32, u32) {
+    pub(super) fn sizes(&self, key: u64) -> (u32, u32) {
         const KEY_SALT: u64 = 0x4B4F_4B53_0000_0001;
         (
             self.key_size.sample_for_key(key, self.seed ^ KEY_SALT),

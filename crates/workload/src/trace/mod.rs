@@ -9,19 +9,25 @@
 //! |---|---|---|
 //! | libCacheSim oracleGeneral (binary, 24-byte records) | [`OracleReader`] | [`OracleWriter`], [`write_oracle_general`] |
 //! | CSV with caller-mapped columns (incl. Twitter's and CloudPhysics's) | [`CsvReader`] | [`CsvWriter`] |
-//! | key-only big-endian `i32`/`i64` streams, xz-compressed or not (cache2k, scarab) | [`KeyOnlyReader`] | — |
+//! | key-only big-endian `i32`/`i64` streams (cache2k, scarab) | [`KeyOnlyReader`] | — |
+//! | libCacheSim txt: one object id per line | [`TxtReader`] | — |
 //!
 //! [`Format`] names a file's format with what reading it needs, and [`Format::open`] picks the
 //! reader: the one place where the simulator and the load generator turn a trace file into
-//! requests.
+//! requests. Any format may be gzip-, Zstandard- or xz-compressed; the file name's extension
+//! says which ([`input`]).
 
 mod csv;
+pub mod input;
 mod keyonly;
 mod oracle;
+mod txt;
 
 pub use csv::{Column, CsvFormat, CsvReader, CsvWriter, KeyFormat, TimeUnit};
+pub use input::{Compression, TraceInput, inner_extension, open_input};
 pub use keyonly::{KeyOnlyReader, KeyWidth, SizeModel, XzFileReader};
 pub use oracle::{OracleReader, OracleWriter, annotate_next_access, write_oracle_general};
+pub use txt::TxtReader;
 
 use std::collections::HashMap;
 use std::io::{self, Read};
@@ -40,22 +46,35 @@ pub enum Format {
     Oracle,
     /// Delimited text with this column mapping.
     Csv(CsvFormat),
-    /// xz-compressed big-endian keys of this width, sizes from the model.
-    KeyOnlyXz(KeyWidth, SizeModel),
+    /// Big-endian keys of this width, sizes from the model (cache2k's and scarab's traces
+    /// are xz-compressed: `.xz`).
+    KeyOnly(KeyWidth, SizeModel),
+    /// One object id per line (libCacheSim's `txt`), sizes 1 byte each or from the model.
+    Txt(KeyFormat, Option<SizeModel>),
 }
 
 impl Format {
-    /// Opens `path` with this format's reader.
+    /// Opens `path` with this format's reader, decompressing as its extension says
+    /// ([`open_input`]).
     ///
     /// # Errors
     /// The file cannot be opened, or its header (CSV) is bad.
     pub fn open(&self, path: &Path) -> Result<TraceStream, Error> {
+        self.read(open_input(path)?)
+    }
+
+    /// Reads `input` (already decompressed) with this format's reader.
+    ///
+    /// # Errors
+    /// A bad header (CSV).
+    pub fn read(&self, input: TraceInput) -> Result<TraceStream, Error> {
         Ok(match self {
-            Format::Oracle => Box::new(OracleReader::open(path)?),
-            Format::Csv(format) => Box::new(CsvReader::open(path, format.clone())?),
-            Format::KeyOnlyXz(width, sizes) => {
-                Box::new(KeyOnlyReader::open_xz(path, *width, sizes.clone())?)
+            Format::Oracle => Box::new(OracleReader::new(input)),
+            Format::Csv(format) => Box::new(CsvReader::new(input, format.clone())?),
+            Format::KeyOnly(width, sizes) => {
+                Box::new(KeyOnlyReader::new(input, *width, sizes.clone()))
             }
+            Format::Txt(keys, sizes) => Box::new(TxtReader::new(input, *keys, sizes.clone())),
         })
     }
 

@@ -259,3 +259,66 @@ fn corrupt_xz_is_an_error_not_a_panic() {
     let reqs = collect(KeyOnlyReader::new(plain, KeyWidth::I64, SizeModel::fixed(1, 1)));
     assert_eq!(reqs[0].key, 42);
 }
+
+/// `plain` compressed as `c` would be written by its usual tool.
+fn compress(plain: &[u8], c: Compression) -> Vec<u8> {
+    use std::io::Write;
+    match c {
+        Compression::None => plain.to_vec(),
+        Compression::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            e.write_all(plain).unwrap();
+            e.finish().unwrap()
+        }
+        Compression::Zstd => zstd::encode_all(plain, 3).unwrap(),
+        Compression::Xz => {
+            let mut e = liblzma::write::XzEncoder::new(Vec::new(), 6);
+            e.write_all(plain).unwrap();
+            e.finish().unwrap()
+        }
+    }
+}
+
+#[test]
+fn every_format_reads_compressed_by_its_extension() {
+    let requests: Vec<Request> =
+        (0..500u64).map(|i| Request::get(i % 37, 100 + i as u32)).collect();
+    let mut oracle = Vec::new();
+    write_oracle_general(&mut oracle, &requests).unwrap();
+    let txt: String = requests.iter().map(|r| format!("{}\n", r.key)).collect();
+    for (c, ext) in [
+        (Compression::None, ""),
+        (Compression::Gzip, ".gz"),
+        (Compression::Zstd, ".zst"),
+        (Compression::Xz, ".xz"),
+    ] {
+        let packed = compress(&oracle, c);
+        assert_eq!(Compression::sniff(&packed), c, "{ext}: magic number");
+        let path = TempPath::new(&format!("c.oracleGeneral.bin{ext}"));
+        std::fs::write(&path.0, &packed).unwrap();
+        assert_eq!(Compression::from_path(&path.0), c);
+        assert_eq!(inner_extension(&path.0), "bin", "{ext}");
+        let got: Vec<Request> = Format::Oracle.open(&path.0).unwrap().map(Result::unwrap).collect();
+        assert_eq!(got.len(), requests.len(), "{ext}");
+        assert!(
+            got.iter().zip(&requests).all(|(a, b)| (a.key, a.value_size) == (b.key, b.value_size))
+        );
+        // Two concatenated frames/members/streams read as one trace, as their tools do.
+        let mut twice = packed.clone();
+        twice.extend_from_slice(&compress(&oracle, c));
+        std::fs::write(&path.0, &twice).unwrap();
+        assert_eq!(Format::Oracle.open(&path.0).unwrap().count(), 2 * requests.len(), "{ext}");
+
+        let path = TempPath::new(&format!("c.txt{ext}"));
+        std::fs::write(&path.0, compress(txt.as_bytes(), c)).unwrap();
+        let keys: Vec<u64> = Format::Txt(KeyFormat::Integer, None)
+            .open(&path.0)
+            .unwrap()
+            .map(|r| r.unwrap().key)
+            .collect();
+        assert_eq!(keys, requests.iter().map(|r| r.key).collect::<Vec<_>>(), "txt{ext}");
+    }
+    assert_eq!(Compression::sniff(b"1\n2\n"), Compression::None);
+    assert_eq!(inner_extension(Path::new("w.trace.XZ")), "trace");
+    assert_eq!(inner_extension(Path::new("noext")), "");
+}
