@@ -393,10 +393,10 @@ pub(crate) struct Survivor {
     pub(crate) age: u8,
     pub(crate) size: u32,
     pub(crate) tenant: u8,
-    /// Its hitmap zone.
-    pub(crate) zone: u8,
-    /// The zone it needs to be kept (`Eviction::Queues`; 0 otherwise).
-    pub(crate) min_zone: u8,
+    /// Its reads since it entered its queue (`Record::freq`).
+    pub(crate) freq: u8,
+    /// The reads it needs to be kept (`Eviction::Queues`; 0 otherwise).
+    pub(crate) min_freq: u8,
     /// The queue of its segment.
     pub(crate) queue: u8,
 }

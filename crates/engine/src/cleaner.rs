@@ -46,14 +46,14 @@ use std::sync::atomic::Ordering;
 
 use crate::arbiter::Need;
 use crate::cache::{CleanerState, Inner, Survivor, is_expired};
+use crate::config::Eviction;
 use crate::epoch::{Guard, Slot};
 use crate::events::KeyEventKind;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash_in};
 use crate::index::Loc;
-use crate::item::{NewItem, Record, STATE_FREQ, STATE_FREQ_SHIFT};
+use crate::item::{NewItem, Record};
 use crate::rank::RankInput;
-use crate::config::Eviction;
 use crate::segment::{CLEANER_RESERVE, MAIN, SMALL, SegmentHeader};
 use crate::stats::Counters;
 use crate::tenant::{IdleTax, TenantId, TenantState};
@@ -187,17 +187,16 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // its segments leave it, soon.
     let queues = match inner.config.eviction {
         Eviction::Memshare => None,
-        Eviction::Queues { small_percent, promote_zone, keep_zone } => {
-            Some((small_percent, promote_zone, keep_zone))
-        }
+        Eviction::Queues(q) => Some(q),
     };
     let mut candidates = inner.segments.take_reclaimable(
         n_max,
         (reserved * segment_size + head_room).saturating_sub(slack),
         queues.map(|_| MAIN),
     );
-    // The zone a survivor of each candidate needs to be kept (0: all may be kept).
-    let mut min_zone = [0u8; 2];
+    // The reads a survivor needs to be kept, by its segment's queue (small, main); 0: any
+    // survivor may be kept.
+    let mut min_reads = [0u8; 2];
     let mut outputs_left = reserved;
     if candidates.is_empty() && reserved < CLEANER_RESERVE && inner.segments.retired_count() > 0 {
         // No room to compact into only because retired segments wait for readers to leave
@@ -206,18 +205,18 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     }
     if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
-        if let Some((small_percent, promote_zone, keep_zone)) = queues {
-            // S3-FIFO: evict from the small queue while it holds more than its share.
+        if let Some(q) = queues {
+            // S3-FIFO: evict from the small queue while it holds more than its share, else
+            // from the main queue (or from whichever is not empty).
             let small = inner.segments.queue_count(SMALL);
-            let over = small * 100 > inner.segments.count() * usize::from(small_percent);
+            let over = small * 100 > inner.segments.count() * usize::from(q.small_percent);
             let first = if over { SMALL } else { MAIN };
-            let victims: usize = std::env::var("EVVICTIMS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
-            let n = victims.min(outputs_available + 1);
+            let n = QUEUE_CANDIDATES.min(outputs_available + 1);
             candidates = inner.segments.take_oldest_of(first, n);
             if candidates.is_empty() {
                 candidates = inner.segments.take_oldest_of(first ^ 1, n);
             }
-            min_zone = [promote_zone, keep_zone];
+            min_reads = [q.promote_reads.max(1), q.keep_reads.max(1)];
             outputs_left = n.saturating_sub(1);
         } else {
             let n = n_max.min(outputs_available + 1);
@@ -253,8 +252,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 loc,
                 hash,
                 rank: 0,
-                zone: (rec.state() & STATE_FREQ) >> STATE_FREQ_SHIFT,
-                min_zone: min_zone[usize::from(queue & 1)],
+                freq: rec.freq(),
+                min_freq: min_reads[usize::from(queue == MAIN)],
                 queue,
                 large: rec.value_len() >= inner.config.large_value_threshold,
                 age: recency.wrapping_sub(rec.access()),
@@ -269,11 +268,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     state.digests.clear();
     state.digests.extend(survivors.iter().map(|s| digest_of(s.hash) & !1));
     inner.metadata.temperatures(&state.digests, &mut state.temperatures);
-    let use_zone = std::env::var_os("EVZONE").is_some();
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
-        if use_zone {
-            s.zone = t.zone;
-        }
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
         s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);
     }
@@ -291,7 +286,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // The ghost remembers about as many keys as the main queue holds (S3-FIFO).
     let ghost_length = if inner.ghost.is_some() {
         let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
-        items as usize * 9 / 10
+        let percent = queues.map_or(0, |q| usize::from(q.ghost_percent));
+        items as usize * percent / 100
     } else {
         0
     };
@@ -303,7 +299,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         let next = if by_need_order { needy.next() } else { ranked.next().map(|i| (i, true)) };
         let Some((i, keep)) = next else { break };
         let s = &survivors[i];
-        let keep = keep && s.zone >= s.min_zone;
+        // With queues, only items read often enough may stay.
+        let keep = keep && s.freq >= s.min_freq;
         let copied = if keep {
             copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
         } else {
@@ -315,8 +312,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                     relocated.0 += 1;
                     relocated.1 += size as u64;
                     // State bits set on the old record while it was copied carry over.
-                    let carry = inner.record(&guard, s.loc).state() & !STATE_FREQ;
-                    inner.record(&guard, new).set_state(carry);
+                    inner.record(&guard, new).set_state(inner.record(&guard, s.loc).state());
                     if size != s.size as usize {
                         // A wide expiry that fits the compact field in the new segment.
                         let t = &inner.tenants[usize::from(s.tenant)];
@@ -346,10 +342,6 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         }
     }
     drop(guard);
-    if std::env::var_os("EVDEBUG").is_some() {
-        let q: Vec<u8> = candidates.iter().map(|&c| inner.segments.header(c).queue.load(Ordering::Relaxed)).collect();
-        eprintln!("PASS q={q:?} min={min_zone:?} surv={} rel={} ev={}", survivors.len(), relocated.0, evicted.len());
-    }
     inner.segments.retire(&candidates, &inner.epochs);
     for &(tenant, ..) in &evicted {
         Counters::add(&inner.tenants[usize::from(tenant)].evictions, 1);
@@ -365,6 +357,10 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     inner.cleaner_scratch.store(state.scratch_bytes(), Ordering::Relaxed);
     true
 }
+
+/// Segments a pass takes from a queue (`Eviction::Queues`): it keeps at most one segment's
+/// worth of their items, so it relocates at most about one item per item it evicts.
+const QUEUE_CANDIDATES: usize = 2;
 
 /// Records sampled from the start of each scored segment when choosing candidates by need.
 const SCORE_RECORDS: usize = 32;
@@ -510,17 +506,15 @@ fn copy_out(
         expires_at_ms: inner.expires_at(&rec, s.loc),
         cas: rec.cas(),
         access,
-        state: match s.min_zone {
-            0 => rec.state(),
-            // Queues: an item promoted from the small queue starts over; one kept in the main
-            // queue spends a read (S3-FIFO).
-            _ => {
-                let freq = (rec.state() & STATE_FREQ) >> STATE_FREQ_SHIFT;
-                let freq = if s.queue == SMALL { 0 } else { freq.saturating_sub(1) };
-                rec.state() & !STATE_FREQ | freq << STATE_FREQ_SHIFT
-            }
-        },
+        state: rec.state(),
         touched: rec.touched(),
+        // Queues: an item promoted from the small queue starts over; one kept in the main
+        // queue spends a read (S3-FIFO).
+        freq: match (s.min_freq, s.queue) {
+            (0, _) => rec.freq(),
+            (_, SMALL) => 0,
+            _ => rec.freq().saturating_sub(1),
+        },
     };
     loop {
         if let Some(seg) = *head {

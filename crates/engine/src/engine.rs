@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::ghost::Ghost;
 use crate::arbiter::Arbiter;
 use crate::arena::Arena;
 use crate::budget::{self, LEND_AHEAD, LimitError};
@@ -17,6 +16,7 @@ use crate::config::{CleanerMode, EngineConfig};
 use crate::epoch::{Epochs, Guard, Slot};
 use crate::error::{ConfigError, EngineError};
 use crate::expiry;
+use crate::ghost::Ghost;
 use crate::index::Index;
 use crate::item;
 use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata};
@@ -63,7 +63,7 @@ impl Engine {
         let epochs = Epochs::new(config.max_participants + 2);
         let cleaner_id = epochs.register().ok_or_else(|| ConfigError("no epoch slot".into()))?;
         let ghost = match config.eviction {
-            crate::config::Eviction::Queues { .. } => Some(Ghost::new(config.hitmap_capacity())),
+            crate::config::Eviction::Queues(_) => Some(Ghost::new(config.hitmap_capacity())),
             crate::config::Eviction::Memshare => None,
         };
         let ghost_bytes = ghost.as_ref().map_or(0, Ghost::bytes);

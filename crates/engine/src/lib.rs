@@ -70,7 +70,7 @@ mod worker;
 
 pub use budget::LimitError;
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use config::{CleanerMode, EngineConfig, Eviction};
+pub use config::{CleanerMode, EngineConfig, Eviction, Queues};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};

@@ -214,6 +214,7 @@ impl Worker {
             access: self.inner.recency(),
             state: req.state,
             touched: item::touched_stamp(self.inner.now_ms()),
+            freq: 0,
         };
         // A key the small queue evicted lately goes straight to the main queue (S3-FIFO).
         let ghost = self.inner.ghost.as_ref().is_some_and(|g| g.contains(hash));
@@ -410,6 +411,7 @@ impl Worker {
                         access: inner.recency(),
                         state,
                         touched: item::touched_stamp(inner.now_ms()),
+                        freq: 0,
                     };
                     match self.write_item(&item, &[&buf], SMALL) {
                         Ok(new) => (new, result, expires_at_ms, item.cas, carry),
