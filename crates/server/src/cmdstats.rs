@@ -17,12 +17,12 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The rows of `resp::COMMANDS`, the Redis command table.
-pub const COMMAND_ROWS: usize = 93;
+pub const COMMAND_ROWS: usize = 101;
 
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's
 /// subcommands of the containers fridge has; an unknown subcommand is no call of any.
-pub(crate) const SUBCOMMANDS: [&str; 56] = [
+pub(crate) const SUBCOMMANDS: [&str; 71] = [
     "acl|cat",
     "acl|deluser",
     "acl|dryrun",
@@ -64,6 +64,15 @@ pub(crate) const SUBCOMMANDS: [&str; 56] = [
     "config|resetstat",
     "config|rewrite",
     "config|set",
+    "function|delete",
+    "function|dump",
+    "function|flush",
+    "function|help",
+    "function|kill",
+    "function|list",
+    "function|load",
+    "function|restore",
+    "function|stats",
     "latency|doctor",
     "latency|help",
     "latency|history",
@@ -75,6 +84,12 @@ pub(crate) const SUBCOMMANDS: [&str; 56] = [
     "pubsub|numsub",
     "pubsub|shardchannels",
     "pubsub|shardnumsub",
+    "script|debug",
+    "script|exists",
+    "script|flush",
+    "script|help",
+    "script|kill",
+    "script|load",
     "slowlog|get",
     "slowlog|help",
     "slowlog|len",

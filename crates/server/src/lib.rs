@@ -89,6 +89,7 @@ mod password;
 pub mod process;
 mod pubsub;
 mod resp;
+mod script;
 mod server;
 mod session;
 mod shared;

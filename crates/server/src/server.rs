@@ -139,6 +139,7 @@ impl Server {
             kill_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             pubsub: crate::pubsub::Hub::new(n, config.max_pubsub_output.bytes()),
             notify: crate::keyspace::KeyspaceEvents::default(),
+            scripting: crate::script::Scripting::default(),
             tracking: crate::tracking::Tracking::default(),
             databases: crate::databases::Databases::new(config.databases),
             wakers: Mutex::new(Vec::new()),

@@ -139,6 +139,8 @@ pub(crate) struct Shared {
     pub notify: crate::keyspace::KeyspaceEvents,
     /// Redis databases: how many, and each tenant's `SWAPDB` map.
     pub databases: crate::databases::Databases,
+    /// Scripting's Lua states and the running script (`crate::script`).
+    pub scripting: crate::script::Scripting,
 }
 
 impl Shared {

@@ -20,7 +20,8 @@
 //! `EXEC`, and which WATCH treats as a change. The memcached UDP threads have gates too (after
 //! the workers'), held while they answer one datagram.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 use fridge_engine::TenantId;
 
@@ -33,6 +34,21 @@ pub(crate) struct Gates {
 /// Every gate, held (dropping it opens them).
 pub(crate) struct AllGates<'a> {
     _held: Vec<MutexGuard<'a, ()>>,
+    /// This one marked the thread as holding every gate (the outermost).
+    outermost: bool,
+}
+
+impl Drop for AllGates<'_> {
+    fn drop(&mut self) {
+        if self.outermost {
+            HOLDS_ALL.set(false);
+        }
+    }
+}
+
+thread_local! {
+    /// The thread holds every gate: an `EVAL` queued in a transaction runs inside `EXEC`'s.
+    static HOLDS_ALL: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 impl Gates {
@@ -40,22 +56,76 @@ impl Gates {
         Self { gates: (0..workers.max(1)).map(|_| Mutex::new(())).collect() }
     }
 
-    /// Holds worker `w`'s gate while one command runs. (A gate guards no data, so a panic
-    /// that poisoned it changes nothing.)
+    /// Holds worker `w`'s gate while one command runs (memcached's commands: they wait out a
+    /// script, as they have no `BUSY` reply).
     #[inline]
     pub fn enter(&self, w: usize) -> Option<MutexGuard<'_, ()>> {
         let g = self.gates.get(w)?;
         Some(g.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    /// Holds every gate, taken in index order. The caller must hold none.
-    pub fn enter_all(&self) -> AllGates<'_> {
-        let held = self
-            .gates
-            .iter()
-            .map(|g| g.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
-            .collect();
-        AllGates { _held: held }
+    /// Holds worker `w`'s gate while one command runs, unless `give_up` says so first (a
+    /// script has run past `busy-reply-threshold`: see [`poll_lock`]). (A gate guards no
+    /// data, so a panic that poisoned it changes nothing.)
+    #[inline]
+    pub fn enter_unless(
+        &self,
+        w: usize,
+        give_up: impl Fn() -> bool,
+    ) -> Result<Option<MutexGuard<'_, ()>>, GaveUp> {
+        match self.gates.get(w) {
+            Some(g) => poll_lock(g, give_up).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Holds every gate, taken in index order, unless `give_up` says so first (then none is
+    /// held). The caller must hold none of them, or all: a script queued in a transaction
+    /// runs inside `EXEC`, whose gates it then uses (nothing more is taken).
+    pub fn enter_all_unless(&self, give_up: impl Fn() -> bool) -> Result<AllGates<'_>, GaveUp> {
+        if HOLDS_ALL.get() {
+            return Ok(AllGates { _held: Vec::new(), outermost: false });
+        }
+        let mut held = Vec::with_capacity(self.gates.len());
+        for g in &self.gates {
+            held.push(poll_lock(g, &give_up)?);
+        }
+        HOLDS_ALL.set(true);
+        Ok(AllGates { _held: held, outermost: true })
+    }
+}
+
+/// [`poll_lock`] stopped waiting.
+#[derive(Debug)]
+pub(crate) struct GaveUp;
+
+/// Takes `m`, or gives up when `give_up` says so while it waits. Uncontended, this is one
+/// `try_lock` (what `lock` costs). Contended, it spins a little, then yields, then sleeps
+/// 100 µs between tries, asking `give_up` each time: a worker never sleeps in `lock` behind
+/// a script that may run for seconds, so it can answer `BUSY` once the script is past its
+/// threshold (`docs/threads.md`).
+pub(crate) fn poll_lock<T>(
+    m: &Mutex<T>,
+    give_up: impl Fn() -> bool,
+) -> Result<MutexGuard<'_, T>, GaveUp> {
+    let mut tries = 0u32;
+    loop {
+        match m.try_lock() {
+            Ok(g) => return Ok(g),
+            Err(TryLockError::Poisoned(e)) => return Ok(e.into_inner()),
+            Err(TryLockError::WouldBlock) => {}
+        }
+        if give_up() {
+            return Err(GaveUp);
+        }
+        tries += 1;
+        if tries < 64 {
+            std::hint::spin_loop();
+        } else if tries < 128 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(100));
+        }
     }
 }
 

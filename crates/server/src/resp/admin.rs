@@ -1,6 +1,7 @@
 //! Server commands: INFO, CONFIG, CLIENT, TIME and LASTSAVE.
 
 use std::io::Write as _;
+use std::sync::atomic::Ordering::Relaxed;
 
 use fridge_engine::TenantId;
 use fridge_proto::number::{self, MAX_DIGITS, u64_digits};
@@ -78,6 +79,8 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("slowlog-log-slower-than", ctx.shared.slowlog.slower_than().to_string()),
         ("slowlog-max-len", ctx.shared.slowlog.max_len().to_string()),
         ("latency-monitor-threshold", ctx.shared.latency.threshold().to_string()),
+        ("busy-reply-threshold", ctx.shared.scripting.threshold_ms.load(Relaxed).to_string()),
+        ("lua-time-limit", ctx.shared.scripting.threshold_ms.load(Relaxed).to_string()),
     ]
 }
 
@@ -109,6 +112,7 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     const AS_THEY_ARE: [(&str, &str); 2] = [("save", ""), ("appendonly", "no")];
     let (mut maxmemory, mut rank, mut latency) = (None, None, None);
     let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
+    let mut busy_ms = None;
     for i in (2..cmd.len()).step_by(2) {
         let p = arg(i);
         if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
@@ -149,6 +153,18 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
             let max = crate::slowlog::MAX_LEN as i64;
             match ranged(out, "slowlog-max-len", arg(i + 1), 0, max) {
                 Some(n) => slow_len = Some(n as usize),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"busy-reply-threshold")
+            || p.eq_ignore_ascii_case(b"lua-time-limit")
+        {
+            let name = if p.eq_ignore_ascii_case(b"lua-time-limit") {
+                "lua-time-limit"
+            } else {
+                "busy-reply-threshold"
+            };
+            match ranged(out, name, arg(i + 1), 0, i64::MAX) {
+                Some(n) => busy_ms = Some(n as u64),
                 None => return,
             }
         } else if let Some((name, wanted)) =
@@ -195,6 +211,9 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     }
     if let Some(n) = slower {
         ctx.shared.slowlog.set_slower_than(n);
+    }
+    if let Some(ms) = busy_ms {
+        ctx.shared.scripting.threshold_ms.store(ms, Relaxed);
     }
     if let Some(n) = slow_len {
         ctx.shared.slowlog.set_max_len(n);

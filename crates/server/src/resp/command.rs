@@ -187,6 +187,52 @@ fn list(cmd: &Command<'_>, out: &mut Vec<u8>) {
     }
 }
 
+/// A key's flags as Redis names them (`RW`, `access`, `update`…).
+pub(super) type KeyFlags = &'static [&'static [u8]];
+
+/// Why a call has no keys to report (`COMMAND GETKEYS`'s errors).
+pub(super) enum NoKeys {
+    /// The command (or its subcommand) does not exist.
+    Unknown,
+    /// It takes no keys.
+    Keyless,
+    /// Its arity is wrong.
+    Arity,
+    /// Its arguments name no key where one is required.
+    Invalid,
+}
+
+/// The keys of a call (`args[0]` is the command's name) with their flags, as Redis finds
+/// them: by the key specifications of the command or, for a container, of its subcommand,
+/// with SORT's `STORE` key and SET's and BITFIELD's flags found in code as Redis does.
+pub(super) fn command_keys(row: &Spec, args: &[&[u8]]) -> Result<Vec<(usize, KeyFlags)>, NoKeys> {
+    let mut e = entry(row);
+    let mut arity = row.arity;
+    if let Some(sub) = args.get(1).filter(|_| e.is_some_and(|e| !e.subcommands.is_empty())) {
+        let full = [args[0], b"|", sub].concat();
+        match subcommand(&full) {
+            Some(s) => (e, arity) = (Some(s), s.arity),
+            None => return Err(NoKeys::Unknown),
+        }
+    }
+    let Some(e) = e.filter(|e| e.has_keys()) else { return Err(NoKeys::Keyless) };
+    let n = args.len() as i64;
+    if (arity > 0 && arity != n) || n < -arity {
+        return Err(NoKeys::Arity);
+    }
+    let mut keys = e.keys(args);
+    if row.name == "sort" {
+        keys.extend(sort_store_key(args).map(|i| (i, &STORE_FLAGS[..])));
+    }
+    if let (Some(flags), [(_, f)]) = (call_flags(row.name, args), &mut keys[..]) {
+        *f = flags;
+    }
+    if keys.is_empty() && !e.keys_optional {
+        return Err(NoKeys::Invalid);
+    }
+    Ok(keys)
+}
+
 /// `COMMAND GETKEYS command arg…` and `GETKEYSANDFLAGS`: the keys the key specifications find
 /// (for a container, its subcommand's), with Redis's errors.
 fn getkeys(cmd: &Command<'_>, out: &mut Vec<u8>, v: Version, with_flags: bool) {
@@ -194,30 +240,13 @@ fn getkeys(cmd: &Command<'_>, out: &mut Vec<u8>, v: Version, with_flags: bool) {
     let Some(row) = args.first().and_then(|name| find(name)) else {
         return write_error(out, NO_SUCH);
     };
-    let mut e = entry(row);
-    let mut arity = row.arity;
-    if let Some(sub) = args.get(1).filter(|_| e.is_some_and(|e| !e.subcommands.is_empty())) {
-        let full = [args[0], b"|", sub].concat();
-        match subcommand(&full) {
-            Some(s) => (e, arity) = (Some(s), s.arity),
-            None => return write_error(out, NO_SUCH),
-        }
-    }
-    let Some(e) = e.filter(|e| e.has_keys()) else { return write_error(out, NO_KEYS) };
-    let n = args.len() as i64;
-    if (arity > 0 && arity != n) || n < -arity {
-        return write_error(out, BAD_COUNT);
-    }
-    let mut keys = e.keys(&args);
-    if row.name == "sort" {
-        keys.extend(sort_store_key(&args).map(|i| (i, &STORE_FLAGS[..])));
-    }
-    if let (Some(flags), [(_, f)]) = (call_flags(row.name, &args), &mut keys[..]) {
-        *f = flags;
-    }
-    if keys.is_empty() && !e.keys_optional {
-        return write_error(out, BAD_ARGS);
-    }
+    let keys = match command_keys(row, &args) {
+        Ok(keys) => keys,
+        Err(NoKeys::Unknown) => return write_error(out, NO_SUCH),
+        Err(NoKeys::Keyless) => return write_error(out, NO_KEYS),
+        Err(NoKeys::Arity) => return write_error(out, BAD_COUNT),
+        Err(NoKeys::Invalid) => return write_error(out, BAD_ARGS),
+    };
     write_array_header(out, keys.len());
     for (i, flags) in keys {
         if with_flags {

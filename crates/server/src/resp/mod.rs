@@ -24,6 +24,7 @@
 //! | `tracking.rs`   | CLIENT TRACKING, CACHING, GETREDIR, TRACKINGINFO                  |
 //! | `pubsub.rs`     | (P|S)SUBSCRIBE, (P|S)UNSUBSCRIBE, PUBLISH, SPUBLISH, PUBSUB       |
 //! | `multi.rs`      | MULTI, EXEC, DISCARD, WATCH, UNWATCH                              |
+//! | `script.rs`     | EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, SCRIPT, FUNCTION |
 
 mod admin;
 mod bits;
@@ -43,6 +44,7 @@ mod multi;
 mod object;
 mod pubsub;
 mod range;
+mod script;
 mod slowlog;
 mod strings;
 mod tracking;
@@ -234,6 +236,14 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("discard", 1, FAST, NONE, multi::discard),
     row("watch", -2, FAST, ALL, multi::watch),
     row("unwatch", 1, FAST, NONE, multi::unwatch),
+    row("eval", -3, NO_GATE, NONE, script::eval),
+    row("evalsha", -3, NO_GATE, NONE, script::eval),
+    row("eval_ro", -3, READONLY | NO_GATE, NONE, script::eval),
+    row("evalsha_ro", -3, READONLY | NO_GATE, NONE, script::eval),
+    row("fcall", -3, NO_GATE, NONE, script::fcall),
+    row("fcall_ro", -3, READONLY | NO_GATE, NONE, script::fcall),
+    row("script", -2, NO_GATE, NONE, script::script),
+    row("function", -2, NO_GATE, NONE, script::function),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -359,11 +369,30 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
         pubsub::write_subscriber_mode_error(&mut error, &full_name(c, cmd));
         return multi::exec_refused(out, s, &error);
     }
+    let shared = ctx.shared;
+    // A script past `busy-reply-threshold` holds every gate: answer BUSY rather than wait
+    // (`script::allowed_while_busy` lists what still runs; `docs/threads.md`).
+    if shared.scripting.running()
+        && shared.scripting.too_long()
+        && !script::allowed_while_busy(c, cmd)
+    {
+        multi::flag(s);
+        return script::write_busy(out, shared);
+    }
     if s.tx.is_some() && multi::queueing(s) && !multi::runs_inside(c) {
         return multi::queue(cmd, out, s, ctx);
     }
-    let shared = ctx.shared;
-    let _gate = if c.flags & NO_GATE == 0 { shared.gates.enter(ctx.worker) } else { None };
+    // While a script runs, what runs beside it (AUTH, HELLO, QUIT, RESET) touches no key and
+    // takes no gate.
+    let beside_script = shared.scripting.running() && script::allowed_while_busy(c, cmd);
+    let _gate = if c.flags & NO_GATE == 0 && !beside_script {
+        match shared.gates.enter_unless(ctx.worker, || shared.scripting.too_long()) {
+            Ok(g) => g,
+            Err(_) => return script::write_busy(out, shared),
+        }
+    } else {
+        None
+    };
     run_spec(c, cmd, out, s, ctx);
     if !ctx.pushes.is_empty() {
         out.append(ctx.pushes);
@@ -474,8 +503,8 @@ fn log_slow(cmd: &Command<'_>, ctx: &Ctx<'_>, micros: u64) {
 }
 
 /// Commands with subcommands: Redis names them `name|sub` in errors.
-const CONTAINERS: [&str; 7] =
-    ["acl", "client", "command", "config", "latency", "pubsub", "slowlog"];
+const CONTAINERS: [&str; 9] =
+    ["acl", "client", "command", "config", "function", "latency", "pubsub", "script", "slowlog"];
 
 /// A command's full name as Redis gives it in errors: `get`, `client|id`.
 fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {

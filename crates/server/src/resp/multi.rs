@@ -167,7 +167,9 @@ pub(super) fn exec(
         return write_error(out, EXECABORT);
     }
     let shared = ctx.shared;
-    let _gates = shared.gates.enter_all();
+    let Ok(_gates) = shared.gates.enter_all_unless(|| shared.scripting.too_long()) else {
+        return super::script::write_busy(out, shared);
+    };
     let changed = t.watched.iter().any(|w| {
         ctx.engine.select(shared.databases.physical(w.tenant, w.db));
         w.seen != ctx.engine.get(w.tenant, &w.key, |i| (i.cas, i.expires_at_ms))

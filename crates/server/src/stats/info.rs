@@ -220,6 +220,9 @@ fn write_memory(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>, f: &Figures
         if whole == 0 { 0.0 } else { part as f64 * 100.0 / whole as f64 }
     };
     let frag = if used == 0 { 0.0 } else { rss as f64 / used as f64 };
+    // Scripting's figures are the asking tenant's (its own Lua state and caches).
+    let sc = shared.scripting.counts(view.tenant);
+    let lua = sc.lua_bytes;
     let _ = write!(
         out,
         "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
@@ -228,11 +231,11 @@ fn write_memory(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>, f: &Figures
          used_memory_dataset:{}\r\nused_memory_dataset_perc:{:.2}%\r\n\
          allocator_allocated:{used}\r\nallocator_active:{used}\r\nallocator_resident:{rss}\r\n\
          total_system_memory:{system}\r\ntotal_system_memory_human:{}\r\n\
-         used_memory_lua:0\r\nused_memory_vm_eval:0\r\nused_memory_lua_human:0B\r\n\
-         used_memory_scripts_eval:0\r\nnumber_of_cached_scripts:0\r\nnumber_of_functions:0\r\n\
-         number_of_libraries:0\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:0\r\n\
-         used_memory_vm_total_human:0B\r\nused_memory_functions:0\r\nused_memory_scripts:0\r\n\
-         used_memory_scripts_human:0B\r\nmaxmemory:{max}\r\nmaxmemory_human:{}\r\n\
+         used_memory_lua:{lua}\r\nused_memory_vm_eval:{lua}\r\nused_memory_lua_human:{}\r\n\
+         used_memory_scripts_eval:{}\r\nnumber_of_cached_scripts:{}\r\nnumber_of_functions:{}\r\n\
+         number_of_libraries:{}\r\nused_memory_vm_functions:0\r\nused_memory_vm_total:{lua}\r\n\
+         used_memory_vm_total_human:{}\r\nused_memory_functions:{}\r\nused_memory_scripts:{}\r\n\
+         used_memory_scripts_human:{}\r\nmaxmemory:{max}\r\nmaxmemory_human:{}\r\n\
          maxmemory_policy:{}\r\nallocator_frag_ratio:1.00\r\nallocator_frag_bytes:0\r\n\
          allocator_rss_ratio:1.00\r\nallocator_rss_bytes:0\r\nrss_overhead_ratio:1.00\r\n\
          rss_overhead_bytes:0\r\nmem_fragmentation_ratio:{frag:.2}\r\n\
@@ -249,6 +252,15 @@ fn write_memory(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>, f: &Figures
         e.item_bytes,
         percent(e.item_bytes, used),
         Human(system),
+        Human(lua as u64),
+        sc.script_bytes,
+        sc.scripts,
+        sc.functions,
+        sc.libraries,
+        Human(lua as u64),
+        sc.library_bytes,
+        sc.script_bytes + sc.library_bytes,
+        Human((sc.script_bytes + sc.library_bytes) as u64),
         Human(max),
         crate::memlimit::policy_name(shared.engine.tenant_policy(view.tenant).rank),
         rss as i64 - used as i64,
