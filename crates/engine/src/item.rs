@@ -23,6 +23,9 @@
 //!
 //!  state (u8, atomic): │ 7 ... 4 │     3      │    2    │    1     │   0   │
 //!                      │   DB    │ KEY_BINARY │ FETCHED │ WIN_SENT │ STALE │
+//!
+//!  touched (24 bits, little-endian, bytes atomic): │ 23 22 │ 21 ........... 0 │
+//!                                                  │ FREQ  │ seconds mod 2^22 │
 //! ```
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
@@ -42,8 +45,10 @@
 //! - The access byte is a coarse last-access stamp of the engine's recency clock (for the
 //!   eviction ranks); the state byte holds the meta protocol's per-item bits (memcached
 //!   `doc/new_lru.txt`: stale, win token handed out, fetched since written); `touched` is the
-//!   last access in whole seconds of the engine's clock, modulo 2^24 (194 days; memcached
-//!   meta `l`). `DB` is the item's database (Redis `SELECT`), written with the record and
+//!   last access in whole seconds of the engine's clock, modulo 2^22 (48.5 days; memcached
+//!   meta `l`), under `FREQ`, the reads since the item entered its eviction queue (at most 3,
+//!   S3-FIFO's two-bit counter; `crate::Eviction::Queues`; the last byte is updated by
+//!   compare-and-swap so neither half overwrites the other). `DB` is the item's database (Redis `SELECT`), written with the record and
 //!   never changed: part of the item's identity with its tenant and key (0 for memcached
 //!   clients). They are the only bytes of a published item that are ever written, each
 //!   accessed atomically on its own (a reader may see `touched` half-updated when a second
@@ -502,7 +507,7 @@ impl<'g> Record<'g> {
         })
     }
 
-    /// The `touched` stamp: the last access, in seconds modulo 2^24 ([`touched_stamp`]).
+    /// The `touched` stamp: the last access, in seconds modulo 2^22 ([`touched_stamp`]).
     #[inline]
     pub fn touched(&self) -> u32 {
         let b = self.touched_bytes().map(|b| b.load(Ordering::Relaxed));
