@@ -50,7 +50,7 @@ def test_maxmemory_moves_the_memory_limit(fridge):
 def test_maxmemory_policy_maps_to_rank_functions(fridge):
     r = client(fridge)
     assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "hitmap"}
-    for name in ("allkeys-lfu", "allkeys-lru", "slru", "hitmap"):
+    for name in ("allkeys-lfu", "allkeys-lru", "slru", "gdsf", "hitmap"):
         assert r.config_set("maxmemory-policy", name)
         assert r.config_get("maxmemory-policy") == {"maxmemory-policy": name}
         assert r.info("memory")["maxmemory_policy"] == name
@@ -59,7 +59,7 @@ def test_maxmemory_policy_maps_to_rank_functions(fridge):
             r.config_set("maxmemory-policy", refused)
             raise AssertionError(f"{refused} accepted")
         except redis.ResponseError as e:
-            assert "must be one of the following: allkeys-lru, allkeys-lfu, hitmap, slru" in str(e)
+            assert "must be one of the following: allkeys-lru, allkeys-lfu, hitmap, slru, gdsf" in str(e)
     assert r.config_get("maxmemory-policy") == {"maxmemory-policy": "hitmap"}
 
 

@@ -44,6 +44,8 @@ pub(crate) struct Inner {
     pub(crate) metadata: Box<dyn MetadataBackend>,
     pub(crate) tenants: Box<[TenantState]>,
     pub(crate) arbiter: Arbiter,
+    /// Keys the small queue evicted lately (`Eviction::Queues` only).
+    pub(crate) ghost: Option<crate::ghost::Ghost>,
     /// Clock time (ms) at which each recency tick began, by tick (for idle times).
     pub(crate) tick_ms: Box<[AtomicU64]>,
     /// Coarse recency clock for access stamps; advances as segments are filled.
@@ -391,6 +393,12 @@ pub(crate) struct Survivor {
     pub(crate) age: u8,
     pub(crate) size: u32,
     pub(crate) tenant: u8,
+    /// Its reads since it entered its queue (`Record::freq`).
+    pub(crate) freq: u8,
+    /// The reads it needs to be kept (`Eviction::Queues`; 0 otherwise).
+    pub(crate) min_freq: u8,
+    /// The queue of its segment.
+    pub(crate) queue: u8,
 }
 
 /// The sweep's place in the index and what it knows about each segment, under

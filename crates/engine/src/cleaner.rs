@@ -46,6 +46,7 @@ use std::sync::atomic::Ordering;
 
 use crate::arbiter::Need;
 use crate::cache::{CleanerState, Inner, Survivor, is_expired};
+use crate::config::Eviction;
 use crate::epoch::{Guard, Slot};
 use crate::events::KeyEventKind;
 use crate::expiry;
@@ -53,7 +54,7 @@ use crate::hash::{digest_of, key_hash_in};
 use crate::index::Loc;
 use crate::item::{NewItem, Record};
 use crate::rank::RankInput;
-use crate::segment::{CLEANER_RESERVE, SegmentHeader};
+use crate::segment::{CLEANER_RESERVE, MAIN, SMALL, SegmentHeader};
 use crate::stats::Counters;
 use crate::tenant::{IdleTax, TenantId, TenantState};
 
@@ -182,9 +183,20 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // separate heads, and each head may end with up to one item's worth unused.
     let reserved = free.min(CLEANER_RESERVE);
     let slack = state.heads.len() * inner.config.max_item_size;
-    let mut candidates = inner
-        .segments
-        .take_reclaimable(n_max, (reserved * segment_size + head_room).saturating_sub(slack));
+    // With queues, only the main queue is compacted: the small queue's dead bytes go when
+    // its segments leave it, soon.
+    let queues = match inner.config.eviction {
+        Eviction::Memshare => None,
+        Eviction::Queues(q) => Some(q),
+    };
+    let mut candidates = inner.segments.take_reclaimable(
+        n_max,
+        (reserved * segment_size + head_room).saturating_sub(slack),
+        queues.map(|_| MAIN),
+    );
+    // The reads a survivor needs to be kept, by its segment's queue (small, main); 0: any
+    // survivor may be kept.
+    let mut min_reads = [0u8; 2];
     let mut outputs_left = reserved;
     if candidates.is_empty() && reserved < CLEANER_RESERVE && inner.segments.retired_count() > 0 {
         // No room to compact into only because retired segments wait for readers to leave
@@ -193,9 +205,24 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     }
     if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
-        let n = n_max.min(outputs_available + 1);
-        candidates = take_candidates(inner, state, n);
-        outputs_left = n.saturating_sub(1);
+        if let Some(q) = queues {
+            // S3-FIFO: evict from the small queue while it holds more than its share, else
+            // from the main queue (or from whichever is not empty).
+            let small = inner.segments.queue_count(SMALL);
+            let over = small * 100 > inner.segments.count() * usize::from(q.small_percent);
+            let first = if over { SMALL } else { MAIN };
+            let n = QUEUE_CANDIDATES.min(outputs_available + 1);
+            candidates = inner.segments.take_oldest_of(first, n);
+            if candidates.is_empty() {
+                candidates = inner.segments.take_oldest_of(first ^ 1, n);
+            }
+            min_reads = [q.promote_reads.max(1), q.keep_reads.max(1)];
+            outputs_left = n.saturating_sub(1);
+        } else {
+            let n = n_max.min(outputs_available + 1);
+            candidates = take_candidates(inner, state, n);
+            outputs_left = n.saturating_sub(1);
+        }
     }
     if candidates.is_empty() {
         return false;
@@ -208,6 +235,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     survivors.clear();
     let mut expired = 0;
     for &segment in &candidates {
+        let queue = inner.segments.header(segment).queue.load(Ordering::Relaxed);
         for_each_record(inner, segment, |loc, rec| {
             let hash = key_hash_in(TenantId(rec.tenant()), rec.db(), rec.key());
             if !is_live(inner, &guard, hash, loc) {
@@ -224,6 +252,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                 loc,
                 hash,
                 rank: 0,
+                freq: rec.freq(),
+                min_freq: min_reads[usize::from(queue == MAIN)],
+                queue,
                 large: rec.value_len() >= inner.config.large_value_threshold,
                 age: recency.wrapping_sub(rec.access()),
                 size: rec.size() as u32,
@@ -252,6 +283,14 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     }
 
     let mut relocated = (0u64, 0u64);
+    // The ghost remembers about as many keys as the main queue holds (S3-FIFO).
+    let ghost_length = if inner.ghost.is_some() {
+        let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
+        let percent = queues.map_or(0, |q| usize::from(q.ghost_percent));
+        items as usize * percent / 100
+    } else {
+        0
+    };
     let mut evicted = std::mem::take(&mut state.evicted);
     evicted.clear();
     // Best rank first, or (with tenants) in order of need.
@@ -260,6 +299,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         let next = if by_need_order { needy.next() } else { ranked.next().map(|i| (i, true)) };
         let Some((i, keep)) = next else { break };
         let s = &survivors[i];
+        // With queues, only items read often enough may stay.
+        let keep = keep && s.freq >= s.min_freq;
         let copied = if keep {
             copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
         } else {
@@ -290,6 +331,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             None => {
                 if unlink_at(inner, &guard, s.hash, s.loc) {
                     inner.observe_eviction(&guard, s.loc);
+                    if let Some(ghost) = inner.ghost.as_ref().filter(|_| s.queue == SMALL) {
+                        ghost.mark(s.hash, ghost_length);
+                    }
                     evicted.push((s.tenant, s.hash, s.size));
                     let rec = inner.record(&guard, s.loc);
                     inner.key_events.note(s.tenant, rec.db(), KeyEventKind::Evicted, rec.key());
@@ -313,6 +357,10 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     inner.cleaner_scratch.store(state.scratch_bytes(), Ordering::Relaxed);
     true
 }
+
+/// Segments a pass takes from a queue (`Eviction::Queues`): it keeps at most one segment's
+/// worth of their items, so it relocates at most about one item per item it evicts.
+const QUEUE_CANDIDATES: usize = 2;
 
 /// Records sampled from the start of each scored segment when choosing candidates by need.
 const SCORE_RECORDS: usize = 32;
@@ -460,6 +508,13 @@ fn copy_out(
         access,
         state: rec.state(),
         touched: rec.touched(),
+        // Queues: an item promoted from the small queue starts over; one kept in the main
+        // queue spends a read (S3-FIFO).
+        freq: match (s.min_freq, s.queue) {
+            (0, _) => rec.freq(),
+            (_, SMALL) => 0,
+            _ => rec.freq().saturating_sub(1),
+        },
     };
     loop {
         if let Some(seg) = *head {
@@ -473,7 +528,9 @@ fn copy_out(
             return None;
         }
         *outputs_left -= 1;
-        *head = Some(inner.segments.take_free(now, 0)?);
+        let seg = inner.segments.take_free(now, 0)?;
+        inner.segments.header(seg).queue.store(MAIN, Ordering::Relaxed);
+        *head = Some(seg);
     }
 }
 

@@ -55,6 +55,44 @@ pub struct EngineConfig {
     /// items fit and resident memory stays within `max_memory`. Off: `max_memory` is the
     /// arena alone and the rest comes on top ([`crate::EngineStats::overhead_bytes`]).
     pub memory_includes_index: bool,
+    /// How a pass that must evict chooses its segments and what it keeps.
+    pub eviction: Eviction,
+}
+
+/// How the cleaner evicts once memory is full of live data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// Memshare's pass (§3.1): `cleaner_candidates` segments, half at random, half with the
+    /// most dead bytes; the best-ranked survivors fill one segment fewer, the rest go.
+    Memshare,
+    /// S3-FIFO's queues made of segments (see [`Queues`]).
+    Queues(Queues),
+}
+
+/// S3-FIFO (Yang et al., SOSP '23) in the log: writers fill a small probationary queue of
+/// segments; the cleaner fills the main queue with the items it keeps. A pass takes the two
+/// oldest segments of the small queue while that holds more than `small_percent` of the
+/// segments (else of the main queue), and copies into the main queue, best-ranked first and
+/// at most one segment's worth, only the items read `promote_reads` times in the small queue
+/// or `keep_reads` times since they last entered the main queue (a kept item spends one
+/// read); the rest are evicted, those from the small queue into the ghost, which sends their
+/// keys straight to the main queue when they are written again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queues {
+    /// The small queue's share of the segments, in percent (S3-FIFO: 10).
+    pub small_percent: u8,
+    /// Reads in the small queue that earn an item the main queue (S3-FIFO: 2; at most 3).
+    pub promote_reads: u8,
+    /// Reads since it entered the main queue that keep an item there (S3-FIFO: 1).
+    pub keep_reads: u8,
+    /// How many evicted keys the ghost remembers, in percent of the items in memory.
+    pub ghost_percent: u16,
+}
+
+impl Default for Queues {
+    fn default() -> Self {
+        Queues { small_percent: 10, promote_reads: 2, keep_reads: 1, ghost_percent: 100 }
+    }
 }
 
 impl Default for EngineConfig {
@@ -76,6 +114,7 @@ impl Default for EngineConfig {
             hitmap_bits_per_item: 32,
             hitmap_items: 0,
             memory_includes_index: false,
+            eviction: Eviction::Memshare,
         }
     }
 }

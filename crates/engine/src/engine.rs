@@ -16,6 +16,7 @@ use crate::config::{CleanerMode, EngineConfig};
 use crate::epoch::{Epochs, Guard, Slot};
 use crate::error::{ConfigError, EngineError};
 use crate::expiry;
+use crate::ghost::Ghost;
 use crate::index::Index;
 use crate::item;
 use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata};
@@ -61,7 +62,12 @@ impl Engine {
         };
         let epochs = Epochs::new(config.max_participants + 2);
         let cleaner_id = epochs.register().ok_or_else(|| ConfigError("no epoch slot".into()))?;
-        let fixed_overhead = fixed_overhead(segment_count, metadata.bytes());
+        let ghost = match config.eviction {
+            crate::config::Eviction::Queues(_) => Some(Ghost::new(config.hitmap_capacity())),
+            crate::config::Eviction::Memshare => None,
+        };
+        let ghost_bytes = ghost.as_ref().map_or(0, Ghost::bytes);
+        let fixed_overhead = fixed_overhead(segment_count, metadata.bytes()) + ghost_bytes;
         let index = Index::new(initial_buckets, config.max_memory / 64)
             .map_err(|e| ConfigError(format!("cannot map the index: {e}")))?;
         // The tenants share the arena less what is lent at the start (the index's growth
@@ -91,6 +97,7 @@ impl Engine {
             metadata,
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
             arbiter: Arbiter::new((usable * config.segment_size) as u64, config.seed),
+            ghost,
             tick_ms: (0..256).map(|_| AtomicU64::new(clock.now_ms())).collect(),
             recency: AtomicU64::new(0),
             segment_fills: AtomicU64::new(0),

@@ -23,6 +23,9 @@
 //!
 //!  state (u8, atomic): │ 7 ... 4 │     3      │    2    │    1     │   0   │
 //!                      │   DB    │ KEY_BINARY │ FETCHED │ WIN_SENT │ STALE │
+//!
+//!  touched (24 bits, little-endian, bytes atomic): │ 23 22 │ 21 ........... 0 │
+//!                                                  │ FREQ  │ seconds mod 2^22 │
 //! ```
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
@@ -42,8 +45,10 @@
 //! - The access byte is a coarse last-access stamp of the engine's recency clock (for the
 //!   eviction ranks); the state byte holds the meta protocol's per-item bits (memcached
 //!   `doc/new_lru.txt`: stale, win token handed out, fetched since written); `touched` is the
-//!   last access in whole seconds of the engine's clock, modulo 2^24 (194 days; memcached
-//!   meta `l`). `DB` is the item's database (Redis `SELECT`), written with the record and
+//!   last access in whole seconds of the engine's clock, modulo 2^22 (48.5 days; memcached
+//!   meta `l`), under `FREQ`, the reads since the item entered its eviction queue (at most 3,
+//!   S3-FIFO's two-bit counter; `crate::Eviction::Queues`; the last byte is updated by
+//!   compare-and-swap so neither half overwrites the other). `DB` is the item's database (Redis `SELECT`), written with the record and
 //!   never changed: part of the item's identity with its tenant and key (0 for memcached
 //!   clients). They are the only bytes of a published item that are ever written, each
 //!   accessed atomically on its own (a reader may see `touched` half-updated when a second
@@ -87,15 +92,20 @@ const ACCESS_OFFSET: usize = 20;
 const STATE_OFFSET: usize = 21;
 const TOUCHED_OFFSET: usize = 22;
 const TOUCHED_LEN: usize = 3;
-/// The `touched` stamp counts seconds modulo this.
-pub const TOUCHED_MODULUS: u32 = 1 << (8 * TOUCHED_LEN);
+/// The `touched` stamp counts seconds modulo this (22 bits: 48.5 days).
+pub const TOUCHED_MODULUS: u32 = 1 << TOUCHED_BITS;
+const TOUCHED_BITS: u32 = 22;
+/// The bits of the `touched` field's last byte above the stamp: the item's read frequency.
+const FREQ_SHIFT: u32 = TOUCHED_BITS - 16;
+/// The frequency's ceiling (two bits, S3-FIFO's counter).
+pub const MAX_FREQ: u8 = 3;
 
 /// The `touched` stamp of a time in ms.
 pub const fn touched_stamp(now_ms: u64) -> u32 {
     ((now_ms / 1000) % TOUCHED_MODULUS as u64) as u32
 }
 
-/// Whole seconds from stamp `then` to the stamp of `now_ms` (modulo 2^24).
+/// Whole seconds from stamp `then` to the stamp of `now_ms` (modulo 2^22).
 pub const fn seconds_since(then: u32, now_ms: u64) -> u32 {
     touched_stamp(now_ms).wrapping_sub(then) % TOUCHED_MODULUS
 }
@@ -149,6 +159,8 @@ pub struct NewItem<'a> {
     pub db: u8,
     /// Initial `touched` stamp ([`touched_stamp`]).
     pub touched: u32,
+    /// Initial read frequency ([`Record::freq`]; 0 for a new item).
+    pub freq: u8,
 }
 
 impl NewItem<'_> {
@@ -235,7 +247,9 @@ pub unsafe fn write(
     header[ACCESS_OFFSET] = item.access;
     debug_assert!(usize::from(item.db) < MAX_DBS);
     header[STATE_OFFSET] = item.state & STATE_BITS_MASK | item.db << DB_SHIFT;
-    header[TOUCHED_OFFSET..].copy_from_slice(&item.touched.to_le_bytes()[..TOUCHED_LEN]);
+    let touched =
+        (item.touched % TOUCHED_MODULUS) | (u32::from(item.freq.min(MAX_FREQ)) << TOUCHED_BITS);
+    header[TOUCHED_OFFSET..].copy_from_slice(&touched.to_le_bytes()[..TOUCHED_LEN]);
     // SAFETY: the caller guarantees `record` is writable for the whole record and unshared;
     // every write below stays inside `record_len(base_ms)` bytes, in order: header, wide
     // expiry, flags, key length, key.
@@ -493,23 +507,47 @@ impl<'g> Record<'g> {
         })
     }
 
-    /// The `touched` stamp: the last access, in seconds modulo 2^24 ([`touched_stamp`]).
+    /// The `touched` stamp: the last access, in seconds modulo 2^22 ([`touched_stamp`]).
     #[inline]
     pub fn touched(&self) -> u32 {
         let b = self.touched_bytes().map(|b| b.load(Ordering::Relaxed));
-        u32::from_le_bytes([b[0], b[1], b[2], 0])
+        u32::from_le_bytes([b[0], b[1], b[2], 0]) % TOUCHED_MODULUS
     }
 
     /// Records an access at `stamp`, writing only the bytes that change (a hot item's line is
     /// written at most once a second).
     #[inline]
     pub fn touch_touched(&self, stamp: u32) {
-        let bytes = self.touched_bytes();
-        for (byte, new) in bytes.iter().zip(stamp.to_le_bytes()) {
+        let [bytes @ .., last] = self.touched_bytes();
+        let new = stamp.to_le_bytes();
+        for (byte, &new) in bytes.iter().zip(&new) {
             if byte.load(Ordering::Relaxed) != new {
                 byte.store(new, Ordering::Relaxed);
             }
         }
+        // The last byte's top bits are the frequency: keep them.
+        let stamp_bits = (1u8 << FREQ_SHIFT) - 1;
+        let _ = last.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+            (b & stamp_bits != new[TOUCHED_LEN - 1])
+                .then_some(b & !stamp_bits | new[TOUCHED_LEN - 1])
+        });
+    }
+
+    /// The item's read frequency: reads since it entered its queue, at most [`MAX_FREQ`]
+    /// (`crate::Eviction::Queues`). It shares the `touched` field's last byte.
+    #[inline]
+    pub fn freq(&self) -> u8 {
+        self.touched_bytes()[TOUCHED_LEN - 1].load(Ordering::Relaxed) >> FREQ_SHIFT
+    }
+
+    /// Counts a read in the frequency, writing only while it is below [`MAX_FREQ`] (a hot
+    /// item's line is not written by every reader).
+    #[inline]
+    pub fn bump_freq(&self) {
+        let byte = self.touched_bytes()[TOUCHED_LEN - 1];
+        let _ = byte.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+            (b >> FREQ_SHIFT < MAX_FREQ).then(|| b + (1 << FREQ_SHIFT))
+        });
     }
 
     /// Records an access at stamp `now`, writing only if the stamp changes (so a hot item's
@@ -542,6 +580,7 @@ mod tests {
             state: 0,
             db: 0,
             touched: 0,
+            freq: 0,
         };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -592,6 +631,7 @@ mod tests {
             state: 0,
             db: 0,
             touched: 0,
+            freq: 0,
         };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -621,7 +661,8 @@ mod tests {
                 access: 3,
                 state: STATE_STALE,
                 db: 15,
-                touched: 0xAB_CDEF,
+                touched: 0x2B_CDEF,
+                freq: 2,
             };
             let value_offset = 4096 - value.len();
             let base = seg.as_mut_ptr();
@@ -639,10 +680,14 @@ mod tests {
             assert_eq!(rec.db(), 15);
             assert_eq!(rec.set_state(STATE_FETCHED), STATE_STALE, "the database is no state bit");
             assert_eq!((rec.db(), rec.state()), (15, STATE_STALE | STATE_FETCHED));
-            assert_eq!(rec.touched(), 0xAB_CDEF);
-            rec.touch_touched(0xAB_CE00);
-            assert_eq!(rec.touched(), 0xAB_CE00);
-            assert_eq!(seconds_since(rec.touched(), (0xAB_CE00 + 5) * 1000), 5);
+            assert_eq!((rec.touched(), rec.freq()), (0x2B_CDEF, 2));
+            rec.touch_touched(0x2B_CE00);
+            rec.bump_freq();
+            assert_eq!((rec.touched(), rec.freq()), (0x2B_CE00, 3), "stamp and reads share a byte");
+            rec.touch_touched(0x3F_FFFF);
+            rec.bump_freq();
+            assert_eq!((rec.touched(), rec.freq()), (0x3F_FFFF, MAX_FREQ), "reads saturate");
+            assert_eq!(seconds_since(0x2B_CE00, (0x2B_CE00 + 5) * 1000), 5);
             assert_eq!(seconds_since(TOUCHED_MODULUS - 1, 1000), 2, "wraps");
             assert_eq!(rec.cas(), u64::MAX - 1);
             assert_eq!(rec.expires_at_ms(1000), Some(1234));

@@ -54,6 +54,7 @@ mod epoch;
 mod error;
 mod events;
 mod expiry;
+mod ghost;
 pub mod hash;
 pub mod hitmap;
 mod index;
@@ -69,7 +70,7 @@ mod worker;
 
 pub use budget::LimitError;
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use config::{CleanerMode, EngineConfig};
+pub use config::{CleanerMode, EngineConfig, Eviction, Queues};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};

@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::epoch::Epochs;
 
@@ -47,7 +47,15 @@ pub struct SegmentHeader {
     /// it, so the expiry sweep skips the segment's items without reading them. Written only by
     /// the segment's owner, before it publishes the item.
     pub min_expiry_ms: AtomicU64,
+    /// The queue the segment belongs to ([`SMALL`] or [`MAIN`]), with
+    /// [`crate::Eviction::Queues`]: set by whoever takes it from the free list.
+    pub queue: AtomicU8,
 }
+
+/// [`SegmentHeader::queue`] of a segment writers fill with new items.
+pub const SMALL: u8 = 0;
+/// [`SegmentHeader::queue`] of a segment the cleaner fills with the items it keeps.
+pub const MAIN: u8 = 1;
 
 /// [`SegmentHeader::min_expiry_ms`] of a segment with no expiring item.
 pub const NO_EXPIRY: u64 = u64::MAX;
@@ -169,6 +177,30 @@ impl Segments {
         self.lists().sealed.push_back(id);
     }
 
+    /// Sealed segments of `queue` right now.
+    pub fn queue_count(&self, queue: u8) -> usize {
+        self.lists().sealed.iter().filter(|&&id| self.queue_of(id) == queue).count()
+    }
+
+    fn queue_of(&self, id: u32) -> u8 {
+        self.header(id).queue.load(Ordering::Relaxed)
+    }
+
+    /// Removes and returns the `n` oldest sealed segments of `queue`.
+    pub fn take_oldest_of(&self, queue: u8, n: usize) -> Vec<u32> {
+        let mut lists = self.lists();
+        let mut take = Vec::with_capacity(n);
+        let mut i = 0;
+        while take.len() < n && i < lists.sealed.len() {
+            if self.queue_of(lists.sealed[i]) == queue {
+                take.extend(lists.sealed.remove(i));
+            } else {
+                i += 1;
+            }
+        }
+        take
+    }
+
     /// Removes and returns the oldest sealed segment.
     pub fn take_oldest_sealed(&self) -> Option<u32> {
         self.lists().sealed.pop_front()
@@ -186,10 +218,15 @@ impl Segments {
     /// the segments with the fewest live bytes, as many as fit (at most `n`) while their live
     /// bytes stay within `output_bytes` and within one segment fewer than they occupy.
     /// Returns nothing if no such set exists (memory is full of live data).
-    pub fn take_reclaimable(&self, n: usize, output_bytes: usize) -> Vec<u32> {
+    pub fn take_reclaimable(&self, n: usize, output_bytes: usize, queue: Option<u8>) -> Vec<u32> {
         let mut lists = self.lists();
-        let mut by_live: Vec<(usize, usize)> =
-            lists.sealed.iter().enumerate().map(|(i, &id)| (self.live_estimate(id), i)).collect();
+        let mut by_live: Vec<(usize, usize)> = lists
+            .sealed
+            .iter()
+            .enumerate()
+            .filter(|&(_, &id)| queue.is_none_or(|q| self.queue_of(id) == q))
+            .map(|(i, &id)| (self.live_estimate(id), i))
+            .collect();
         by_live.sort_unstable();
         let mut live = 0;
         let mut count = 0;

@@ -27,7 +27,7 @@ use crate::index::{Loc, Locked};
 use crate::item::{self, NewItem};
 use crate::metadata::POOL_LEN;
 use crate::ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
-use crate::segment::CLEANER_RESERVE;
+use crate::segment::{CLEANER_RESERVE, MAIN, SMALL};
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
@@ -46,7 +46,8 @@ pub struct Worker {
     inner: Arc<Inner>,
     slot: Slot,
     /// Head segments for small and large values.
-    heads: [Option<u32>; 2],
+    /// Head segments by queue (`Eviction::Queues`: small, main) and value size (small, large).
+    heads: [Option<u32>; 4],
     scratch: Vec<u8>,
     refs: Vec<u32>,
     /// The CAS value of the last item this handle published.
@@ -61,7 +62,7 @@ impl Worker {
         Worker {
             inner,
             slot,
-            heads: [None, None],
+            heads: [None; 4],
             scratch: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
             last_cas: 0,
@@ -150,6 +151,7 @@ impl Worker {
         &mut self,
         item: &NewItem<'_>,
         value: &[&[u8]],
+        queue: u8,
     ) -> Result<(Loc, usize), EngineError> {
         let inner = &*self.inner;
         let value_len: usize = value.iter().map(|v| v.len()).sum();
@@ -166,7 +168,7 @@ impl Worker {
             return Err(EngineError::TooLarge);
         }
         let large = value_len >= inner.config.large_value_threshold;
-        let head = &mut self.heads[usize::from(large)];
+        let head = &mut self.heads[usize::from(queue) * 2 + usize::from(large)];
         loop {
             if let Some(seg) = *head {
                 if let Some(written) = inner.append_to(seg, item, value) {
@@ -175,7 +177,7 @@ impl Worker {
                 inner.segments.seal(seg);
                 *head = None;
             }
-            *head = Some(inner.acquire_segment(&self.slot)?);
+            *head = Some(inner.acquire_segment(&self.slot, queue)?);
         }
     }
 
@@ -212,8 +214,11 @@ impl Worker {
             access: self.inner.recency(),
             state: req.state,
             touched: item::touched_stamp(self.inner.now_ms()),
+            freq: 0,
         };
-        let (new, size) = self.write_item(&item, &[req.value])?;
+        // A key the small queue evicted lately goes straight to the main queue (S3-FIFO).
+        let ghost = self.inner.ghost.as_ref().is_some_and(|g| g.contains(hash));
+        let (new, size) = self.write_item(&item, &[req.value], if ghost { MAIN } else { SMALL })?;
         let inner = &*self.inner;
         let guard = inner.epochs.pin(&self.slot);
         inner.maintain_index(&guard);
@@ -406,8 +411,9 @@ impl Worker {
                         access: inner.recency(),
                         state,
                         touched: item::touched_stamp(inner.now_ms()),
+                        freq: 0,
                     };
-                    match self.write_item(&item, &[&buf]) {
+                    match self.write_item(&item, &[&buf], SMALL) {
                         Ok(new) => (new, result, expires_at_ms, item.cas, carry),
                         Err(e) => break Err(e),
                     }
@@ -778,7 +784,7 @@ fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {
 impl Inner {
     /// A free segment to become a head, cleaning or evicting as needed. The caller must not
     /// be pinned (it may wait for other readers to leave their epochs).
-    fn acquire_segment(&self, slot: &Slot) -> Result<u32, EngineError> {
+    fn acquire_segment(&self, slot: &Slot, queue: u8) -> Result<u32, EngineError> {
         let mut waits = 0u32;
         let mut cleans = 0;
         loop {
@@ -790,6 +796,7 @@ impl Inner {
                 }
             }
             if let Some(seg) = self.segments.take_free(self.now_ms(), CLEANER_RESERVE) {
+                self.segments.header(seg).queue.store(queue, Ordering::Relaxed);
                 self.note_segment_fill();
                 return Ok(seg);
             }

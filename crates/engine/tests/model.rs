@@ -13,10 +13,10 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::small_engine_with;
+use common::small_engine_evicting;
 use fridge_engine::{
-    Clock, Condition, Engine, EngineError, Expiry, ManualClock, Store, StoreOutcome, TenantId,
-    Update, Worker,
+    Clock, Condition, Engine, EngineError, Eviction, Expiry, ManualClock, Queues, Store,
+    StoreOutcome, TenantId, Update, Worker,
 };
 use proptest::prelude::*;
 
@@ -198,8 +198,8 @@ fn presence(model: &mut Model, t: u8, k: u8, engine_present: bool) {
     }
 }
 
-fn run(ops: &[Op], max_memory: usize, inline_value_max: usize) {
-    let (engine, clock) = small_engine_with(max_memory, 4 << 10, inline_value_max);
+fn run(ops: &[Op], max_memory: usize, inline_value_max: usize, eviction: Eviction) {
+    let (engine, clock) = small_engine_evicting(max_memory, 4 << 10, inline_value_max, eviction);
     let mut w: Worker = engine.worker().unwrap();
     let mut model = Model {
         items: HashMap::new(),
@@ -369,14 +369,22 @@ proptest! {
     /// Every value apart from its key.
     #[test]
     fn engine_agrees_with_model(ops in proptest::collection::vec(op(), 1..2500)) {
-        run(&ops, 256 << 10, 0);
+        run(&ops, 256 << 10, 0, Eviction::Memshare);
     }
 
     /// So small that the cleaner must evict: every hit must still be exact. Values up to 400
     /// bytes inline, after their keys.
     #[test]
     fn engine_agrees_with_model_under_eviction(ops in proptest::collection::vec(op(), 1..2500)) {
-        run(&ops, 64 << 10, 400);
+        run(&ops, 64 << 10, 400, Eviction::Memshare);
+    }
+
+    /// The same with S3-FIFO's queues: what is kept differs, every hit must still be exact.
+    #[test]
+    fn engine_agrees_with_model_under_queue_eviction(
+        ops in proptest::collection::vec(op(), 1..2500)
+    ) {
+        run(&ops, 64 << 10, 400, Eviction::Queues(Queues::default()));
     }
 }
 

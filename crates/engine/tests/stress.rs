@@ -6,7 +6,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use fridge_engine::{CleanerMode, Engine, EngineConfig, Store, SystemClock, TenantId};
+use fridge_engine::{
+    CleanerMode, Engine, EngineConfig, Eviction, Queues, Store, SystemClock, TenantId,
+};
 
 const THREADS: u64 = 4;
 const OPS_PER_THREAD: u64 = 150_000;
@@ -46,7 +48,19 @@ fn check_value(key: u64, v: &[u8]) {
 
 #[test]
 fn concurrent_readers_and_writers_never_see_torn_values() {
+    readers_and_writers(Eviction::Memshare);
+}
+
+/// The same with S3-FIFO's queues: promotions, reinsertions and the ghost's admissions race
+/// with readers and writers.
+#[test]
+fn concurrent_readers_and_writers_never_see_torn_values_with_queues() {
+    readers_and_writers(Eviction::Queues(Queues::default()));
+}
+
+fn readers_and_writers(eviction: Eviction) {
     let config = EngineConfig {
+        eviction,
         max_memory: 8 << 20,
         segment_size: 64 << 10,
         max_item_size: 64 << 10,

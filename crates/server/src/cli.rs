@@ -6,7 +6,9 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::config::{Config, ITEM_OVERHEAD, MIN_OUTPUT_ROOM, Millis, Protocol, Size};
+use crate::config::{
+    Config, EvictionChoice, ITEM_OVERHEAD, MIN_OUTPUT_ROOM, Millis, Protocol, Size,
+};
 use crate::extended::{self, Effect};
 
 /// The command line. Every option can also be set by a `FRIDGE_*` environment variable or in
@@ -181,6 +183,10 @@ pub struct Cli {
     /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32].
     #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
     pub hitmap_bits_per_item: Option<usize>,
+    /// How the engine evicts: memshare (a sample of segments, best-ranked items kept) or
+    /// queues (S3-FIFO's small and main queues) [default: memshare].
+    #[arg(long, env = "FRIDGE_EVICTION", value_name = "KIND")]
+    pub eviction: Option<EvictionChoice>,
     /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)
     /// [default: true unless a tenant besides `default` is configured or `default` has a
     /// password].
@@ -250,6 +256,7 @@ impl Cli {
             write_chunk,
             segment_size,
             hitmap_bits_per_item,
+            eviction,
             auth_failure_rate,
             auth_failure_burst
         );

@@ -36,6 +36,17 @@ pub enum Protocol {
     Resp,
 }
 
+/// How the engine evicts once memory is full (`fridge_engine::Eviction`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum EvictionChoice {
+    /// Memshare's cleaning pass: the best-ranked items of a sample of segments stay.
+    #[default]
+    Memshare,
+    /// S3-FIFO's small and main queues, made of segments (`docs/design.md`).
+    Queues,
+}
+
 /// Everything the server needs to start. One struct, one `Default`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -123,6 +134,8 @@ pub struct Config {
     pub segment_size: Size,
     /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off.
     pub hitmap_bits_per_item: usize,
+    /// How the engine evicts.
+    pub eviction: EvictionChoice,
     /// Whether clients that have not authenticated may use the cache (as tenant `default`, or
     /// the tenant whose key prefix matches). Unset: yes only while nothing asks for a password
     /// (no tenant besides `default`, and `default` without a password).
@@ -176,6 +189,7 @@ impl Default for Config {
             write_chunk: Size(128 << 10),
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
+            eviction: EvictionChoice::default(),
             allow_unauthenticated: None,
             auth_failure_rate: 1.0,
             auth_failure_burst: 10,
@@ -292,6 +306,10 @@ impl Config {
             max_participants: self.worker_count() + 16,
             hitmap_bits_per_item: self.hitmap_bits_per_item,
             memory_includes_index: self.memory_includes_index,
+            eviction: match self.eviction {
+                EvictionChoice::Memshare => fridge_engine::Eviction::Memshare,
+                EvictionChoice::Queues => fridge_engine::Eviction::Queues(Default::default()),
+            },
             ..fridge_engine::EngineConfig::default()
         }
     }
@@ -622,7 +640,7 @@ mod tests {
     fn tenants_parse_from_toml() {
         let hash = PasswordHash::new(b"s", b"pw");
         let text = format!(
-            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\nauth_failure_rate = 0.5\n\
+            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\neviction = \"queues\"\nauth_failure_rate = 0.5\n\
              auth_failure_burst = 3\n\
              [[tenants]]\nname = \"billing\"\npassword_sha256 = \"{hash}\"\n\
              reserved = \"8MiB\"\ncredit = \"32KiB\"\nrank = \"slru\"\n\
@@ -632,6 +650,7 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.hitmap_bits_per_item, 16);
         assert_eq!(c.engine().hitmap_bits_per_item, 16);
+        assert!(matches!(c.engine().eviction, fridge_engine::Eviction::Queues(_)));
         assert_eq!((c.auth_failure_rate, c.auth_failure_burst), (0.5, 3));
         assert!(!c.unauthenticated_allowed(), "tenants exist");
         let p = c.tenants[0].policy();

@@ -14,11 +14,12 @@ use crate::session::{Ctx, Session};
 
 /// The names Redis's `maxmemory-policy` takes in fridge (see `resp::maxmemory`), with the
 /// rank function each names, in the order `CONFIG SET`'s error lists them.
-pub(crate) const POLICIES: [(&str, RankKind); 4] = [
+pub(crate) const POLICIES: [(&str, RankKind); 5] = [
     ("allkeys-lru", RankKind::Lru),
     ("allkeys-lfu", RankKind::Lfu),
     ("hitmap", RankKind::Hitmap),
     ("slru", RankKind::Slru),
+    ("gdsf", RankKind::Gdsf),
 ];
 
 /// The `maxmemory-policy` name of a tenant's rank function.

@@ -53,8 +53,8 @@
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Expiry, ManualClock, RankKind,
-    Store, TenantId, TenantPolicy, Worker,
+    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Eviction, Expiry, ManualClock,
+    RankKind, Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_workload::Request;
 
@@ -111,6 +111,8 @@ pub struct FridgeOptions {
     pub cleaner_candidates: usize,
     /// Free segments below which the cleaner runs (0: the engine's default rule).
     pub free_watermark: usize,
+    /// How the engine evicts.
+    pub eviction: Eviction,
 }
 
 impl FridgeOptions {
@@ -127,6 +129,7 @@ impl FridgeOptions {
             hitmap_items: 0,
             cleaner_candidates: defaults.cleaner_candidates,
             free_watermark: defaults.free_watermark,
+            eviction: defaults.eviction,
         }
     }
 }
@@ -166,6 +169,7 @@ impl FridgeCache {
             hitmap_items: options.hitmap_items,
             cleaner_candidates: options.cleaner_candidates,
             free_watermark: options.free_watermark,
+            eviction: options.eviction,
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);

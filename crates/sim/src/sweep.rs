@@ -55,7 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use fridge_engine::RankKind;
+use fridge_engine::{Eviction, Queues, RankKind};
 use fridge_workload::{Op, Request, mix64};
 
 use crate::error::Error;
@@ -83,12 +83,15 @@ const AUTOMOVE_WINDOW: u64 = 100_000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PolicySpec {
     /// The real engine with a rank function (`fridge` = `hitmap`, `fridge-lru`, `fridge-lfu`,
-    /// `fridge-slru`), optionally with its own hitmap budget (`fridge@16`: 16 bits per item).
+    /// `fridge-slru`), optionally with S3-FIFO's queues for eviction (`fridge+queues`,
+    /// `fridge-lru+queues`) and its own hitmap budget (`fridge@16`: 16 bits per item).
     Fridge {
         /// Every tenant's rank function.
         rank: RankKind,
         /// Hitmap bits per item; `None` takes [`Settings::hitmap_bits`].
         bits: Option<usize>,
+        /// The engine evicts with `Eviction::Queues` (its defaults), not Memshare's pass.
+        queues: bool,
     },
     /// Exact LRU (`lru`).
     Lru,
@@ -116,7 +119,7 @@ pub enum PolicySpec {
 impl PolicySpec {
     /// The engine with its default rank (`hitmap`) and the run's hitmap budget: `fridge`.
     pub const fn fridge() -> PolicySpec {
-        PolicySpec::Fridge { rank: RankKind::Hitmap, bits: None }
+        PolicySpec::Fridge { rank: RankKind::Hitmap, bits: None, queues: false }
     }
 
     /// Whether this is the engine (any rank function).
@@ -175,6 +178,10 @@ impl PolicySpec {
                 }
                 None => (rest, None),
             };
+            let (rank, queues) = match rank.strip_suffix("+queues") {
+                Some(rank) => (rank, true),
+                None => (rank, false),
+            };
             let rank = match rank {
                 "" => RankKind::Hitmap,
                 r => r
@@ -183,7 +190,7 @@ impl PolicySpec {
                     .parse::<RankKind>()
                     .map_err(|e| Error::Config(format!("{name}: {e}")))?,
             };
-            return Ok(PolicySpec::Fridge { rank, bits });
+            return Ok(PolicySpec::Fridge { rank, bits, queues });
         }
         Ok(match name {
             "lru" => PolicySpec::Lru,
@@ -208,7 +215,7 @@ impl PolicySpec {
                 None => {
                     return Err(Error::Config(format!(
                         "unknown policy {name:?}; one of fridge, fridge-lru, fridge-lfu, \
-                         fridge-slru (each optionally @BITS), lru, fifo, clock, s3fifo, sieve, \
+                         fridge-slru (each optionally +queues and @BITS), lru, fifo, clock, s3fifo, sieve, \
                          redis5, redis10, memcached, memcached-automove, belady, \
                          partitioned-<reference policy>, all"
                     )));
@@ -220,10 +227,13 @@ impl PolicySpec {
     /// The command-line name.
     pub fn id(&self) -> String {
         match self {
-            PolicySpec::Fridge { rank, bits } => {
+            PolicySpec::Fridge { rank, bits, queues } => {
                 let mut id = String::from("fridge");
                 if *rank != RankKind::Hitmap {
                     id = format!("{id}-{}", rank.name());
+                }
+                if *queues {
+                    id += "+queues";
                 }
                 if let Some(b) = bits {
                     id = format!("{id}@{b}");
@@ -743,7 +753,7 @@ fn build(
     let objects = settings.capacity_unit == CapacityUnit::Objects;
     let mean = mean_object(profile);
     match spec {
-        PolicySpec::Fridge { rank, bits } => {
+        PolicySpec::Fridge { rank, bits, queues } => {
             if tenants > 256 {
                 return Err(format!("the engine has 256 tenant ids, the input has {tenants}"));
             }
@@ -776,11 +786,17 @@ fn build(
                     .unwrap_or_else(|| hitmap_items(max_memory, mean)),
                 cleaner_candidates: settings.cleaner_candidates,
                 free_watermark: settings.free_watermark,
+                eviction: if *queues {
+                    Eviction::Queues(Queues::default())
+                } else {
+                    Eviction::Memshare
+                },
             };
             let cache = FridgeCache::new(options)?;
             let mut detail = format!(
-                "fridge(segment {segment_size} B, rank {}, hitmap {} bits x {} items",
+                "fridge(segment {segment_size} B, rank {}, {} eviction, hitmap {} bits x {} items",
                 rank.name(),
+                if *queues { "queues" } else { "memshare" },
                 options.hitmap_bits_per_item,
                 options.hitmap_items
             );
@@ -983,22 +999,25 @@ mod tests {
 
     #[test]
     fn engine_policies_name_their_rank_and_budget() {
-        for (name, rank, bits) in [
-            ("fridge", RankKind::Hitmap, None),
-            ("fridge-hitmap", RankKind::Hitmap, None),
-            ("fridge-lru", RankKind::Lru, None),
-            ("fridge-lfu@16", RankKind::Lfu, Some(16)),
-            ("fridge-slru", RankKind::Slru, None),
-            ("fridge@0", RankKind::Hitmap, Some(0)),
+        for (name, rank, bits, queues) in [
+            ("fridge", RankKind::Hitmap, None, false),
+            ("fridge-hitmap", RankKind::Hitmap, None, false),
+            ("fridge-lru", RankKind::Lru, None, false),
+            ("fridge-lfu@16", RankKind::Lfu, Some(16), false),
+            ("fridge-slru", RankKind::Slru, None, false),
+            ("fridge@0", RankKind::Hitmap, Some(0), false),
+            ("fridge+queues", RankKind::Hitmap, None, true),
+            ("fridge-lru+queues@8", RankKind::Lru, Some(8), true),
         ] {
             let spec = PolicySpec::parse(name).unwrap();
-            assert_eq!(spec, PolicySpec::Fridge { rank, bits }, "{name}");
+            assert_eq!(spec, PolicySpec::Fridge { rank, bits, queues }, "{name}");
             assert!(spec.is_fridge());
             let id = spec.id();
             assert_eq!(PolicySpec::parse(&id).unwrap(), spec, "{id} round-trips");
         }
         assert_eq!(PolicySpec::parse("fridge-hitmap").unwrap().id(), "fridge");
-        for bad in ["fridge-mru", "fridge@x", "fridgelru", "partitioned-fridge-lru"] {
+        for bad in ["fridge-mru", "fridge@x", "fridgelru", "partitioned-fridge-lru", "fridge+fifo"]
+        {
             assert!(PolicySpec::parse(bad).is_err(), "{bad}");
         }
         let all = PolicySpec::parse_list("all,fridge-lru,fridge").unwrap();

@@ -150,6 +150,7 @@ impl Worker {
                     continue;
                 }
                 rec.touch_access(recency);
+                rec.bump_freq();
                 epoch::bump(&counters.hits);
                 self.note_access(h, false);
                 let item = hit(&rec, expires_at_ms, now_ms, touched);
@@ -203,6 +204,7 @@ impl Worker {
             return Some(result);
         }
         rec.touch_access(inner.recency());
+        rec.bump_freq();
         let result = f(hit(&rec, expires_at_ms, now_ms, touched_stamp(now_ms)));
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside

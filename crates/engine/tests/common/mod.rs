@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use fridge_engine::{CleanerMode, Engine, EngineConfig, ManualClock};
+use fridge_engine::{CleanerMode, Engine, EngineConfig, Eviction, ManualClock};
 
 /// A small engine with an inline cleaner on a manual clock, so that the cleaner runs often
 /// and everything is deterministic.
@@ -20,6 +20,16 @@ pub fn small_engine_with(
     segment_size: usize,
     inline_value_max: usize,
 ) -> (Engine, ManualClock) {
+    small_engine_evicting(max_memory, segment_size, inline_value_max, Eviction::Memshare)
+}
+
+/// [`small_engine_with`] with a chosen eviction.
+pub fn small_engine_evicting(
+    max_memory: usize,
+    segment_size: usize,
+    inline_value_max: usize,
+    eviction: Eviction,
+) -> (Engine, ManualClock) {
     let clock = ManualClock::new(1_700_000_000_000);
     let config = EngineConfig {
         max_memory,
@@ -30,6 +40,7 @@ pub fn small_engine_with(
         cleaner_candidates: 8,
         index_buckets: 16,
         inline_value_max,
+        eviction,
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");

@@ -8,7 +8,7 @@
 //! A limit outside what the engine can do is refused, never answered `OK`.
 //!
 //! `maxmemory-policy` maps Redis's policies to rank functions: `allkeys-lru` is `lru`
-//! (recency), `allkeys-lfu` is `lfu` (frequency); fridge's own `hitmap` (the default) and `slru`
+//! (recency), `allkeys-lfu` is `lfu` (frequency); fridge's own `hitmap` (the default), `slru` and `gdsf`
 //! are taken by those names. Every key of a cache may be evicted, so the `volatile-*` policies,
 //! `allkeys-random` and `noeviction` are refused. `CONFIG GET` and `INFO` show the asking
 //! tenant's; `CONFIG SET` sets every tenant's (until the tenants file is read again).
@@ -32,7 +32,7 @@ pub(super) fn parse_policy(out: &mut Vec<u8>, value: &[u8]) -> Option<RankKind> 
     if found.is_none() {
         out.extend_from_slice(
             b"-ERR CONFIG SET failed (possibly related to argument 'maxmemory-policy') - \
-              argument(s) must be one of the following: allkeys-lru, allkeys-lfu, hitmap, slru\r\n",
+              argument(s) must be one of the following: allkeys-lru, allkeys-lfu, hitmap, slru, gdsf\r\n",
         );
     }
     found.map(|(_, r)| *r)
