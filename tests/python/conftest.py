@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
@@ -119,3 +120,29 @@ def tenant_server(tmp_path):
     yield start
     for server in servers:
         stop(server.proc)
+
+
+def go_tool(script, env_var, timeout=600):
+    """The path of a Go program the tests use: `$env_var` if set, else what `scripts/<script>`
+    builds and prints; skips the test, saying why, when neither works."""
+    if os.environ.get(env_var):
+        return os.environ[env_var]
+    run = subprocess.run([os.path.join(ROOT, "scripts", script)], capture_output=True, text=True,
+                         timeout=timeout)
+    if run.returncode != 0:
+        pytest.skip(f"{script} could not be built: " + run.stderr.strip()[-300:])
+    return run.stdout.strip()
+
+
+def scrape_exporter(argv):
+    """Starts a Prometheus exporter (`argv`, given a free `--web.listen-address`), returns the
+    text of its `/metrics`, and stops it."""
+    web = free_port()
+    proc = subprocess.Popen([*argv, f"--web.listen-address=127.0.0.1:{web}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_port(web)
+        return urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10).read().decode()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

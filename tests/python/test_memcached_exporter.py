@@ -8,17 +8,14 @@ as MEMCACHED_EXPORTER; where neither works the test is skipped with the reason. 
 parses by are also checked without it in test_memcached_stats.py."""
 
 import getpass
-import os
 import re
 import shutil
 import socket
 import subprocess
-import time
-import urllib.request
 
 import pytest
 
-from conftest import ROOT, free_port, launch, stop, wait_port
+from conftest import free_port, go_tool, launch, scrape_exporter, stop, wait_port
 
 # Metrics exported for memcached and not for fridge, by the memcached figure each comes from.
 NOT_FOR_FRIDGE = {
@@ -64,34 +61,14 @@ NOT_FOR_FRIDGE = {
 
 
 def exporter_binary():
-    if os.environ.get("MEMCACHED_EXPORTER"):
-        return os.environ["MEMCACHED_EXPORTER"]
-    script = os.path.join(ROOT, "scripts", "memcached-exporter")
-    run = subprocess.run([script], capture_output=True, text=True, timeout=300)
-    if run.returncode != 0:
-        pytest.skip("memcached_exporter could not be built: " + run.stderr.strip()[-300:])
-    return run.stdout.strip()
-
-
+    return go_tool("memcached-exporter", "MEMCACHED_EXPORTER", timeout=300)
 
 
 def scrape(exporter, port):
-    """Starts the exporter for the server on `port`, returns {metric name: [lines]}."""
-    web = free_port()
-    proc = subprocess.Popen(
-        [exporter, f"--memcached.address=127.0.0.1:{port}",
-         f"--web.listen-address=127.0.0.1:{web}"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_port(web)
-        body = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10).read()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    """Runs the exporter for the server on `port`, returns {metric name: [lines]}."""
+    body = scrape_exporter([exporter, f"--memcached.address=127.0.0.1:{port}"])
     metrics = {}
-    for line in body.decode().splitlines():
+    for line in body.splitlines():
         m = re.match(r"(memcached_[a-z_]+)[{ ]", line)
         if m:
             metrics.setdefault(m.group(1), []).append(line)

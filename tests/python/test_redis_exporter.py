@@ -7,45 +7,22 @@ for its tenants, docs/protocol.md).
 The exporter is built by scripts/redis-exporter (from its Go module), or given as
 REDIS_EXPORTER; where neither works the test is skipped with the reason."""
 
-import os
 import re
 import socket
-import subprocess
 
-import pytest
-import urllib.request
-
-from conftest import ROOT, free_port, launch, stop, tenants_toml, wait_port
+from conftest import go_tool, launch, scrape_exporter, stop, tenants_toml
 from test_redis_parity import Reader, encode
 
 
 def exporter_binary():
-    if os.environ.get("REDIS_EXPORTER"):
-        return os.environ["REDIS_EXPORTER"]
-    script = os.path.join(ROOT, "scripts", "redis-exporter")
-    run = subprocess.run([script], capture_output=True, text=True, timeout=600)
-    if run.returncode != 0:
-        pytest.skip("redis_exporter could not be built: " + run.stderr.strip()[-300:])
-    return run.stdout.strip()
+    return go_tool("redis-exporter", "REDIS_EXPORTER")
 
 
 def scrape(exporter, port, *extra):
-    """Starts the exporter for the server on `port`, returns {series with labels: value}."""
-    web = free_port()
-    proc = subprocess.Popen(
-        [exporter, f"--redis.addr=redis://127.0.0.1:{port}",
-         f"--web.listen-address=127.0.0.1:{web}", *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_port(web)
-        body = urllib.request.urlopen(f"http://127.0.0.1:{web}/metrics", timeout=10).read()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    """Runs the exporter for the server on `port`, returns {series with labels: value}."""
+    body = scrape_exporter([exporter, f"--redis.addr=redis://127.0.0.1:{port}", *extra])
     series = {}
-    for line in body.decode().splitlines():
+    for line in body.splitlines():
         m = re.match(r"(redis_[a-z_]+(?:\{[^}]*\})?) (\S+)$", line)
         if m:
             series[m.group(1)] = float(m.group(2))
