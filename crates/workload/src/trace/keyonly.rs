@@ -133,13 +133,9 @@ impl<R: Read> Iterator for KeyOnlyReader<R> {
     type Item = Result<Request, Error>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        let item = self.read_one().transpose();
-        if !matches!(item, Some(Ok(_))) {
-            self.done = true;
-        }
+        // Requests until the end or the first error, then nothing.
+        let item = if self.done { None } else { self.read_one().transpose() };
+        self.done = !matches!(item, Some(Ok(_)));
         item
     }
 }
