@@ -8,7 +8,8 @@
 //! becomes the current. A key is remembered while it is in either, so for between half and
 //! all of the ghost's length of later evictions, as a FIFO would remember it; a false
 //! positive (one in a few hundred at this load) only admits a new key to the main queue.
-//! `BITS_PER_KEY` bits of each filter per key it holds: about 1.3 bytes per item.
+//! `BITS_PER_KEY` bits of each filter per key it holds, rounded up to a power of two: 1.25–2.5
+//! bytes per expected item.
 //!
 //! Only the cleaner marks (under its mutex); writers test, lock-free. A writer testing during
 //! a rotation may miss a key the cleared filter held — a miss of the ghost, never an error.
