@@ -189,11 +189,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         Eviction::Memshare => None,
         Eviction::Queues(q) => Some(q),
     };
-    let mut candidates = inner.segments.take_reclaimable(
-        n_max,
-        (reserved * segment_size + head_room).saturating_sub(slack),
-        queues.map(|_| MAIN),
-    );
+    let mut candidates = inner
+        .segments
+        .take_reclaimable(n_max, (reserved * segment_size + head_room).saturating_sub(slack));
     // The reads a survivor needs to be kept, by its segment's queue (small, main); 0: any
     // survivor may be kept.
     let mut min_reads = [0u8; 2];

@@ -86,7 +86,11 @@ impl Engine {
         let usable = segment_count.saturating_sub(watermark + lent_at_start);
         let inner = Arc::new(Inner {
             arena,
-            segments: Segments::new(segment_count, config.segment_size),
+            segments: Segments::new(
+                segment_count,
+                config.segment_size,
+                matches!(config.eviction, crate::config::Eviction::Queues(_)),
+            ),
             index,
             fixed_overhead,
             cleaner_scratch: AtomicUsize::new(0),

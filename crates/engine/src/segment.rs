@@ -85,8 +85,12 @@ impl SegmentHeader {
 #[derive(Debug, Default)]
 struct Lists {
     free: Vec<u32>,
-    /// Sealed segments in the order they were sealed (oldest first).
+    /// Sealed segments in the order they were sealed (oldest first); with queues, those of
+    /// the main queue.
     sealed: VecDeque<u32>,
+    /// With queues ([`crate::Eviction::Queues`]): the small queue's sealed segments, oldest
+    /// first (empty otherwise).
+    small: VecDeque<u32>,
     /// Segments waiting for their retirement epoch to pass.
     retired: Vec<(u64, u32)>,
     /// Segments lent to the memory outside the arena (`memory_includes_index`): their pages
@@ -106,11 +110,14 @@ pub struct Segments {
     lent_count: AtomicUsize,
     withheld_count: AtomicUsize,
     segment_size: usize,
+    /// Sealed segments of the small queue go to their own list (`Eviction::Queues`).
+    queues: bool,
 }
 
 impl Segments {
-    /// `count` free segments of `segment_size` bytes.
-    pub fn new(count: usize, segment_size: usize) -> Segments {
+    /// `count` free segments of `segment_size` bytes; `queues`: the small queue's sealed
+    /// segments are listed apart (`Eviction::Queues`).
+    pub fn new(count: usize, segment_size: usize, queues: bool) -> Segments {
         let headers = (0..count).map(|_| SegmentHeader::default()).collect();
         // Hand out low ids first: pop() takes from the end.
         let free = (0..count as u32).rev().collect();
@@ -121,6 +128,7 @@ impl Segments {
             lent_count: AtomicUsize::new(0),
             withheld_count: AtomicUsize::new(0),
             segment_size,
+            queues,
         }
     }
 
@@ -147,7 +155,8 @@ impl Segments {
 
     /// Sealed segments right now.
     pub fn sealed_count(&self) -> usize {
-        self.lists().sealed.len()
+        let lists = self.lists();
+        lists.sealed.len() + lists.small.len()
     }
 
     /// Takes a free segment, reset and ready to be a head with base time `now_ms`, unless
@@ -174,36 +183,37 @@ impl Segments {
 
     /// Adds a full head segment to the sealed list.
     pub fn seal(&self, id: u32) {
-        self.lists().sealed.push_back(id);
+        let mut lists = self.lists();
+        if self.queues && self.queue_of(id) == SMALL {
+            lists.small.push_back(id);
+        } else {
+            lists.sealed.push_back(id);
+        }
     }
 
-    /// Sealed segments of `queue` right now.
+    /// Sealed segments of `queue` right now (with queues; O(1)).
     pub fn queue_count(&self, queue: u8) -> usize {
-        self.lists().sealed.iter().filter(|&&id| self.queue_of(id) == queue).count()
+        let lists = self.lists();
+        if queue == SMALL { lists.small.len() } else { lists.sealed.len() }
     }
 
     fn queue_of(&self, id: u32) -> u8 {
         self.header(id).queue.load(Ordering::Relaxed)
     }
 
-    /// Removes and returns the `n` oldest sealed segments of `queue`.
+    /// Removes and returns the `n` oldest sealed segments of `queue` (with queues).
     pub fn take_oldest_of(&self, queue: u8, n: usize) -> Vec<u32> {
         let mut lists = self.lists();
-        let mut take = Vec::with_capacity(n);
-        let mut i = 0;
-        while take.len() < n && i < lists.sealed.len() {
-            if self.queue_of(lists.sealed[i]) == queue {
-                take.extend(lists.sealed.remove(i));
-            } else {
-                i += 1;
-            }
-        }
-        take
+        let list = if queue == SMALL { &mut lists.small } else { &mut lists.sealed };
+        let n = n.min(list.len());
+        list.drain(..n).collect()
     }
 
     /// Removes and returns the oldest sealed segment.
     pub fn take_oldest_sealed(&self) -> Option<u32> {
-        self.lists().sealed.pop_front()
+        // With queues, the small queue's oldest first, as S3-FIFO would evict.
+        let mut lists = self.lists();
+        lists.small.pop_front().or_else(|| lists.sealed.pop_front())
     }
 
     /// Estimated live bytes of a sealed segment: written minus known dead. (Expired items are
@@ -214,19 +224,15 @@ impl Segments {
             .saturating_sub(h.dead_bytes.load(Ordering::Relaxed) as usize)
     }
 
-    /// Removes sealed segments whose live data can be compacted without evicting anything:
+    /// Removes sealed segments (with queues, of the main queue) whose live data can be compacted
+    /// without evicting anything:
     /// the segments with the fewest live bytes, as many as fit (at most `n`) while their live
     /// bytes stay within `output_bytes` and within one segment fewer than they occupy.
     /// Returns nothing if no such set exists (memory is full of live data).
-    pub fn take_reclaimable(&self, n: usize, output_bytes: usize, queue: Option<u8>) -> Vec<u32> {
+    pub fn take_reclaimable(&self, n: usize, output_bytes: usize) -> Vec<u32> {
         let mut lists = self.lists();
-        let mut by_live: Vec<(usize, usize)> = lists
-            .sealed
-            .iter()
-            .enumerate()
-            .filter(|&(_, &id)| queue.is_none_or(|q| self.queue_of(id) == q))
-            .map(|(i, &id)| (self.live_estimate(id), i))
-            .collect();
+        let mut by_live: Vec<(usize, usize)> =
+            lists.sealed.iter().enumerate().map(|(i, &id)| (self.live_estimate(id), i)).collect();
         by_live.sort_unstable();
         let mut live = 0;
         let mut count = 0;
