@@ -95,3 +95,37 @@ fn memshares_pass_copies_more_than_it_evicts_on_the_same_scan() {
     let s = engine.stats();
     assert!(s.relocated_items > s.evictions, "Memshare's pass copies more than it evicts");
 }
+
+#[test]
+fn the_main_queue_keeps_the_items_read_most_when_it_cannot_keep_all() {
+    let engine = engine();
+    let mut w = engine.worker().unwrap();
+    // 1,200 items promoted to the main queue (read twice each in the small queue, among as
+    // many one-time items, so that a pass can promote all of them).
+    const M: u32 = 1_200;
+    for i in 0..M {
+        put(&mut w, i);
+        put(&mut w, 100_000 + i);
+        assert!(read(&mut w, i) && read(&mut w, i));
+    }
+    for i in 10_000..10_300 {
+        put(&mut w, i);
+    }
+    // In the main queue: odd keys read three times, then even keys once (so the even keys are
+    // the more recent). All may stay once more, but a pass over two main segments keeps one
+    // segment's worth: the ones read more go first.
+    for i in (1..M).step_by(2) {
+        assert!(read(&mut w, i) && read(&mut w, i) && read(&mut w, i));
+    }
+    for i in (0..M).step_by(2) {
+        assert!(read(&mut w, i));
+    }
+    for i in 20_000..21_600 {
+        put(&mut w, i);
+    }
+    let odd = (1..M).step_by(2).filter(|&i| read(&mut w, i)).count();
+    let even = (0..M).step_by(2).filter(|&i| read(&mut w, i)).count();
+    assert_eq!(odd, M as usize / 2, "every item read three times is kept");
+    assert!(even + 10 < odd, "read three times: {odd} kept; once: {even}");
+    engine.validate();
+}

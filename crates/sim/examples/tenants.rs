@@ -30,7 +30,7 @@ use fridge_engine::{
     CleanerMode, Engine, EngineConfig, Expiry, IdleTax, ManualClock, Store, TenantId, TenantPolicy,
     Worker,
 };
-use fridge_sim::fridge::auto_segment_size;
+use fridge_sim::fridge::{DEFAULT_TARGET_SEGMENTS, auto_segment_size};
 use fridge_sim::policy::{Access, Automove, Lru, Memcached, Policy, SlabConfig};
 use fridge_sim::sweep::policy_key;
 use fridge_workload::{Op, Request, SizeDist, twitter_mix};
@@ -180,7 +180,7 @@ fn run_fridge(
     idle_tax: Option<IdleTax>,
 ) -> Vec<Count> {
     let largest = stream.iter().map(Request::object_size).max().unwrap_or(0);
-    let segment_size = auto_segment_size(memory, largest);
+    let segment_size = auto_segment_size(memory, 0, largest, DEFAULT_TARGET_SEGMENTS);
     let clock = ManualClock::new(0);
     let config = EngineConfig {
         max_memory: memory as usize,

@@ -45,8 +45,10 @@
 //! # Segment size
 //! `max_memory / segment_size` must be at least 12 segments with one writer
 //! ([`EngineConfig::validate`]). [`auto_segment_size`] picks the largest power of two that
-//! leaves 64 segments (between 4 KiB and 1 MiB), then raises it, while 16 segments still fit,
-//! until the largest item of the trace fits in a segment. Items larger than a segment are
+//! leaves the target number of segments (`--target-segments`, default 64; between 4 KiB and
+//! 1 MiB); with a target above 64, raises it, while 64 segments still fit, until a segment
+//! holds 64 items of the mean size (so little is left unused at segments' ends); then, while
+//! 16 segments still fit, until the largest item of the trace fits in a segment. Items larger than a segment are
 //! refused ([`EngineError::TooLarge`]): a miss that is never admitted, as reference policies do
 //! for objects larger than the whole cache.
 
@@ -62,25 +64,42 @@ use fridge_workload::Request;
 pub const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
 /// Bytes of key each item carries: the id, little-endian.
 pub const KEY_LEN: usize = 8;
-/// Segments [`auto_segment_size`] aims for.
-const TARGET_SEGMENTS: u64 = 64;
+/// Segments [`auto_segment_size`] aims for by default (`--target-segments`). The eviction
+/// study uses 512, so that the queues, the open heads and the free reserve are each a small
+/// share of memory, as in a server's cache of gigabytes.
+pub const DEFAULT_TARGET_SEGMENTS: u64 = 64;
+/// Segments [`auto_segment_size`] keeps while growing segments to a multiple of the mean item.
+const MEAN_FIT_SEGMENTS: u64 = 64;
+/// Mean items a segment should hold, so that the space left at a segment's end is small.
+const MEAN_ITEMS_PER_SEGMENT: u64 = 64;
 /// Fewest segments [`auto_segment_size`] accepts when growing segments to fit large items.
 const MIN_SEGMENTS: u64 = 16;
 const MIN_SEGMENT: u64 = 4 << 10;
 const MAX_AUTO_SEGMENT: u64 = 1 << 20;
 
-/// The segment size used for a cache of `max_memory` bytes whose largest object is
-/// `max_object` bytes (key + value). See the module docs for the rule.
-pub fn auto_segment_size(max_memory: u64, max_object: u64) -> usize {
+/// The segment size used for a cache of `max_memory` bytes whose objects (key + value) are
+/// `mean_object` bytes on average and at most `max_object`, aiming for `target` segments.
+/// See the module docs for the rule.
+pub fn auto_segment_size(max_memory: u64, mean_object: u64, max_object: u64, target: u64) -> usize {
     let prev_pow2 = |x: u64| if x == 0 { 1 } else { 1u64 << (63 - x.leading_zeros()) };
-    let mut seg = prev_pow2(max_memory / TARGET_SEGMENTS).clamp(MIN_SEGMENT, MAX_AUTO_SEGMENT);
-    let largest_item = max_object.max(KEY_LEN as u64) + RECORD_HEADER;
-    while seg < largest_item
-        && seg < fridge_engine::item::MAX_SEGMENT_SIZE as u64
-        && max_memory / (seg * 2) >= MIN_SEGMENTS
-    {
-        seg *= 2;
-    }
+    let mut seg = prev_pow2(max_memory / target.max(1)).clamp(MIN_SEGMENT, MAX_AUTO_SEGMENT);
+    let item = |object: u64| object.max(KEY_LEN as u64) + RECORD_HEADER;
+    let grow = |seg: u64, wanted: u64, fewest: u64| {
+        let mut seg = seg;
+        while seg < wanted
+            && seg < fridge_engine::item::MAX_SEGMENT_SIZE as u64
+            && max_memory / (seg * 2) >= fewest
+        {
+            seg *= 2;
+        }
+        seg
+    };
+    seg = grow(
+        seg,
+        (item(mean_object) * MEAN_ITEMS_PER_SEGMENT).min(MAX_AUTO_SEGMENT),
+        MEAN_FIT_SEGMENTS,
+    );
+    seg = grow(seg, item(max_object), MIN_SEGMENTS);
     seg as usize
 }
 
@@ -272,15 +291,24 @@ mod tests {
 
     #[test]
     fn auto_segment_size_follows_the_rule() {
-        // 64 segments when that is within [4 KiB, 1 MiB] and items fit.
-        assert_eq!(auto_segment_size(64 << 20, 1000), 1 << 20);
-        assert_eq!(auto_segment_size(8 << 20, 1000), 128 << 10);
+        let auto = |memory, mean, max| auto_segment_size(memory, mean, max, 512);
+        // 512 segments when that is within [4 KiB, 1 MiB] and 64 mean items fit.
+        assert_eq!(auto(512 << 20, 100, 1000), 1 << 20);
+        assert_eq!(auto(64 << 20, 100, 1000), 128 << 10);
         // Clamped below at 4 KiB.
-        assert_eq!(auto_segment_size(100 << 10, 100), 4 << 10);
+        assert_eq!(auto(100 << 10, 100, 100), 4 << 10);
+        // Raised to hold 64 mean items (64 x 1,025 B) while 64 segments remain.
+        assert_eq!(auto(64 << 20, 1000, 1000), 128 << 10);
+        assert_eq!(auto(4 << 20, 1000, 1000), 64 << 10);
         // Raised to fit a 68 KiB item while 16 segments remain.
-        assert_eq!(auto_segment_size(4 << 20, 69_632), 128 << 10);
+        assert_eq!(auto(4 << 20, 100, 69_632), 128 << 10);
         // Not raised past 16 segments: such items are refused.
-        assert_eq!(auto_segment_size(1 << 20, 69_632), 64 << 10);
+        assert_eq!(auto(1 << 20, 100, 69_632), 64 << 10);
+        // The default, 64 segments: the mean item never raises it.
+        let default = |memory, mean, max| auto_segment_size(memory, mean, max, 64);
+        assert_eq!(default(64 << 20, 1000, 1000), 1 << 20);
+        assert_eq!(default(8 << 20, 1000, 1000), 128 << 10);
+        assert_eq!(default(4 << 20, 100, 69_632), 128 << 10);
     }
 
     fn get(key: u64, size: u32) -> Request {

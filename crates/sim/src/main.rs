@@ -204,6 +204,11 @@ struct Args {
     #[arg(long)]
     segment_size: Option<String>,
 
+    /// Segments the engine's automatic segment size aims for (see the docs; the eviction
+    /// study uses 512, closer to a server's cache of gigabytes).
+    #[arg(long, default_value_t = fridge_sim::fridge::DEFAULT_TARGET_SEGMENTS)]
+    target_segments: u64,
+
     /// Name of the source in reports and plot titles (default: from the file or generator).
     #[arg(long)]
     name: Option<String>,
@@ -287,6 +292,7 @@ fn run(args: &Args) -> Result<(), Error> {
             .map(parse_bytes)
             .transpose()?
             .map(|b| b as usize),
+        target_segments: args.target_segments,
         hitmap_bits: args.hitmap_bits,
         hitmap_items: args.hitmap_items,
         cleaner_candidates: args.cleaner_candidates,

@@ -340,6 +340,8 @@ pub struct Settings {
     pub seed: u64,
     /// Engine segment size; `None` picks [`auto_segment_size`] per cache size.
     pub segment_size: Option<usize>,
+    /// Segments [`auto_segment_size`] aims for.
+    pub target_segments: u64,
     /// Engine hitmap bits per item, for `fridge` policies without their own `@BITS`.
     pub hitmap_bits: usize,
     /// Items the engine's hitmap is sized for; `None` estimates them per cache size with
@@ -367,6 +369,7 @@ impl Default for Settings {
             size_change: SizeChange::Update,
             seed: 1,
             segment_size: None,
+            target_segments: crate::fridge::DEFAULT_TARGET_SEGMENTS,
             hitmap_bits: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
             hitmap_items: None,
             cleaner_candidates: fridge_engine::EngineConfig::default().cleaner_candidates,
@@ -772,9 +775,14 @@ fn build(
                      outside (overhead_bytes)"
                 )
             };
-            let segment_size = settings
-                .segment_size
-                .unwrap_or_else(|| auto_segment_size(max_memory, profile.max_object_size));
+            let segment_size = settings.segment_size.unwrap_or_else(|| {
+                auto_segment_size(
+                    max_memory,
+                    mean,
+                    profile.max_object_size,
+                    settings.target_segments,
+                )
+            });
             let options = FridgeOptions {
                 max_memory,
                 segment_size,
