@@ -48,9 +48,9 @@
 //! leaves the target number of segments (`--target-segments`, default 64; between 4 KiB and
 //! 1 MiB); with a target above 64, raises it, while 64 segments still fit, until a segment
 //! holds 64 items of the mean size (so little is left unused at segments' ends); then, while
-//! 16 segments still fit, until the largest item of the trace fits in a segment. Items larger than a segment are
-//! refused ([`EngineError::TooLarge`]): a miss that is never admitted, as reference policies do
-//! for objects larger than the whole cache.
+//! 16 segments still fit, until the largest item of the trace fits in a segment. Items larger
+//! than a segment are refused ([`EngineError::TooLarge`]): a miss that is never admitted, as
+//! reference policies do for objects larger than the whole cache.
 
 use std::sync::Arc;
 
