@@ -94,16 +94,12 @@ pub struct Arena {
 }
 
 impl Arena {
-    /// Maps `segments × segment_size` bytes. Fails if the kernel refuses the mapping.
-    ///
-    /// `releasable`: segments will be released one by one ([`Arena::release`]). Segments
-    /// smaller than a huge page then get no huge pages: touching a segment next to a released
-    /// one would bring the released one back whole inside a fresh huge page.
-    pub fn new(segments: usize, segment_size: usize, releasable: bool) -> std::io::Result<Self> {
+    /// Maps `segments × segment_size` bytes, advised for transparent huge pages where `huge`.
+    /// Fails if the kernel refuses the mapping.
+    pub fn new(segments: usize, segment_size: usize, huge: bool) -> std::io::Result<Self> {
         let len = segments
             .checked_mul(segment_size)
             .ok_or_else(|| std::io::Error::other("arena size overflows usize"))?;
-        let huge = !releasable || segment_size % HUGE_PAGE == 0;
         Ok(Arena { mapping: Mapping::with_huge_pages(len, huge)?, segment_size })
     }
 

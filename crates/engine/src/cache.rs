@@ -279,13 +279,22 @@ impl Inner {
             h.note_expiry(at);
         }
         let base = self.arena.segment_ptr(seg);
+        let parts = if self.config.copy_values { value } else { &[] };
         // SAFETY: the caller owns `seg`: nobody else writes it. [top, top + record_len) and
         // [value_offset, value_offset + value_len) lie in the unpublished middle of the
         // segment, [top, bottom) (checked above), and do not overlap: an inline value starts
         // where the record ends; any other value ends at `bottom` and starts at or after
         // top + record_len.
         unsafe {
-            item::write(base.add(top), base.add(value_offset), item, value_offset, value, base_ms);
+            item::write(
+                base.add(top),
+                base.add(value_offset),
+                item,
+                value_offset,
+                value_len,
+                parts,
+                base_ms,
+            );
         }
         h.key_top.store(new_top as u32, Ordering::Release);
         h.value_bottom.store(new_bottom as u32, Ordering::Release);

@@ -52,7 +52,7 @@ use crate::events::KeyEventKind;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash_in};
 use crate::index::Loc;
-use crate::item::{NewItem, Record};
+use crate::item::{self, NewItem, Record};
 use crate::rank::RankInput;
 use crate::segment::{CLEANER_RESERVE, MAIN, SMALL, SegmentHeader};
 use crate::stats::Counters;
@@ -283,13 +283,12 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     }
 
     let mut relocated = (0u64, 0u64);
-    // The ghost remembers about as many keys as the main queue holds (S3-FIFO).
-    let ghost_length = if inner.ghost.is_some() {
+    // The ghost remembers about as many keys as the main queue holds (S3-FIFO), counted
+    // when it rotates.
+    let ghost_length = || {
         let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
         let percent = queues.map_or(0, |q| usize::from(q.ghost_percent));
         items as usize * percent / 100
-    } else {
-        0
     };
     let mut evicted = std::mem::take(&mut state.evicted);
     evicted.clear();
@@ -425,26 +424,42 @@ fn need_of(t: &TenantState) -> Need {
 /// without its items in this pass, plus what is kept so far — with its best remaining item.
 /// Items that would take a tenant over its hard cap are marked for eviction (`false`).
 fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<(usize, bool)>) {
-    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); inner.tenants.len()];
-    let mut actual: Vec<u64> =
-        inner.tenants.iter().map(|t| t.bytes.load(Ordering::Relaxed)).collect();
-    for (i, s) in survivors.iter().enumerate() {
-        queues[usize::from(s.tenant)].push_back(i);
-        let a = &mut actual[usize::from(s.tenant)];
-        *a = a.saturating_sub(u64::from(s.size));
+    // Only the tenants with survivors in this pass take part: per-pass work is
+    // O(survivors × tenants present), not O(every tenant id).
+    let mut local = [u16::MAX; item::MAX_TENANTS];
+    let mut present: Vec<usize> = Vec::new();
+    for s in survivors {
+        let t = usize::from(s.tenant);
+        if local[t] == u16::MAX {
+            local[t] = present.len() as u16;
+            present.push(t);
+        }
     }
-    let target: Vec<u64> = inner.tenants.iter().map(TenantState::target).collect();
+    let tenant = |t: usize| &inner.tenants[present[t]];
+    let mut queues: Vec<VecDeque<usize>> = vec![VecDeque::new(); present.len()];
+    let mut actual: Vec<u64> =
+        (0..present.len()).map(|t| tenant(t).bytes.load(Ordering::Relaxed)).collect();
+    for (i, s) in survivors.iter().enumerate() {
+        let t = usize::from(local[usize::from(s.tenant)]);
+        queues[t].push_back(i);
+        actual[t] = actual[t].saturating_sub(u64::from(s.size));
+    }
+    let target: Vec<u64> = (0..present.len()).map(|t| tenant(t).target()).collect();
     let cap: Vec<u64> =
-        inner.tenants.iter().map(|t| t.policy().hard_cap.unwrap_or(u64::MAX)).collect();
+        (0..present.len()).map(|t| tenant(t).policy().hard_cap.unwrap_or(u64::MAX)).collect();
     let need = |t: usize, actual: &[u64]| Need { target: target[t], actual: actual[t] };
     order.reserve(survivors.len());
-    let mut active: Vec<usize> = (0..queues.len()).filter(|&t| !queues[t].is_empty()).collect();
+    let mut active: Vec<usize> = (0..present.len()).collect();
     while !active.is_empty() {
         // Highest need; ties go to the lower tenant id (deterministic).
         let (pos, &t) = active
             .iter()
             .enumerate()
-            .max_by(|a, b| need(*a.1, &actual).cmp(&need(*b.1, &actual)).then(b.1.cmp(a.1)))
+            .max_by(|a, b| {
+                need(*a.1, &actual)
+                    .cmp(&need(*b.1, &actual))
+                    .then(present[*b.1].cmp(&present[*a.1]))
+            })
             .expect("non-empty");
         let i = queues[t].pop_front().expect("active tenants have items");
         let size = u64::from(survivors[i].size);

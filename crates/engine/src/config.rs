@@ -30,6 +30,12 @@ pub struct EngineConfig {
     /// Values at most this large are placed right after their key record instead of at the
     /// segment's high end (0 keeps every value apart from keys).
     pub inline_value_max: usize,
+    /// Whether stores and relocations copy value bytes (true). False only where nobody reads
+    /// a value (the simulator, whose values are zero bytes): items are laid out and accounted
+    /// for exactly as with copying, but a read returns the right length of whatever the
+    /// segment held before (zeros in fresh memory). Copying 38 KiB mean values was 49% of the
+    /// simulator's time on CloudPhysics, and first touches of the arena's pages 34% more.
+    pub copy_values: bool,
     /// Inline or background cleaning.
     pub cleaner: CleanerMode,
     /// Segments per cleaning pass (`n`).
@@ -104,6 +110,7 @@ impl Default for EngineConfig {
             max_value_len: 0,
             large_value_threshold: 256 << 10,
             inline_value_max: 64,
+            copy_values: true,
             cleaner: CleanerMode::Background,
             cleaner_candidates: 40,
             free_watermark: 0,

@@ -7,7 +7,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use crate::arbiter::Arbiter;
-use crate::arena::Arena;
+use crate::arena::{Arena, HUGE_PAGE};
 use crate::budget::{self, LEND_AHEAD, LimitError};
 use crate::cache::{CasCounter, CleanerState, Inner, SweepState};
 use crate::cleaner;
@@ -48,7 +48,13 @@ impl Engine {
     ) -> Result<Engine, ConfigError> {
         config.validate()?;
         let segment_count = config.max_memory / config.segment_size;
-        let arena = Arena::new(segment_count, config.segment_size, config.memory_includes_index)
+        // Huge pages, except where segments are released one by one (the index then counts
+        // against the memory) and are smaller than a huge page: touching a segment next to a
+        // released one would bring the released one back whole inside a fresh huge page. And
+        // not where values are not copied, so that a record touches a page, not two megabytes.
+        let huge = config.copy_values
+            && (!config.memory_includes_index || config.segment_size % HUGE_PAGE == 0);
+        let arena = Arena::new(segment_count, config.segment_size, huge)
             .map_err(|e| ConfigError(format!("cannot map {} bytes: {e}", config.max_memory)))?;
         let watermark = if config.free_watermark > 0 {
             config.free_watermark

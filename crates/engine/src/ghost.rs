@@ -20,6 +20,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 const BITS_PER_KEY: usize = 10;
 /// Bit positions per key.
 const PROBES: u32 = 4;
+/// Keys a filter takes before a rotation, at least.
+const MIN_HALF: usize = 64;
 
 #[derive(Debug)]
 pub(crate) struct Ghost {
@@ -30,6 +32,9 @@ pub(crate) struct Ghost {
     current: AtomicUsize,
     /// Keys marked in the current filter.
     marked: AtomicUsize,
+    /// Keys the current filter takes before the next rotation: half the ghost's length when
+    /// the filter became current.
+    half: AtomicUsize,
 }
 
 impl Ghost {
@@ -42,6 +47,7 @@ impl Ghost {
             mask: bits as u64 - 1,
             current: AtomicUsize::new(0),
             marked: AtomicUsize::new(0),
+            half: AtomicUsize::new(MIN_HALF),
         }
     }
 
@@ -66,17 +72,18 @@ impl Ghost {
         self.has(0, hash) || self.has(1, hash)
     }
 
-    /// Marks `hash`; `length` is how many keys the ghost should remember now (S3-FIFO: as
-    /// many as the main queue holds). Called by the cleaner only.
-    pub(crate) fn mark(&self, hash: u64, length: usize) {
-        let cur = self.current.load(Ordering::Relaxed);
-        if self.marked.load(Ordering::Relaxed) >= (length / 2).max(64) {
+    /// Marks `hash`. `length` says how many keys the ghost should remember now (S3-FIFO: as
+    /// many as the main queue holds); it is asked only when the current filter is full and
+    /// the ghost rotates, so it may be costly. Called by the cleaner only.
+    pub(crate) fn mark(&self, hash: u64, length: impl FnOnce() -> usize) {
+        let mut cur = self.current.load(Ordering::Relaxed);
+        if self.marked.load(Ordering::Relaxed) >= self.half.load(Ordering::Relaxed) {
             // Rotate: forget the previous filter, mark into it from now on.
-            let next = cur ^ 1;
-            self.filters[next].iter().for_each(|w| w.store(0, Ordering::Relaxed));
-            self.current.store(next, Ordering::Relaxed);
+            cur ^= 1;
+            self.filters[cur].iter().for_each(|w| w.store(0, Ordering::Relaxed));
+            self.current.store(cur, Ordering::Relaxed);
             self.marked.store(0, Ordering::Relaxed);
-            return self.mark(hash, usize::MAX);
+            self.half.store((length() / 2).max(MIN_HALF), Ordering::Relaxed);
         }
         let f = &self.filters[cur];
         for b in self.probes(hash) {
@@ -98,7 +105,7 @@ mod tests {
     fn remembers_the_last_evictions_and_forgets_older_ones() {
         let g = Ghost::new(10_000);
         for i in 0..10_000 {
-            g.mark(hash(i), 1_000);
+            g.mark(hash(i), || 1_000);
         }
         // The last 500 (at least) are remembered; those 2,000 back are gone.
         assert!((9_500..10_000).all(|i| g.contains(hash(i))));

@@ -211,7 +211,9 @@ pub fn decode_expiry(code: u32, base_ms: u64, wide: impl FnOnce() -> u64) -> Opt
 }
 
 /// Writes a key record at `record` and the value at `value`; `value_offset` is the value's
-/// offset within the segment, `base_ms` the segment's base time.
+/// offset within the segment, `base_ms` the segment's base time. The record says the value
+/// is `value_len` bytes long; `value_parts` are copied to `value` and add up to `value_len`,
+/// or are empty where values are not copied (`EngineConfig::copy_values`).
 ///
 /// # Safety
 /// `record` must be valid for writes of `item.record_len(base_ms)` bytes and `value` for
@@ -222,10 +224,13 @@ pub unsafe fn write(
     value: *mut u8,
     item: &NewItem<'_>,
     value_offset: usize,
+    value_len: usize,
     value_parts: &[&[u8]],
     base_ms: u64,
 ) {
-    let value_len: usize = value_parts.iter().map(|p| p.len()).sum();
+    debug_assert!(
+        value_parts.is_empty() || value_parts.iter().map(|p| p.len()).sum::<usize>() == value_len
+    );
     debug_assert!(value_offset as u64 <= VALUE_OFFSET_MASK && value_len as u64 <= VALUE_LEN_MASK);
     let long = item.key.len() > 255;
     let mut word = value_offset as u64
@@ -274,7 +279,8 @@ pub unsafe fn write(
     }
     let mut at = value;
     for part in value_parts {
-        // SAFETY: the parts add up to `value_len`, for which `value` is writable and unshared.
+        // SAFETY: the parts add up to `value_len` (or there are none), for which `value` is
+        // writable and unshared.
         unsafe {
             std::ptr::copy_nonoverlapping(part.as_ptr(), at, part.len());
             at = at.add(part.len());
@@ -585,7 +591,7 @@ mod tests {
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
         let rec = unsafe {
-            write(p, p.add(200), &item, 200, &[b"v"], base);
+            write(p, p.add(200), &item, 200, 1, &[b"v"], base);
             Record::at(p, 0)
         };
         assert_eq!(rec.flags(), 7);
@@ -636,7 +642,7 @@ mod tests {
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
         let rec = unsafe {
-            write(p, p.add(60), &item, 60, &[b"v"], 0);
+            write(p, p.add(60), &item, 60, 1, &[b"v"], 0);
             Record::at(p, 0)
         };
         assert_eq!(rec.set_state(STATE_WIN_SENT) & STATE_WIN_SENT, 0);
@@ -668,7 +674,15 @@ mod tests {
             let base = seg.as_mut_ptr();
             // SAFETY: both ranges lie inside `seg`, which nothing else uses.
             let rec = unsafe {
-                write(base, base.add(value_offset), &item, value_offset, &[value], 1000);
+                write(
+                    base,
+                    base.add(value_offset),
+                    &item,
+                    value_offset,
+                    value.len(),
+                    &[value],
+                    1000,
+                );
                 Record::at(base, 0)
             };
             assert_eq!(rec.key(), key);

@@ -129,3 +129,49 @@ fn the_main_queue_keeps_the_items_read_most_when_it_cannot_keep_all() {
     assert!(even + 10 < odd, "read three times: {odd} kept; once: {even}");
     engine.validate();
 }
+
+#[test]
+fn not_copying_values_changes_what_a_read_returns_and_nothing_else() {
+    // The simulator's engines do not copy values (`copy_values: false`): the same stores must
+    // lay out, keep and evict exactly as with copying; only the value bytes differ.
+    let run = |copy_values: bool| {
+        let config = fridge_engine::EngineConfig {
+            max_memory: 192 << 10,
+            segment_size: 4 << 10,
+            max_item_size: 4 << 10,
+            cleaner: fridge_engine::CleanerMode::Inline,
+            index_buckets: 16,
+            eviction: Eviction::Queues(Queues::default()),
+            copy_values,
+            ..fridge_engine::EngineConfig::default()
+        };
+        let clock = std::sync::Arc::new(fridge_engine::ManualClock::new(0));
+        let engine = Engine::with_clock(config, clock).unwrap();
+        let mut w = engine.worker().unwrap();
+        for i in 0..3_000u32 {
+            let len = (i as usize * 37) % 300;
+            w.store(Store::new(T, &key(i), &vec![0xab; len])).unwrap();
+            if i % 3 == 0 {
+                read(&mut w, i / 2);
+            }
+        }
+        let held: Vec<(u32, usize, bool)> = (0..3_000)
+            .filter_map(|i| {
+                w.get(T, &key(i), |item| {
+                    (i, item.value.len(), item.value.iter().all(|&b| b == 0xab))
+                })
+            })
+            .collect();
+        let s = engine.stats();
+        engine.validate();
+        (held, s.evictions, s.relocated_items, s.item_bytes)
+    };
+    let (copied, evictions, relocated, used) = run(true);
+    let (laid_out, evictions2, relocated2, used2) = run(false);
+    assert!(copied.len() > 100 && copied.iter().all(|&(_, _, intact)| intact));
+    let shape =
+        |v: &[(u32, usize, bool)]| v.iter().map(|&(i, len, _)| (i, len)).collect::<Vec<_>>();
+    assert_eq!(shape(&copied), shape(&laid_out), "the same items, of the same lengths");
+    assert!(laid_out.iter().any(|&(_, len, intact)| len > 0 && !intact), "values not copied");
+    assert_eq!((evictions, relocated, used), (evictions2, relocated2, used2));
+}

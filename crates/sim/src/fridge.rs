@@ -10,8 +10,10 @@
 //! # What a cached object costs in the engine
 //! The key is the request's id as 8 little-endian bytes (unique per id; the trace's key
 //! length is not reproduced), and the value is `object_size − 8` zero bytes (at least 0), so
-//! an item holds `max(object_size, 8)` bytes of key and value plus the engine's 12-byte key
-//! record header, all inside `max_memory`. The index (tagged 64-byte buckets, outside the
+//! an item holds `max(object_size, 8)` bytes of key and value plus the engine's 25-byte key
+//! record header ([`RECORD_HEADER`]), all inside `max_memory`. Values are laid out but not
+//! copied (`EngineConfig::copy_values` is off: nobody reads them), so the simulator's speed
+//! does not depend on the objects' sizes. The index (tagged 64-byte buckets, outside the
 //! arena) is reported separately as [`EngineStats::overhead_bytes`]. Reference policies, by
 //! contrast, count object bytes only; a row of a report always says which meaning applies.
 //!
@@ -19,7 +21,8 @@
 //! Every access (a GET, and the store after a miss) logs the key's digest in the worker's
 //! reference pool; a full pool (1024 digests) is applied to the engine's CPU hitmap at once,
 //! in the same thread ([`CleanerMode::Inline`] gives the inline metadata backend). The cleaner
-//! ranks survivors with the tenant's [`RankKind`], which the simulator sets for every tenant:
+//! ranks survivors with the tenant's [`RankKind`], which the simulator sets for every tenant
+//! of the input ([`FridgeOptions::tenants`]; with more than one the arbiter runs):
 //! `fridge` is the engine's default `hitmap` rank, `fridge-lru`, `fridge-lfu` and
 //! `fridge-slru` the others ([`FridgeOptions::rank`]).
 //!
@@ -30,11 +33,11 @@
 //! cache can hold from the input ([`hitmap_items`]):
 //!
 //! ```text
-//! hitmap_items = max_memory / (max(mean object size, 8) + 12)
+//! hitmap_items = max_memory / (max(mean object size, 8) + 25)
 //! ```
 //!
 //! where the mean object size is the working set's bytes over its distinct objects (the
-//! profile pass), 8 the key bytes every item carries at least and 12 the record header: the
+//! profile pass), 8 the key bytes every item carries at least and 25 the record header: the
 //! item count a cache full of average objects holds. `hitmap_bits_per_item = 0` runs without
 //! metadata (every item cold, no zombies: all ranks become recency).
 //!
@@ -122,6 +125,10 @@ pub struct FridgeOptions {
     pub seed: u64,
     /// The rank function of every tenant.
     pub rank: RankKind,
+    /// Tenants in the input (ids `0..tenants`). With more than one, the engine's arbiter runs
+    /// (shadow queues, need-ordered cleaning), as in a server with tenants configured; with
+    /// one it does not, as in a server with only the default tenant.
+    pub tenants: usize,
     /// Hitmap bits per item (0: no eviction metadata).
     pub hitmap_bits_per_item: usize,
     /// Items the hitmap is sized for (0: the engine's default, one per 64 bytes).
@@ -144,6 +151,7 @@ impl FridgeOptions {
             segment_size,
             seed: 1,
             rank: RankKind::default(),
+            tenants: 1,
             hitmap_bits_per_item: defaults.hitmap_bits_per_item,
             hitmap_items: 0,
             cleaner_candidates: defaults.cleaner_candidates,
@@ -189,11 +197,13 @@ impl FridgeCache {
             cleaner_candidates: options.cleaner_candidates,
             free_watermark: options.free_watermark,
             eviction: options.eviction,
+            // Nobody reads the simulator's values: lay them out, do not copy them.
+            copy_values: false,
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);
         let engine = Engine::with_clock(config, Arc::new(clock.clone())).map_err(|e| e.0)?;
-        for t in 0..fridge_engine::item::MAX_TENANTS {
+        for t in 0..options.tenants.clamp(1, fridge_engine::item::MAX_TENANTS) {
             let tenant = TenantId(t as u8);
             let policy = TenantPolicy { rank: options.rank, ..engine.tenant_policy(tenant) };
             engine.set_tenant_policy(tenant, policy);
@@ -362,11 +372,13 @@ mod tests {
             rank: RankKind::Slru,
             hitmap_bits_per_item: 16,
             hitmap_items: 1 << 14,
+            tenants: 3,
             ..FridgeOptions::new(1 << 20, 16 << 10)
         };
         let mut c = FridgeCache::new(options).unwrap();
         assert_eq!(c.engine.tenant_policy(TenantId(0)).rank, RankKind::Slru);
-        assert_eq!(c.engine.tenant_policy(TenantId(255)).rank, RankKind::Slru);
+        assert_eq!(c.engine.tenant_policy(TenantId(2)).rank, RankKind::Slru);
+        assert_ne!(c.engine.tenant_policy(TenantId(3)).rank, RankKind::Slru, "not in the input");
         for key in 0..3000 {
             c.get(&get(key % 500, 100));
         }

@@ -788,6 +788,7 @@ fn build(
                 segment_size,
                 seed: settings.seed,
                 rank: *rank,
+                tenants,
                 hitmap_bits_per_item: bits.unwrap_or(settings.hitmap_bits),
                 hitmap_items: settings
                     .hitmap_items
