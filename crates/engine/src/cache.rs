@@ -355,7 +355,7 @@ pub(crate) struct CleanerState {
     pub(crate) survivors: Vec<Survivor>,
     pub(crate) digests: Vec<u32>,
     pub(crate) temperatures: Vec<Temperature>,
-    pub(crate) order: Vec<(usize, bool)>,
+    pub(crate) order: Vec<crate::cleaner::Served>,
     pub(crate) evicted: Vec<(u8, u64, u32)>,
 }
 
@@ -380,7 +380,7 @@ impl CleanerState {
         self.survivors.capacity() * size_of::<Survivor>()
             + self.digests.capacity() * size_of::<u32>()
             + self.temperatures.capacity() * size_of::<Temperature>()
-            + self.order.capacity() * size_of::<(usize, bool)>()
+            + self.order.capacity() * size_of::<crate::cleaner::Served>()
             + self.evicted.capacity() * size_of::<(u8, u64, u32)>()
     }
 

@@ -210,9 +210,16 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             let over = small * 100 > inner.segments.count() * usize::from(q.small_percent);
             let first = if over { SMALL } else { MAIN };
             let n = QUEUE_CANDIDATES.min(outputs_available + 1);
-            candidates = inner.segments.take_oldest_of(first, n);
+            let take = |queue| {
+                if inner.arbiter.enabled() {
+                    take_oldest_by_need(inner, queue, n)
+                } else {
+                    inner.segments.take_oldest_of(queue, n)
+                }
+            };
+            candidates = take(first);
             if candidates.is_empty() {
-                candidates = inner.segments.take_oldest_of(first ^ 1, n);
+                candidates = take(first ^ 1);
             }
             min_reads = [q.promote_reads.max(1), q.keep_reads.max(1)];
             outputs_left = n.saturating_sub(1);
@@ -295,11 +302,16 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // Best rank first, or (with tenants) in order of need.
     let (mut needy, mut ranked) = (order.iter().copied(), 0..survivors.len());
     loop {
-        let next = if by_need_order { needy.next() } else { ranked.next().map(|i| (i, true)) };
-        let Some((i, keep)) = next else { break };
+        let next = if by_need_order {
+            needy.next()
+        } else {
+            ranked.next().map(|index| Served { index, within_cap: true, needy: false })
+        };
+        let Some(Served { index: i, within_cap, needy }) = next else { break };
         let s = &survivors[i];
-        // With queues, only items read often enough may stay.
-        let keep = keep && s.freq >= s.min_freq;
+        // With queues, only items read often enough may stay, and those of tenants below
+        // their target (Memshare's need decides among them).
+        let keep = within_cap && (s.freq >= s.min_freq || needy);
         let copied = if keep {
             copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
         } else {
@@ -364,6 +376,9 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
 /// relocations per eviction where most items earn their promotion: orm-busy at 20–80% of its
 /// working set.)
 const QUEUE_CANDIDATES: usize = 2;
+/// With several tenants, the oldest segments of a queue among which a pass picks its
+/// candidates by the bytes of tenants over their target.
+const QUEUE_WINDOW: usize = 8;
 
 /// Records sampled from the start of each scored segment when choosing candidates by need.
 const SCORE_RECORDS: usize = 32;
@@ -373,7 +388,6 @@ const SCORE_SAMPLE_PER_CANDIDATE: usize = 4;
 /// Takes `n` candidates for an evicting pass: half at random, half by score — dead bytes, and
 /// with several tenants also the estimated bytes of tenants over their target (Memshare §3.1).
 fn take_candidates(inner: &Inner, state: &mut CleanerState, n: usize) -> Vec<u32> {
-    let segment_size = inner.config.segment_size as u64;
     let dead = |h: &SegmentHeader| u64::from(h.dead_bytes.load(Ordering::Relaxed));
     let rng = &mut || state.next_random();
     if !inner.arbiter.enabled() {
@@ -382,16 +396,35 @@ fn take_candidates(inner: &Inner, state: &mut CleanerState, n: usize) -> Vec<u32
     let over: Vec<bool> = inner.tenants.iter().map(|t| need_of(t).over()).collect();
     let sample = Some(n * SCORE_SAMPLE_PER_CANDIDATE);
     inner.segments.take_candidates(n, rng, sample, &mut |id, h| {
-        let (mut over_bytes, mut seen) = (0u64, 0u64);
-        for_first_records(inner, id, SCORE_RECORDS, |rec| {
-            seen += rec.size() as u64;
-            if over[usize::from(rec.tenant())] {
-                over_bytes += rec.size() as u64;
-            }
-        });
-        let used = h.used_bytes(segment_size as usize) as u64;
-        dead(h) + (over_bytes * used).checked_div(seen).unwrap_or(0)
+        dead(h) + over_target_bytes(inner, &over, id, h)
     })
+}
+
+/// With queues and several tenants: `n` of the `QUEUE_WINDOW` oldest segments of `queue`,
+/// those with the most bytes of tenants at or over their target; segments holding only
+/// tenants below theirs get another lap. The queue's order bends so that a pass does not take
+/// memory from tenants below their target (reservations, won credits) while others have some
+/// to give.
+fn take_oldest_by_need(inner: &Inner, queue: u8, n: usize) -> Vec<u32> {
+    let over: Vec<bool> =
+        inner.tenants.iter().map(|t| t.bytes.load(Ordering::Relaxed) >= t.target()).collect();
+    inner.segments.take_oldest_scored(queue, n, QUEUE_WINDOW, &mut |id, h| {
+        over_target_bytes(inner, &over, id, h)
+    })
+}
+
+/// A sealed segment's estimated bytes of tenants over their target (`over`), from its first
+/// records (Memshare §3.1's candidate score, less the dead bytes).
+fn over_target_bytes(inner: &Inner, over: &[bool], id: u32, h: &SegmentHeader) -> u64 {
+    let (mut over_bytes, mut seen) = (0u64, 0u64);
+    for_first_records(inner, id, SCORE_RECORDS, |rec| {
+        seen += rec.size() as u64;
+        if over[usize::from(rec.tenant())] {
+            over_bytes += rec.size() as u64;
+        }
+    });
+    let used = h.used_bytes(inner.config.segment_size) as u64;
+    (over_bytes * used).checked_div(seen).unwrap_or(0)
 }
 
 /// Calls `f` with up to `max` records from the start of a sealed segment.
@@ -419,11 +452,23 @@ fn need_of(t: &TenantState) -> Need {
     Need { target: t.target(), actual: t.bytes.load(Ordering::Relaxed) }
 }
 
+/// A survivor as Algorithm 1 serves it ([`by_need`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Served {
+    /// Index into the pass's survivors.
+    pub(crate) index: usize,
+    /// Keeping it stays within its tenant's hard cap.
+    pub(crate) within_cap: bool,
+    /// Its tenant held less than its target when it was served: with queues, it may stay
+    /// without the reads that earn a stay, so that reservations and won credits hold.
+    pub(crate) needy: bool,
+}
+
 /// Memshare's Algorithm 1: the order in which to keep survivors (already sorted by rank).
 /// Repeatedly serve the tenant with the highest need — counting each tenant's actual memory
 /// without its items in this pass, plus what is kept so far — with its best remaining item.
-/// Items that would take a tenant over its hard cap are marked for eviction (`false`).
-fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<(usize, bool)>) {
+/// Items that would take a tenant over its hard cap are marked for eviction.
+fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<Served>) {
     // Only the tenants with survivors in this pass take part: per-pass work is
     // O(survivors × tenants present), not O(every tenant id).
     let mut local = [u16::MAX; item::MAX_TENANTS];
@@ -463,11 +508,12 @@ fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<(usize, bool)>
             .expect("non-empty");
         let i = queues[t].pop_front().expect("active tenants have items");
         let size = u64::from(survivors[i].size);
-        let keep = actual[t] + size <= cap[t];
-        if keep {
+        let needy = actual[t] < target[t];
+        let within_cap = actual[t] + size <= cap[t];
+        if within_cap {
             actual[t] += size;
         }
-        order.push((i, keep));
+        order.push(Served { index: i, within_cap, needy });
         if queues[t].is_empty() {
             active.swap_remove(pos);
         }

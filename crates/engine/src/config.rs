@@ -71,7 +71,7 @@ pub enum Eviction {
     /// Memshare's pass (§3.1): `cleaner_candidates` segments, half at random, half with the
     /// most dead bytes; the best-ranked survivors fill one segment fewer, the rest go.
     Memshare,
-    /// S3-FIFO's queues made of segments (see [`Queues`]).
+    /// S3-FIFO's queues made of segments (see [`Queues`]); the default.
     Queues(Queues),
 }
 
@@ -121,7 +121,7 @@ impl Default for EngineConfig {
             hitmap_bits_per_item: 32,
             hitmap_items: 0,
             memory_includes_index: false,
-            eviction: Eviction::Memshare,
+            eviction: Eviction::Queues(Queues::default()),
         }
     }
 }

@@ -209,6 +209,42 @@ impl Segments {
         list.drain(..n).collect()
     }
 
+    /// Removes up to `n` of the `window` oldest segments of `queue`: those with the highest
+    /// `score`, ties to the older. Where one taken scores above 0, the others in the window
+    /// that score 0 go to the queue's newest end (another lap, without copying); the rest
+    /// stay where they were. `score` runs under the list lock, as in
+    /// [`Segments::take_candidates`].
+    pub fn take_oldest_scored(
+        &self,
+        queue: u8,
+        n: usize,
+        window: usize,
+        score: &mut impl FnMut(u32, &SegmentHeader) -> u64,
+    ) -> Vec<u32> {
+        let mut lists = self.lists();
+        let list = if queue == SMALL { &mut lists.small } else { &mut lists.sealed };
+        let w = window.max(n).min(list.len());
+        let ids: Vec<u32> = list.drain(..w).collect();
+        let scores: Vec<u64> = ids.iter().map(|&id| score(id, self.header(id))).collect();
+        let mut best: Vec<usize> = (0..w).collect();
+        best.sort_by(|&a, &b| scores[b].cmp(&scores[a]).then(a.cmp(&b)));
+        best.truncate(n);
+        let lap = best.iter().any(|&i| scores[i] > 0);
+        let mut front = Vec::new();
+        for i in (0..w).filter(|i| !best.contains(i)) {
+            if lap && scores[i] == 0 {
+                list.push_back(ids[i]);
+            } else {
+                front.push(ids[i]);
+            }
+        }
+        for &id in front.iter().rev() {
+            list.push_front(id);
+        }
+        best.sort_unstable();
+        best.into_iter().map(|i| ids[i]).collect()
+    }
+
     /// Removes and returns the oldest sealed segment.
     pub fn take_oldest_sealed(&self) -> Option<u32> {
         // With queues, the small queue's oldest first, as S3-FIFO would evict.

@@ -1,11 +1,14 @@
-//! Eviction metadata end to end: the hitmap rank keeps a hot working set through a scan of
-//! one-time keys that exact LRU (and the engine's own recency rank) lets it be evicted by.
+//! Eviction metadata end to end: under Memshare's evicting pass, the hitmap rank keeps a hot
+//! working set through a scan of one-time keys that exact LRU (and the engine's own recency
+//! rank) lets it be evicted by. S3-FIFO's queues keep it with either rank (their read
+//! counts decide what stays).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, ManualClock, RankKind, Store, TenantId, TenantPolicy,
+    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, Queues, RankKind, Store, TenantId,
+    TenantPolicy,
 };
 
 const T: TenantId = TenantId(0);
@@ -18,7 +21,7 @@ const WARMUP_ROUNDS: u64 = 4;
 const SCAN_PER_HOT: u64 = 3;
 const MEASURED_HOT_ACCESSES: u64 = 120_000;
 
-fn engine(rank: RankKind) -> Engine {
+fn engine(rank: RankKind, eviction: Eviction) -> Engine {
     let config = EngineConfig {
         max_memory: MEMORY,
         segment_size: 64 << 10,
@@ -26,6 +29,7 @@ fn engine(rank: RankKind) -> Engine {
         cleaner: CleanerMode::Inline,
         cleaner_candidates: 16,
         hitmap_items: MEMORY / 120,
+        eviction,
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(ManualClock::new(1))).unwrap();
@@ -45,8 +49,8 @@ fn requests() -> impl Iterator<Item = (u64, bool)> {
 }
 
 /// Hit ratio of the measured hot accesses through the engine, lookaside (a miss stores).
-fn engine_hot_hit_ratio(rank: RankKind) -> f64 {
-    let engine = engine(rank);
+fn engine_hot_hit_ratio(rank: RankKind, eviction: Eviction) -> f64 {
+    let engine = engine(rank, eviction);
     let mut w = engine.worker().unwrap();
     let (mut hits, mut total) = (0u64, 0u64);
     for (key, measured) in requests() {
@@ -91,12 +95,20 @@ fn exact_lru_hot_hit_ratio(capacity: usize) -> f64 {
 
 #[test]
 fn a_scan_does_not_evict_the_hot_set_under_the_hitmap_rank() {
-    let hitmap = engine_hot_hit_ratio(RankKind::Hitmap);
-    let recency = engine_hot_hit_ratio(RankKind::Lru);
+    let hitmap = engine_hot_hit_ratio(RankKind::Hitmap, Eviction::Memshare);
+    let recency = engine_hot_hit_ratio(RankKind::Lru, Eviction::Memshare);
     // The arena holds about MEMORY / 120 items; exact LRU gets the same number of slots.
     let lru = exact_lru_hot_hit_ratio(MEMORY / 120);
     eprintln!("hot-set hit ratio: hitmap {hitmap:.3}, engine lru {recency:.3}, exact lru {lru:.3}");
     assert!(lru < 0.1, "the scan evicts the hot set under exact LRU: {lru}");
     assert!(recency < 0.2, "and under the engine's recency rank: {recency}");
     assert!(hitmap > 0.9, "the hitmap keeps it: {hitmap}");
+}
+
+#[test]
+fn a_scan_does_not_evict_the_hot_set_from_the_queues() {
+    for rank in [RankKind::Hitmap, RankKind::Lru] {
+        let queues = engine_hot_hit_ratio(rank, Eviction::Queues(Queues::default()));
+        assert!(queues > 0.9, "the queues keep it under the {rank:?} rank: {queues}");
+    }
 }

@@ -41,9 +41,9 @@ pub enum Protocol {
 #[serde(rename_all = "lowercase")]
 pub enum EvictionChoice {
     /// Memshare's cleaning pass: the best-ranked items of a sample of segments stay.
-    #[default]
     Memshare,
-    /// S3-FIFO's small and main queues, made of segments (`docs/design.md`).
+    /// S3-FIFO's small and main queues, made of segments (`docs/design.md`); the default.
+    #[default]
     Queues,
 }
 
@@ -640,7 +640,7 @@ mod tests {
     fn tenants_parse_from_toml() {
         let hash = PasswordHash::new(b"s", b"pw");
         let text = format!(
-            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\neviction = \"queues\"\nauth_failure_rate = 0.5\n\
+            "memory = \"64MiB\"\nhitmap_bits_per_item = 16\neviction = \"memshare\"\nauth_failure_rate = 0.5\n\
              auth_failure_burst = 3\n\
              [[tenants]]\nname = \"billing\"\npassword_sha256 = \"{hash}\"\n\
              reserved = \"8MiB\"\ncredit = \"32KiB\"\nrank = \"slru\"\n\
@@ -650,7 +650,8 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.hitmap_bits_per_item, 16);
         assert_eq!(c.engine().hitmap_bits_per_item, 16);
-        assert!(matches!(c.engine().eviction, fridge_engine::Eviction::Queues(_)));
+        assert_eq!(c.engine().eviction, fridge_engine::Eviction::Memshare);
+        assert!(matches!(Config::default().engine().eviction, fridge_engine::Eviction::Queues(_)));
         assert_eq!((c.auth_failure_rate, c.auth_failure_burst), (0.5, 3));
         assert!(!c.unauthenticated_allowed(), "tenants exist");
         let p = c.tenants[0].policy();

@@ -3,8 +3,11 @@
 //! on the same request stream (Memshare §6; `docs/results.md`).
 //!
 //! ```text
-//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms]
+//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms] [queues|memshare]
 //! ```
+//!
+//! The engine evicts with its default, S3-FIFO's queues, or with Memshare's pass
+//! (`memshare`).
 //!
 //! Rows, all with the same total memory (`cache fraction` × the mix's working set):
 //! - `static memcached`: each tenant its own memcached slab model (LRU per slab class) of its
@@ -21,14 +24,14 @@
 //! Requests follow the simulator's `--ops trace` semantics: GET/GETS are counted lookaside
 //! reads (a miss stores the object); storage operations store (the engine with the request's
 //! TTL; reference policies through an access) and are not counted; DELETE deletes in the
-//! engine. The engine's memory holds its 12-byte record headers and 8-byte keys; the memcached
+//! engine. The engine's memory holds its 25-byte record headers and 8-byte keys; the memcached
 //! model charges its 48-byte headers and chunk rounding; the LRU counts object bytes only.
 
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, Expiry, IdleTax, ManualClock, Store, TenantId, TenantPolicy,
-    Worker,
+    CleanerMode, Engine, EngineConfig, Eviction, Expiry, IdleTax, ManualClock, Queues, Store,
+    TenantId, TenantPolicy, Worker,
 };
 use fridge_sim::fridge::{DEFAULT_TARGET_SEGMENTS, auto_segment_size};
 use fridge_sim::policy::{Access, Automove, Lru, Memcached, Policy, SlabConfig};
@@ -58,6 +61,11 @@ fn main() {
     let requests: usize = args.get(1).map_or(10_000_000, |s| s.parse().expect("requests"));
     let fraction: f64 = args.get(2).map_or(0.1, |s| s.parse().expect("cache fraction"));
     let idle_ms: u64 = args.get(3).map_or(250, |s| s.parse().expect("idle time, ms"));
+    let eviction = match args.get(4).map(String::as_str) {
+        None | Some("queues") => Eviction::Queues(Queues::default()),
+        Some("memshare") => Eviction::Memshare,
+        Some(other) => panic!("eviction: queues or memshare, not {other}"),
+    };
 
     let mix = twitter_mix(tenants, KEY_SCALE, SEED).expect("mix");
     let stream: Vec<Request> = mix.requests().expect("requests").take(requests).collect();
@@ -100,7 +108,10 @@ fn main() {
         ("fridge 50% reserved", 0.5, None),
         ("fridge 75% + idle tax", 0.75, Some(IdleTax { rate: 0.5, idle_ms })),
     ] {
-        rows.push((name.into(), run_fridge(&stream, tenants, memory, &share, reserved, tax)));
+        rows.push((
+            name.into(),
+            run_fridge(&stream, tenants, memory, &share, reserved, tax, eviction),
+        ));
     }
 
     let combined = |c: &[Count]| {
@@ -178,6 +189,7 @@ fn run_fridge(
     share: &dyn Fn(usize) -> u64,
     reserved: f64,
     idle_tax: Option<IdleTax>,
+    eviction: Eviction,
 ) -> Vec<Count> {
     let largest = stream.iter().map(Request::object_size).max().unwrap_or(0);
     let segment_size = auto_segment_size(memory, 0, largest, DEFAULT_TARGET_SEGMENTS);
@@ -189,6 +201,7 @@ fn run_fridge(
         large_value_threshold: segment_size / 4,
         cleaner: CleanerMode::Inline,
         workers_hint: 1,
+        eviction,
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
