@@ -357,6 +357,10 @@ pub(crate) struct CleanerState {
     pub(crate) temperatures: Vec<Temperature>,
     pub(crate) order: Vec<crate::cleaner::Served>,
     pub(crate) evicted: Vec<(u8, u64, u32)>,
+    /// Items evicted less items relocated, over the run (`Eviction::Queues`; negative after
+    /// compactions, which copy without evicting): what a pass may copy beyond its first two
+    /// candidates' room.
+    pub(crate) relocation_credit: i64,
 }
 
 impl CleanerState {
@@ -370,6 +374,7 @@ impl CleanerState {
             temperatures: Vec::new(),
             order: Vec::new(),
             evicted: Vec::new(),
+            relocation_credit: 0,
         }
     }
 

@@ -78,11 +78,13 @@ pub enum Eviction {
 /// S3-FIFO (Yang et al., SOSP '23) in the log: writers fill a small probationary queue of
 /// segments; the cleaner fills the main queue with the items it keeps. A pass takes the two
 /// oldest segments of the small queue while that holds more than `small_percent` of the
-/// segments (else of the main queue), and copies into the main queue, best-ranked first and
-/// at most one segment's worth, only the items read `promote_reads` times in the small queue
-/// or `keep_reads` times since they last entered the main queue (a kept item spends one
-/// read); the rest are evicted, those from the small queue into the ghost, which sends their
-/// keys straight to the main queue when they are written again.
+/// segments (else of the main queue), and copies into the main queue, read most and
+/// best-ranked first, only the items read `promote_reads` times in the small queue or
+/// `keep_reads` times since they last entered the main queue (a kept item spends one read):
+/// one segment's worth, or more where the pass reads on into the queue's next oldest
+/// segments, which it does while earlier evictions pay for the copies (at most one copy per
+/// eviction over the run). The rest are evicted, those from the small queue into the ghost,
+/// which sends their keys straight to the main queue when they are written again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Queues {
     /// The small queue's share of the segments, in percent (S3-FIFO: 10).

@@ -556,6 +556,16 @@ impl<'g> Record<'g> {
         });
     }
 
+    /// Spends one read of the frequency, if it has any (the cleaner, giving an item another
+    /// lap in place).
+    #[inline]
+    pub fn spend_read(&self) {
+        let byte = self.touched_bytes()[TOUCHED_LEN - 1];
+        let _ = byte.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+            (b >> FREQ_SHIFT > 0).then(|| b - (1 << FREQ_SHIFT))
+        });
+    }
+
     /// Records an access at stamp `now`, writing only if the stamp changes (so a hot item's
     /// line is not written by every reader).
     #[inline]

@@ -245,6 +245,13 @@ impl Segments {
         best.into_iter().map(|i| ids[i]).collect()
     }
 
+    /// Puts a sealed segment taken from `queue` back at that queue's newest end.
+    pub fn requeue_newest(&self, queue: u8, id: u32) {
+        let mut lists = self.lists();
+        let list = if queue == SMALL { &mut lists.small } else { &mut lists.sealed };
+        list.push_back(id);
+    }
+
     /// Removes and returns the oldest sealed segment.
     pub fn take_oldest_sealed(&self) -> Option<u32> {
         // With queues, the small queue's oldest first, as S3-FIFO would evict.

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::cache::{Inner, is_expired};
 use crate::cleaner;
-use crate::config::CleanerMode;
+use crate::config::{CleanerMode, Eviction};
 use crate::epoch::{self, Guard, Slot};
 use crate::error::EngineError;
 use crate::hash::{digest_of, key_hash_in};
@@ -748,6 +748,9 @@ fn publish(
                     old.key(),
                 );
             }
+            if !replaced_expired {
+                inner.carry_reads(guard, old_loc, new);
+            }
             inner.unlinked(guard, old_loc);
             locked.replace(slot, new);
         }
@@ -782,6 +785,23 @@ fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {
 }
 
 impl Inner {
+    /// With queues, an overwrite counts as an access of the key, as S3-FIFO counts a request
+    /// for an object it holds: the new record, not yet published, starts with the old one's
+    /// reads plus one, and at least the reads that promote it where the old one was in the
+    /// main queue, so that a hot key written often keeps its place in the main queue (it is
+    /// promoted again at the small queue's next pass) instead of starting over on probation.
+    fn carry_reads(&self, guard: &Guard<'_>, old: Loc, new: Loc) {
+        let Eviction::Queues(q) = self.config.eviction else { return };
+        let mut reads = self.record(guard, old).freq() + 1;
+        if self.segments.header(old.segment).queue.load(Ordering::Relaxed) == MAIN {
+            reads = reads.max(q.promote_reads);
+        }
+        let new = self.record(guard, new);
+        for _ in 0..reads.min(item::MAX_FREQ) {
+            new.bump_freq();
+        }
+    }
+
     /// A free segment to become a head, cleaning or evicting as needed. The caller must not
     /// be pinned (it may wait for other readers to leave their epochs).
     fn acquire_segment(&self, slot: &Slot, queue: u8) -> Result<u32, EngineError> {

@@ -183,8 +183,9 @@ pub struct Cli {
     /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32].
     #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
     pub hitmap_bits_per_item: Option<usize>,
-    /// How the engine evicts: queues (S3-FIFO's small and main queues) or memshare (a sample
-    /// of segments, best-ranked items kept) [default: queues].
+    /// How the engine evicts: queues (S3-FIFO's small and main queues), memshare (a sample of
+    /// segments, best-ranked items kept) or auto (queues without tenants, memshare with
+    /// them) [default: auto].
     #[arg(long, env = "FRIDGE_EVICTION", value_name = "KIND")]
     pub eviction: Option<EvictionChoice>,
     /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)

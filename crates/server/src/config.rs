@@ -40,10 +40,13 @@ pub enum Protocol {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum EvictionChoice {
+    /// S3-FIFO's queues while only the default tenant is configured, Memshare's pass with
+    /// other tenants: each gave fewer misses where it is chosen (`docs/design.md`).
+    #[default]
+    Auto,
     /// Memshare's cleaning pass: the best-ranked items of a sample of segments stay.
     Memshare,
-    /// S3-FIFO's small and main queues, made of segments (`docs/design.md`); the default.
-    #[default]
+    /// S3-FIFO's small and main queues, made of segments (`docs/design.md`).
     Queues,
 }
 
@@ -307,8 +310,13 @@ impl Config {
             hitmap_bits_per_item: self.hitmap_bits_per_item,
             memory_includes_index: self.memory_includes_index,
             eviction: match self.eviction {
+                EvictionChoice::Auto if self.tenants.iter().any(|t| t.name != DEFAULT_TENANT) => {
+                    fridge_engine::Eviction::Memshare
+                }
                 EvictionChoice::Memshare => fridge_engine::Eviction::Memshare,
-                EvictionChoice::Queues => fridge_engine::Eviction::Queues(Default::default()),
+                EvictionChoice::Auto | EvictionChoice::Queues => {
+                    fridge_engine::Eviction::Queues(Default::default())
+                }
             },
             ..fridge_engine::EngineConfig::default()
         }
@@ -651,7 +659,12 @@ mod tests {
         assert_eq!(c.hitmap_bits_per_item, 16);
         assert_eq!(c.engine().hitmap_bits_per_item, 16);
         assert_eq!(c.engine().eviction, fridge_engine::Eviction::Memshare);
+        // By default, the queues without tenants and Memshare's pass with them.
         assert!(matches!(Config::default().engine().eviction, fridge_engine::Eviction::Queues(_)));
+        let auto = Config { eviction: EvictionChoice::Auto, ..c.clone() };
+        assert_eq!(auto.engine().eviction, fridge_engine::Eviction::Memshare);
+        let queues = Config { eviction: EvictionChoice::Queues, ..c.clone() };
+        assert!(matches!(queues.engine().eviction, fridge_engine::Eviction::Queues(_)));
         assert_eq!((c.auth_failure_rate, c.auth_failure_burst), (0.5, 3));
         assert!(!c.unauthenticated_allowed(), "tenants exist");
         let p = c.tenants[0].policy();

@@ -3,11 +3,11 @@
 //! on the same request stream (Memshare §6; `docs/results.md`).
 //!
 //! ```text
-//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms] [queues|memshare]
+//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms] [memshare|queues]
 //! ```
 //!
-//! The engine evicts with its default, S3-FIFO's queues, or with Memshare's pass
-//! (`memshare`).
+//! The engine evicts with Memshare's pass, as the server does with tenants configured
+//! (`--eviction auto`), or with S3-FIFO's queues (`queues`).
 //!
 //! Rows, all with the same total memory (`cache fraction` × the mix's working set):
 //! - `static memcached`: each tenant its own memcached slab model (LRU per slab class) of its
@@ -62,8 +62,8 @@ fn main() {
     let fraction: f64 = args.get(2).map_or(0.1, |s| s.parse().expect("cache fraction"));
     let idle_ms: u64 = args.get(3).map_or(250, |s| s.parse().expect("idle time, ms"));
     let eviction = match args.get(4).map(String::as_str) {
-        None | Some("queues") => Eviction::Queues(Queues::default()),
-        Some("memshare") => Eviction::Memshare,
+        None | Some("memshare") => Eviction::Memshare,
+        Some("queues") => Eviction::Queues(Queues::default()),
         Some(other) => panic!("eviction: queues or memshare, not {other}"),
     };
 
