@@ -340,6 +340,18 @@ pub(crate) fn is_expired(expires_at_ms: Option<u64>, now_ms: impl FnOnce() -> u6
     expires_at_ms.is_some_and(|at| now_ms() > at)
 }
 
+/// A survivor of a cleaning pass as Memshare's Algorithm 1 serves it (by need).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Served {
+    /// Index into the pass's survivors.
+    pub(crate) index: usize,
+    /// Keeping it stays within its tenant's hard cap.
+    pub(crate) within_cap: bool,
+    /// Its tenant held less than its target when it was served: with queues, it may stay
+    /// without the reads that earn a stay, so that reservations and won credits hold.
+    pub(crate) needy: bool,
+}
+
 /// The cleaner's own state, under the engine's cleaner mutex (one pass at a time).
 #[derive(Debug)]
 pub(crate) struct CleanerState {
@@ -355,7 +367,7 @@ pub(crate) struct CleanerState {
     pub(crate) survivors: Vec<Survivor>,
     pub(crate) digests: Vec<u32>,
     pub(crate) temperatures: Vec<Temperature>,
-    pub(crate) order: Vec<crate::cleaner::Served>,
+    pub(crate) order: Vec<Served>,
     pub(crate) evicted: Vec<(u8, u64, u32)>,
     /// Items evicted less items relocated, over the run (`Eviction::Queues`; negative after
     /// compactions, which copy without evicting): what a pass may copy beyond its first two
@@ -385,7 +397,7 @@ impl CleanerState {
         self.survivors.capacity() * size_of::<Survivor>()
             + self.digests.capacity() * size_of::<u32>()
             + self.temperatures.capacity() * size_of::<Temperature>()
-            + self.order.capacity() * size_of::<crate::cleaner::Served>()
+            + self.order.capacity() * size_of::<Served>()
             + self.evicted.capacity() * size_of::<(u8, u64, u32)>()
     }
 

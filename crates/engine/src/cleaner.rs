@@ -50,7 +50,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::arbiter::Need;
-use crate::cache::{CleanerState, Inner, Survivor, is_expired};
+use crate::cache::{CleanerState, Inner, Served, Survivor, is_expired};
 use crate::config::Eviction;
 use crate::epoch::{Guard, Slot};
 use crate::events::KeyEventKind;
@@ -535,18 +535,6 @@ fn for_first_records(inner: &Inner, segment: u32, max: usize, mut f: impl FnMut(
 
 fn need_of(t: &TenantState) -> Need {
     Need { target: t.target(), actual: t.bytes.load(Ordering::Relaxed) }
-}
-
-/// A survivor as Algorithm 1 serves it ([`by_need`]).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Served {
-    /// Index into the pass's survivors.
-    pub(crate) index: usize,
-    /// Keeping it stays within its tenant's hard cap.
-    pub(crate) within_cap: bool,
-    /// Its tenant held less than its target when it was served: with queues, it may stay
-    /// without the reads that earn a stay, so that reservations and won credits hold.
-    pub(crate) needy: bool,
 }
 
 /// Memshare's Algorithm 1: the order in which to keep survivors (already sorted by rank).
