@@ -218,18 +218,11 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             let over = small * 100 > inner.segments.count() * usize::from(q.small_percent);
             let first = if over { SMALL } else { MAIN };
             let n = QUEUE_CANDIDATES.min(outputs_available + 1);
-            let take = |queue, n| {
-                if inner.arbiter.enabled() {
-                    take_oldest_by_need(inner, queue, n)
-                } else {
-                    inner.segments.take_oldest_of(queue, n)
-                }
-            };
             let mut queue = first;
-            candidates = take(queue, n);
+            candidates = take_oldest(inner, queue, n);
             if candidates.is_empty() {
                 queue ^= 1;
-                candidates = take(queue, n);
+                candidates = take_oldest(inner, queue, n);
             }
             min_reads = [q.promote_reads.max(1), q.keep_reads.max(1)];
             outputs_left = n.saturating_sub(1);
@@ -272,11 +265,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             {
                 break;
             }
-            let more = if inner.arbiter.enabled() {
-                take_oldest_by_need(inner, queue, 1)
-            } else {
-                inner.segments.take_oldest_of(queue, 1)
-            };
+            let more = take_oldest(inner, queue, 1);
             if more.is_empty() {
                 break;
             }
@@ -483,6 +472,16 @@ fn take_candidates(inner: &Inner, state: &mut CleanerState, n: usize) -> Vec<u32
     inner.segments.take_candidates(n, rng, sample, &mut |id, h| {
         dead(h) + over_target_bytes(inner, &over, id, h)
     })
+}
+
+/// A queue pass's next `n` candidates from `queue`: its oldest segments, or with several
+/// tenants [`take_oldest_by_need`]'s choice among them.
+fn take_oldest(inner: &Inner, queue: u8, n: usize) -> Vec<u32> {
+    if inner.arbiter.enabled() {
+        take_oldest_by_need(inner, queue, n)
+    } else {
+        inner.segments.take_oldest_of(queue, n)
+    }
 }
 
 /// With queues and several tenants: `n` of the `QUEUE_WINDOW` oldest segments of `queue`,

@@ -22,6 +22,13 @@ fn put(w: &mut Worker, i: u32) {
     w.store(Store::new(T, &key(i), &[7u8; 100])).unwrap();
 }
 
+/// Stores keys `keys` once each (new items, or a flood of one-time ones).
+fn put_all(w: &mut Worker, keys: std::ops::Range<u32>) {
+    for i in keys {
+        put(w, i);
+    }
+}
+
 fn read(w: &mut Worker, i: u32) -> bool {
     w.get(T, &key(i), |_| ()).is_some()
 }
@@ -38,9 +45,7 @@ fn items_read_twice_survive_a_scan_that_flushes_the_rest() {
         }
     }
     // A scan of one-time items, several times the cache.
-    for i in 1_000..9_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 1_000..9_000);
     let kept = (0..20).filter(|&i| read(&mut w, i)).count();
     let others = (20..200).filter(|&i| read(&mut w, i)).count();
     assert!(kept >= 18, "promoted items kept: {kept} of 20");
@@ -57,20 +62,14 @@ fn a_key_written_again_soon_after_its_eviction_skips_the_small_queue() {
     // Keys 0..100 are written, evicted unread (into the ghost), then written again; one-time
     // keys keep flowing. Readmitted through the ghost into the main queue, and read once
     // there, they outlast the one-time keys written after them.
-    for i in 0..100 {
-        put(&mut w, i);
-    }
-    for i in 1_000..2_500 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 0..100);
+    put_all(&mut w, 1_000..2_500);
     assert_eq!((0..100).filter(|&i| read(&mut w, i)).count(), 0, "evicted from the small queue");
     for i in 0..100 {
         put(&mut w, i);
         assert!(read(&mut w, i));
     }
-    for i in 3_000..4_500 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 3_000..4_500);
     let readmitted = (0..100).filter(|&i| read(&mut w, i)).count();
     assert!(readmitted >= 90, "readmitted keys kept: {readmitted} of 100");
     engine.validate();
@@ -89,9 +88,7 @@ fn memshares_pass_copies_more_than_it_evicts_on_the_same_scan() {
             read(&mut w, i - 20);
         }
     }
-    for i in 1_000..9_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 1_000..9_000);
     let s = engine.stats();
     assert!(s.relocated_items > s.evictions, "Memshare's pass copies more than it evicts");
 }
@@ -108,9 +105,7 @@ fn the_main_queue_keeps_the_items_read_most_when_it_cannot_keep_all() {
         put(&mut w, 100_000 + i);
         assert!(read(&mut w, i) && read(&mut w, i));
     }
-    for i in 10_000..10_300 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 10_000..10_300);
     // In the main queue: odd keys read three times, then even keys once (so the even keys are
     // the more recent). All may stay once more, but a pass over two main segments keeps one
     // segment's worth: the ones read more go first.
@@ -120,9 +115,7 @@ fn the_main_queue_keeps_the_items_read_most_when_it_cannot_keep_all() {
     for i in (0..M).step_by(2) {
         assert!(read(&mut w, i));
     }
-    for i in 20_000..21_600 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 20_000..21_600);
     let odd = (1..M).step_by(2).filter(|&i| read(&mut w, i)).count();
     let even = (0..M).step_by(2).filter(|&i| read(&mut w, i)).count();
     assert_eq!(odd, M as usize / 2, "every item read three times is kept");
@@ -181,9 +174,7 @@ fn a_pass_takes_more_segments_while_evictions_pay_for_the_copies() {
     let engine = engine();
     let mut w = engine.worker().unwrap();
     // One-time items fill memory and are evicted: the relocation credit.
-    for i in 50_000..53_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 50_000..53_000);
     // Three segments' worth of items, each read twice in the small queue: all earned the
     // main queue. A pass over the two oldest small segments cannot keep their items in one
     // (it kept about 62 of the 90); with the credit, it reads on into the next segment and
@@ -193,9 +184,7 @@ fn a_pass_takes_more_segments_while_evictions_pay_for_the_copies() {
         put(&mut w, i);
         assert!(read(&mut w, i) && read(&mut w, i));
     }
-    for i in 10_000..12_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 10_000..12_000);
     let kept = (0..HOT).filter(|&i| read(&mut w, i)).count();
     assert_eq!(kept, HOT as usize, "every item that earned the main queue is in it");
     let s = engine.stats();
@@ -213,19 +202,13 @@ fn an_overwrite_counts_as_an_access_and_keeps_a_main_queue_key_there() {
         put(&mut w, i);
         assert!(read(&mut w, i) && read(&mut w, i));
     }
-    for i in 1_000..4_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 1_000..4_000);
     assert!((0..20).all(|i| read(&mut w, i)), "promoted");
     // Overwritten, the new versions start in the small queue; never read again, they still
     // carry the old ones' place (S3-FIFO counts the write as an access), so another flood
     // does not take them.
-    for i in 0..20 {
-        put(&mut w, i);
-    }
-    for i in 10_000..13_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 0..20);
+    put_all(&mut w, 10_000..13_000);
     let kept = (0..20).filter(|&i| read(&mut w, i)).count();
     assert_eq!(kept, 20, "overwritten main-queue keys kept");
     // A key written twice but never read is not hot: the second write is its one access.
@@ -233,9 +216,7 @@ fn an_overwrite_counts_as_an_access_and_keeps_a_main_queue_key_there() {
         put(&mut w, i);
         put(&mut w, i);
     }
-    for i in 40_000..43_000 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 40_000..43_000);
     let kept = (30_000..30_020).filter(|&i| read(&mut w, i)).count();
     assert_eq!(kept, 0, "written twice, never read: gone with the small queue");
     engine.validate();
@@ -257,17 +238,13 @@ fn a_main_segment_read_through_gets_another_lap_without_copying() {
     // A: 500 items in the main queue, read once more there (each earned another lap).
     const A: u32 = 500;
     promote(&mut w, 0..A, 100_000);
-    for i in 200_000..201_500 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 200_000..201_500);
     let a_in = (0..A).filter(|&i| read(&mut w, i)).count();
     // B: 1,000 more promoted behind them overfill the main queue; its passes reach A's
     // segments first, whose items nearly all earned a stay: laps in place, no copies.
     let before = engine.stats();
     promote(&mut w, 1_000..2_000, 300_000);
-    for i in 400_000..401_500 {
-        put(&mut w, i);
-    }
+    put_all(&mut w, 400_000..401_500);
     let after = engine.stats();
     let a_kept = (0..A).filter(|&i| read(&mut w, i)).count();
     let copies = after.relocated_items - before.relocated_items;
