@@ -240,6 +240,18 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     let now = inner.now_ms();
     let recency = inner.recency();
 
+    // Candidates holding a segment's worth of known dead bytes (overwritten, deleted): a
+    // queue pass over them reclaims space as a compaction does, so the relocation credit
+    // does not limit what it keeps. Without this, a writer overwriting a working set that
+    // fits lost live items to passes over small-queue segments full of dead versions (the
+    // small queue is not compacted); lookaside traces without overwrites never have any.
+    let reclaims = |candidates: &[u32]| {
+        let dead: usize = candidates
+            .iter()
+            .map(|&c| inner.segments.header(c).dead_bytes.load(Ordering::Relaxed) as usize)
+            .sum();
+        dead >= segment_size
+    };
     let mut survivors = std::mem::take(&mut state.survivors);
     survivors.clear();
     let mut expired = 0;
@@ -261,7 +273,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             if bytes <= room
                 || candidates.len() >= QUEUE_MAX_CANDIDATES
                 || outputs_left + 1 > outputs_available
-                || items as i64 > state.relocation_credit
+                || (items as i64 > state.relocation_credit && !reclaims(&candidates))
             {
                 break;
             }
@@ -348,9 +360,14 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     let mut relocated = (0u64, 0u64);
     // A queue pass copies no more items than it evicts plus the credit, so that over the run
     // relocations never outnumber evictions: keeping k of n survivors evicts n − k.
+    // Over candidates that hold a segment's worth of dead bytes, a queue pass is a
+    // compaction: it keeps every live item it has room for, earned or not.
+    let compacting = evicting.is_some() && reclaims(&candidates);
     let max_keep = match evicting {
-        Some(_) => ((state.relocation_credit + survivors.len() as i64) / 2).max(0) as u64,
-        None => u64::MAX,
+        Some(_) if !compacting => {
+            ((state.relocation_credit + survivors.len() as i64) / 2).max(0) as u64
+        }
+        _ => u64::MAX,
     };
     // The ghost remembers about as many keys as the main queue holds (S3-FIFO), counted
     // when it rotates.
@@ -373,7 +390,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         let s = &survivors[i];
         // With queues, only items read often enough may stay, and those of tenants below
         // their target (Memshare's need decides among them).
-        let keep = within_cap && (s.freq >= s.min_freq || needy) && relocated.0 < max_keep;
+        let keep =
+            within_cap && (s.freq >= s.min_freq || needy || compacting) && relocated.0 < max_keep;
         let copied = if keep {
             copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
         } else {
