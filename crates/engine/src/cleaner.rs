@@ -188,8 +188,6 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // separate heads, and each head may end with up to one item's worth unused.
     let reserved = free.min(CLEANER_RESERVE);
     let slack = state.heads.len() * inner.config.max_item_size;
-    // With queues, only the main queue is compacted: the small queue's dead bytes go when
-    // its segments leave it, soon.
     let queues = match inner.config.eviction {
         Eviction::Memshare => None,
         Eviction::Queues(q) => Some(q),

@@ -267,19 +267,28 @@ impl Segments {
             .saturating_sub(h.dead_bytes.load(Ordering::Relaxed) as usize)
     }
 
-    /// Removes sealed segments (with queues, of the main queue) whose live data can be compacted
-    /// without evicting anything:
+    /// Removes sealed segments (of either queue) whose live data can be compacted without
+    /// evicting anything:
     /// the segments with the fewest live bytes, as many as fit (at most `n`) while their live
     /// bytes stay within `output_bytes` and within one segment fewer than they occupy.
-    /// Returns nothing if no such set exists (memory is full of live data).
+    /// Returns nothing if no such set exists (memory is full of live data). With queues, a
+    /// small-queue segment's survivors land in the main queue: only overwritten or deleted
+    /// versions make one reclaimable, and a writer overwriting a working set that fits must
+    /// not see live items evicted for the dead ones.
     pub fn take_reclaimable(&self, n: usize, output_bytes: usize) -> Vec<u32> {
         let mut lists = self.lists();
-        let mut by_live: Vec<(usize, usize)> =
-            lists.sealed.iter().enumerate().map(|(i, &id)| (self.live_estimate(id), i)).collect();
+        // (live bytes, in the small queue, position)
+        let mut by_live: Vec<(usize, bool, usize)> = lists
+            .sealed
+            .iter()
+            .enumerate()
+            .map(|(i, &id)| (self.live_estimate(id), false, i))
+            .chain(lists.small.iter().enumerate().map(|(i, &id)| (self.live_estimate(id), true, i)))
+            .collect();
         by_live.sort_unstable();
         let mut live = 0;
         let mut count = 0;
-        for &(l, _) in by_live.iter().take(n) {
+        for &(l, ..) in by_live.iter().take(n) {
             if live + l > output_bytes {
                 break;
             }
@@ -291,9 +300,14 @@ impl Segments {
             count -= 1;
             live -= by_live[count].0;
         }
-        let mut take: Vec<usize> = by_live[..count].iter().map(|&(_, i)| i).collect();
-        take.sort_unstable_by(|a, b| b.cmp(a));
-        take.into_iter().filter_map(|i| lists.sealed.remove(i)).collect()
+        let mut take: Vec<(bool, usize)> =
+            by_live[..count].iter().map(|&(_, q, i)| (q, i)).collect();
+        take.sort_unstable_by_key(|t| std::cmp::Reverse(t.1));
+        take.into_iter()
+            .filter_map(
+                |(small, i)| if small { lists.small.remove(i) } else { lists.sealed.remove(i) },
+            )
+            .collect()
     }
 
     /// Removes up to `n` sealed segments for a pass that must evict: half chosen at random
