@@ -668,6 +668,7 @@ fn copy_out(
             (_, SMALL) => 0,
             _ => rec.freq().saturating_sub(1),
         },
+        kind: rec.kind(),
     };
     loop {
         if let Some(seg) = *head {

@@ -15,6 +15,9 @@ pub enum EngineError {
     OutOfMemory,
     /// More worker handles than `max_participants`.
     TooManyWorkers,
+    /// The key holds a value of another [`Kind`](crate::item::Kind) than the operation works
+    /// on (Redis's `WRONGTYPE`). Nothing was changed.
+    WrongKind,
 }
 
 impl std::fmt::Display for EngineError {
@@ -24,6 +27,7 @@ impl std::fmt::Display for EngineError {
             EngineError::KeyTooLong => "key too long",
             EngineError::OutOfMemory => "out of memory",
             EngineError::TooManyWorkers => "too many worker handles",
+            EngineError::WrongKind => "the key holds a value of another kind",
         })
     }
 }

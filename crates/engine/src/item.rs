@@ -11,12 +11,13 @@
 //!  0             8             16          20       21      22            25
 //!  ├──── word ───┼───── cas ───┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
 //!                                                                          [flags u32]
+//!                                                                          [kind u8]
 //!                                                                          [key len u16] key…
 //!
 //!  word (u64, little-endian):
-//!  │ 63        │ 62       │ 61 ... 54 │ 53 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
-//!  │ HAS_FLAGS │ LONG_KEY │  TENANT   │  KEY_LEN  │  VALUE_LEN   │ VALUE_OFFSET │
-//!  │   1 bit   │  1 bit   │  8 bit    │  8 bit    │   23 bit     │    23 bit    │
+//!  │ 63        │ 62       │ 61 ... 54 │  53   │ 52 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
+//!  │ HAS_FLAGS │ LONG_KEY │  TENANT   │ TYPED │  KEY_LEN  │  VALUE_LEN   │ VALUE_OFFSET │
+//!  │   1 bit   │  1 bit   │  8 bit    │ 1 bit │  7 bit    │   23 bit     │    23 bit    │
 //!
 //!  expiry (u32): │ 31 30 │ 29 ................ 0 │
 //!                │ KIND  │ DELTA ms from the segment's base time (KIND = COMPACT)
@@ -41,7 +42,10 @@
 //!   u64, 8 bytes paid only by items that expire more than 12.4 days after
 //!   their segment was opened. Nothing is rounded: an item expires at the millisecond asked.
 //! - Client flags (memcached's 32-bit opaque) are stored only when non-zero (`HAS_FLAGS`).
-//! - Keys longer than 255 bytes (RESP allows 64 KiB) set `LONG_KEY` and store a u16 length.
+//! - Keys longer than 127 bytes (RESP allows 64 KiB) set `LONG_KEY` and store a u16 length.
+//! - The value's kind ([`Kind`]: what the value's bytes encode, a string or one of a
+//!   server's collections) is stored only when it is not [`Kind::STRING`] (`TYPED`, one byte),
+//!   so a plain cache pays nothing for it.
 //! - The access byte is a coarse last-access stamp of the engine's recency clock (for the
 //!   eviction ranks); the state byte holds the meta protocol's per-item bits (memcached
 //!   `doc/new_lru.txt`: stale, win token handed out, fetched since written); `touched` is the
@@ -73,7 +77,10 @@ const VALUE_OFFSET_MASK: u64 = (1 << VALUE_OFFSET_BITS) - 1;
 const VALUE_LEN_SHIFT: u32 = 23;
 const VALUE_LEN_MASK: u64 = (1 << 23) - 1;
 const KEY_LEN_SHIFT: u32 = 46;
-const KEY_LEN_MASK: u64 = 0xFF;
+const KEY_LEN_MASK: u64 = 0x7F;
+/// The longest key whose length fits in the word's `KEY_LEN`; longer keys store a u16.
+const SHORT_KEY_MAX: usize = KEY_LEN_MASK as usize;
+const TYPED_BIT: u64 = 1 << 53;
 const TENANT_SHIFT: u32 = 54;
 const TENANT_MASK: u64 = 0xFF;
 const LONG_KEY_BIT: u64 = 1 << 62;
@@ -134,6 +141,19 @@ const STATE_BITS_MASK: u8 = (1 << DB_SHIFT) - 1;
 /// Number of distinct databases a record can hold.
 pub const MAX_DBS: usize = 1 << (8 - DB_SHIFT);
 
+/// What an item's value encodes: a byte the engine stores and compares but never interprets.
+/// [`Kind::STRING`], the kind of every memcached value and of Redis's strings, costs nothing
+/// in the record; a server gives its collections (Redis hashes, lists…) other kinds, and the
+/// engine keeps an operation meant for one kind from reading or overwriting a value of
+/// another (`EngineError::WrongKind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Kind(pub u8);
+
+impl Kind {
+    /// An opaque byte string.
+    pub const STRING: Kind = Kind(0);
+}
+
 const fn expiry_kind(code: u32) -> u32 {
     code >> EXPIRY_KIND_SHIFT
 }
@@ -161,26 +181,31 @@ pub struct NewItem<'a> {
     pub touched: u32,
     /// Initial read frequency ([`Record::freq`]; 0 for a new item).
     pub freq: u8,
+    /// What the value encodes.
+    pub kind: Kind,
 }
 
 impl NewItem<'_> {
     /// Bytes this item's key record takes in a segment whose base time is `base_ms`.
     pub fn record_len(&self, base_ms: u64) -> usize {
-        record_len(self.key.len(), self.flags != 0, is_wide(self.expires_at_ms, base_ms))
+        let wide = is_wide(self.expires_at_ms, base_ms);
+        record_len(self.key.len(), self.flags != 0, wide, self.kind != Kind::STRING)
     }
 
     /// The most bytes this item's key record can take, whatever segment it lands in.
     pub fn max_record_len(&self) -> usize {
-        record_len(self.key.len(), self.flags != 0, self.expires_at_ms.is_some())
+        let wide = self.expires_at_ms.is_some();
+        record_len(self.key.len(), self.flags != 0, wide, self.kind != Kind::STRING)
     }
 }
 
 /// Bytes of a key record for a key of `key_len` bytes.
-pub const fn record_len(key_len: usize, has_flags: bool, wide_expiry: bool) -> usize {
+pub const fn record_len(key_len: usize, has_flags: bool, wide_expiry: bool, typed: bool) -> usize {
     HEADER_LEN
         + if wide_expiry { WIDE_EXPIRY_LEN } else { 0 }
         + if has_flags { 4 } else { 0 }
-        + if key_len > 255 { 2 } else { 0 }
+        + if typed { 1 } else { 0 }
+        + if key_len > SHORT_KEY_MAX { 2 } else { 0 }
         + key_len
 }
 
@@ -232,7 +257,8 @@ pub unsafe fn write(
         value_parts.is_empty() || value_parts.iter().map(|p| p.len()).sum::<usize>() == value_len
     );
     debug_assert!(value_offset as u64 <= VALUE_OFFSET_MASK && value_len as u64 <= VALUE_LEN_MASK);
-    let long = item.key.len() > 255;
+    let long = item.key.len() > SHORT_KEY_MAX;
+    let typed = item.kind != Kind::STRING;
     let mut word = value_offset as u64
         | (value_len as u64) << VALUE_LEN_SHIFT
         | (u64::from(item.tenant) & TENANT_MASK) << TENANT_SHIFT;
@@ -243,6 +269,9 @@ pub unsafe fn write(
     }
     if item.flags != 0 {
         word |= HAS_FLAGS_BIT;
+    }
+    if typed {
+        word |= TYPED_BIT;
     }
     let expiry = encode_expiry(item.expires_at_ms, base_ms);
     let mut header = [0u8; HEADER_LEN];
@@ -257,7 +286,7 @@ pub unsafe fn write(
     header[TOUCHED_OFFSET..].copy_from_slice(&touched.to_le_bytes()[..TOUCHED_LEN]);
     // SAFETY: the caller guarantees `record` is writable for the whole record and unshared;
     // every write below stays inside `record_len(base_ms)` bytes, in order: header, wide
-    // expiry, flags, key length, key.
+    // expiry, flags, kind, key length, key.
     unsafe {
         std::ptr::copy_nonoverlapping(header.as_ptr(), record, HEADER_LEN);
         let mut at = record.add(HEADER_LEN);
@@ -269,6 +298,10 @@ pub unsafe fn write(
         if item.flags != 0 {
             std::ptr::copy_nonoverlapping(item.flags.to_le_bytes().as_ptr(), at, 4);
             at = at.add(4);
+        }
+        if typed {
+            at.write(item.kind.0);
+            at = at.add(1);
         }
         if long {
             let len = item.key.len() as u16;
@@ -371,8 +404,24 @@ impl<'g> Record<'g> {
     }
 
     #[inline]
-    fn key_start(&self) -> usize {
+    fn kind_start(&self) -> usize {
         self.flags_start() + if self.word & HAS_FLAGS_BIT != 0 { 4 } else { 0 }
+    }
+
+    #[inline]
+    fn key_start(&self) -> usize {
+        self.kind_start() + if self.word & TYPED_BIT != 0 { 1 } else { 0 }
+    }
+
+    /// What the value encodes.
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        if self.word & TYPED_BIT == 0 {
+            return Kind::STRING;
+        }
+        // SAFETY: TYPED says a kind byte follows the flags (or the header and the wide
+        // expiry) inside the published record; it is never written after publication.
+        Kind(unsafe { self.record.add(self.kind_start()).read() })
     }
 
     /// The item's CAS value.
@@ -406,7 +455,8 @@ impl<'g> Record<'g> {
     /// Length of the whole key record.
     #[inline]
     pub fn record_len(&self) -> usize {
-        record_len(self.key().len(), self.word & HAS_FLAGS_BIT != 0, self.is_wide())
+        let typed = self.word & TYPED_BIT != 0;
+        record_len(self.key().len(), self.word & HAS_FLAGS_BIT != 0, self.is_wide(), typed)
     }
 
     /// Value length.
@@ -597,6 +647,7 @@ mod tests {
             db: 0,
             touched: 0,
             freq: 0,
+            kind: Kind::STRING,
         };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -648,6 +699,7 @@ mod tests {
             db: 0,
             touched: 0,
             freq: 0,
+            kind: Kind::STRING,
         };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
@@ -663,10 +715,12 @@ mod tests {
     #[test]
     fn record_round_trips() {
         let mut seg = vec![0u8; 4096];
-        for (key, flags, value) in [
-            (&b"k"[..], 0u32, &b"v"[..]),
-            (&b"flagged"[..], 0xDEAD_BEEF, &b""[..]),
-            (&[7u8; 300][..], 5, &[1u8; 100][..]),
+        for (key, flags, value, kind) in [
+            (&b"k"[..], 0u32, &b"v"[..], Kind::STRING),
+            (&b"flagged"[..], 0xDEAD_BEEF, &b""[..], Kind(3)),
+            (&[7u8; 300][..], 5, &[1u8; 100][..], Kind(255)),
+            (&[8u8; 127][..], 0, &[2u8; 3][..], Kind(1)),
+            (&[9u8; 128][..], 0, &[3u8; 3][..], Kind::STRING),
         ] {
             let item = NewItem {
                 tenant: 9,
@@ -679,6 +733,7 @@ mod tests {
                 db: 15,
                 touched: 0x2B_CDEF,
                 freq: 2,
+                kind,
             };
             let value_offset = 4096 - value.len();
             let base = seg.as_mut_ptr();
@@ -696,6 +751,7 @@ mod tests {
                 Record::at(base, 0)
             };
             assert_eq!(rec.key(), key);
+            assert_eq!(rec.kind(), kind);
             assert_eq!(rec.value(), value);
             assert_eq!(rec.flags(), flags);
             assert_eq!(rec.tenant(), 9);

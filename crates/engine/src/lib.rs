@@ -74,6 +74,7 @@ pub use config::{CleanerMode, EngineConfig, Eviction, Queues};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};
+pub use item::Kind;
 pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
 pub use observe::{Evicted, EvictionObserver};
 pub use ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};

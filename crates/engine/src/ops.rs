@@ -3,7 +3,7 @@
 //! closure sees and decides ([`Current`], [`Update`]). Nothing here is a protocol's: what a
 //! value means (a counter, a list) is the caller's business.
 
-use crate::item::StateCell;
+use crate::item::{Kind, StateCell};
 use crate::tenant::TenantId;
 
 /// An item as a read sees it. Borrowed from the engine's memory for the duration of the
@@ -25,6 +25,10 @@ pub struct Item<'a> {
     /// The item's state byte, to set bits on (`None` where the item is not the published
     /// one, as in an update).
     pub state_cell: Option<StateCell<'a>>,
+    /// What the value encodes ([`Kind::STRING`] for every read but
+    /// [`Worker::get_any`](crate::Worker::get_any)'s and
+    /// [`Worker::get_kind`](crate::Worker::get_kind)'s).
+    pub kind: Kind,
 }
 
 /// When a stored item expires.
@@ -84,6 +88,9 @@ pub struct Store<'a> {
     /// The item's initial state bits (`item::STATE_*`; memcached meta `b` sets
     /// `STATE_KEY_BINARY`).
     pub state: u8,
+    /// What the value encodes. A store replaces the key's item whatever its kind (as Redis's
+    /// `SET` replaces a hash); its conditions see an item of any kind.
+    pub kind: Kind,
 }
 
 impl<'a> Store<'a> {
@@ -98,6 +105,7 @@ impl<'a> Store<'a> {
             condition: Condition::Always,
             cas: None,
             state: 0,
+            kind: Kind::STRING,
         }
     }
 }
@@ -116,6 +124,9 @@ pub struct Current<'a> {
     pub cas: u64,
     /// State bits (`item::STATE_*`).
     pub state: u8,
+    /// What the value encodes: the kind the update asked for, or any for
+    /// [`Worker::update_any`](crate::Worker::update_any).
+    pub kind: Kind,
 }
 
 /// What a [`Worker::update`](crate::Worker::update) closure decided.

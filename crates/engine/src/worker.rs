@@ -24,7 +24,7 @@ use crate::epoch::{self, Guard, Slot};
 use crate::error::EngineError;
 use crate::hash::{digest_of, key_hash_in};
 use crate::index::{Loc, Locked};
-use crate::item::{self, NewItem};
+use crate::item::{self, Kind, NewItem};
 use crate::metadata::POOL_LEN;
 use crate::ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
 use crate::segment::{CLEANER_RESERVE, MAIN, SMALL};
@@ -215,6 +215,7 @@ impl Worker {
             state: req.state,
             touched: item::touched_stamp(self.inner.now_ms()),
             freq: 0,
+            kind: req.kind,
         };
         // A key the small queue evicted lately goes straight to the main queue (S3-FIFO).
         let ghost = self.inner.ghost.as_ref().is_some_and(|g| g.contains(hash));
@@ -288,7 +289,7 @@ impl Worker {
     /// A store whose expiry has already passed: it deletes the current item, if the
     /// condition holds.
     fn store_expired(&mut self, req: Store<'_>, hash: u64) -> Result<StoreOutcome, EngineError> {
-        self.update_hashed(req.tenant, hash, req.key, |current, _| {
+        self.update_hashed(req.tenant, hash, req.key, Access::Replace(req.kind), |current, _| {
             let outcome = match (req.condition, current) {
                 (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
                     StoreOutcome::NotStored
@@ -309,7 +310,7 @@ impl Worker {
         req: Store<'_>,
         hash: u64,
     ) -> Result<StoreOutcome, EngineError> {
-        self.update_hashed(req.tenant, hash, req.key, |current, buf| {
+        self.update_hashed(req.tenant, hash, req.key, Access::Replace(req.kind), |current, buf| {
             let fails = match (req.condition, current) {
                 (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
                     Some(StoreOutcome::NotStored)
@@ -337,21 +338,37 @@ impl Worker {
     /// is the engine's (append's [`EngineError::TooLarge`]); a caller with reasons of its own
     /// to give up (a value that is not a number) returns them in its result, as
     /// `Update::Done(Err(reason))` with `R = Result<T, ItsError>`.
+    ///
+    /// The value is a string's ([`Kind::STRING`]): a key holding another kind is
+    /// [`EngineError::WrongKind`], and `f` is not called.
     pub fn update<R>(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
-        self.update_hashed(tenant, key_hash_in(tenant, self.db, key), key, f)
+        self.update_kind(tenant, key, Kind::STRING, f)
     }
 
-    /// [`Worker::update`] with the key's hash already computed.
+    /// [`Worker::update`] of a value of `kind`: `f` sees only an item of that kind (a key
+    /// holding another is [`EngineError::WrongKind`]), and what it writes is of that kind.
+    pub fn update_kind<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        kind: Kind,
+        f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
+    ) -> Result<R, EngineError> {
+        self.update_hashed(tenant, key_hash_in(tenant, self.db, key), key, Access::Only(kind), f)
+    }
+
+    /// [`Worker::update`] with the key's hash already computed, of the kinds `access` allows.
     fn update_hashed<R>(
         &mut self,
         tenant: TenantId,
         hash: u64,
         key: &[u8],
+        access: Access,
         mut f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
         self.note_access(hash, true);
@@ -378,13 +395,19 @@ impl Worker {
                     expires_at_ms,
                     cas: rec.cas(),
                     state: rec.state(),
+                    kind: rec.kind(),
                 })
             });
+            if let (Access::Only(kind), Some(c)) = (access, current)
+                && c.kind != kind
+            {
+                break Err(EngineError::WrongKind);
+            }
             let step = match f(current, &mut buf) {
                 Ok(step) => step,
                 Err(e) => break Err(e),
             };
-            let step = Step::of(step, current, &mut buf);
+            let step = Step::of(step, current, access.kind(), &mut buf);
             drop(guard);
             let (new, result, expires_at_ms, cas, carry) = match step {
                 Step::Done(r) => break Ok(r),
@@ -394,7 +417,7 @@ impl Worker {
                     }
                     break Ok(r);
                 }
-                Step::Write { flags, expires_at_ms, cas, state, carry, result } => {
+                Step::Write { flags, expires_at_ms, cas, state, carry, kind, result } => {
                     if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
                         if let Some(loc) = seen {
                             self.remove_if_at(tenant, hash, key, loc, false);
@@ -412,6 +435,7 @@ impl Worker {
                         state,
                         touched: item::touched_stamp(inner.now_ms()),
                         freq: 0,
+                        kind,
                     };
                     match self.write_item(&item, &[&buf], SMALL) {
                         Ok(new) => (new, result, expires_at_ms, item.cas, carry),
@@ -465,16 +489,30 @@ impl Worker {
         self.last_cas
     }
 
-    /// Deletes `key`. Returns whether a live item was deleted.
+    /// Deletes `key`, whatever its kind. Returns whether a live item was deleted.
     pub fn delete(&mut self, tenant: TenantId, key: &[u8]) -> bool {
-        self.update(tenant, key, |current, _| {
+        self.update_any(tenant, key, |current, _| {
             Ok(if current.is_some() { Update::Delete(true) } else { Update::Done(false) })
         })
         .unwrap_or(false)
     }
 
+    /// [`Worker::update`] of whatever kind `key` holds ([`Current::kind`] tells), for steps
+    /// that retime, rewrite or delete an item of any kind (Redis's `EXPIRE`, `RENAME`'s
+    /// removal of the source): those keep the value's kind. A [`Update::Write`] or
+    /// [`Update::WriteWith`] writes a string, whatever the key held.
+    pub fn update_any<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
+    ) -> Result<R, EngineError> {
+        let hash = key_hash_in(tenant, self.db, key);
+        self.update_hashed(tenant, hash, key, Access::Replace(Kind::STRING), f)
+    }
+
     /// Sets a live item's expiry (Redis `EXPIRE`/`PERSIST`, memcached meta `T`), keeping its
-    /// value, flags, CAS and state. Returns the previous expiry, or `None` if there is no live
+    /// value, flags, CAS and state, whatever its kind. Returns the previous expiry, or `None` if there is no live
     /// item.
     pub fn set_expiry(
         &mut self,
@@ -505,7 +543,7 @@ impl Worker {
         expires_at_ms: Option<u64>,
         bits: u8,
     ) -> Result<Option<Option<u64>>, EngineError> {
-        self.update(tenant, key, |current, _| {
+        self.update_any(tenant, key, |current, _| {
             let Some(c) = current else { return Ok(Update::Done(None)) };
             let result = Some(c.expires_at_ms);
             if c.expires_at_ms == expires_at_ms && c.state & bits == bits {
@@ -537,6 +575,7 @@ impl Worker {
                 state: c.state,
                 idle_s: 0,
                 state_cell: None,
+                kind: c.kind,
             };
             let r = f.take().map(|f| f(item));
             // A fetch: the item is marked fetched (memcached's `gat` bumps it).
@@ -683,27 +722,53 @@ enum Step<R> {
         cas: Option<u64>,
         state: u8,
         carry: u8,
+        kind: Kind,
         result: R,
     },
 }
 
+/// The kinds an update may see and what it writes.
+#[derive(Debug, Clone, Copy)]
+enum Access {
+    /// Only an item of this kind is seen (another is [`EngineError::WrongKind`]); writes are
+    /// of it.
+    Only(Kind),
+    /// An item of any kind is seen; new values are written as this kind.
+    Replace(Kind),
+}
+
+impl Access {
+    /// The kind a new value is written as.
+    fn kind(self) -> Kind {
+        match self {
+            Access::Only(k) | Access::Replace(k) => k,
+        }
+    }
+}
+
 impl<R> Step<R> {
-    /// The step `update` asks for on `current`; a retime copies the current value into `buf`.
-    fn of(update: Update<R>, current: Option<Current<'_>>, buf: &mut Vec<u8>) -> Step<R> {
+    /// The step `update` asks for on `current`, a new value being of `kind`; a retime copies
+    /// the current value, and its kind, into `buf`.
+    fn of(
+        update: Update<R>,
+        current: Option<Current<'_>>,
+        kind: Kind,
+        buf: &mut Vec<u8>,
+    ) -> Step<R> {
         match (update, current) {
             (Update::Done(r), _) => Step::Done(r),
             (Update::Delete(r), _) => Step::Delete(r),
             (Update::Write { flags, expires_at_ms, result }, _) => {
-                Step::Write { flags, expires_at_ms, cas: None, state: 0, carry: 0, result }
+                Step::Write { flags, expires_at_ms, cas: None, state: 0, carry: 0, kind, result }
             }
             (Update::WriteWith { flags, expires_at_ms, cas, state, result }, _) => {
-                Step::Write { flags, expires_at_ms, cas, state, carry: 0, result }
+                Step::Write { flags, expires_at_ms, cas, state, carry: 0, kind, result }
             }
             (Update::Retime { expires_at_ms, result }, Some(c)) => {
                 buf.clear();
                 buf.extend_from_slice(c.value);
-                let (flags, cas, state) = (c.flags, Some(c.cas), c.state);
-                Step::Write { flags, expires_at_ms, cas, state, carry: u8::MAX, result }
+                let (flags, cas, state, kind) = (c.flags, Some(c.cas), c.state, c.kind);
+                Step::Write { flags, expires_at_ms, cas, state, carry: u8::MAX, kind, result }
             }
             (Update::Rewrite { expires_at_ms, cas, state, result }, Some(c)) => {
                 buf.clear();
@@ -711,7 +776,8 @@ impl<R> Step<R> {
                 // Bits the rewrite clears stay cleared; any other a reader sets meanwhile
                 // carries over.
                 let carry = state | !c.state;
-                Step::Write { flags: c.flags, expires_at_ms, cas, state, carry, result }
+                let (flags, kind) = (c.flags, c.kind);
+                Step::Write { flags, expires_at_ms, cas, state, carry, kind, result }
             }
             (Update::Retime { result, .. } | Update::Rewrite { result, .. }, None) => {
                 Step::Done(result)

@@ -16,7 +16,7 @@ fn inspect_reports_the_item_without_touching_it() {
     let info = w.inspect(T, b"key").unwrap();
     assert_eq!(info.value_len, 100);
     // The key record (header and key), the value.
-    let record = fridge_engine::item::record_len(3, false, false);
+    let record = fridge_engine::item::record_len(3, false, false, false);
     assert_eq!(record, 25 + 3, "a 25-byte record header");
     assert_eq!(info.size, record + 100);
     assert_eq!(info.size + INDEX_SLOT_BYTES, 136, "MEMORY USAGE: the item and its slot");

@@ -100,6 +100,8 @@ impl Reply<'_> {
             EngineError::TooLarge => Status::TooLarge,
             EngineError::KeyTooLong => Status::InvalidArguments,
             EngineError::OutOfMemory | EngineError::TooManyWorkers => Status::OutOfMemory,
+            // A Redis collection under the key: memcached's commands do not change it.
+            EngineError::WrongKind => Status::NotStored,
         });
     }
 }
@@ -306,6 +308,7 @@ fn store(
     };
     let expiry = expiry(exptime, now);
     let result = ctx.engine.store(fridge_engine::Store {
+        kind: fridge_engine::Kind::STRING,
         tenant: t,
         key,
         value,
@@ -402,6 +405,7 @@ fn arithmetic(
             Ok(None) => {
                 let mut buf = [0u8; MAX_DIGITS];
                 let stored = ctx.engine.store(fridge_engine::Store {
+                    kind: fridge_engine::Kind::STRING,
                     tenant: t,
                     key,
                     value: u64_digits(initial, &mut buf),

@@ -15,7 +15,8 @@ pub(crate) const GENERIC: u32 = 1 << 2;
 pub(crate) const STRING: u32 = 1 << 3;
 const LIST: u32 = 1 << 4;
 const SET: u32 = 1 << 5;
-const HASH: u32 = 1 << 6;
+/// `h`: hash commands.
+pub(crate) const HASH: u32 = 1 << 6;
 const ZSET: u32 = 1 << 7;
 /// `x`: a key reaped because its time was up.
 pub(crate) const EXPIRED: u32 = 1 << 8;

@@ -51,7 +51,7 @@
 //!
 //! Goals: drop-in compatibility (memcached's and Redis's exact replies), bounded memory per
 //! connection whatever a client sends, no panics on client input. Non-goals here: persistence,
-//! replication, Redis data types other than strings.
+//! replication, Redis data types other than strings and hashes (`types`).
 //!
 //! # Tenants
 //!
@@ -102,6 +102,7 @@ mod stats;
 pub mod tenants;
 mod tracking;
 mod transaction;
+mod types;
 mod udp;
 mod watch;
 mod watch_events;

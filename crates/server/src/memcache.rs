@@ -292,6 +292,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, n
                 _ => Condition::Always,
             };
             ctx.engine.store(fridge_engine::Store {
+                kind: fridge_engine::Kind::STRING,
                 tenant: t,
                 key: st.key,
                 value: st.data,

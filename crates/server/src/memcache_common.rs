@@ -43,8 +43,14 @@ pub(crate) fn engine_error(out: &mut Vec<u8>, e: EngineError) {
         EngineError::OutOfMemory | EngineError::TooManyWorkers => {
             mc::write_server_error(out, b"out of memory storing object");
         }
+        EngineError::WrongKind => mc::write_client_error(out, WRONG_KIND),
     }
 }
+
+/// The error for a memcached command that would read or change a Redis collection (a hash, a
+/// list…) stored under its key; memcached's reads see such a key as absent.
+pub(crate) const WRONG_KIND: &[u8] =
+    b"WRONGTYPE Operation against a key holding the wrong kind of value";
 
 pub(crate) fn counter_error(out: &mut Vec<u8>, e: CounterError) {
     match e {

@@ -414,6 +414,7 @@ fn meta_set(
                 _ => Condition::Always,
             };
             ctx.engine.store(fridge_engine::Store {
+                kind: fridge_engine::Kind::STRING,
                 tenant: t,
                 key,
                 value: m.data,
@@ -488,7 +489,7 @@ fn meta_delete(
     let new_ttl = f.ttl().map(|ttl| expiry_ms(ttl, now));
     // One update, so the CAS check and the change are atomic.
     let mut removed = None;
-    let result = ctx.engine.update(t, key, |current, _| {
+    let result = ctx.engine.update_any(t, key, |current, _| {
         let Some(c) = current else { return Ok(Update::Done(Deleted::Missing)) };
         if f.compare_cas().is_some_and(|cas| cas != c.cas) {
             return Ok(Update::Done(Deleted::CasMismatch));
@@ -576,6 +577,7 @@ fn meta_arithmetic(
                 let mut buf = [0u8; MAX_DIGITS];
                 let digits = u64_digits(initial, &mut buf);
                 let stored = ctx.engine.store(fridge_engine::Store {
+                    kind: fridge_engine::Kind::STRING,
                     tenant: t,
                     key,
                     value: digits,

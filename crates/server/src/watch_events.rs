@@ -103,7 +103,7 @@ pub(crate) fn delete(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], cmd: &str) -> b
     if !ctx.shared.watch.wants(WatchEvents::DELETIONS) {
         return ctx.engine.delete(t, key);
     }
-    let size = ctx.engine.update(t, key, |current, _| {
+    let size = ctx.engine.update_any(t, key, |current, _| {
         Ok(match current {
             Some(item) => Update::Delete(Some(item.value.len())),
             None => Update::Done(None),

@@ -158,7 +158,7 @@ pub(crate) fn count_class(
     value_len: usize,
 ) {
     // The class of the record's common form (a far expiry's wide field, 8 bytes, is left out).
-    let size = fridge_engine::item::record_len(key_len, flags != 0, false) + value_len;
+    let size = fridge_engine::item::record_len(key_len, flags != 0, false, false) + value_len;
     inc(&counters[size_class::class_of(size) - 1]);
 }
 

@@ -5,6 +5,7 @@
 use super::Worker;
 use crate::cache::is_expired;
 use crate::hash::{digest_of, key_hash_in};
+use crate::item::Kind;
 use crate::tenant::TenantId;
 
 /// Bytes one index slot takes (a packed location in an `AtomicU64`).
@@ -25,6 +26,8 @@ pub struct ItemInfo {
     /// levels for the hottest (1 for every key while a compaction runs); `None` when the
     /// engine keeps no access metadata.
     pub zone: Option<u8>,
+    /// What the value encodes.
+    pub kind: Kind,
 }
 
 impl Worker {
@@ -35,7 +38,7 @@ impl Worker {
         let hash = key_hash_in(tenant, db, key);
         let inner = &*self.inner;
         inner.check_flush(&self.slot, tenant);
-        let (size, value_len, access) = {
+        let (size, value_len, access, kind) = {
             let guard = inner.epochs.pin(&self.slot);
             let loc = inner
                 .index
@@ -44,7 +47,7 @@ impl Worker {
             if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
                 return None;
             }
-            (rec.size(), rec.value_len(), rec.access())
+            (rec.size(), rec.value_len(), rec.access(), rec.kind())
         };
         let zone = (inner.metadata.bytes() > 0).then(|| {
             let mut temps = Vec::with_capacity(1);
@@ -56,7 +59,7 @@ impl Worker {
         } else {
             inner.tick_time_ms(access.wrapping_add(1))
         };
-        Some(ItemInfo { size, value_len, last_access_ms, zone })
+        Some(ItemInfo { size, value_len, last_access_ms, zone, kind })
     }
 
     /// The engine's clock (ms since the Unix epoch), for idle times measured against

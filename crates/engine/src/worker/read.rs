@@ -6,32 +6,71 @@ use std::sync::Arc;
 use super::{BATCH, Worker};
 use crate::cache::is_expired;
 use crate::epoch;
+use crate::error::EngineError;
 use crate::hash::key_hash_in;
-use crate::item::{Record, STATE_FETCHED, seconds_since, touched_stamp};
+use crate::item::{Kind, Record, STATE_FETCHED, seconds_since, touched_stamp};
 use crate::ops::Item;
 use crate::tenant::TenantId;
 
 impl Worker {
-    /// Reads `key`. `f` sees the item while it is pinned in memory; its result is returned.
+    /// Reads `key`'s string. `f` sees the item while it is pinned in memory; its result is
+    /// returned. A key holding a value of another [`Kind`] reads as absent (as Redis's `MGET`
+    /// answers nil for it; [`Worker::get_kind`] tells the two apart).
     pub fn get<R>(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
-        self.read(tenant, key, true, f)
+        self.read(tenant, key, true, Some(Kind::STRING), f).unwrap_or(None)
     }
 
     /// Reads `key` without counting as an access: its recency, fetched bit and last-access
     /// time stay as they are, and the eviction metadata is not told (memcached meta `mg u`,
-    /// `me`). Counted as a GET.
+    /// `me`). Counted as a GET. Strings only, as [`Worker::get`].
     pub fn peek<R>(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
-        self.read(tenant, key, false, f)
+        self.read(tenant, key, false, Some(Kind::STRING), f).unwrap_or(None)
+    }
+
+    /// Reads `key`'s value of `kind`: `Ok(None)` if the key has no live item,
+    /// [`EngineError::WrongKind`] if it holds another kind (and `f` is not called).
+    pub fn get_kind<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        kind: Kind,
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Result<Option<R>, EngineError> {
+        self.read(tenant, key, true, Some(kind), f)
+    }
+
+    /// Reads `key`'s value whatever its kind ([`Item::kind`] tells): what Redis's commands
+    /// that work on every type (`TTL`, `COPY`, `DUMP`, `WATCH`) read.
+    pub fn get_any<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        f: impl FnOnce(Item<'_>) -> R,
+    ) -> Option<R> {
+        self.read(tenant, key, true, None, f).unwrap_or(None)
+    }
+
+    /// The kind of `key`'s live item, `None` if it has none; counts no GET and touches no
+    /// recency (Redis's `TYPE`; the reason a string read missed).
+    pub fn kind(&mut self, tenant: TenantId, key: &[u8]) -> Option<Kind> {
+        let (inner, db) = (&*self.inner, self.db);
+        let hash = key_hash_in(tenant, db, key);
+        inner.check_flush(&self.slot, tenant);
+        let guard = inner.epochs.pin(&self.slot);
+        let loc =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))?;
+        let rec = inner.record(&guard, loc);
+        (!is_expired(inner.expires_at(&rec, loc), || inner.now_ms())).then(|| rec.kind())
     }
 
     /// Whether `key` has a live item, without counting a GET or touching recency.
@@ -65,7 +104,7 @@ impl Worker {
     }
 
     /// Looks up every key the iterator yields, calling `f(i, key, item)` for the `i`-th key if
-    /// it has a live item (in order). Lookups are software-pipelined in chunks of [`BATCH`]
+    /// it has a live string (in order; a value of another kind is a miss). Lookups are software-pipelined in chunks of [`BATCH`]
     /// keys: while one chunk's keys are compared, the next chunk's likely records and the
     /// chunk after that's buckets are already being loaded, so memory misses overlap. Keys
     /// are held three chunks at a time on the stack (no allocation). Expired items are
@@ -146,7 +185,7 @@ impl Worker {
                 };
                 let rec = inner.record(&guard, loc);
                 let expires_at_ms = inner.expires_at(&rec, loc);
-                if is_expired(expires_at_ms, || inner.now_ms()) {
+                if is_expired(expires_at_ms, || inner.now_ms()) || rec.kind() != Kind::STRING {
                     continue;
                 }
                 rec.touch_access(recency);
@@ -161,14 +200,16 @@ impl Worker {
         }
     }
 
-    /// A single-key read; `access`: whether it counts as an access of the item.
+    /// A single-key read; `access`: whether it counts as an access of the item; `kind`: the
+    /// only kind it reads (another is [`EngineError::WrongKind`]), `None` for any.
     fn read<R>(
         &mut self,
         tenant: TenantId,
         key: &[u8],
         access: bool,
+        kind: Option<Kind>,
         f: impl FnOnce(Item<'_>) -> R,
-    ) -> Option<R> {
+    ) -> Result<Option<R>, EngineError> {
         let db = self.db;
         let hash = key_hash_in(tenant, db, key);
         let inner = &*self.inner;
@@ -180,14 +221,17 @@ impl Worker {
             inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))
         else {
             inner.missed(tenant, hash);
-            return None;
+            return Ok(None);
         };
         let rec = inner.record(&guard, loc);
         let expires_at_ms = inner.expires_at(&rec, loc);
         if is_expired(expires_at_ms, || inner.now_ms()) {
             drop(guard);
             self.remove_if_at(tenant, hash, key, loc, true);
-            return None;
+            return Ok(None);
+        }
+        if kind.is_some_and(|k| k != rec.kind()) {
+            return Err(EngineError::WrongKind);
         }
         epoch::bump(&counters.hits);
         let now_ms = inner.now_ms();
@@ -200,8 +244,9 @@ impl Worker {
                 state: rec.state(),
                 idle_s: seconds_since(rec.touched(), now_ms),
                 state_cell: Some(rec.state_cell()),
+                kind: rec.kind(),
             });
-            return Some(result);
+            return Ok(Some(result));
         }
         rec.touch_access(inner.recency());
         rec.bump_freq();
@@ -210,7 +255,7 @@ impl Worker {
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.
         self.note_access(hash, false);
-        Some(result)
+        Ok(Some(result))
     }
 }
 
@@ -227,5 +272,6 @@ fn hit<'g>(rec: &Record<'g>, expires_at_ms: Option<u64>, now_ms: u64, touched: u
         state: rec.set_state(STATE_FETCHED),
         idle_s,
         state_cell: Some(rec.state_cell()),
+        kind: rec.kind(),
     }
 }

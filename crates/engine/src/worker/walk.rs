@@ -3,6 +3,7 @@
 
 use super::Worker;
 use crate::cache::is_expired;
+use crate::item::Kind;
 use crate::tenant::TenantId;
 
 /// What a walk sees of one live item. Borrowed for the callback only.
@@ -24,6 +25,8 @@ pub struct ItemMeta<'a> {
     pub expires_at_ms: Option<u64>,
     /// The CAS value `gets` returns for the item now.
     pub cas: u64,
+    /// What the value encodes.
+    pub kind: Kind,
 }
 
 impl Worker {
@@ -67,6 +70,7 @@ impl Worker {
                     flags: rec.flags(),
                     expires_at_ms,
                     cas: rec.cas(),
+                    kind: rec.kind(),
                 });
             });
             if cursor == 0 {

@@ -2,7 +2,7 @@
 //! BITFIELD_RO, with Redis 7.0's arithmetic and error strings. Writes are one engine update
 //! each (read, change, publish only over the item read), so they keep the key's TTL.
 
-use fridge_engine::{EngineError, Update};
+use fridge_engine::{EngineError, Kind, Update};
 use fridge_proto::resp::{Command, write_array_header, write_error, write_integer, write_null};
 
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg};
@@ -80,13 +80,13 @@ pub(super) fn getbit(
 ) {
     let Some(offset) = bit_offset(arg(cmd, 2), None) else { return write_error(out, BAD_OFFSET) };
     let byte = (offset >> 3) as usize;
-    let bit = ctx
-        .engine
-        .get(s.tenant, arg(cmd, 1), |i| {
-            i.value.get(byte).is_some_and(|b| b & (1 << (7 - (offset & 7))) != 0)
-        })
-        .unwrap_or(false);
-    write_integer(out, i64::from(bit));
+    let bit = ctx.engine.get_kind(s.tenant, arg(cmd, 1), Kind::STRING, |i| {
+        i.value.get(byte).is_some_and(|b| b & (1 << (7 - (offset & 7))) != 0)
+    });
+    match bit {
+        Ok(bit) => write_integer(out, i64::from(bit.unwrap_or(false))),
+        Err(e) => engine_error(out, e),
+    }
 }
 
 /// A byte range with the bits outside a BIT range masked off at its ends.
@@ -136,37 +136,44 @@ pub(super) fn bitcount(
     _: &Spec,
 ) {
     let n = cmd.len();
-    let r = ctx.engine.get(s.tenant, arg(cmd, 1), |item| -> Result<i64, &'static [u8]> {
-        let v = item.value;
-        let range = match n {
-            2 => bit_range(0, -1, v.len(), false),
-            4 | 5 => {
-                let (Some(start), Some(end)) = (int_arg(arg(cmd, 2)), int_arg(arg(cmd, 3))) else {
-                    return Err(NOT_INTEGER);
-                };
-                if start < 0 && end < 0 && start > end {
-                    return Ok(0);
+    let r = ctx.engine.get_kind(
+        s.tenant,
+        arg(cmd, 1),
+        Kind::STRING,
+        |item| -> Result<i64, &'static [u8]> {
+            let v = item.value;
+            let range = match n {
+                2 => bit_range(0, -1, v.len(), false),
+                4 | 5 => {
+                    let (Some(start), Some(end)) = (int_arg(arg(cmd, 2)), int_arg(arg(cmd, 3)))
+                    else {
+                        return Err(NOT_INTEGER);
+                    };
+                    if start < 0 && end < 0 && start > end {
+                        return Ok(0);
+                    }
+                    let isbit = match n {
+                        5 if arg(cmd, 4).eq_ignore_ascii_case(b"bit") => true,
+                        5 if arg(cmd, 4).eq_ignore_ascii_case(b"byte") => false,
+                        5 => return Err(SYNTAX),
+                        _ => false,
+                    };
+                    bit_range(start, end, v.len(), isbit)
                 }
-                let isbit = match n {
-                    5 if arg(cmd, 4).eq_ignore_ascii_case(b"bit") => true,
-                    5 if arg(cmd, 4).eq_ignore_ascii_case(b"byte") => false,
-                    5 => return Err(SYNTAX),
-                    _ => false,
-                };
-                bit_range(start, end, v.len(), isbit)
-            }
-            _ => return Err(SYNTAX),
-        };
-        let Some(r) = range else { return Ok(0) };
-        let mut count: i64 = v[r.start..=r.end].iter().map(|b| i64::from(b.count_ones())).sum();
-        count -= i64::from((v[r.start] & r.first_neg).count_ones());
-        count -= i64::from((v[r.end] & r.last_neg).count_ones());
-        Ok(count)
-    });
+                _ => return Err(SYNTAX),
+            };
+            let Some(r) = range else { return Ok(0) };
+            let mut count: i64 = v[r.start..=r.end].iter().map(|b| i64::from(b.count_ones())).sum();
+            count -= i64::from((v[r.start] & r.first_neg).count_ones());
+            count -= i64::from((v[r.end] & r.last_neg).count_ones());
+            Ok(count)
+        },
+    );
     match r {
-        None => write_integer(out, 0),
-        Some(Ok(c)) => write_integer(out, c),
-        Some(Err(e)) => write_error(out, e),
+        Ok(None) => write_integer(out, 0),
+        Ok(Some(Ok(c))) => write_integer(out, c),
+        Ok(Some(Err(e))) => write_error(out, e),
+        Err(e) => engine_error(out, e),
     }
 }
 
@@ -183,51 +190,57 @@ pub(super) fn bitpos(
         Some(_) => return write_error(out, b"ERR The bit argument must be 1 or 0."),
         None => return write_error(out, NOT_INTEGER),
     };
-    let r = ctx.engine.get(s.tenant, arg(cmd, 1), |item| -> Result<i64, &'static [u8]> {
-        let v = item.value;
-        let mut end_given = false;
-        let range = match n {
-            3 => bit_range(0, -1, v.len(), false),
-            4..=6 => {
-                let Some(start) = int_arg(arg(cmd, 3)) else { return Err(NOT_INTEGER) };
-                let isbit = match n {
-                    6 if arg(cmd, 5).eq_ignore_ascii_case(b"bit") => true,
-                    6 if arg(cmd, 5).eq_ignore_ascii_case(b"byte") => false,
-                    6 => return Err(SYNTAX),
-                    _ => false,
-                };
-                let end = if n >= 5 {
-                    end_given = true;
-                    int_arg(arg(cmd, 4)).ok_or(NOT_INTEGER)?
-                } else {
-                    -1
-                };
-                bit_range(start, end, v.len(), isbit)
-            }
-            _ => return Err(SYNTAX),
-        };
-        let Some(r) = range else { return Ok(-1) };
-        // The range's bits in order: the first byte from its first bit in range, the last to
-        // its last.
-        let first_bit = r.first_neg.count_ones() as usize;
-        let last_bit = 7 - r.last_neg.count_ones() as usize;
-        for (byte, &b) in v.iter().enumerate().take(r.end + 1).skip(r.start) {
-            let lo = if byte == r.start { first_bit } else { 0 };
-            let hi = if byte == r.end { last_bit } else { 7 };
-            for i in lo..=hi {
-                if (b & (0x80 >> i) != 0) == bit {
-                    return Ok((byte * 8 + i) as i64);
+    let r = ctx.engine.get_kind(
+        s.tenant,
+        arg(cmd, 1),
+        Kind::STRING,
+        |item| -> Result<i64, &'static [u8]> {
+            let v = item.value;
+            let mut end_given = false;
+            let range = match n {
+                3 => bit_range(0, -1, v.len(), false),
+                4..=6 => {
+                    let Some(start) = int_arg(arg(cmd, 3)) else { return Err(NOT_INTEGER) };
+                    let isbit = match n {
+                        6 if arg(cmd, 5).eq_ignore_ascii_case(b"bit") => true,
+                        6 if arg(cmd, 5).eq_ignore_ascii_case(b"byte") => false,
+                        6 => return Err(SYNTAX),
+                        _ => false,
+                    };
+                    let end = if n >= 5 {
+                        end_given = true;
+                        int_arg(arg(cmd, 4)).ok_or(NOT_INTEGER)?
+                    } else {
+                        -1
+                    };
+                    bit_range(start, end, v.len(), isbit)
+                }
+                _ => return Err(SYNTAX),
+            };
+            let Some(r) = range else { return Ok(-1) };
+            // The range's bits in order: the first byte from its first bit in range, the last to
+            // its last.
+            let first_bit = r.first_neg.count_ones() as usize;
+            let last_bit = 7 - r.last_neg.count_ones() as usize;
+            for (byte, &b) in v.iter().enumerate().take(r.end + 1).skip(r.start) {
+                let lo = if byte == r.start { first_bit } else { 0 };
+                let hi = if byte == r.end { last_bit } else { 7 };
+                for i in lo..=hi {
+                    if (b & (0x80 >> i) != 0) == bit {
+                        return Ok((byte * 8 + i) as i64);
+                    }
                 }
             }
-        }
-        // Not found. Looking for a clear bit with no explicit end, the bits past the string
-        // count as clear (Redis's zero padding).
-        if !bit && !end_given { Ok(((r.end + 1) * 8) as i64) } else { Ok(-1) }
-    });
+            // Not found. Looking for a clear bit with no explicit end, the bits past the string
+            // count as clear (Redis's zero padding).
+            if !bit && !end_given { Ok(((r.end + 1) * 8) as i64) } else { Ok(-1) }
+        },
+    );
     match r {
-        None => write_integer(out, if bit { -1 } else { 0 }),
-        Some(Ok(c)) => write_integer(out, c),
-        Some(Err(e)) => write_error(out, e),
+        Ok(None) => write_integer(out, if bit { -1 } else { 0 }),
+        Ok(Some(Ok(c))) => write_integer(out, c),
+        Ok(Some(Err(e))) => write_error(out, e),
+        Err(e) => engine_error(out, e),
     }
 }
 
@@ -246,9 +259,16 @@ pub(super) fn bitop(
         return write_error(out, b"ERR BITOP NOT must be called with a single source key.");
     }
     let t = s.tenant;
-    let sources: Vec<Vec<u8>> = (3..cmd.len())
-        .map(|i| ctx.engine.get(t, arg(cmd, i), |item| item.value.to_vec()).unwrap_or_default())
+    let sources: Result<Vec<Vec<u8>>, EngineError> = (3..cmd.len())
+        .map(|i| {
+            let v = ctx.engine.get_kind(t, arg(cmd, i), Kind::STRING, |item| item.value.to_vec());
+            v.map(Option::unwrap_or_default)
+        })
         .collect();
+    let sources = match sources {
+        Ok(sources) => sources,
+        Err(e) => return engine_error(out, e),
+    };
     let maxlen = sources.iter().map(Vec::len).max().unwrap_or(0);
     let mut res = vec![0u8; maxlen];
     for (i, r) in res.iter_mut().enumerate() {
@@ -370,9 +390,12 @@ pub(super) fn bitfield(
     let version = s.version;
     let Some(highest) = highest else {
         // Only GETs: a read.
-        write_array_header(out, ops.len());
         let key = arg(cmd, 1);
-        let v = ctx.engine.get(t, key, |i| i.value.to_vec()).unwrap_or_default();
+        let v = match ctx.engine.get_kind(t, key, Kind::STRING, |i| i.value.to_vec()) {
+            Ok(v) => v.unwrap_or_default(),
+            Err(e) => return engine_error(out, e),
+        };
+        write_array_header(out, ops.len());
         for op in &ops {
             let u = get_field(&v, op.offset, op.bits);
             write_integer(out, if op.signed { sign_extend(u, op.bits) } else { u as i64 });

@@ -101,8 +101,8 @@ pub(super) fn move_(
         return write_error(out, SAME_OBJECT);
     }
     let t = s.tenant;
-    let Some((value, flags, expires_at_ms, cas)) =
-        ctx.engine.get(t, key, |i| (i.value.to_vec(), i.flags, i.expires_at_ms, i.cas))
+    let Some((value, flags, expires_at_ms, cas, kind)) =
+        ctx.engine.get_any(t, key, |i| (i.value.to_vec(), i.flags, i.expires_at_ms, i.cas, i.kind))
     else {
         return write_integer(out, 0);
     };
@@ -116,6 +116,7 @@ pub(super) fn move_(
         condition: Condition::IfAbsent,
         cas: None,
         state: 0,
+        kind,
     });
     ctx.engine.select(src);
     match stored {
@@ -123,7 +124,7 @@ pub(super) fn move_(
         Ok(_) => return write_integer(out, 0),
         Err(e) => return engine_error(out, e),
     }
-    let _ = ctx.engine.update(t, key, |cur, _| {
+    let _ = ctx.engine.update_any(t, key, |cur, _| {
         Ok(match cur {
             Some(c) if c.cas == cas && c.expires_at_ms == expires_at_ms => Update::Delete(()),
             _ => Update::Done(()),

@@ -1,5 +1,5 @@
-//! `DUMP` and `RESTORE` in Redis's serialization: an RDB object (type 0, a string) in RDB's
-//! string encoding, the RDB version (10, as Redis 7.0) in two little-endian bytes, and a
+//! `DUMP` and `RESTORE` in Redis's serialization: an RDB object (type 0, a string, in RDB's
+//! string encoding; type 4, a hash: its length, then field and value strings), the RDB version (10, as Redis 7.0) in two little-endian bytes, and a
 //! CRC-64 (Jones, reflected; Redis's `crc64`) of all that in eight little-endian bytes.
 //!
 //! DUMP writes what Redis writes: a canonical 32-bit integer in RDB's integer encoding, a
@@ -7,16 +7,19 @@
 //! settings, ported in [`lzf_compress`]), any other string plain. RESTORE reads all three, so
 //! a payload from redis-server restores here and one from here restores there.
 
-use fridge_engine::{Condition, Expiry, Store, StoreOutcome};
+use fridge_engine::{Condition, Expiry, Kind, Store, StoreOutcome};
 use fridge_proto::number::parse_redis_i64;
 use fridge_proto::resp::{Command, write_bulk, write_error, write_null, write_simple};
 
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error};
 use crate::session::{Ctx, Session};
+use crate::types::HASH;
+use crate::types::hash::{Builder, Entry, Hash};
 
 /// The RDB version a payload carries (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
 const RDB_TYPE_STRING: u8 = 0;
+const RDB_TYPE_HASH: u8 = 4;
 const ENC_INT8: u8 = 0xC0;
 const ENC_INT16: u8 = 0xC1;
 const ENC_INT32: u8 = 0xC2;
@@ -24,8 +27,8 @@ const ENC_LZF: u8 = 0xC3;
 
 const BAD_PAYLOAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &[u8] = b"ERR Bad data format";
-const NOT_A_STRING: &[u8] = b"ERR DUMP payload holds a type fridge does not store \
-    (fridge stores strings only)";
+const NOT_A_STRING: &[u8] = b"ERR DUMP payload holds a type or an encoding fridge does not \
+    restore (strings, and hashes in RDB's plain form)";
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -68,6 +71,34 @@ fn write_len(out: &mut Vec<u8>, len: usize) {
 pub(crate) fn serialize(value: &[u8]) -> Vec<u8> {
     let mut p = Vec::with_capacity(value.len() + 20);
     p.push(RDB_TYPE_STRING);
+    write_string(&mut p, value);
+    finish(p)
+}
+
+/// A hash's payload: RDB's plain hash (type 4: a length, then field and value strings), which
+/// every Redis version restores; fields expired at `now_ms` are left out.
+fn serialize_hash(value: &[u8], now_ms: u64) -> Vec<u8> {
+    let h = Hash::new(value);
+    let mut p = Vec::with_capacity(value.len() + 20);
+    p.push(RDB_TYPE_HASH);
+    write_len(&mut p, h.live(now_ms).count());
+    for e in h.live(now_ms) {
+        write_string(&mut p, e.field);
+        write_string(&mut p, e.value);
+    }
+    finish(p)
+}
+
+/// Appends the RDB version and the CRC to a payload's object.
+fn finish(mut p: Vec<u8>) -> Vec<u8> {
+    p.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(&p);
+    p.extend_from_slice(&crc.to_le_bytes());
+    p
+}
+
+/// An RDB string as Redis's `rdbSaveRawString` writes it.
+fn write_string(p: &mut Vec<u8>, value: &[u8]) {
     // Redis's `rdbTryIntegerEncoding`: a canonical integer that fits 32 bits.
     match parse_redis_i64(value).filter(|_| value.len() <= 11) {
         Some(n) if i8::try_from(n).is_ok() => p.extend_from_slice(&[ENC_INT8, n as i8 as u8]),
@@ -83,20 +114,16 @@ pub(crate) fn serialize(value: &[u8]) -> Vec<u8> {
             // Redis's `rdbSaveLzfStringObject`: compressed when that saves at least 4 bytes.
             Some(c) => {
                 p.push(ENC_LZF);
-                write_len(&mut p, c.len());
-                write_len(&mut p, value.len());
+                write_len(p, c.len());
+                write_len(p, value.len());
                 p.extend_from_slice(&c);
             }
             None => {
-                write_len(&mut p, value.len());
+                write_len(p, value.len());
                 p.extend_from_slice(value);
             }
         },
     }
-    p.extend_from_slice(&RDB_VERSION.to_le_bytes());
-    let crc = crc64(&p);
-    p.extend_from_slice(&crc.to_le_bytes());
-    p
 }
 
 /// Why a payload does not restore.
@@ -111,7 +138,7 @@ pub(crate) enum PayloadError {
 }
 
 /// The string value a payload holds.
-pub(crate) fn deserialize(p: &[u8]) -> Result<Vec<u8>, PayloadError> {
+pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
     if p.len() < 10 {
         return Err(PayloadError::VersionOrChecksum);
     }
@@ -122,15 +149,47 @@ pub(crate) fn deserialize(p: &[u8]) -> Result<Vec<u8>, PayloadError> {
         return Err(PayloadError::VersionOrChecksum);
     }
     let (&ty, rest) = body.split_first().ok_or(PayloadError::BadFormat)?;
-    if ty != RDB_TYPE_STRING {
+    match ty {
+        RDB_TYPE_STRING => {
+            let (value, used) = read_string(rest).ok_or(PayloadError::BadFormat)?;
+            if used != rest.len() {
+                return Err(PayloadError::BadFormat);
+            }
+            Ok((Kind::STRING, value))
+        }
+        RDB_TYPE_HASH => Ok((HASH, read_hash(rest).ok_or(PayloadError::BadFormat)?)),
         // Redis's RDB object types run 0..=21 (7.0); others are bad data.
-        return Err(if ty <= 21 { PayloadError::NotAString } else { PayloadError::BadFormat });
+        ty if ty <= 21 => Err(PayloadError::NotAString),
+        _ => Err(PayloadError::BadFormat),
     }
-    let (value, used) = read_string(rest).ok_or(PayloadError::BadFormat)?;
-    if used != rest.len() {
-        return Err(PayloadError::BadFormat);
+}
+
+/// An RDB plain hash (type 4) as a packed hash: its field and value strings, each field once
+/// (a payload naming one twice is bad data, as Redis finds it).
+fn read_hash(p: &[u8]) -> Option<Vec<u8>> {
+    let (Ok(n), mut at) = read_len(p)? else { return None };
+    let mut fields = Vec::new();
+    for _ in 0..n {
+        let (field, used) = read_string(p.get(at..)?)?;
+        at += used;
+        let (value, used) = read_string(p.get(at..)?)?;
+        at += used;
+        fields.push((field, value));
     }
-    Ok(value)
+    if at != p.len() || n == 0 {
+        return None;
+    }
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    if !fields.iter().all(|(f, _)| seen.insert(&f[..])) {
+        return None;
+    }
+    let mut buf = Vec::with_capacity(p.len());
+    let mut b = Builder::new(&mut buf, false);
+    for (field, value) in &fields {
+        b.push(Entry { field, value, deadline: 0 });
+    }
+    b.finish();
+    Some(buf)
 }
 
 /// An RDB length: `(len, bytes used)`, or an encoding byte's low bits as `Err`.
@@ -332,7 +391,12 @@ pub(super) fn dump(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    match ctx.engine.get(s.tenant, arg(cmd, 1), |i| serialize(i.value)) {
+    let now = ctx.engine.now_ms();
+    let payload = ctx.engine.get_any(s.tenant, arg(cmd, 1), |i| match i.kind {
+        HASH => serialize_hash(i.value, now),
+        _ => serialize(i.value),
+    });
+    match payload {
         Some(p) => write_bulk(out, &p),
         None => write_null(out, s.version),
     }
@@ -389,7 +453,7 @@ pub(super) fn restore(
         Some(t) if t < 0 => return write_error(out, b"ERR Invalid TTL value, must be >= 0"),
         Some(t) => t,
     };
-    let value = match deserialize(arg(cmd, 3)) {
+    let (kind, value) = match deserialize(arg(cmd, 3)) {
         Ok(v) => v,
         Err(PayloadError::VersionOrChecksum) => return write_error(out, BAD_PAYLOAD),
         Err(PayloadError::BadFormat) => return write_error(out, BAD_FORMAT),
@@ -424,6 +488,7 @@ pub(super) fn restore(
         condition,
         cas: None,
         state: 0,
+        kind,
     });
     match r {
         Ok(StoreOutcome::Stored) => write_simple(out, b"OK"),
@@ -448,11 +513,32 @@ mod tests {
         assert_eq!(serialize(b"hello"), b"\x00\x05hello\x0a\x00\x63\x72\xdf\x76\x65\x34\x20\x0a");
         assert_eq!(serialize(b"1"), b"\x00\xc0\x01\x0a\x00\x26\x78\xe7\xb6\xd1\x01\x11\xfc");
         for v in [&b""[..], b"x", b"-129", b"70000", b"12345678901", b"007", &[7u8; 20000]] {
-            assert_eq!(deserialize(&serialize(v)).as_deref(), Ok(v), "{v:?}");
+            assert_eq!(deserialize(&serialize(v)).map(|(_, v)| v).as_deref(), Ok(v), "{v:?}");
         }
         let mut bad = serialize(b"hello");
         bad[3] ^= 1;
         assert_eq!(deserialize(&bad), Err(PayloadError::VersionOrChecksum));
+    }
+
+    #[test]
+    fn a_hash_round_trips_in_rdb_s_plain_form_and_bad_hashes_do_not_restore() {
+        use super::{Builder, Entry, HASH, Hash, finish, serialize_hash};
+        let mut packed = Vec::new();
+        let mut b = Builder::new(&mut packed, true);
+        b.push(Entry { field: b"a", value: b"1", deadline: 0 });
+        b.push(Entry { field: b"gone", value: b"x", deadline: 5 });
+        b.push(Entry { field: b"long", value: &[b'z'; 100], deadline: 0 });
+        b.finish();
+        let p = serialize_hash(&packed, 10);
+        assert_eq!(&p[..4], b"\x04\x02\x01a", "type 4, two live fields, the first field");
+        let (kind, back) = deserialize(&p).unwrap();
+        assert_eq!(kind, HASH);
+        let fields: Vec<_> = Hash::new(&back).iter().map(|e| (e.field, e.value.len())).collect();
+        assert_eq!(fields, vec![(&b"a"[..], 1), (&b"long"[..], 100)]);
+        // A field twice, a length past the end, an empty hash: bad data.
+        for body in [&b"\x04\x02\x01a\x01b\x01a\x01c"[..], b"\x04\x05\x01a\x01b", b"\x04\x00"] {
+            assert_eq!(deserialize(&finish(body.to_vec())), Err(PayloadError::BadFormat));
+        }
     }
 
     #[test]
@@ -462,7 +548,7 @@ mod tests {
             let c = lzf_compress(v, v.len() - 4).unwrap();
             assert!(c.len() <= v.len() - 4);
             assert_eq!(lzf_decompress(&c, v.len()).as_deref(), Some(v));
-            assert_eq!(deserialize(&serialize(v)).as_deref(), Ok(v));
+            assert_eq!(deserialize(&serialize(v)).map(|(_, v)| v).as_deref(), Ok(v));
         }
         let noise: Vec<u8> = (0..200u32).map(|i| (i * 7919 % 251) as u8).collect();
         assert!(lzf_compress(&noise, noise.len() - 4).is_none());

@@ -61,7 +61,7 @@ pub(super) fn touch(
 ) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
     let count =
-        (1..cmd.len()).filter(|&i| ctx.engine.get(s.tenant, arg(i), |_| ()).is_some()).count();
+        (1..cmd.len()).filter(|&i| ctx.engine.get_any(s.tenant, arg(i), |_| ()).is_some()).count();
     write_integer(out, count as i64);
 }
 
@@ -75,7 +75,7 @@ pub(super) fn ttl(
 ) {
     let now = ctx.shared.now_ms();
     let key = cmd.get(1).unwrap_or_default();
-    let exp = ctx.engine.get(s.tenant, key, |item| item.expires_at_ms);
+    let exp = ctx.engine.get_any(s.tenant, key, |item| item.expires_at_ms);
     let reply = match exp {
         None => {
             notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
@@ -114,11 +114,13 @@ pub(super) fn type_(
     _: &Spec,
 ) {
     let key = cmd.get(1).unwrap_or_default();
-    let found = ctx.engine.contains(s.tenant, key);
-    if !found {
-        notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+    match ctx.engine.kind(s.tenant, key) {
+        Some(kind) => write_simple(out, crate::types::name(kind)),
+        None => {
+            notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
+            write_simple(out, b"none");
+        }
     }
-    write_simple(out, if found { b"string" } else { b"none" });
 }
 
 pub(super) fn dbsize(
@@ -202,7 +204,7 @@ pub(super) fn expire(
         return write_error(out, b"ERR GT and LT options at the same time are not compatible");
     }
     let at = u64::try_from(at).unwrap_or(0);
-    let r = ctx.engine.update(t, arg(1), |cur, _| {
+    let r = ctx.engine.update_any(t, arg(1), |cur, _| {
         let Some(c) = cur else { return Ok(Update::Done(false)) };
         let ok = match c.expires_at_ms {
             None => !xx && !gt,
@@ -244,7 +246,8 @@ pub(super) fn scan(
     };
     let mut pattern: Option<&[u8]> = None;
     let mut count = 10usize;
-    let mut strings = true;
+    // `TYPE name`: only keys of that type (none for a name Redis 7.0 does not know).
+    let mut only: Option<Option<fridge_engine::Kind>> = None;
     let mut i = 2;
     while i < cmd.len() {
         let o = arg(i);
@@ -260,7 +263,7 @@ pub(super) fn scan(
                 None => return write_error(out, NOT_INTEGER),
             }
         } else if o.eq_ignore_ascii_case(b"type") {
-            strings = arg(i + 1).eq_ignore_ascii_case(b"string");
+            only = Some(crate::types::by_name(arg(i + 1)));
         } else {
             return write_error(out, SYNTAX);
         }
@@ -286,8 +289,13 @@ pub(super) fn scan(
     if let Some(p) = pattern {
         ctx.keys.retain(|k| glob_match(p, k));
     }
-    if !strings {
-        ctx.keys.clear();
+    match only {
+        None => {}
+        Some(None) => ctx.keys.clear(),
+        Some(Some(kind)) => {
+            let (engine, keys) = (&mut *ctx.engine, &mut *ctx.keys);
+            keys.retain(|k| engine.kind(t, k) == Some(kind));
+        }
     }
     write_array_header(out, 2);
     let mut buf = [0u8; 20];

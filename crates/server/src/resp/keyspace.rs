@@ -8,7 +8,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 
-use fridge_engine::{Condition, Expiry, Store, StoreOutcome, Update};
+use fridge_engine::{Condition, Expiry, Kind, Store, StoreOutcome, Update};
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_error, write_integer, write_null, write_simple,
 };
@@ -29,14 +29,16 @@ struct Copied {
     flags: u32,
     expires_at_ms: Option<u64>,
     cas: u64,
+    kind: Kind,
 }
 
 fn copy_out(ctx: &mut Ctx<'_>, s: &Session, key: &[u8]) -> Option<Copied> {
-    ctx.engine.get(s.tenant, key, |i| Copied {
+    ctx.engine.get_any(s.tenant, key, |i| Copied {
         value: i.value.to_vec(),
         flags: i.flags,
         expires_at_ms: i.expires_at_ms,
         cas: i.cas,
+        kind: i.kind,
     })
 }
 
@@ -60,6 +62,7 @@ fn store_copy(
         condition,
         cas: None,
         state: 0,
+        kind: c.kind,
     })
 }
 
@@ -89,7 +92,7 @@ pub(super) fn rename(
     }
     // Delete the source only if it still holds what was copied: a write that came in
     // between is ordered after the rename and is kept.
-    let _ = ctx.engine.update(s.tenant, src, |cur, _| {
+    let _ = ctx.engine.update_any(s.tenant, src, |cur, _| {
         Ok(match cur {
             // The same item (its CAS) with the same TTL (a TTL change keeps the CAS).
             Some(c) if c.cas == copied.cas && c.expires_at_ms == copied.expires_at_ms => {
@@ -196,7 +199,7 @@ pub(super) fn expiretime(
     ctx: &mut Ctx<'_>,
     c: &Spec,
 ) {
-    let exp = ctx.engine.get(s.tenant, arg(cmd, 1), |i| i.expires_at_ms);
+    let exp = ctx.engine.get_any(s.tenant, arg(cmd, 1), |i| i.expires_at_ms);
     let reply = match exp {
         None => -2,
         Some(None) => -1,

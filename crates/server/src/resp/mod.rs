@@ -1,4 +1,5 @@
-//! Redis commands (strings and keyspace, connection and server admin), run against the engine.
+//! Redis commands (strings, hashes and keyspace, connection and server admin), run against the
+//! engine.
 //!
 //! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
 //! `INFO`'s verbatim string; everything else is the same bytes in both versions.
@@ -12,6 +13,7 @@
 //! |-----------------|-------------------------------------------------------------------|
 //! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
 //! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
+//! | `hashes.rs`     | HSET, HGET, HDEL, HGETALL… HINCRBY, HRANDFIELD, HSCAN             |
 //! | `bits.rs`       | SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO    |
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
 //! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, SORT, WAIT        |
@@ -37,6 +39,7 @@ mod databases;
 mod debug;
 mod dump;
 pub(crate) mod glob;
+mod hashes;
 mod help;
 mod keys;
 mod keyspace;
@@ -67,6 +70,7 @@ const NOT_FLOAT: &[u8] = b"ERR value is not a valid float";
 const NOT_FINITE: &[u8] = b"ERR increment would produce NaN or Infinity";
 const SYNTAX: &[u8] = b"ERR syntax error";
 const NOAUTH: &[u8] = b"NOAUTH Authentication required.";
+const WRONGTYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// Runs one command: appends its reply to `out`. The table row is passed so that one
 /// handler can serve several names (`INCR`/`DECR`…), reading the lowercase name from it.
@@ -165,6 +169,22 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("decr", 2, WRITE | DENYOOM | FAST, KEY, strings::incr),
     row("decrby", 3, WRITE | DENYOOM | FAST, KEY, strings::incr),
     row("incrbyfloat", 3, WRITE | DENYOOM | FAST, KEY, strings::incrbyfloat),
+    row("hget", 3, READONLY | FAST, KEY, hashes::hget),
+    row("hset", -4, WRITE | DENYOOM | FAST, KEY, hashes::hset),
+    row("hmget", -3, READONLY | FAST, KEY, hashes::hmget),
+    row("hmset", -4, WRITE | DENYOOM | FAST, KEY, hashes::hset),
+    row("hsetnx", 4, WRITE | DENYOOM | FAST, KEY, hashes::hsetnx),
+    row("hdel", -3, WRITE | FAST, KEY, hashes::hdel),
+    row("hlen", 2, READONLY | FAST, KEY, hashes::hlen),
+    row("hexists", 3, READONLY | FAST, KEY, hashes::hexists),
+    row("hstrlen", 3, READONLY | FAST, KEY, hashes::hstrlen),
+    row("hgetall", 2, READONLY, KEY, hashes::hgetall),
+    row("hkeys", 2, READONLY, KEY, hashes::hgetall),
+    row("hvals", 2, READONLY, KEY, hashes::hgetall),
+    row("hincrby", 4, WRITE | DENYOOM | FAST, KEY, hashes::hincrby),
+    row("hincrbyfloat", 4, WRITE | DENYOOM | FAST, KEY, hashes::hincrbyfloat),
+    row("hrandfield", -2, READONLY, KEY, hashes::hrandfield),
+    row("hscan", -3, READONLY, KEY, hashes::hscan),
     row("del", -2, WRITE, ALL, keys::del),
     row("unlink", -2, WRITE | FAST, ALL, keys::del),
     row("exists", -2, READONLY | FAST, ALL, keys::exists),
@@ -603,6 +623,7 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
             EngineError::OutOfMemory | EngineError::TooManyWorkers => {
                 b"OOM command not allowed when used memory > 'maxmemory'."
             }
+            EngineError::WrongKind => WRONGTYPE,
         },
     );
 }

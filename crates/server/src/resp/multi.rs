@@ -128,7 +128,7 @@ pub(super) fn watch(
         if t.bytes() + key.len() + std::mem::size_of::<Watched>() > limit {
             return write_error(out, TOO_LARGE);
         }
-        let seen = ctx.engine.get(tenant, key, |i| (i.cas, i.expires_at_ms));
+        let seen = ctx.engine.get_any(tenant, key, |i| (i.cas, i.expires_at_ms));
         t.watched_bytes += key.len() + std::mem::size_of::<Watched>();
         t.watched.push(Watched { tenant, db, key: key.into(), seen });
     }
@@ -173,7 +173,7 @@ pub(super) fn exec(
     };
     let changed = t.watched.iter().any(|w| {
         ctx.engine.select(shared.databases.physical(w.tenant, w.db));
-        w.seen != ctx.engine.get(w.tenant, &w.key, |i| (i.cas, i.expires_at_ms))
+        w.seen != ctx.engine.get_any(w.tenant, &w.key, |i| (i.cas, i.expires_at_ms))
     });
     if changed {
         return r::write_null_array(out, s.version);

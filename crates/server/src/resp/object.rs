@@ -2,7 +2,7 @@
 //! MALLOC-STATS, PURGE, HELP), from what the engine knows of an item: its bytes in its
 //! segment, its index slot, its access stamp and its hitmap zone (`Worker::inspect`).
 
-use fridge_engine::INDEX_SLOT_BYTES;
+use fridge_engine::{INDEX_SLOT_BYTES, Kind};
 use fridge_proto::number::parse_redis_i64;
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_double, write_error, write_integer,
@@ -11,6 +11,8 @@ use fridge_proto::resp::{
 
 use super::{NOT_INTEGER, SYNTAX, Spec, unknown_subcommand};
 use crate::session::{Ctx, Session};
+use crate::types::HASH;
+use crate::types::hash::Hash;
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -67,6 +69,18 @@ const MEMORY_HELP: [&str; 14] = [
     "    Prints this help.",
 ];
 
+/// What Redis would call a value's encoding: a string's by [`string_encoding`]; a hash's
+/// `listpack` while Redis would keep it as one (up to 512 fields, fields and values up to 64 bytes), else
+/// `hashtable`. (fridge's own form is packed either way: the names tell a client what Redis
+/// would do with the same value.)
+fn encoding(kind: Kind, value: &[u8]) -> &'static [u8] {
+    match kind {
+        HASH if super::hashes::is_listpack(&Hash::new(value)) => b"listpack",
+        HASH => b"hashtable",
+        _ => string_encoding(value),
+    }
+}
+
 /// What Redis would call a string value's encoding: `int` for a canonical 64-bit integer
 /// (what `SET` and `INCR` store as one), `embstr` up to 44 bytes, `raw` above.
 pub(crate) fn string_encoding(v: &[u8]) -> &'static [u8] {
@@ -100,7 +114,7 @@ pub(super) fn object(
     }
     let (t, key) = (s.tenant, arg(cmd, 2));
     if is(b"encoding") {
-        match ctx.engine.get(s.tenant, key, |i| string_encoding(i.value)) {
+        match ctx.engine.get_any(s.tenant, key, |i| encoding(i.kind, i.value)) {
             Some(e) => write_bulk(out, e),
             None => write_null(out, s.version),
         }

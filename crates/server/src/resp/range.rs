@@ -1,6 +1,6 @@
 //! Commands on part of a string: GETRANGE (SUBSTR), SETRANGE and LCS.
 
-use fridge_engine::{EngineError, Update};
+use fridge_engine::{EngineError, Kind, Update};
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_error, write_integer, write_map_header,
 };
@@ -31,12 +31,17 @@ pub(super) fn getrange(
     let (Some(start), Some(end)) = (int_arg(arg(cmd, 2)), int_arg(arg(cmd, 3))) else {
         return write_error(out, NOT_INTEGER);
     };
-    let found = ctx.engine.get(s.tenant, arg(cmd, 1), |item| {
-        match clamp_range(start, end, item.value.len() as i64) {
-            Some((a, b)) => write_bulk(out, &item.value[a..=b]),
-            None => write_bulk(out, b""),
-        }
-    });
+    let found =
+        ctx.engine.get_kind(s.tenant, arg(cmd, 1), Kind::STRING, |item| {
+            match clamp_range(start, end, item.value.len() as i64) {
+                Some((a, b)) => write_bulk(out, &item.value[a..=b]),
+                None => write_bulk(out, b""),
+            }
+        });
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => return engine_error(out, e),
+    };
     if found.is_none() {
         write_bulk(out, b"");
     }
@@ -116,8 +121,14 @@ pub(super) fn lcs(
     _: &Spec,
 ) {
     let t = s.tenant;
-    let a = ctx.engine.get(t, arg(cmd, 1), |i| i.value.to_vec()).unwrap_or_default();
-    let b = ctx.engine.get(t, arg(cmd, 2), |i| i.value.to_vec()).unwrap_or_default();
+    let mut read = |key| ctx.engine.get_kind(t, key, Kind::STRING, |i| i.value.to_vec());
+    let (a, b) = match (read(arg(cmd, 1)), read(arg(cmd, 2))) {
+        (Ok(a), Ok(b)) => (a.unwrap_or_default(), b.unwrap_or_default()),
+        (Err(EngineError::WrongKind), _) | (_, Err(EngineError::WrongKind)) => {
+            return write_error(out, b"ERR The specified keys must contain string values");
+        }
+        (Err(e), _) | (_, Err(e)) => return engine_error(out, e),
+    };
     let (mut getlen, mut getidx, mut withmatchlen, mut minmatchlen) = (false, false, false, 0i64);
     let mut j = 3;
     while j < cmd.len() {

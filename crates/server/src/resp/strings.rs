@@ -1,7 +1,7 @@
 //! String commands: GET, SET and its variants, MGET, MSET, GETDEL, GETEX, APPEND, STRLEN and
 //! the counters (INCR…, INCRBYFLOAT).
 
-use fridge_engine::{Condition, EngineError, Expiry, Store, StoreOutcome, TenantId, Update};
+use fridge_engine::{Condition, EngineError, Expiry, Kind, Store, StoreOutcome, TenantId, Update};
 use fridge_proto::resp::{
     Command, Version, write_array_header, write_bulk, write_error, write_integer, write_null,
     write_simple, write_wrong_arity,
@@ -27,7 +27,10 @@ pub(super) fn get(
 ) {
     let t = s.tenant;
     let key = cmd.get(1).unwrap_or_default();
-    let hit = ctx.engine.get(t, key, |item| write_bulk(out, item.value));
+    let hit = match ctx.engine.get_kind(t, key, Kind::STRING, |item| write_bulk(out, item.value)) {
+        Ok(hit) => hit,
+        Err(e) => return engine_error(out, e),
+    };
     stats::tenant_lookups(ctx.stats, t, u64::from(hit.is_some()), u64::from(hit.is_none()));
     if hit.is_none() {
         write_null(out, s.version);
@@ -134,11 +137,16 @@ pub(super) fn getdel(
             None => Update::Done(false),
         })
     });
-    if matches!(r, Ok(true)) {
-        notify(ctx, s.tenant, GENERIC, "del", cmd.get(1).unwrap_or_default());
-    } else {
-        out.truncate(mark);
-        write_null(out, s.version);
+    match r {
+        Ok(true) => notify(ctx, s.tenant, GENERIC, "del", cmd.get(1).unwrap_or_default()),
+        Ok(false) => {
+            out.truncate(mark);
+            write_null(out, s.version);
+        }
+        Err(e) => {
+            out.truncate(mark);
+            engine_error(out, e);
+        }
     }
 }
 
@@ -168,7 +176,10 @@ pub(super) fn strlen(
     _: &Spec,
 ) {
     let key = cmd.get(1).unwrap_or_default();
-    let len = ctx.engine.get(s.tenant, key, |item| item.value.len());
+    let len = match ctx.engine.get_kind(s.tenant, key, Kind::STRING, |item| item.value.len()) {
+        Ok(len) => len,
+        Err(e) => return engine_error(out, e),
+    };
     if len.is_none() {
         notify_only(ctx, s.tenant, KEY_MISS, "keymiss", key);
     }
@@ -401,13 +412,12 @@ pub(super) fn getex(
         _ => return write_error(out, SYNTAX),
     };
     let found = match expiry {
-        None => ctx.engine.get(t, key, |item| write_bulk(out, item.value)).is_some(),
-        Some(at) => {
-            matches!(
-                ctx.engine.get_and_touch(t, key, at, |item| write_bulk(out, item.value)),
-                Ok(Some(()))
-            )
-        }
+        None => ctx.engine.get_kind(t, key, Kind::STRING, |item| write_bulk(out, item.value)),
+        Some(at) => ctx.engine.get_and_touch(t, key, at, |item| write_bulk(out, item.value)),
+    };
+    let found = match found {
+        Ok(found) => found.is_some(),
+        Err(e) => return engine_error(out, e),
     };
     match expiry {
         _ if !found => {

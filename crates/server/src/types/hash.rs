@@ -1,0 +1,211 @@
+//! A Redis hash in packed form ([`super::pack`]): entries of a field and its value (and, in
+//! the `TIMED` format, the field's deadline), in insertion order, as Redis's listpack keeps
+//! them (so `HGETALL` of a small hash answers in Redis's order). A field is replaced where
+//! it stands; new fields go at the end.
+//!
+//! Lookups walk the entries (no index): `HGET` costs a scan of the fields before the one it
+//! finds, an update copies the whole hash (`docs/design.md`, "Value types").
+
+use super::pack::{self, Reader, TIMED};
+
+/// Whether two fields are equal: lengths first, then (for 8 bytes and more) their last 8 bytes
+/// as one word, so the fields of a large hash, often of one length and one prefix, are told
+/// apart without a call to `memcmp` each.
+#[inline]
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() >= 8 {
+        let tail = |s: &[u8]| u64::from_ne_bytes(s[s.len() - 8..].try_into().unwrap_or_default());
+        if tail(a) != tail(b) {
+            return false;
+        }
+    }
+    a == b
+}
+
+/// One field of a hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry<'a> {
+    pub field: &'a [u8],
+    pub value: &'a [u8],
+    /// When the field expires (ms since the Unix epoch), 0 for never.
+    pub deadline: u64,
+}
+
+impl Entry<'_> {
+    /// Whether the field is gone at `now_ms`.
+    #[inline]
+    pub(crate) fn expired(&self, now_ms: u64) -> bool {
+        self.deadline != 0 && self.deadline <= now_ms
+    }
+}
+
+/// A packed hash, borrowed from the engine's memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Hash<'a> {
+    bytes: &'a [u8],
+    timed: bool,
+    count: u32,
+}
+
+impl<'a> Hash<'a> {
+    /// The hash packed in `value`.
+    pub(crate) fn new(value: &'a [u8]) -> Hash<'a> {
+        let (format, count) = pack::header(value);
+        Hash { bytes: value, timed: format & TIMED != 0, count }
+    }
+
+    /// The number of entries, expired fields not yet removed included.
+    pub(crate) fn len(&self) -> usize {
+        self.count as usize
+    }
+
+    /// Whether any field carries a deadline format (`TIMED`).
+    pub(crate) fn timed(&self) -> bool {
+        self.timed
+    }
+
+    /// The entries, in order.
+    pub(crate) fn iter(&self) -> Entries<'a> {
+        Entries { reader: Reader::new(self.bytes), timed: self.timed, left: self.count }
+    }
+
+    /// The entries with where each lies in the packed value (`start..end`), for a writer that
+    /// copies the runs it leaves unchanged in one piece ([`Builder::copy`]).
+    pub(crate) fn spans(
+        &self,
+    ) -> impl Iterator<Item = (std::ops::Range<usize>, Entry<'a>)> + use<'a> {
+        let mut entries = self.iter();
+        std::iter::from_fn(move || {
+            let start = entries.reader.pos();
+            let e = entries.next()?;
+            Some((start..entries.reader.pos(), e))
+        })
+    }
+
+    /// The packed bytes of `range` (a run of whole entries [`Hash::spans`] gave).
+    pub(crate) fn raw(&self, range: std::ops::Range<usize>) -> &'a [u8] {
+        &self.bytes[range]
+    }
+
+    /// The entries live at `now_ms`.
+    pub(crate) fn live(&self, now_ms: u64) -> impl Iterator<Item = Entry<'a>> + use<'a> {
+        self.iter().filter(move |e| !e.expired(now_ms))
+    }
+
+    /// `field`'s entry, if the hash has it live at `now_ms`.
+    pub(crate) fn get(&self, field: &[u8], now_ms: u64) -> Option<Entry<'a>> {
+        self.iter().find(|e| same(e.field, field)).filter(|e| !e.expired(now_ms))
+    }
+}
+
+/// The entries of a [`Hash`].
+#[derive(Debug, Clone)]
+pub(crate) struct Entries<'a> {
+    reader: Reader<'a>,
+    timed: bool,
+    left: u32,
+}
+
+impl<'a> Iterator for Entries<'a> {
+    type Item = Entry<'a>;
+
+    #[inline]
+    fn next(&mut self) -> Option<Entry<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let field = self.reader.str()?;
+        let value = self.reader.str()?;
+        let deadline = if self.timed { self.reader.u64()? } else { 0 };
+        Some(Entry { field, value, deadline })
+    }
+}
+
+/// Writes a packed hash into a buffer, entry by entry.
+#[derive(Debug)]
+pub(crate) struct Builder<'b> {
+    buf: &'b mut Vec<u8>,
+    timed: bool,
+    count: u32,
+}
+
+impl<'b> Builder<'b> {
+    /// A hash in `buf` (cleared); `timed`: whether entries carry deadlines (needed as soon as
+    /// one field has one).
+    pub(crate) fn new(buf: &'b mut Vec<u8>, timed: bool) -> Builder<'b> {
+        pack::begin(buf, if timed { TIMED } else { 0 });
+        Builder { buf, timed, count: 0 }
+    }
+
+    /// Appends an entry (its deadline is dropped in the untimed format).
+    #[inline]
+    pub(crate) fn push(&mut self, e: Entry<'_>) {
+        pack::put_str(self.buf, e.field);
+        pack::put_str(self.buf, e.value);
+        if self.timed {
+            pack::put_u64(self.buf, e.deadline);
+        }
+        self.count += 1;
+    }
+
+    /// Appends `entries` entries packed in `raw` (taken whole from a hash of the same format).
+    #[inline]
+    pub(crate) fn copy(&mut self, raw: &[u8], entries: u32) {
+        self.buf.extend_from_slice(raw);
+        self.count += entries;
+    }
+
+    /// Ends the hash: returns its number of entries.
+    pub(crate) fn finish(self) -> u32 {
+        pack::set_count(self.buf, self.count);
+        self.count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e<'a>(field: &'a [u8], value: &'a [u8], deadline: u64) -> Entry<'a> {
+        Entry { field, value, deadline }
+    }
+
+    #[test]
+    fn entries_round_trip_in_order_in_both_formats() {
+        for timed in [false, true] {
+            let mut buf = Vec::new();
+            let mut b = Builder::new(&mut buf, timed);
+            b.push(e(b"a", b"1", 0));
+            b.push(e(b"", b"", 0));
+            b.push(e(b"long", &[7u8; 200], if timed { 99 } else { 0 }));
+            assert_eq!(b.finish(), 3);
+            let h = Hash::new(&buf);
+            assert_eq!(h.len(), 3);
+            let got: Vec<_> = h.iter().collect();
+            assert_eq!(got[0], e(b"a", b"1", 0));
+            assert_eq!(got[1], e(b"", b"", 0));
+            assert_eq!(got[2].value.len(), 200);
+            assert_eq!(h.get(b"a", 0).map(|e| e.value), Some(&b"1"[..]));
+            assert_eq!(h.get(b"b", 0), None);
+            if timed {
+                assert_eq!(h.get(b"long", 99), None, "expired at its deadline");
+                assert_eq!(h.live(99).count(), 2);
+            }
+        }
+    }
+
+    #[test]
+    fn a_count_larger_than_the_entries_ends_at_the_bytes() {
+        let mut buf = Vec::new();
+        let mut b = Builder::new(&mut buf, false);
+        b.push(e(b"f", b"v", 0));
+        b.finish();
+        pack::set_count(&mut buf, 1000);
+        assert_eq!(Hash::new(&buf).iter().count(), 1);
+        assert_eq!(Hash::new(b"").iter().count(), 0);
+    }
+}

@@ -1,0 +1,33 @@
+//! Redis's value types beyond strings, as the engine stores them: each type is an engine
+//! [`Kind`], and a value of that kind is one item in the log holding the whole collection in
+//! a packed form ([`pack`], Redis's listpack idea: elements one after another in one piece of
+//! memory, no pointers). The engine evicts, expires, relocates and accounts such an item as
+//! it does a string; an operation meant for one type never reads or overwrites another
+//! (`EngineError::WrongKind`, Redis's `WRONGTYPE`).
+//!
+//! An update of a collection reads the packed value and writes a new one (the engine's
+//! read-modify-write): it costs time and log space in proportion to the collection's size
+//! (`docs/design.md`, "Value types").
+
+pub(crate) mod hash;
+pub(crate) mod pack;
+
+use fridge_engine::Kind;
+
+/// A Redis hash (`hash::Hash`).
+pub(crate) const HASH: Kind = Kind(1);
+
+/// The name `TYPE` gives a kind (Redis's `type` names; `none` is a missing key's).
+pub(crate) fn name(kind: Kind) -> &'static [u8] {
+    match kind {
+        Kind::STRING => b"string",
+        HASH => b"hash",
+        // A kind this server never writes (a newer version's): no type Redis knows.
+        _ => b"unknown",
+    }
+}
+
+/// The kind a `TYPE` name stands for (`SCAN … TYPE`), any case.
+pub(crate) fn by_name(name: &[u8]) -> Option<Kind> {
+    [Kind::STRING, HASH].into_iter().find(|&k| self::name(k).eq_ignore_ascii_case(name))
+}
