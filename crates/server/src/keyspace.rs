@@ -14,7 +14,8 @@ pub(crate) const GENERIC: u32 = 1 << 2;
 /// `$`: string commands.
 pub(crate) const STRING: u32 = 1 << 3;
 const LIST: u32 = 1 << 4;
-const SET: u32 = 1 << 5;
+/// `s`: set commands.
+pub(crate) const SET: u32 = 1 << 5;
 /// `h`: hash commands.
 pub(crate) const HASH: u32 = 1 << 6;
 const ZSET: u32 = 1 << 7;

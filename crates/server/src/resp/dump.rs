@@ -13,12 +13,13 @@ use fridge_proto::resp::{Command, write_bulk, write_error, write_null, write_sim
 
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error};
 use crate::session::{Ctx, Session};
-use crate::types::HASH;
 use crate::types::hash::{Builder, Entry, Hash};
+use crate::types::{HASH, SET};
 
 /// The RDB version a payload carries (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
 const RDB_TYPE_STRING: u8 = 0;
+const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
 const ENC_INT8: u8 = 0xC0;
 const ENC_INT16: u8 = 0xC1;
@@ -28,7 +29,7 @@ const ENC_LZF: u8 = 0xC3;
 const BAD_PAYLOAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &[u8] = b"ERR Bad data format";
 const NOT_A_STRING: &[u8] = b"ERR DUMP payload holds a type or an encoding fridge does not \
-    restore (strings, and hashes in RDB's plain form)";
+    restore (strings, and hashes and sets in RDB's plain form)";
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -76,15 +77,19 @@ pub(crate) fn serialize(value: &[u8]) -> Vec<u8> {
 }
 
 /// A hash's payload: RDB's plain hash (type 4: a length, then field and value strings), which
-/// every Redis version restores; fields expired at `now_ms` are left out.
-fn serialize_hash(value: &[u8], now_ms: u64) -> Vec<u8> {
+/// every Redis version restores; fields expired at `now_ms` are left out. A set's: RDB's
+/// plain set (type 2: a length, then member strings).
+fn serialize_packed(kind: Kind, value: &[u8], now_ms: u64) -> Vec<u8> {
     let h = Hash::new(value);
+    let set = kind == SET;
     let mut p = Vec::with_capacity(value.len() + 20);
-    p.push(RDB_TYPE_HASH);
+    p.push(if set { RDB_TYPE_SET } else { RDB_TYPE_HASH });
     write_len(&mut p, h.live(now_ms).count());
     for e in h.live(now_ms) {
         write_string(&mut p, e.field);
-        write_string(&mut p, e.value);
+        if !set {
+            write_string(&mut p, e.value);
+        }
     }
     finish(p)
 }
@@ -157,23 +162,30 @@ pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
             }
             Ok((Kind::STRING, value))
         }
-        RDB_TYPE_HASH => Ok((HASH, read_hash(rest).ok_or(PayloadError::BadFormat)?)),
+        RDB_TYPE_HASH => Ok((HASH, read_packed(rest, true).ok_or(PayloadError::BadFormat)?)),
+        RDB_TYPE_SET => Ok((SET, read_packed(rest, false).ok_or(PayloadError::BadFormat)?)),
         // Redis's RDB object types run 0..=21 (7.0); others are bad data.
         ty if ty <= 21 => Err(PayloadError::NotAString),
         _ => Err(PayloadError::BadFormat),
     }
 }
 
-/// An RDB plain hash (type 4) as a packed hash: its field and value strings, each field once
-/// (a payload naming one twice is bad data, as Redis finds it).
-fn read_hash(p: &[u8]) -> Option<Vec<u8>> {
+/// An RDB plain hash (type 4: field and value strings) or set (type 2, `pairs` false:
+/// member strings) in packed form, each field or member once (a payload naming one twice is
+/// bad data, as Redis finds it).
+fn read_packed(p: &[u8], pairs: bool) -> Option<Vec<u8>> {
     let (Ok(n), mut at) = read_len(p)? else { return None };
     let mut fields = Vec::new();
     for _ in 0..n {
         let (field, used) = read_string(p.get(at..)?)?;
         at += used;
-        let (value, used) = read_string(p.get(at..)?)?;
-        at += used;
+        let value = if pairs {
+            let (value, used) = read_string(p.get(at..)?)?;
+            at += used;
+            value
+        } else {
+            Vec::new()
+        };
         fields.push((field, value));
     }
     if at != p.len() || n == 0 {
@@ -393,7 +405,7 @@ pub(super) fn dump(
 ) {
     let now = ctx.engine.now_ms();
     let payload = ctx.engine.get_any(s.tenant, arg(cmd, 1), |i| match i.kind {
-        HASH => serialize_hash(i.value, now),
+        HASH | SET => serialize_packed(i.kind, i.value, now),
         _ => serialize(i.value),
     });
     match payload {
@@ -522,14 +534,14 @@ mod tests {
 
     #[test]
     fn a_hash_round_trips_in_rdb_s_plain_form_and_bad_hashes_do_not_restore() {
-        use super::{Builder, Entry, HASH, Hash, finish, serialize_hash};
+        use super::{Builder, Entry, HASH, Hash, finish, serialize_packed};
         let mut packed = Vec::new();
         let mut b = Builder::new(&mut packed, true);
         b.push(Entry { field: b"a", value: b"1", deadline: 0 });
         b.push(Entry { field: b"gone", value: b"x", deadline: 5 });
         b.push(Entry { field: b"long", value: &[b'z'; 100], deadline: 0 });
         b.finish();
-        let p = serialize_hash(&packed, 10);
+        let p = serialize_packed(HASH, &packed, 10);
         assert_eq!(&p[..4], b"\x04\x02\x01a", "type 4, two live fields, the first field");
         let (kind, back) = deserialize(&p).unwrap();
         assert_eq!(kind, HASH);

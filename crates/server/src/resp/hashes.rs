@@ -7,7 +7,6 @@
 //! in the worker's scratch buffer. A hash emptied by HDEL is deleted, as Redis deletes it.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasher, Hasher};
 
 use fridge_engine::{EngineError, TenantId, Update};
 use fridge_proto::number::{parse_redis_f64, write_f64, write_i64};
@@ -17,6 +16,9 @@ use fridge_proto::resp::{
 };
 
 use super::glob::glob_match;
+use super::packed::{
+    Edit, FEW, Matched, Named, Rng, ScanOptions, random_picks, rewrite, scan_page,
+};
 use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify, notify_only};
 use crate::keyspace::{GENERIC, HASH as HASH_EVENTS, KEY_MISS};
 use crate::session::{Ctx, Session};
@@ -26,10 +28,8 @@ use crate::types::hash::{Builder, Entry, Hash, same};
 /// A hash that would outgrow the largest item.
 const TOO_LARGE: &[u8] = b"ERR hash would exceed the item size limit (max-item-size)";
 /// HRANDFIELD's count past what Redis takes.
-const OUT_OF_RANGE: &[u8] =
+pub(super) const OUT_OF_RANGE: &[u8] =
     b"ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
-/// Fields [`Named`] compares one by one; more are looked up in a map.
-const FEW: usize = 8;
 /// Fields and values up to these sizes, hashes up to this many fields, are the ones Redis 7.0
 /// keeps as a listpack (`hash-max-listpack-entries`, `hash-max-listpack-value`):
 /// `OBJECT ENCODING` names them so, and `HSCAN` returns them whole.
@@ -46,107 +46,6 @@ fn write_failed(out: &mut Vec<u8>, e: EngineError) {
         EngineError::TooLarge => write_error(out, TOO_LARGE),
         e => engine_error(out, e),
     }
-}
-
-/// The fields a command names — arguments `first`, `first + step`, … — and which of them an
-/// entry of the hash matches: by comparison for a few, through a map for many, so a command
-/// naming m fields against a hash of n costs O(n + m), never O(n × m).
-struct Named<'c> {
-    cmd: &'c Command<'c>,
-    first: usize,
-    step: usize,
-    n: usize,
-    /// For a few fields: the fields, compared in place.
-    few: [&'c [u8]; FEW],
-    /// For many fields: each field's first and last mention (indexes `0..n`).
-    map: Option<HashMap<&'c [u8], (usize, usize)>>,
-}
-
-impl<'c> Named<'c> {
-    fn new(cmd: &'c Command<'c>, first: usize, step: usize) -> Named<'c> {
-        let n = (cmd.len().saturating_sub(first)).div_ceil(step);
-        let mut named = Named { cmd, first, step, n, few: [&[]; FEW], map: None };
-        if n <= FEW {
-            for i in 0..n {
-                named.few[i] = named.field(i);
-            }
-        } else {
-            let mut map = HashMap::with_capacity(n);
-            for i in 0..n {
-                map.entry(named.field(i))
-                    .and_modify(|e: &mut (usize, usize)| e.1 = i)
-                    .or_insert((i, i));
-            }
-            named.map = Some(map);
-        }
-        named
-    }
-
-    /// The `i`-th field named.
-    fn field(&self, i: usize) -> &'c [u8] {
-        arg(self.cmd, self.first + i * self.step)
-    }
-
-    /// The argument after the `i`-th field (its value).
-    fn value(&self, i: usize) -> &'c [u8] {
-        arg(self.cmd, self.first + i * self.step + 1)
-    }
-
-    /// The last mention of `field`, if named.
-    fn last(&self, field: &[u8]) -> Option<usize> {
-        match &self.map {
-            Some(m) => m.get(field).map(|e| e.1),
-            None => (0..self.n).rev().find(|&i| same(self.few[i], field)),
-        }
-    }
-
-    /// Whether the `i`-th field is its first mention.
-    fn is_first(&self, i: usize) -> bool {
-        let f = self.field(i);
-        match &self.map {
-            Some(m) => m.get(f).is_some_and(|e| e.0 == i),
-            None => (0..i).all(|j| self.field(j) != f),
-        }
-    }
-}
-
-/// What [`rewrite`] does with one entry of the old hash.
-enum Edit<'v> {
-    Keep,
-    Drop,
-    /// Keep the field with this value and deadline.
-    Replace(&'v [u8], u64),
-}
-
-/// Writes the hash `old` into `b`, each live entry as `edit` says; expired fields are
-/// dropped. Runs of kept entries are copied in one piece, so an update of one field of a
-/// large hash costs a scan and two copies, not a re-encoding of every field.
-fn rewrite<'v>(
-    old: &Hash<'_>,
-    b: &mut Builder<'_>,
-    now: u64,
-    mut edit: impl FnMut(&Entry<'_>) -> Edit<'v>,
-) {
-    // The run of kept entries not yet copied: its bytes and its number of entries.
-    let mut run = 0..0;
-    let mut run_len = 0;
-    for (span, e) in old.spans() {
-        let what = if e.expired(now) { Edit::Drop } else { edit(&e) };
-        if let Edit::Keep = what {
-            if run_len == 0 {
-                run.start = span.start;
-            }
-            run.end = span.end;
-            run_len += 1;
-            continue;
-        }
-        b.copy(old.raw(run.clone()), run_len);
-        (run, run_len) = (span.end..span.end, 0);
-        if let Edit::Replace(value, deadline) = what {
-            b.push(Entry { field: e.field, value, deadline });
-        }
-    }
-    b.copy(old.raw(run), run_len);
 }
 
 /// Sets the fields `named` names to their values (the last mention wins) in the hash `cur`
@@ -175,32 +74,6 @@ fn set_fields(cur: Option<&[u8]>, named: &Named<'_>, now: u64, buf: &mut Vec<u8>
     }
     b.finish();
     created
-}
-
-/// Which of n named fields matched an entry: bits for a few, a vector for many.
-enum Matched {
-    Few(u64),
-    Many(Vec<bool>),
-}
-
-impl Matched {
-    fn new(n: usize) -> Matched {
-        if n <= 64 { Matched::Few(0) } else { Matched::Many(vec![false; n]) }
-    }
-
-    fn set(&mut self, i: usize) {
-        match self {
-            Matched::Few(bits) => *bits |= 1 << i,
-            Matched::Many(v) => v[i] = true,
-        }
-    }
-
-    fn get(&self, i: usize) -> bool {
-        match self {
-            Matched::Few(bits) => bits & (1 << i) != 0,
-            Matched::Many(v) => v[i],
-        }
-    }
 }
 
 fn now_ms(ctx: &Ctx<'_>) -> u64 {
@@ -599,24 +472,6 @@ fn incr_field(
     })
 }
 
-/// A random number generator for HRANDFIELD (xorshift64*, seeded per call).
-struct Rng(u64);
-
-impl Rng {
-    fn new() -> Rng {
-        let seed = std::collections::hash_map::RandomState::new().build_hasher().finish();
-        Rng(seed | 1)
-    }
-
-    /// A number below `n` (> 0).
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) % n as u64) as usize
-    }
-}
-
 /// `HRANDFIELD key [count [WITHVALUES]]`.
 pub(super) fn hrandfield(
     cmd: &Command<'_>,
@@ -663,24 +518,7 @@ pub(super) fn hrandfield(
         key,
         |out, h, now| {
             let live: Vec<Entry<'_>> = h.live(now).collect();
-            let picks: Vec<usize> = if count == 0 || live.is_empty() {
-                Vec::new()
-            } else if !unique {
-                let mut rng = Rng::new();
-                (0..count).map(|_| rng.below(live.len())).collect()
-            } else if count as usize >= live.len() {
-                (0..live.len()).collect()
-            } else {
-                // A partial Fisher–Yates shuffle: `count` distinct entries.
-                let mut rng = Rng::new();
-                let mut order: Vec<usize> = (0..live.len()).collect();
-                for i in 0..count as usize {
-                    let j = i + rng.below(live.len() - i);
-                    order.swap(i, j);
-                }
-                order.truncate(count as usize);
-                order
-            };
+            let picks = random_picks(live.len(), count, unique);
             write_pairs(out, v, with_values, picks.iter().map(|&i| live[i]));
         },
         |out| write_array_header(out, 0),
@@ -714,18 +552,6 @@ pub(super) fn is_listpack(h: &Hash<'_>) -> bool {
         && h.iter().all(|e| e.field.len() <= LISTPACK_VALUE && e.value.len() <= LISTPACK_VALUE)
 }
 
-/// A field's position in HSCAN's order: a fixed hash of its bytes.
-fn scan_order(field: &[u8]) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    h.write(field);
-    // 0 is the cursor that starts (and ends) a scan.
-    h.finish().max(1)
-}
-
-/// Calls HSCAN makes at most over a large hash, whatever its COUNT: each call returns at
-/// least 1/`SCAN_CALLS` of the fields, so a whole scan costs O(fields), not O(fields²/COUNT).
-const SCAN_CALLS: usize = 64;
-
 /// `HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]`. A hash Redis would keep as a
 /// listpack comes back whole with cursor 0, as Redis answers; a larger one in the order of
 /// its fields' hashes, the cursor being the next hash to return — so a field present for the
@@ -737,43 +563,18 @@ pub(super) fn hscan(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let Some(cursor) = std::str::from_utf8(arg(cmd, 2)).ok().and_then(|c| c.parse::<u64>().ok())
-    else {
-        return write_error(out, b"ERR invalid cursor");
+    let o = match ScanOptions::parse(cmd, 2, true) {
+        Ok(o) => o,
+        Err(e) => return write_error(out, e),
     };
-    let (mut pattern, mut count, mut values) = (None, 10usize, true);
-    let mut i = 3;
-    while i < cmd.len() {
-        let o = arg(cmd, i);
-        if o.eq_ignore_ascii_case(b"novalues") {
-            values = false;
-            i += 1;
-            continue;
-        }
-        if i + 1 >= cmd.len() {
-            return write_error(out, SYNTAX);
-        }
-        if o.eq_ignore_ascii_case(b"match") {
-            pattern = Some(arg(cmd, i + 1));
-        } else if o.eq_ignore_ascii_case(b"count") {
-            match int_arg(arg(cmd, i + 1)) {
-                Some(c) if c >= 1 => count = usize::try_from(c).unwrap_or(usize::MAX),
-                Some(_) => return write_error(out, SYNTAX),
-                None => return write_error(out, NOT_INTEGER),
-            }
-        } else {
-            return write_error(out, SYNTAX);
-        }
-        i += 2;
-    }
-    let keep = |e: &Entry<'_>| pattern.is_none_or(|p| glob_match(p, e.field));
+    let keep = |e: &Entry<'_>| o.pattern.is_none_or(|p| glob_match(p, e.field));
     let write = |out: &mut Vec<u8>, next: u64, picked: &[Entry<'_>]| {
         write_array_header(out, 2);
         write_bulk(out, next.to_string().as_bytes());
-        write_array_header(out, picked.len() * if values { 2 } else { 1 });
+        write_array_header(out, picked.len() * if o.values { 2 } else { 1 });
         for e in picked {
             write_bulk(out, e.field);
-            if values {
+            if o.values {
                 write_bulk(out, e.value);
             }
         }
@@ -788,82 +589,10 @@ pub(super) fn hscan(
                 let all: Vec<Entry<'_>> = h.live(now).filter(keep).collect();
                 return write(out, 0, &all);
             }
-            let mut next: Vec<(u64, Entry<'_>)> = h
-                .live(now)
-                .map(|e| (scan_order(e.field), e))
-                .filter(|(o, _)| *o >= cursor)
-                .collect();
-            let take = count.max(h.len().div_ceil(SCAN_CALLS));
-            if next.len() > take {
-                next.select_nth_unstable_by_key(take, |(o, _)| *o);
-            }
-            let mut picked = next;
-            let cut = picked.len().min(take);
-            // Fields with the hash of the first one left out are left out together.
-            let next_cursor = if picked.len() > take {
-                let rest = picked[cut..].iter().map(|(o, _)| *o).min().unwrap_or(0);
-                picked.retain(|(o, _)| *o < rest);
-                rest
-            } else {
-                0
-            };
-            picked.sort_unstable_by_key(|(o, _)| *o);
-            let entries: Vec<Entry<'_>> =
-                picked.into_iter().map(|(_, e)| e).filter(|e| keep(e)).collect();
+            let (next_cursor, page) = scan_page(h.live(now), h.len(), o.cursor, o.count);
+            let entries: Vec<Entry<'_>> = page.into_iter().filter(|e| keep(e)).collect();
             write(out, next_cursor, &entries);
         },
         |out| write(out, 0, &[]),
     );
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{Edit, rewrite};
-    use crate::types::hash::{Builder, Entry, Hash};
-
-    fn packed(timed: bool, fields: &[(&str, &str, u64)]) -> Vec<u8> {
-        let mut buf = Vec::new();
-        let mut b = Builder::new(&mut buf, timed);
-        for &(field, value, deadline) in fields {
-            b.push(Entry { field: field.as_bytes(), value: value.as_bytes(), deadline });
-        }
-        b.finish();
-        buf
-    }
-
-    #[test]
-    fn a_rewrite_copies_kept_runs_whole_and_equals_an_entry_by_entry_build() {
-        for timed in [false, true] {
-            let d = |n: u64| if timed { n } else { 0 };
-            let old = packed(
-                timed,
-                &[
-                    ("a", "1", 0),
-                    ("b", "2", d(5)),
-                    ("c", "3", 0),
-                    ("d", "4", 0),
-                    ("e", "5", d(50)),
-                    ("f", "6", 0),
-                ],
-            );
-            let mut buf = Vec::new();
-            let mut b = Builder::new(&mut buf, timed);
-            rewrite(&Hash::new(&old), &mut b, 10, |e| match e.field {
-                b"c" => Edit::Drop,
-                b"e" => Edit::Replace(b"five", 7),
-                _ => Edit::Keep,
-            });
-            b.finish();
-            // "b" expired at 5 when timed.
-            let want = if timed {
-                packed(true, &[("a", "1", 0), ("d", "4", 0), ("e", "five", 7), ("f", "6", 0)])
-            } else {
-                packed(
-                    false,
-                    &[("a", "1", 0), ("b", "2", 0), ("d", "4", 0), ("e", "five", 0), ("f", "6", 0)],
-                )
-            };
-            assert_eq!(buf, want, "timed: {timed}");
-        }
-    }
 }

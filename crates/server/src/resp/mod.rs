@@ -1,5 +1,5 @@
-//! Redis commands (strings, hashes and keyspace, connection and server admin), run against the
-//! engine.
+//! Redis commands (strings, hashes, sets and keyspace, connection and server admin), run
+//! against the engine.
 //!
 //! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
 //! `INFO`'s verbatim string; everything else is the same bytes in both versions.
@@ -14,6 +14,8 @@
 //! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
 //! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
 //! | `hashes.rs`     | HSET, HGET, HDEL, HGETALL… HINCRBY, HRANDFIELD, HSCAN             |
+//! | `sets.rs`       | SADD, SREM, SISMEMBER… SPOP, SMOVE, SINTER… SDIFFSTORE, SSCAN     |
+//! | `packed.rs`     | (what the hash and set commands share)                            |
 //! | `bits.rs`       | SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO    |
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
 //! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, SORT, WAIT        |
@@ -48,9 +50,11 @@ mod maxmemory;
 mod monitor;
 mod multi;
 mod object;
+mod packed;
 mod pubsub;
 mod range;
 mod script;
+mod sets;
 mod shutdown;
 mod slowlog;
 mod strings;
@@ -185,6 +189,23 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("hincrbyfloat", 4, WRITE | DENYOOM | FAST, KEY, hashes::hincrbyfloat),
     row("hrandfield", -2, READONLY, KEY, hashes::hrandfield),
     row("hscan", -3, READONLY, KEY, hashes::hscan),
+    row("sadd", -3, WRITE | DENYOOM | FAST, KEY, sets::sadd),
+    row("srem", -3, WRITE | FAST, KEY, sets::srem),
+    row("sismember", 3, READONLY | FAST, KEY, sets::sismember),
+    row("smismember", -3, READONLY | FAST, KEY, sets::smismember),
+    row("smembers", 2, READONLY, KEY, sets::smembers),
+    row("scard", 2, READONLY | FAST, KEY, sets::scard),
+    row("spop", -2, WRITE | FAST, KEY, sets::spop),
+    row("srandmember", -2, READONLY, KEY, sets::srandmember),
+    row("smove", 4, WRITE | FAST, (1, 2, 1), sets::smove),
+    row("sinter", -2, READONLY, ALL, sets::sinter),
+    row("sunion", -2, READONLY, ALL, sets::sinter),
+    row("sdiff", -2, READONLY, ALL, sets::sinter),
+    row("sinterstore", -3, WRITE | DENYOOM, ALL, sets::sinterstore),
+    row("sunionstore", -3, WRITE | DENYOOM, ALL, sets::sinterstore),
+    row("sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sinterstore),
+    row("sintercard", -3, READONLY, NONE, sets::sintercard),
+    row("sscan", -3, READONLY, KEY, sets::sscan),
     row("del", -2, WRITE, ALL, keys::del),
     row("unlink", -2, WRITE | FAST, ALL, keys::del),
     row("exists", -2, READONLY | FAST, ALL, keys::exists),

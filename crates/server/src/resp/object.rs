@@ -11,8 +11,8 @@ use fridge_proto::resp::{
 
 use super::{NOT_INTEGER, SYNTAX, Spec, unknown_subcommand};
 use crate::session::{Ctx, Session};
-use crate::types::HASH;
 use crate::types::hash::Hash;
+use crate::types::{HASH, SET};
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -70,13 +70,16 @@ const MEMORY_HELP: [&str; 14] = [
 ];
 
 /// What Redis would call a value's encoding: a string's by [`string_encoding`]; a hash's
-/// `listpack` while Redis would keep it as one (up to 512 fields, fields and values up to 64 bytes), else
-/// `hashtable`. (fridge's own form is packed either way: the names tell a client what Redis
+/// `listpack` while Redis would keep it as one (up to 512 fields, fields and values up to 64
+/// bytes), else `hashtable`; a set's `intset` while Redis would keep it as one (up to 512
+/// integers), else `hashtable`. (fridge's own form is packed either way: the names tell a client what Redis
 /// would do with the same value.)
 fn encoding(kind: Kind, value: &[u8]) -> &'static [u8] {
     match kind {
         HASH if super::hashes::is_listpack(&Hash::new(value)) => b"listpack",
         HASH => b"hashtable",
+        SET if super::sets::is_intset(&Hash::new(value)) => b"intset",
+        SET => b"hashtable",
         _ => string_encoding(value),
     }
 }

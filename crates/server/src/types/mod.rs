@@ -16,12 +16,16 @@ use fridge_engine::Kind;
 
 /// A Redis hash (`hash::Hash`).
 pub(crate) const HASH: Kind = Kind(1);
+/// A Redis set: packed as a hash whose values are empty (one byte more per member than the
+/// members alone), so that sets share the hash's code.
+pub(crate) const SET: Kind = Kind(3);
 
 /// The name `TYPE` gives a kind (Redis's `type` names; `none` is a missing key's).
 pub(crate) fn name(kind: Kind) -> &'static [u8] {
     match kind {
         Kind::STRING => b"string",
         HASH => b"hash",
+        SET => b"set",
         // A kind this server never writes (a newer version's): no type Redis knows.
         _ => b"unknown",
     }
@@ -29,5 +33,5 @@ pub(crate) fn name(kind: Kind) -> &'static [u8] {
 
 /// The kind a `TYPE` name stands for (`SCAN … TYPE`), any case.
 pub(crate) fn by_name(name: &[u8]) -> Option<Kind> {
-    [Kind::STRING, HASH].into_iter().find(|&k| self::name(k).eq_ignore_ascii_case(name))
+    [Kind::STRING, HASH, SET].into_iter().find(|&k| self::name(k).eq_ignore_ascii_case(name))
 }
