@@ -13,7 +13,8 @@ pub(crate) const KEYEVENT: u32 = 1 << 1;
 pub(crate) const GENERIC: u32 = 1 << 2;
 /// `$`: string commands.
 pub(crate) const STRING: u32 = 1 << 3;
-const LIST: u32 = 1 << 4;
+/// `l`: list commands.
+pub(crate) const LIST: u32 = 1 << 4;
 /// `s`: set commands.
 pub(crate) const SET: u32 = 1 << 5;
 /// `h`: hash commands.

@@ -14,11 +14,12 @@ use fridge_proto::resp::{Command, write_bulk, write_error, write_null, write_sim
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error};
 use crate::session::{Ctx, Session};
 use crate::types::hash::{Builder, Entry, Hash};
-use crate::types::{HASH, SET};
+use crate::types::{HASH, LIST, SET};
 
 /// The RDB version a payload carries (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
 const RDB_TYPE_STRING: u8 = 0;
+const RDB_TYPE_LIST: u8 = 1;
 const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
 const ENC_INT8: u8 = 0xC0;
@@ -29,7 +30,7 @@ const ENC_LZF: u8 = 0xC3;
 const BAD_PAYLOAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &[u8] = b"ERR Bad data format";
 const NOT_A_STRING: &[u8] = b"ERR DUMP payload holds a type or an encoding fridge does not \
-    restore (strings, and hashes and sets in RDB's plain form)";
+    restore (strings, and hashes, sets and lists in RDB's plain form)";
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -78,12 +79,17 @@ pub(crate) fn serialize(value: &[u8]) -> Vec<u8> {
 
 /// A hash's payload: RDB's plain hash (type 4: a length, then field and value strings), which
 /// every Redis version restores; fields expired at `now_ms` are left out. A set's: RDB's
-/// plain set (type 2: a length, then member strings).
+/// plain set (type 2: a length, then member strings); a list's: RDB's plain list (type 1,
+/// the same form, which Redis 7.0 still loads).
 fn serialize_packed(kind: Kind, value: &[u8], now_ms: u64) -> Vec<u8> {
     let h = Hash::new(value);
-    let set = kind == SET;
+    let set = kind != HASH;
     let mut p = Vec::with_capacity(value.len() + 20);
-    p.push(if set { RDB_TYPE_SET } else { RDB_TYPE_HASH });
+    p.push(match kind {
+        HASH => RDB_TYPE_HASH,
+        LIST => RDB_TYPE_LIST,
+        _ => RDB_TYPE_SET,
+    });
     write_len(&mut p, h.live(now_ms).count());
     for e in h.live(now_ms) {
         write_string(&mut p, e.field);
@@ -162,18 +168,21 @@ pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
             }
             Ok((Kind::STRING, value))
         }
-        RDB_TYPE_HASH => Ok((HASH, read_packed(rest, true).ok_or(PayloadError::BadFormat)?)),
-        RDB_TYPE_SET => Ok((SET, read_packed(rest, false).ok_or(PayloadError::BadFormat)?)),
+        RDB_TYPE_HASH => Ok((HASH, read_packed(rest, true, true).ok_or(PayloadError::BadFormat)?)),
+        RDB_TYPE_SET => Ok((SET, read_packed(rest, false, true).ok_or(PayloadError::BadFormat)?)),
+        RDB_TYPE_LIST => {
+            Ok((LIST, read_packed(rest, false, false).ok_or(PayloadError::BadFormat)?))
+        }
         // Redis's RDB object types run 0..=21 (7.0); others are bad data.
         ty if ty <= 21 => Err(PayloadError::NotAString),
         _ => Err(PayloadError::BadFormat),
     }
 }
 
-/// An RDB plain hash (type 4: field and value strings) or set (type 2, `pairs` false:
-/// member strings) in packed form, each field or member once (a payload naming one twice is
-/// bad data, as Redis finds it).
-fn read_packed(p: &[u8], pairs: bool) -> Option<Vec<u8>> {
+/// An RDB plain hash (type 4: field and value strings), set (type 2, `pairs` false: member
+/// strings) or list (type 1, as a set's, `unique` false) in packed form; a hash's fields and a
+/// set's members must be unique (a payload naming one twice is bad data, as Redis finds it).
+fn read_packed(p: &[u8], pairs: bool, unique: bool) -> Option<Vec<u8>> {
     let (Ok(n), mut at) = read_len(p)? else { return None };
     let mut fields = Vec::new();
     for _ in 0..n {
@@ -192,7 +201,7 @@ fn read_packed(p: &[u8], pairs: bool) -> Option<Vec<u8>> {
         return None;
     }
     let mut seen = std::collections::HashSet::with_capacity(n);
-    if !fields.iter().all(|(f, _)| seen.insert(&f[..])) {
+    if unique && !fields.iter().all(|(f, _)| seen.insert(&f[..])) {
         return None;
     }
     let mut buf = Vec::with_capacity(p.len());
@@ -405,7 +414,7 @@ pub(super) fn dump(
 ) {
     let now = ctx.engine.now_ms();
     let payload = ctx.engine.get_any(s.tenant, arg(cmd, 1), |i| match i.kind {
-        HASH | SET => serialize_packed(i.kind, i.value, now),
+        HASH | SET | LIST => serialize_packed(i.kind, i.value, now),
         _ => serialize(i.value),
     });
     match payload {

@@ -1,5 +1,5 @@
 //! Key commands that move or look at whole keys: RENAME, RENAMENX, COPY, RANDOMKEY,
-//! EXPIRETIME, PEXPIRETIME, SORT, SORT_RO and WAIT.
+//! EXPIRETIME, PEXPIRETIME and WAIT.
 //!
 //! RENAME is three engine steps (see `docs/protocol.md`, "RENAME and concurrent clients"):
 //! copy the source out, publish it under the new name with the source's TTL, then delete the
@@ -10,14 +10,11 @@ use std::hash::{BuildHasher, Hasher};
 
 use fridge_engine::{Condition, Expiry, Kind, Store, StoreOutcome, Update};
 use fridge_proto::resp::{
-    Command, write_array_header, write_bulk, write_error, write_integer, write_null, write_simple,
+    Command, write_bulk, write_error, write_integer, write_null, write_simple,
 };
 
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg};
 use crate::session::{Ctx, Session};
-
-pub(super) const WRONGTYPE: &[u8] =
-    b"WRONGTYPE Operation against a key holding the wrong kind of value";
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -227,49 +224,4 @@ pub(super) fn wait(
         return write_error(out, NOT_INTEGER);
     }
     write_integer(out, 0);
-}
-
-/// `SORT` and `SORT_RO`: every value fridge stores is a string, which Redis refuses to sort
-/// (`WRONGTYPE`); a missing key sorts as an empty list (with `STORE`, the destination is
-/// deleted and the reply is 0). Options are checked first, as Redis does.
-pub(super) fn sort(
-    cmd: &Command<'_>,
-    out: &mut Vec<u8>,
-    s: &mut Session,
-    ctx: &mut Ctx<'_>,
-    c: &Spec,
-) {
-    let ro = c.name == "sort_ro";
-    let mut store: Option<&[u8]> = None;
-    let mut j = 2;
-    while j < cmd.len() {
-        let o = arg(cmd, j);
-        let left = cmd.len() - j - 1;
-        let is = |w: &[u8]| o.eq_ignore_ascii_case(w);
-        if is(b"asc") || is(b"desc") || is(b"alpha") {
-        } else if is(b"limit") && left >= 2 {
-            if int_arg(arg(cmd, j + 1)).is_none() || int_arg(arg(cmd, j + 2)).is_none() {
-                return write_error(out, NOT_INTEGER);
-            }
-            j += 2;
-        } else if !ro && is(b"store") && left >= 1 {
-            store = Some(arg(cmd, j + 1));
-            j += 1;
-        } else if (is(b"by") || is(b"get")) && left >= 1 {
-            j += 1;
-        } else {
-            return write_error(out, SYNTAX);
-        }
-        j += 1;
-    }
-    if ctx.engine.contains(s.tenant, arg(cmd, 1)) {
-        return write_error(out, WRONGTYPE);
-    }
-    match store {
-        Some(dest) => {
-            ctx.engine.delete(s.tenant, dest);
-            write_integer(out, 0);
-        }
-        None => write_array_header(out, 0),
-    }
 }

@@ -1,5 +1,5 @@
-//! Redis commands (strings, hashes, sets and keyspace, connection and server admin), run
-//! against the engine.
+//! Redis commands (strings, hashes, lists, sets and keyspace, connection and server admin),
+//! run against the engine.
 //!
 //! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
 //! `INFO`'s verbatim string; everything else is the same bytes in both versions.
@@ -14,11 +14,13 @@
 //! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
 //! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
 //! | `hashes.rs`     | HSET, HGET, HDEL, HGETALL… HINCRBY, HRANDFIELD, HSCAN             |
+//! | `lists.rs`      | LPUSH, RPUSH, LPOP, RPOP, LRANGE… LPOS, LMOVE, RPOPLPUSH, LMPOP    |
 //! | `sets.rs`       | SADD, SREM, SISMEMBER… SPOP, SMOVE, SINTER… SDIFFSTORE, SSCAN     |
 //! | `packed.rs`     | (what the hash and set commands share)                            |
 //! | `bits.rs`       | SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO    |
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
-//! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, SORT, WAIT        |
+//! | `keyspace.rs`   | RENAME, RENAMENX, COPY, RANDOMKEY, EXPIRETIME…, WAIT              |
+//! | `sort.rs`       | SORT, SORT_RO                                                     |
 //! | `object.rs`     | OBJECT, MEMORY                                                    |
 //! | `dump.rs`       | DUMP, RESTORE                                                     |
 //! | `connection.rs` | PING, ECHO, QUIT, HELLO, AUTH, ACL, RESET                         |
@@ -46,6 +48,7 @@ mod help;
 mod keys;
 mod keyspace;
 mod latency;
+mod lists;
 mod maxmemory;
 mod monitor;
 mod multi;
@@ -57,6 +60,7 @@ mod script;
 mod sets;
 mod shutdown;
 mod slowlog;
+mod sort;
 mod strings;
 mod tracking;
 
@@ -189,6 +193,23 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("hincrbyfloat", 4, WRITE | DENYOOM | FAST, KEY, hashes::hincrbyfloat),
     row("hrandfield", -2, READONLY, KEY, hashes::hrandfield),
     row("hscan", -3, READONLY, KEY, hashes::hscan),
+    row("lpush", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),
+    row("rpush", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),
+    row("lpushx", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),
+    row("rpushx", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),
+    row("lpop", -2, WRITE | FAST, KEY, lists::lpop),
+    row("rpop", -2, WRITE | FAST, KEY, lists::lpop),
+    row("llen", 2, READONLY | FAST, KEY, lists::llen),
+    row("lindex", 3, READONLY, KEY, lists::lindex),
+    row("lset", 4, WRITE | DENYOOM, KEY, lists::lset),
+    row("lrange", 4, READONLY, KEY, lists::lrange),
+    row("ltrim", 4, WRITE, KEY, lists::ltrim),
+    row("lrem", 4, WRITE, KEY, lists::lrem),
+    row("linsert", 5, WRITE | DENYOOM, KEY, lists::linsert),
+    row("lpos", -3, READONLY, KEY, lists::lpos),
+    row("lmove", 5, WRITE | DENYOOM, (1, 2, 1), lists::lmove),
+    row("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), lists::lmove),
+    row("lmpop", -4, WRITE, NONE, lists::lmpop),
     row("sadd", -3, WRITE | DENYOOM | FAST, KEY, sets::sadd),
     row("srem", -3, WRITE | FAST, KEY, sets::srem),
     row("sismember", 3, READONLY | FAST, KEY, sets::sismember),
@@ -261,8 +282,8 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("expiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
     row("pexpiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
     row("wait", 3, 0, NONE, keyspace::wait),
-    row("sort", -2, WRITE | DENYOOM, KEY, keyspace::sort),
-    row("sort_ro", -2, READONLY, KEY, keyspace::sort),
+    row("sort", -2, WRITE | DENYOOM, KEY, sort::sort),
+    row("sort_ro", -2, READONLY, KEY, sort::sort),
     row("object", -2, 0, NONE, object::object),
     row("memory", -2, 0, NONE, object::memory),
     row("dump", 2, READONLY, KEY, dump::dump),

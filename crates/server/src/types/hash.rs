@@ -85,6 +85,11 @@ impl<'a> Hash<'a> {
         })
     }
 
+    /// All the entries, packed (for a writer that keeps them all, [`Builder::copy`]).
+    pub(crate) fn body(&self) -> &'a [u8] {
+        &self.bytes[pack::HEADER_LEN.min(self.bytes.len())..]
+    }
+
     /// The packed bytes of `range` (a run of whole entries [`Hash::spans`] gave).
     pub(crate) fn raw(&self, range: std::ops::Range<usize>) -> &'a [u8] {
         &self.bytes[range]

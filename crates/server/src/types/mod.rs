@@ -16,6 +16,8 @@ use fridge_engine::Kind;
 
 /// A Redis hash (`hash::Hash`).
 pub(crate) const HASH: Kind = Kind(1);
+/// A Redis list: packed as a hash whose values are empty, its elements in list order.
+pub(crate) const LIST: Kind = Kind(2);
 /// A Redis set: packed as a hash whose values are empty (one byte more per member than the
 /// members alone), so that sets share the hash's code.
 pub(crate) const SET: Kind = Kind(3);
@@ -25,6 +27,7 @@ pub(crate) fn name(kind: Kind) -> &'static [u8] {
     match kind {
         Kind::STRING => b"string",
         HASH => b"hash",
+        LIST => b"list",
         SET => b"set",
         // A kind this server never writes (a newer version's): no type Redis knows.
         _ => b"unknown",
@@ -33,5 +36,5 @@ pub(crate) fn name(kind: Kind) -> &'static [u8] {
 
 /// The kind a `TYPE` name stands for (`SCAN … TYPE`), any case.
 pub(crate) fn by_name(name: &[u8]) -> Option<Kind> {
-    [Kind::STRING, HASH, SET].into_iter().find(|&k| self::name(k).eq_ignore_ascii_case(name))
+    [Kind::STRING, HASH, LIST, SET].into_iter().find(|&k| self::name(k).eq_ignore_ascii_case(name))
 }
