@@ -232,3 +232,72 @@ def test_hash_commands_publish_keyspace_events(fridge, redis_server):
             (b"hset", b"h"), (b"hincrby", b"h"), (b"hincrbyfloat", b"h"), (b"hdel", b"h"),
             (b"del", b"h"),
         ], addr
+
+
+def test_hash_fields_expire_as_redis_7_4_documents(fridge):
+    """Redis 7.4's field expiry (redis-server 7.0 has none to compare with): the reply codes
+    of redis.io's HEXPIRE, HTTL, HEXPIRETIME and HPERSIST pages."""
+    import time
+
+    r = redis.Redis(*fridge)
+    r.flushall()
+    x = r.execute_command
+    r.hset("h", mapping={"a": "1", "b": "2", "c": "3", "d": "4"})
+    assert x("HEXPIRE", "h", 100, "FIELDS", 2, "a", "zz") == [1, -2]
+    assert x("HTTL", "h", "FIELDS", 3, "a", "b", "zz") == [100, -1, -2]
+    assert 99_000 < x("HPTTL", "h", "FIELDS", 1, "a")[0] <= 100_000
+    at = x("HEXPIRETIME", "h", "FIELDS", 1, "a")[0]
+    assert abs(at - (time.time() + 100)) < 2
+    assert abs(x("HPEXPIRETIME", "h", "FIELDS", 1, "a")[0] - at * 1000) < 2000
+    # Conditions: NX only without a deadline, XX only with one, GT later, LT earlier (none is
+    # infinite).
+    assert x("HEXPIRE", "h", 50, "NX", "FIELDS", 2, "a", "b") == [0, 1]
+    assert x("HEXPIRE", "h", 500, "XX", "FIELDS", 2, "a", "c") == [1, 0]
+    assert x("HEXPIRE", "h", 10, "GT", "FIELDS", 2, "a", "c") == [0, 0]
+    assert x("HEXPIRE", "h", 10, "LT", "FIELDS", 2, "a", "c") == [1, 1]
+    assert x("HTTL", "h", "FIELDS", 3, "a", "b", "c") == [10, 50, 10]
+    # HPERSIST: 1 removed, -1 had none, -2 no such field.
+    assert x("HPERSIST", "h", "FIELDS", 3, "a", "d", "zz") == [1, -1, -2]
+    # HSET replaces a field and its deadline; HINCRBY keeps the deadline.
+    r.hset("h", "b", "20")
+    assert x("HTTL", "h", "FIELDS", 1, "b") == [-1]
+    r.hincrby("h", "c", 5)
+    assert x("HTTL", "h", "FIELDS", 1, "c") == [10]
+    # A field past its deadline is gone for every read.
+    assert x("HPEXPIRE", "h", 60, "FIELDS", 1, "d") == [1]
+    time.sleep(0.3)
+    assert r.hget("h", "d") is None and not r.hexists("h", "d")
+    assert r.hgetall("h") == {b"a": b"1", b"b": b"20", b"c": b"8"}
+    assert r.hlen("h") == 3 and r.hstrlen("h", "d") == 0
+    assert x("HTTL", "h", "FIELDS", 1, "d") == [-2]
+    assert r.hset("h", "d", "new") == 1, "an expired field is created again"
+    # A deadline already past deletes the field (2), and the last field the key.
+    assert x("HEXPIRE", "h", 0, "FIELDS", 2, "a", "zz") == [2, -2]
+    assert x("HPEXPIREAT", "h", 1, "FIELDS", 3, "b", "c", "d") == [2, 2, 2]
+    assert r.exists("h") == 0
+    # Missing keys and fields, wrong types and malformed calls.
+    assert x("HEXPIRE", "nope", 10, "FIELDS", 2, "a", "b") == [-2, -2]
+    assert x("HTTL", "nope", "FIELDS", 1, "a") == [-2]
+    assert x("HPERSIST", "nope", "FIELDS", 1, "a") == [-2]
+    r.set("s", "v")
+    for bad, message in [
+        (["HEXPIRE", "s", 10, "FIELDS", 1, "a"], "WRONGTYPE"),
+        (["HTTL", "s", "FIELDS", 1, "a"], "WRONGTYPE"),
+        (["HEXPIRE", "h", 10, "FIELD", 1, "a"], "FIELDS is missing"),
+        (["HEXPIRE", "h", 10, "NX", "XX", "FIELDS", 1, "a"], "FIELDS is missing"),
+        (["HEXPIRE", "h", 10, "FIELDS", 2, "a"], "must match"),
+        (["HEXPIRE", "h", 10, "FIELDS", 0, "a"], "greater than 0"),
+        (["HEXPIRE", "h", -1, "FIELDS", 1, "a"], "must be >= 0"),
+        (["HEXPIRE", "h", "x", "FIELDS", 1, "a"], "not an integer"),
+        (["HEXPIREAT", "h", 2**62, "FIELDS", 1, "a"], "invalid expire time"),
+    ]:
+        with pytest.raises(redis.ResponseError, match=message):
+            x(*bad)
+    # The deadline survives RENAME, and a DUMP leaves the expired fields out.
+    r.hset("k", mapping={"keep": "1", "soon": "2"})
+    x("HPEXPIRE", "k", 80, "FIELDS", 1, "soon")
+    r.rename("k", "k2")
+    assert x("HTTL", "k2", "FIELDS", 2, "keep", "soon")[0] == -1
+    time.sleep(0.2)
+    r.restore("k3", 0, r.dump("k2"))
+    assert r.hgetall("k3") == {b"keep": b"1"}

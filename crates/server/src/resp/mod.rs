@@ -14,6 +14,7 @@
 //! | `strings.rs`    | GET, SET and their variants, MGET, MSET, INCR…, APPEND, STRLEN    |
 //! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
 //! | `hashes.rs`     | HSET, HGET, HDEL, HGETALL… HINCRBY, HRANDFIELD, HSCAN             |
+//! | `fields.rs`     | HEXPIRE…, HTTL…, HEXPIRETIME…, HPERSIST (hash field expiry)       |
 //! | `lists.rs`      | LPUSH, RPUSH, LPOP, RPOP, LRANGE… LPOS, LMOVE, RPOPLPUSH, LMPOP    |
 //! | `sets.rs`       | SADD, SREM, SISMEMBER… SPOP, SMOVE, SINTER… SDIFFSTORE, SSCAN     |
 //! | `packed.rs`     | (what the hash and set commands share)                            |
@@ -42,6 +43,7 @@ mod connection;
 mod databases;
 mod debug;
 mod dump;
+mod fields;
 pub(crate) mod glob;
 mod hashes;
 mod help;
@@ -193,6 +195,15 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("hincrbyfloat", 4, WRITE | DENYOOM | FAST, KEY, hashes::hincrbyfloat),
     row("hrandfield", -2, READONLY, KEY, hashes::hrandfield),
     row("hscan", -3, READONLY, KEY, hashes::hscan),
+    row("hexpire", -6, WRITE | FAST, KEY, fields::hexpire),
+    row("hpexpire", -6, WRITE | FAST, KEY, fields::hexpire),
+    row("hexpireat", -6, WRITE | FAST, KEY, fields::hexpire),
+    row("hpexpireat", -6, WRITE | FAST, KEY, fields::hexpire),
+    row("httl", -5, READONLY | FAST, KEY, fields::httl),
+    row("hpttl", -5, READONLY | FAST, KEY, fields::httl),
+    row("hexpiretime", -5, READONLY | FAST, KEY, fields::httl),
+    row("hpexpiretime", -5, READONLY | FAST, KEY, fields::httl),
+    row("hpersist", -5, WRITE | FAST, KEY, fields::hpersist),
     row("lpush", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),
     row("rpush", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),
     row("lpushx", -3, WRITE | DENYOOM | FAST, KEY, lists::lpush),

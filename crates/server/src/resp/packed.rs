@@ -90,17 +90,23 @@ pub(super) enum Edit<'v> {
 /// Writes the hash `old` into `b`, each live entry as `edit` says; expired fields are
 /// dropped. Runs of kept entries are copied in one piece, so an update of one field of a
 /// large hash costs a scan and two copies, not a re-encoding of every field.
-pub(super) fn rewrite<'v>(
-    old: &Hash<'_>,
+pub(super) fn rewrite<'a: 'v, 'v>(
+    old: &Hash<'a>,
     b: &mut Builder<'_>,
     now: u64,
-    mut edit: impl FnMut(&Entry<'_>) -> Edit<'v>,
+    mut edit: impl FnMut(&Entry<'a>) -> Edit<'v>,
 ) {
-    // The run of kept entries not yet copied: its bytes and its number of entries.
+    // The run of kept entries not yet copied: its bytes and its number of entries. Runs are
+    // copied whole only between hashes of one format.
     let mut run = 0..0;
     let mut run_len = 0;
+    let same_format = old.timed() == b.timed();
     for (span, e) in old.spans() {
         let what = if e.expired(now) { Edit::Drop } else { edit(&e) };
+        if let (Edit::Keep, false) = (&what, same_format) {
+            b.push(e);
+            continue;
+        }
         if let Edit::Keep = what {
             if run_len == 0 {
                 run.start = span.start;
@@ -323,5 +329,18 @@ mod tests {
             };
             assert_eq!(buf, want, "timed: {timed}");
         }
+    }
+
+    #[test]
+    fn a_rewrite_into_the_timed_format_re_encodes_kept_entries() {
+        let old = packed(false, &[("a", "1", 0), ("b", "2", 0), ("c", "3", 0)]);
+        let mut buf = Vec::new();
+        let mut b = Builder::new(&mut buf, true);
+        rewrite(&Hash::new(&old), &mut b, 0, |e| match e.field {
+            b"b" => Edit::Replace(b"2", 99),
+            _ => Edit::Keep,
+        });
+        b.finish();
+        assert_eq!(buf, packed(true, &[("a", "1", 0), ("b", "2", 99), ("c", "3", 0)]));
     }
 }

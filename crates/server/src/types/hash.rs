@@ -157,6 +157,11 @@ impl<'b> Builder<'b> {
         self.count += 1;
     }
 
+    /// Whether the entries carry deadlines.
+    pub(crate) fn timed(&self) -> bool {
+        self.timed
+    }
+
     /// Appends `entries` entries packed in `raw` (taken whole from a hash of the same format).
     #[inline]
     pub(crate) fn copy(&mut self, raw: &[u8], entries: u32) {
@@ -200,6 +205,48 @@ mod tests {
                 assert_eq!(h.get(b"long", 99), None, "expired at its deadline");
                 assert_eq!(h.live(99).count(), 2);
             }
+        }
+    }
+
+    #[test]
+    fn arbitrary_bytes_read_without_a_panic_and_within_their_length() {
+        // Random values, and valid hashes with random bytes flipped: every read stops at the
+        // bytes' end (a value can come from RESTORE or, once, from a bug).
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut valid = Vec::new();
+        let mut b = Builder::new(&mut valid, true);
+        for i in 0..20u8 {
+            b.push(e(&[i; 3], &[i; 200], u64::from(i)));
+        }
+        b.finish();
+        for round in 0..20_000 {
+            let bytes: Vec<u8> = if round % 2 == 0 {
+                (0..next() % 64).map(|_| next() as u8).collect()
+            } else {
+                let mut v = valid.clone();
+                for _ in 0..1 + next() % 4 {
+                    let at = (next() % v.len() as u64) as usize;
+                    v[at] = next() as u8;
+                }
+                v
+            };
+            let h = Hash::new(&bytes);
+            let mut total = 0;
+            for (span, entry) in h.spans() {
+                assert!(
+                    span.end <= bytes.len() && entry.field.len() + entry.value.len() <= bytes.len()
+                );
+                total += 1;
+            }
+            assert!(total <= h.len());
+            let _ = h.get(&[3; 3], 5);
+            assert!(h.body().len() <= bytes.len());
         }
     }
 
