@@ -52,10 +52,27 @@ def ask(addr, *commands, resp3=False):
 SHARD_CHANNELS = (b"ssubscribe", b"sunsubscribe", b"spublish")
 
 
+# Commands newer than Redis 7.0 (7.4's hash field expiry): redis-server 7.0.15 knows nothing to
+# compare them with; `scripts/command-docs` describes them.
+NEWER = {"hexpire", "hpexpire", "hexpireat", "hpexpireat", "httl", "hpttl", "hexpiretime",
+         "hpexpiretime", "hpersist"}
+
+
 def names(fridge):
-    """The command table's names."""
+    """The command table's names that Redis 7.0 has too."""
     (reply,) = ask(fridge, ["COMMAND", "INFO"])
-    return [entry[0].decode() for entry in parse(reply)[0]]
+    return [n for n in (entry[0].decode() for entry in parse(reply)[0]) if n not in NEWER]
+
+
+def test_newer_commands_describe_themselves(fridge):
+    for n in sorted(NEWER):
+        (docs,) = ask(fridge, ["COMMAND", "DOCS", n])
+        (info,) = ask(fridge, ["COMMAND", "INFO", n])
+        docs, info = parse(docs)[0], parse(info)[0]
+        assert docs[0] == n.encode() and b"7.4.0" in docs[1], n
+        assert info[0][0] == n.encode() and info[0][1] in (-5, -6), n
+    (keys,) = ask(fridge, ["COMMAND", "GETKEYS", "HEXPIRE", "h", "10", "FIELDS", "1", "f"])
+    assert parse(keys)[0] == [b"h"]
 
 
 def unordered_subcommands(reply, resp3):
@@ -126,14 +143,15 @@ def test_list_and_its_filters(fridge, redis_server):  # noqa: F811
         (reply,) = ask(addr, ["COMMAND", "LIST", *filt])
         return parse(reply)[0]
 
-    ours = listed(fridge)
+    ours = [n for n in listed(fridge) if n.decode() not in NEWER]
     assert len(ours) == len(set(ours))
     assert set(ours) <= set(listed(redis_server))
     assert b"config|get" in ours and b"get" in ours
     for filt in (["ACLCAT", "string"], ["ACLCAT", "KEYSPACE"], ["ACLCAT", "nosuch"],
                  ["PATTERN", "get*"], ["PATTERN", "CONFIG|*"], ["MODULE", "x"]):
         want = set(listed(redis_server, "FILTERBY", *filt)) & set(ours)
-        assert set(listed(fridge, "FILTERBY", *filt)) == want, filt
+        got = {n for n in listed(fridge, "FILTERBY", *filt) if n.decode() not in NEWER}
+        assert got == want, filt
     same(fridge, redis_server, [
         ["COMMAND", "LIST", "x"], ["COMMAND", "LIST", "FILTERBY"],
         ["COMMAND", "LIST", "FILTERBY", "bogus", "x"], ["COMMAND", "LIST", "FILTERBY", "MODULE", "x"],

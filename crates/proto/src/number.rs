@@ -74,6 +74,39 @@ pub fn write_f64(out: &mut Vec<u8>, n: f64) {
     let _ = write!(out, "{n}");
 }
 
+/// Appends `v` as C's `printf("%.17g")` writes it: what Redis 7.0 answers for a sorted set's
+/// score (17 significant digits, trailing zeros dropped, an exponent below 1e-4 and from 1e17
+/// on, at least two exponent digits); infinities are `inf` and `-inf`.
+pub fn write_g17(out: &mut Vec<u8>, v: f64) {
+    use std::io::Write;
+    if v.is_infinite() {
+        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
+        return;
+    }
+    if v.is_nan() {
+        out.extend_from_slice(b"nan");
+        return;
+    }
+    // 17 significant digits, rounded once: the exponent of the rounded value decides the form.
+    let e = format!("{v:.16e}");
+    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |t: &str| -> String {
+        if t.contains('.') {
+            t.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            t.to_string()
+        }
+    };
+    if (-4..17).contains(&exp) {
+        let fixed = format!("{v:.*}", (16 - exp) as usize);
+        out.extend_from_slice(trim(&fixed).as_bytes());
+    } else {
+        let _ =
+            write!(out, "{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+}
+
 /// memcached's reading of a stored counter: an unsigned decimal, optionally
 /// followed by spaces (memcached pads a counter that shrank in place).
 pub fn parse_u64_padded(s: &[u8]) -> Option<u64> {
@@ -148,6 +181,31 @@ mod tests {
         let mut v = Vec::new();
         write_i64(&mut v, n);
         String::from_utf8(v).unwrap()
+    }
+
+    #[test]
+    fn g17_matches_c_printf() {
+        // What glibc's printf("%.17g") writes for each.
+        for (v, want) in [
+            (1.5, "1.5"),
+            (0.1, "0.10000000000000001"),
+            (3.0, "3"),
+            (100.0, "100"),
+            (-0.0, "-0"),
+            (1e20, "1e+20"),
+            (1.2345e-5, "1.2345e-05"),
+            (123_456_789_012_345_678.0, "1.2345678901234568e+17"),
+            (1e16, "10000000000000000"),
+            (0.0001, "0.0001"),
+            (-2.5, "-2.5"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (1e-300, "1e-300"),
+        ] {
+            let mut out = Vec::new();
+            write_g17(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{v:e}");
+        }
     }
 
     #[test]

@@ -19,7 +19,8 @@ pub(crate) const LIST: u32 = 1 << 4;
 pub(crate) const SET: u32 = 1 << 5;
 /// `h`: hash commands.
 pub(crate) const HASH: u32 = 1 << 6;
-const ZSET: u32 = 1 << 7;
+/// `z`: sorted set commands.
+pub(crate) const ZSET: u32 = 1 << 7;
 /// `x`: a key reaped because its time was up.
 pub(crate) const EXPIRED: u32 = 1 << 8;
 /// `e`: a key evicted to make room.

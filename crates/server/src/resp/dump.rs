@@ -14,7 +14,7 @@ use fridge_proto::resp::{Command, write_bulk, write_error, write_null, write_sim
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error};
 use crate::session::{Ctx, Session};
 use crate::types::hash::{Builder, Entry, Hash};
-use crate::types::{HASH, LIST, SET};
+use crate::types::{HASH, LIST, SET, ZSET};
 
 /// The RDB version a payload carries (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
@@ -22,6 +22,7 @@ const RDB_TYPE_STRING: u8 = 0;
 const RDB_TYPE_LIST: u8 = 1;
 const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
+const RDB_TYPE_ZSET_2: u8 = 5;
 const ENC_INT8: u8 = 0xC0;
 const ENC_INT16: u8 = 0xC1;
 const ENC_INT32: u8 = 0xC2;
@@ -30,7 +31,7 @@ const ENC_LZF: u8 = 0xC3;
 const BAD_PAYLOAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &[u8] = b"ERR Bad data format";
 const NOT_A_STRING: &[u8] = b"ERR DUMP payload holds a type or an encoding fridge does not \
-    restore (strings, and hashes, sets and lists in RDB's plain form)";
+    restore (strings, and hashes, sets, lists and sorted sets in RDB's plain form)";
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -98,6 +99,49 @@ fn serialize_packed(kind: Kind, value: &[u8], now_ms: u64) -> Vec<u8> {
         }
     }
     finish(p)
+}
+
+/// A sorted set's payload: RDB's `ZSET_2` (type 5: a length, then each member as a string and
+/// its score as an 8-byte little-endian float), which Redis writes for a skiplist.
+fn serialize_zset(value: &[u8]) -> Vec<u8> {
+    let h = Hash::new(value);
+    let mut p = Vec::with_capacity(value.len() + 20);
+    p.push(RDB_TYPE_ZSET_2);
+    write_len(&mut p, h.len());
+    for e in h.iter() {
+        write_string(&mut p, e.field);
+        p.extend_from_slice(e.value);
+    }
+    finish(p)
+}
+
+/// An RDB `ZSET_2` (type 5) in packed form, in (score, member) order; members must be unique
+/// and scores not NaN.
+fn read_zset(p: &[u8]) -> Option<Vec<u8>> {
+    let (Ok(n), mut at) = read_len(p)? else { return None };
+    let mut members: Vec<(Vec<u8>, f64)> = Vec::new();
+    for _ in 0..n {
+        let (m, used) = read_string(p.get(at..)?)?;
+        at += used;
+        let score = f64::from_le_bytes(p.get(at..at + 8)?.try_into().ok()?);
+        at += 8;
+        if score.is_nan() {
+            return None;
+        }
+        members.push((m, score));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(n);
+    if at != p.len() || n == 0 || !members.iter().all(|(m, _)| seen.insert(m.clone())) {
+        return None;
+    }
+    members.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    let mut buf = Vec::with_capacity(p.len());
+    let mut b = Builder::new(&mut buf, false);
+    for (m, score) in &members {
+        b.push(Entry { field: m, value: &score.to_le_bytes(), deadline: 0 });
+    }
+    b.finish();
+    Some(buf)
 }
 
 /// Appends the RDB version and the CRC to a payload's object.
@@ -170,6 +214,7 @@ pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
         }
         RDB_TYPE_HASH => Ok((HASH, read_packed(rest, true, true).ok_or(PayloadError::BadFormat)?)),
         RDB_TYPE_SET => Ok((SET, read_packed(rest, false, true).ok_or(PayloadError::BadFormat)?)),
+        RDB_TYPE_ZSET_2 => Ok((ZSET, read_zset(rest).ok_or(PayloadError::BadFormat)?)),
         RDB_TYPE_LIST => {
             Ok((LIST, read_packed(rest, false, false).ok_or(PayloadError::BadFormat)?))
         }
@@ -415,6 +460,7 @@ pub(super) fn dump(
     let now = ctx.engine.now_ms();
     let payload = ctx.engine.get_any(s.tenant, arg(cmd, 1), |i| match i.kind {
         HASH | SET | LIST => serialize_packed(i.kind, i.value, now),
+        ZSET => serialize_zset(i.value),
         _ => serialize(i.value),
     });
     match payload {

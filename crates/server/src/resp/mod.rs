@@ -1,5 +1,5 @@
-//! Redis commands (strings, hashes, lists, sets and keyspace, connection and server admin),
-//! run against the engine.
+//! Redis commands (strings, hashes, lists, sets, sorted sets and keyspace, connection and
+//! server admin), run against the engine.
 //!
 //! Replies and error strings follow Redis 7. RESP3 (after `HELLO 3`) changes nulls, maps and
 //! `INFO`'s verbatim string; everything else is the same bytes in both versions.
@@ -17,6 +17,7 @@
 //! | `fields.rs`     | HEXPIRE…, HTTL…, HEXPIRETIME…, HPERSIST (hash field expiry)       |
 //! | `lists.rs`      | LPUSH, RPUSH, LPOP, RPOP, LRANGE… LPOS, LMOVE, RPOPLPUSH, LMPOP    |
 //! | `sets.rs`       | SADD, SREM, SISMEMBER… SPOP, SMOVE, SINTER… SDIFFSTORE, SSCAN     |
+//! | `zsets.rs`      | ZADD, ZINCRBY, ZREM, ZRANGE…, ZPOPMIN…, ZMPOP, ZUNION…, ZSCAN      |
 //! | `packed.rs`     | (what the hash and set commands share)                            |
 //! | `bits.rs`       | SETBIT, GETBIT, BITCOUNT, BITPOS, BITOP, BITFIELD, BITFIELD_RO    |
 //! | `keys.rs`       | DEL, EXISTS, EXPIRE…, TTL, TYPE, SCAN, KEYS, DBSIZE, FLUSH…       |
@@ -65,6 +66,7 @@ mod slowlog;
 mod sort;
 mod strings;
 mod tracking;
+mod zsets;
 
 use std::sync::atomic::Ordering;
 
@@ -238,6 +240,38 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sinterstore),
     row("sintercard", -3, READONLY, NONE, sets::sintercard),
     row("sscan", -3, READONLY, KEY, sets::sscan),
+    row("zadd", -4, WRITE | DENYOOM | FAST, KEY, zsets::zadd),
+    row("zincrby", 4, WRITE | DENYOOM | FAST, KEY, zsets::zincrby),
+    row("zrem", -3, WRITE | FAST, KEY, zsets::zrem),
+    row("zcard", 2, READONLY | FAST, KEY, zsets::zcard),
+    row("zscore", 3, READONLY | FAST, KEY, zsets::zscore),
+    row("zmscore", -3, READONLY | FAST, KEY, zsets::zscore),
+    row("zrank", 3, READONLY | FAST, KEY, zsets::zrank),
+    row("zrevrank", 3, READONLY | FAST, KEY, zsets::zrank),
+    row("zcount", 4, READONLY | FAST, KEY, zsets::zcount),
+    row("zlexcount", 4, READONLY | FAST, KEY, zsets::zcount),
+    row("zrange", -4, READONLY, KEY, zsets::zrange),
+    row("zrevrange", -4, READONLY, KEY, zsets::zrange),
+    row("zrangebyscore", -4, READONLY, KEY, zsets::zrange),
+    row("zrevrangebyscore", -4, READONLY, KEY, zsets::zrange),
+    row("zrangebylex", -4, READONLY, KEY, zsets::zrange),
+    row("zrevrangebylex", -4, READONLY, KEY, zsets::zrange),
+    row("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zsets::zrangestore),
+    row("zremrangebyrank", 4, WRITE, KEY, zsets::zremrange),
+    row("zremrangebyscore", 4, WRITE, KEY, zsets::zremrange),
+    row("zremrangebylex", 4, WRITE, KEY, zsets::zremrange),
+    row("zpopmin", -2, WRITE | FAST, KEY, zsets::zpopmin),
+    row("zpopmax", -2, WRITE | FAST, KEY, zsets::zpopmin),
+    row("zmpop", -4, WRITE, NONE, zsets::zmpop),
+    row("zrandmember", -2, READONLY, KEY, zsets::zrandmember),
+    row("zscan", -3, READONLY, KEY, zsets::zscan),
+    row("zunion", -3, READONLY, NONE, zsets::zunion),
+    row("zinter", -3, READONLY, NONE, zsets::zunion),
+    row("zdiff", -3, READONLY, NONE, zsets::zunion),
+    row("zunionstore", -4, WRITE | DENYOOM, KEY, zsets::zunion),
+    row("zinterstore", -4, WRITE | DENYOOM, KEY, zsets::zunion),
+    row("zdiffstore", -4, WRITE | DENYOOM, KEY, zsets::zunion),
+    row("zintercard", -3, READONLY, NONE, zsets::zunion),
     row("del", -2, WRITE, ALL, keys::del),
     row("unlink", -2, WRITE | FAST, ALL, keys::del),
     row("exists", -2, READONLY | FAST, ALL, keys::exists),

@@ -12,7 +12,7 @@ use fridge_proto::resp::{
 use super::{NOT_INTEGER, SYNTAX, Spec, unknown_subcommand};
 use crate::session::{Ctx, Session};
 use crate::types::hash::Hash;
-use crate::types::{HASH, LIST, SET};
+use crate::types::{HASH, LIST, SET, ZSET};
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -72,7 +72,8 @@ const MEMORY_HELP: [&str; 14] = [
 /// What Redis would call a value's encoding: a string's by [`string_encoding`]; a hash's
 /// `listpack` while Redis would keep it as one (up to 512 fields, fields and values up to 64
 /// bytes), else `hashtable`; a set's `intset` while Redis would keep it as one (up to 512
-/// integers), else `hashtable`; a list's `quicklist`, as every list in Redis 7.0. (fridge's own form is packed either way: the names tell a client what Redis
+/// integers), else `hashtable`; a list's `quicklist`, as every list in Redis 7.0; a sorted
+/// set's `listpack` up to 128 members of up to 64 bytes, else `skiplist`. (fridge's own form is packed either way: the names tell a client what Redis
 /// would do with the same value.)
 fn encoding(kind: Kind, value: &[u8]) -> &'static [u8] {
     match kind {
@@ -81,6 +82,8 @@ fn encoding(kind: Kind, value: &[u8]) -> &'static [u8] {
         SET if super::sets::is_intset(&Hash::new(value)) => b"intset",
         SET => b"hashtable",
         LIST => b"quicklist",
+        ZSET if super::zsets::is_listpack(&Hash::new(value)) => b"listpack",
+        ZSET => b"skiplist",
         _ => string_encoding(value),
     }
 }

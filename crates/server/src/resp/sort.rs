@@ -17,7 +17,7 @@ use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, LIST as LIST_EVENTS};
 use crate::session::{Ctx, Session};
 use crate::types::hash::{Builder, Entry, Hash};
-use crate::types::{HASH, LIST, SET};
+use crate::types::{HASH, LIST, SET, ZSET};
 
 fn arg<'c>(cmd: &Command<'c>, i: usize) -> &'c [u8] {
     cmd.get(i).unwrap_or_default()
@@ -97,7 +97,7 @@ pub(super) fn sort(
     }
     let t = s.tenant;
     let read = ctx.engine.get_any(t, arg(cmd, 1), |i| {
-        (i.kind == LIST || i.kind == SET)
+        (i.kind == LIST || i.kind == SET || i.kind == ZSET)
             .then(|| (i.kind, Hash::new(i.value).iter().map(|e| e.field.to_vec()).collect()))
     });
     let (kind, mut elements): (Kind, Vec<Vec<u8>>) = match read {
@@ -110,6 +110,10 @@ pub(super) fn sort(
     let mut dontsort = by.is_some_and(|p| !p.contains(&b'*'));
     if dontsort && kind == SET && store.is_some() {
         (dontsort, alpha, by) = (false, true, None);
+    }
+    // A sorted set keeps its own order, reversed for DESC.
+    if dontsort && kind == ZSET && desc {
+        elements.reverse();
     }
     if !dontsort {
         let mut keyed: Vec<(Vec<u8>, Option<Vec<u8>>, f64)> = Vec::with_capacity(elements.len());

@@ -18,6 +18,9 @@ use fridge_engine::Kind;
 pub(crate) const HASH: Kind = Kind(1);
 /// A Redis list: packed as a hash whose values are empty, its elements in list order.
 pub(crate) const LIST: Kind = Kind(2);
+/// A Redis sorted set: packed as a hash of members and their scores (8-byte floats), in the
+/// order of (score, member).
+pub(crate) const ZSET: Kind = Kind(4);
 /// A Redis set: packed as a hash whose values are empty (one byte more per member than the
 /// members alone), so that sets share the hash's code.
 pub(crate) const SET: Kind = Kind(3);
@@ -29,6 +32,7 @@ pub(crate) fn name(kind: Kind) -> &'static [u8] {
         HASH => b"hash",
         LIST => b"list",
         SET => b"set",
+        ZSET => b"zset",
         // A kind this server never writes (a newer version's): no type Redis knows.
         _ => b"unknown",
     }
@@ -36,5 +40,7 @@ pub(crate) fn name(kind: Kind) -> &'static [u8] {
 
 /// The kind a `TYPE` name stands for (`SCAN … TYPE`), any case.
 pub(crate) fn by_name(name: &[u8]) -> Option<Kind> {
-    [Kind::STRING, HASH, LIST, SET].into_iter().find(|&k| self::name(k).eq_ignore_ascii_case(name))
+    [Kind::STRING, HASH, LIST, SET, ZSET]
+        .into_iter()
+        .find(|&k| self::name(k).eq_ignore_ascii_case(name))
 }

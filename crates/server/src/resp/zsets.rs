@@ -1,0 +1,1224 @@
+//! Sorted set commands (Redis 7.0's replies): ZADD (NX XX GT LT CH INCR), ZINCRBY, ZREM,
+//! ZCARD, ZSCORE, ZMSCORE, ZRANK, ZREVRANK, ZCOUNT, ZLEXCOUNT, ZRANGE (BYSCORE BYLEX REV LIMIT
+//! WITHSCORES) and its older forms, ZRANGESTORE, ZREMRANGEBYRANK/SCORE/LEX, ZPOPMIN, ZPOPMAX,
+//! ZMPOP, ZRANDMEMBER, ZSCAN, ZUNION, ZINTER, ZDIFF (and their STOREs), ZINTERCARD.
+//!
+//! A sorted set is packed as a hash of members and their scores (8-byte little-endian floats)
+//! kept in the order of (score, member), so a range by rank or by score is a walk from the
+//! start, and a write builds the new order in one pass over the old (`types::ZSET`).
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use fridge_engine::{Condition, EngineError, Expiry, Store, TenantId, Update};
+use fridge_proto::number::{parse_redis_f64, write_g17};
+use fridge_proto::resp::{
+    Command, Version, write_array_header, write_bulk, write_error, write_integer, write_null,
+    write_null_array,
+};
+
+use super::glob::glob_match;
+use super::packed::{Rng, ScanOptions, random_picks, scan_page};
+use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify, notify_only};
+use crate::keyspace::{GENERIC, KEY_MISS, ZSET as ZSET_EVENTS};
+use crate::session::{Ctx, Session};
+use crate::types::hash::{Builder, Entry, Hash};
+use crate::types::{SET, ZSET};
+
+const TOO_LARGE: &[u8] = b"ERR sorted set would exceed the item size limit (max-item-size)";
+const NOT_FLOAT: &[u8] = b"ERR value is not a valid float";
+const BAD_SCORE_RANGE: &[u8] = b"ERR min or max is not a float";
+const BAD_LEX_RANGE: &[u8] = b"ERR min or max not valid string range item";
+/// Members up to this many, of up to this many bytes, are a sorted set Redis 7.0 keeps as a
+/// listpack (`zset-max-listpack-entries`, `zset-max-listpack-value`).
+const LISTPACK_ENTRIES: usize = 128;
+const LISTPACK_VALUE: usize = 64;
+
+fn arg<'c>(cmd: &Command<'c>, i: usize) -> &'c [u8] {
+    cmd.get(i).unwrap_or_default()
+}
+
+fn write_failed(out: &mut Vec<u8>, e: EngineError) {
+    match e {
+        EngineError::TooLarge => write_error(out, TOO_LARGE),
+        e => engine_error(out, e),
+    }
+}
+
+/// A member and its score.
+#[derive(Debug, Clone, Copy)]
+struct Scored<'a> {
+    member: &'a [u8],
+    score: f64,
+}
+
+/// The order of a sorted set: by score, then by the members' bytes.
+fn order(a: &Scored<'_>, b: &Scored<'_>) -> Ordering {
+    a.score.partial_cmp(&b.score).unwrap_or(Ordering::Equal).then_with(|| a.member.cmp(b.member))
+}
+
+fn score_of(e: &Entry<'_>) -> f64 {
+    f64::from_le_bytes(e.value.try_into().unwrap_or([0; 8]))
+}
+
+/// A packed sorted set's members, in order.
+fn members<'a>(h: &Hash<'a>) -> Vec<Scored<'a>> {
+    h.iter().map(|e| Scored { member: e.field, score: score_of(&e) }).collect()
+}
+
+/// Packs `entries` (in order) into `buf`: their number.
+fn pack(buf: &mut Vec<u8>, entries: &[Scored<'_>]) -> u32 {
+    let mut b = Builder::new(buf, false);
+    for e in entries {
+        b.push(Entry { field: e.member, value: &e.score.to_le_bytes(), deadline: 0 });
+    }
+    b.finish()
+}
+
+/// Whether Redis would keep this sorted set as a listpack.
+pub(super) fn is_listpack(h: &Hash<'_>) -> bool {
+    h.len() <= LISTPACK_ENTRIES && h.iter().all(|e| e.field.len() <= LISTPACK_VALUE)
+}
+
+/// Appends a score as Redis 7.0 answers it: `%.17g`, a bulk string in RESP2, a double in RESP3.
+fn write_score(out: &mut Vec<u8>, v: Version, score: f64) {
+    let mut text = Vec::with_capacity(24);
+    write_g17(&mut text, score);
+    match v {
+        Version::Resp2 => write_bulk(out, &text),
+        Version::Resp3 => {
+            out.push(b',');
+            out.extend_from_slice(&text);
+            out.extend_from_slice(b"\r\n");
+        }
+    }
+}
+
+/// Members with their scores when asked: flat in RESP2, pairs in RESP3 (or always pairs,
+/// `nested`, as ZMPOP answers).
+fn write_scored(out: &mut Vec<u8>, v: Version, scores: bool, nested: bool, items: &[Scored<'_>]) {
+    let pairs = scores && (nested || v == Version::Resp3);
+    write_array_header(out, if scores && !pairs { 2 * items.len() } else { items.len() });
+    for e in items {
+        if pairs {
+            write_array_header(out, 2);
+        }
+        write_bulk(out, e.member);
+        if scores {
+            write_score(out, v, e.score);
+        }
+    }
+}
+
+/// Reads `key`'s sorted set into `f`, or answers WRONGTYPE; a missing key calls `on_miss`.
+fn read_zset(
+    out: &mut Vec<u8>,
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    f: impl FnOnce(&mut Vec<u8>, Hash<'_>),
+    on_miss: impl FnOnce(&mut Vec<u8>),
+) {
+    match ctx.engine.get_kind(t, key, ZSET, |item| f(out, Hash::new(item.value))) {
+        Ok(Some(())) => {}
+        Ok(None) => {
+            notify_only(ctx, t, KEY_MISS, "keymiss", key);
+            on_miss(out);
+        }
+        Err(e) => engine_error(out, e),
+    }
+}
+
+/// Rewrites `key`'s sorted set through `f`, which gets its members in order and returns the
+/// new ones (in any order) and its result, or `None` to change nothing. An empty result
+/// deletes the key; `create`: whether `f` also runs for a missing key. The new members may
+/// borrow from the old set or from anything that outlives the call (`'c`, the command's
+/// arguments): `f`'s first argument only says so to the borrow checker.
+fn edit_zset<'c, R>(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    create: bool,
+    mut f: impl for<'h> FnMut(&'h &'c (), Vec<Scored<'h>>) -> Option<(Vec<Scored<'h>>, R)>,
+) -> Result<Option<(R, bool)>, EngineError> {
+    let outlives: &'c () = &();
+    ctx.engine.update_kind(t, key, ZSET, |cur, buf| {
+        if cur.is_none() && !create {
+            return Ok(Update::Done(None));
+        }
+        let old = Hash::new(cur.map_or(&[][..], |c| c.value));
+        let Some((mut new, r)) = f(&outlives, members(&old)) else {
+            return Ok(Update::Done(None));
+        };
+        // Nearly sorted already: the merge sort finds the runs.
+        new.sort_by(order);
+        if new.is_empty() {
+            return Ok(if cur.is_some() {
+                Update::Delete(Some((r, true)))
+            } else {
+                Update::Done(Some((r, false)))
+            });
+        }
+        pack(buf, &new);
+        let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
+        Ok(Update::Write { flags: 0, expires_at_ms, result: Some((r, false)) })
+    })
+}
+
+/// `ZADD key [NX|XX] [GT|LT] [CH] [INCR] score member [score member …]`.
+pub(super) fn zadd(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, key, v) = (s.tenant, arg(cmd, 1), s.version);
+    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
+        (false, false, false, false, false, false);
+    let mut i = 2;
+    while i < cmd.len() {
+        let w = arg(cmd, i);
+        let flag = match w.to_ascii_lowercase().as_slice() {
+            b"nx" => &mut nx,
+            b"xx" => &mut xx,
+            b"gt" => &mut gt,
+            b"lt" => &mut lt,
+            b"ch" => &mut ch,
+            b"incr" => &mut incr,
+            _ => break,
+        };
+        *flag = true;
+        i += 1;
+    }
+    let pairs = cmd.len() - i;
+    if pairs % 2 != 0 || pairs == 0 {
+        return write_error(out, SYNTAX);
+    }
+    if nx && xx {
+        return write_error(out, b"ERR XX and NX options at the same time are not compatible");
+    }
+    if ((gt || lt) && nx) || (gt && lt) {
+        return write_error(
+            out,
+            b"ERR GT, LT, and/or NX options at the same time are not compatible",
+        );
+    }
+    if incr && pairs > 2 {
+        return write_error(out, b"ERR INCR option supports a single increment-element pair");
+    }
+    let mut adds = Vec::with_capacity(pairs / 2);
+    for j in (i..cmd.len()).step_by(2) {
+        let Some(score) = parse_redis_f64(arg(cmd, j)) else { return write_error(out, NOT_FLOAT) };
+        // -0 is stored as 0 (Redis's listpack keeps scores as text, "0").
+        adds.push(Scored { member: arg(cmd, j + 1), score: score + 0.0 });
+    }
+    let mut failed = false;
+    let r = edit_zset(ctx, t, key, !xx, |_, mut all| {
+        let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(all.len());
+        for (n, e) in all.iter().enumerate() {
+            at.insert(e.member, n);
+        }
+        let (mut added, mut changed, mut result) = (0, 0, None);
+        let mut nan = false;
+        for a in &adds {
+            match at.get(a.member).copied() {
+                Some(n) => {
+                    if nx {
+                        continue;
+                    }
+                    let old = all[n].score;
+                    let new = if incr { old + a.score } else { a.score };
+                    if new.is_nan() {
+                        nan = true;
+                        break;
+                    }
+                    if (gt && new <= old) || (lt && new >= old) {
+                        continue;
+                    }
+                    result = Some(new);
+                    if new != old {
+                        all[n].score = new;
+                        changed += 1;
+                    }
+                }
+                None if xx => {}
+                None => {
+                    at.insert(a.member, all.len());
+                    all.push(Scored { member: a.member, score: a.score });
+                    result = Some(a.score);
+                    added += 1;
+                }
+            }
+        }
+        if nan {
+            // Nothing changes.
+            failed = true;
+            return None;
+        }
+        Some((all, (added, changed, result)))
+    });
+    match r {
+        Ok(_) if failed => write_error(out, b"ERR resulting score is not a number (NaN)"),
+        Ok(Some(((added, changed, result), _))) => {
+            if added + changed > 0 {
+                notify(ctx, t, ZSET_EVENTS, if incr { "zincr" } else { "zadd" }, key);
+            }
+            match (incr, result) {
+                (true, Some(score)) => write_score(out, v, score),
+                (true, None) => write_null(out, v),
+                (false, _) => write_integer(out, if ch { added + changed } else { added }),
+            }
+        }
+        Ok(None) => {
+            if incr {
+                write_null(out, v)
+            } else {
+                write_integer(out, 0)
+            }
+        }
+        Err(e) => write_failed(out, e),
+    }
+}
+
+/// `ZINCRBY key increment member`.
+pub(super) fn zincrby(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, key, m, v) = (s.tenant, arg(cmd, 1), arg(cmd, 3), s.version);
+    let Some(delta) = parse_redis_f64(arg(cmd, 2)) else { return write_error(out, NOT_FLOAT) };
+    let r = edit_zset(ctx, t, key, true, |_, mut all| {
+        let new = match all.iter_mut().find(|e| e.member == m) {
+            Some(e) => {
+                e.score += delta;
+                e.score
+            }
+            None => {
+                all.push(Scored { member: m, score: delta });
+                delta
+            }
+        };
+        if new.is_nan() {
+            // Nothing changes.
+            return None;
+        }
+        Some((all, new))
+    });
+    match r {
+        Ok(Some((score, _))) => {
+            notify(ctx, t, ZSET_EVENTS, "zincr", key);
+            write_score(out, v, score);
+        }
+        Ok(_) => write_error(out, b"ERR resulting score is not a number (NaN)"),
+        Err(e) => write_failed(out, e),
+    }
+}
+
+/// Publishes a removal's events: `event`, and `del` if the set is gone.
+fn removed(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], event: &str, n: usize, gone: bool) {
+    if n > 0 {
+        notify(ctx, t, ZSET_EVENTS, event, key);
+    }
+    if gone {
+        notify(ctx, t, GENERIC, "del", key);
+    }
+}
+
+/// Removes the members `drop` picks (by position and member): their number.
+fn remove_where(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    mut drop: impl FnMut(&[Scored<'_>]) -> Vec<bool>,
+) -> Result<(usize, bool), EngineError> {
+    let r = edit_zset(ctx, t, key, false, |_, all| {
+        let marks = drop(&all);
+        let n = marks.iter().filter(|d| **d).count();
+        if n == 0 {
+            return None;
+        }
+        let kept = all.into_iter().zip(marks).filter(|(_, d)| !d).map(|(e, _)| e).collect();
+        Some((kept, n))
+    })?;
+    Ok(r.unwrap_or((0, false)))
+}
+
+/// `ZREM key member [member …]`.
+pub(super) fn zrem(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, key) = (s.tenant, arg(cmd, 1));
+    let named: std::collections::HashSet<&[u8]> = (2..cmd.len()).map(|i| arg(cmd, i)).collect();
+    match remove_where(ctx, t, key, |all| all.iter().map(|e| named.contains(e.member)).collect()) {
+        Ok((n, gone)) => {
+            removed(ctx, t, key, "zrem", n, gone);
+            write_integer(out, n as i64);
+        }
+        Err(e) => write_failed(out, e),
+    }
+}
+
+/// `ZCARD key`.
+pub(super) fn zcard(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    read_zset(
+        out,
+        ctx,
+        s.tenant,
+        arg(cmd, 1),
+        |out, h| write_integer(out, h.len() as i64),
+        |out| write_integer(out, 0),
+    );
+}
+
+/// `ZSCORE key member` and `ZMSCORE key member [member …]`.
+pub(super) fn zscore(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let v = s.version;
+    let multi = c.name == "zmscore";
+    let n = cmd.len() - 2;
+    read_zset(
+        out,
+        ctx,
+        s.tenant,
+        arg(cmd, 1),
+        |out, h| {
+            if multi {
+                write_array_header(out, n);
+            }
+            let map: Option<HashMap<&[u8], f64>> = (n > super::packed::FEW)
+                .then(|| h.iter().map(|e| (e.field, score_of(&e))).collect());
+            for i in 2..cmd.len() {
+                let m = arg(cmd, i);
+                let found = match &map {
+                    Some(map) => map.get(m).copied(),
+                    None => h.get(m, 0).map(|e| score_of(&e)),
+                };
+                match found {
+                    Some(score) => write_score(out, v, score),
+                    None => write_null(out, v),
+                }
+            }
+        },
+        |out| {
+            if multi {
+                write_array_header(out, n);
+                (0..n).for_each(|_| write_null(out, v));
+            } else {
+                write_null(out, v);
+            }
+        },
+    );
+}
+
+/// `ZRANK` and `ZREVRANK`: `key member`.
+pub(super) fn zrank(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let (v, m, rev) = (s.version, arg(cmd, 2), c.name == "zrevrank");
+    read_zset(
+        out,
+        ctx,
+        s.tenant,
+        arg(cmd, 1),
+        |out, h| match h.iter().position(|e| e.field == m) {
+            Some(r) => write_integer(out, (if rev { h.len() - 1 - r } else { r }) as i64),
+            None => write_null(out, v),
+        },
+        |out| write_null(out, v),
+    );
+}
+
+/// A score range: `min max`, each `(`-prefixed for exclusive, `-inf`/`+inf` allowed.
+#[derive(Clone, Copy)]
+struct ScoreRange {
+    min: f64,
+    minex: bool,
+    max: f64,
+    maxex: bool,
+}
+
+impl ScoreRange {
+    fn parse(min: &[u8], max: &[u8]) -> Option<ScoreRange> {
+        let bound = |b: &[u8]| match b.split_first() {
+            Some((b'(', rest)) => parse_redis_f64(rest).map(|x| (x, true)),
+            _ => parse_redis_f64(b).map(|x| (x, false)),
+        };
+        let ((min, minex), (max, maxex)) = (bound(min)?, bound(max)?);
+        Some(ScoreRange { min, minex, max, maxex })
+    }
+}
+
+/// A lexicographic bound: `-`, `+`, `[member` or `(member`.
+#[derive(Clone, Copy)]
+enum Lex<'a> {
+    Min,
+    Max,
+    Incl(&'a [u8]),
+    Excl(&'a [u8]),
+}
+
+impl<'a> Lex<'a> {
+    fn parse(b: &'a [u8]) -> Option<Lex<'a>> {
+        match b.split_first()? {
+            (b'-', []) => Some(Lex::Min),
+            (b'+', []) => Some(Lex::Max),
+            (b'[', m) => Some(Lex::Incl(m)),
+            (b'(', m) => Some(Lex::Excl(m)),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `m` lies between the lexicographic bounds.
+fn in_lex(m: &[u8], min: Lex<'_>, max: Lex<'_>) -> bool {
+    let above = match min {
+        Lex::Min => true,
+        Lex::Max => false,
+        Lex::Incl(b) => m >= b,
+        Lex::Excl(b) => m > b,
+    };
+    let below = match max {
+        Lex::Min => false,
+        Lex::Max => true,
+        Lex::Incl(b) => m <= b,
+        Lex::Excl(b) => m < b,
+    };
+    above && below
+}
+
+/// The positions (in order) of a score or lex range's members, found as Redis walks its
+/// list: from the first member past the range's start (from the end, reversed, the first
+/// below the range's end) for as long as members stay inside. For a lex range over members
+/// of unequal scores this is Redis's answer, not every member whose bytes lie in the range
+/// (Redis documents that result as unspecified).
+fn range_positions(all: &[Scored<'_>], by: By<'_>, rev: bool) -> std::ops::Range<usize> {
+    let bounds = |e: &Scored<'_>| -> (bool, bool) {
+        match by {
+            By::Score(r) => (
+                if r.minex { e.score > r.min } else { e.score >= r.min },
+                if r.maxex { e.score < r.max } else { e.score <= r.max },
+            ),
+            By::Lex(min, max) => (in_lex(e.member, min, Lex::Max), in_lex(e.member, Lex::Min, max)),
+            By::Rank(..) => (true, true),
+        }
+    };
+    if rev {
+        let Some(end) = all.iter().rposition(|e| bounds(e).1) else { return 0..0 };
+        let start = all[..=end].iter().rposition(|e| !bounds(e).0).map_or(0, |p| p + 1);
+        start..end + 1
+    } else {
+        let Some(start) = all.iter().position(|e| bounds(e).0) else { return 0..0 };
+        let end = all[start..].iter().position(|e| !bounds(e).1).map_or(all.len(), |p| start + p);
+        start..end
+    }
+}
+
+/// What a range selects by.
+#[derive(Clone, Copy)]
+enum By<'a> {
+    Rank(i64, i64),
+    Score(ScoreRange),
+    Lex(Lex<'a>, Lex<'a>),
+}
+
+/// Redis's rank arithmetic (as LRANGE's): the inclusive range inside `len`, `None` if empty.
+fn rank_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
+    let len = len as i64;
+    let start = if start < 0 { (len + start).max(0) } else { start };
+    let end = if end < 0 { len + end } else { end };
+    if start > end || start >= len {
+        return None;
+    }
+    Some((start as usize, end.min(len - 1) as usize))
+}
+
+/// The members a range selects from `all` (in order), reversed with `rev`, then `offset` and
+/// `count` of them (`LIMIT`; a negative offset selects none, a negative count all).
+fn select<'a>(all: &[Scored<'a>], by: By<'_>, rev: bool, limit: (i64, i64)) -> Vec<Scored<'a>> {
+    let ordered: Box<dyn Iterator<Item = &Scored<'a>>> =
+        if rev { Box::new(all.iter().rev()) } else { Box::new(all.iter()) };
+    match by {
+        By::Rank(start, end) => match rank_range(start, end, all.len()) {
+            Some((a, b)) => ordered.skip(a).take(b - a + 1).copied().collect(),
+            None => Vec::new(),
+        },
+        By::Score(_) | By::Lex(..) => {
+            let (offset, count) = limit;
+            if offset < 0 {
+                return Vec::new();
+            }
+            let count = if count < 0 { usize::MAX } else { count as usize };
+            let found = &all[range_positions(all, by, rev)];
+            let found: Box<dyn Iterator<Item = &Scored<'a>>> =
+                if rev { Box::new(found.iter().rev()) } else { Box::new(found.iter()) };
+            found.skip(offset as usize).take(count).copied().collect()
+        }
+    }
+}
+
+/// How a `ZRANGE` family command reads its arguments.
+struct RangeCall<'c> {
+    by: By<'c>,
+    rev: bool,
+    limit: (i64, i64),
+    withscores: bool,
+}
+
+/// Parses `min max [options]` from argument `at` as `name` takes them (Redis 7.0's
+/// `zrangeGenericCommand`): `ZRANGE`/`ZRANGESTORE` take BYSCORE, BYLEX, REV; the older forms
+/// have theirs fixed.
+fn parse_range<'c>(
+    cmd: &Command<'c>,
+    at: usize,
+    name: &str,
+) -> Result<RangeCall<'c>, &'static [u8]> {
+    #[derive(PartialEq, Clone, Copy)]
+    enum Type {
+        Auto,
+        Rank,
+        Score,
+        Lex,
+    }
+    let (mut kind, mut rev) = match name {
+        "zrevrange" => (Type::Rank, Some(true)),
+        "zrangebyscore" => (Type::Score, Some(false)),
+        "zrevrangebyscore" => (Type::Score, Some(true)),
+        "zrangebylex" => (Type::Lex, Some(false)),
+        "zrevrangebylex" => (Type::Lex, Some(true)),
+        _ => (Type::Auto, None),
+    };
+    let (mut withscores, mut limit) = (false, (0i64, -1i64));
+    let mut j = at + 2;
+    while j < cmd.len() {
+        let w = arg(cmd, j);
+        let is = |x: &[u8]| w.eq_ignore_ascii_case(x);
+        let left = cmd.len() - j - 1;
+        if is(b"withscores") {
+            withscores = true;
+        } else if is(b"limit") && left >= 2 {
+            let (Some(o), Some(c)) = (int_arg(arg(cmd, j + 1)), int_arg(arg(cmd, j + 2))) else {
+                return Err(NOT_INTEGER);
+            };
+            limit = (o, c);
+            j += 2;
+        } else if rev.is_none() && is(b"rev") {
+            rev = Some(true);
+        } else if kind == Type::Auto && is(b"bylex") {
+            kind = Type::Lex;
+        } else if kind == Type::Auto && is(b"byscore") {
+            kind = Type::Score;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    let rev = rev.unwrap_or(false);
+    if kind == Type::Auto {
+        kind = Type::Rank;
+    }
+    if limit.1 != -1 && kind == Type::Rank {
+        return Err(b"ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX");
+    }
+    if withscores && kind == Type::Lex {
+        return Err(b"ERR syntax error, WITHSCORES not supported in combination with BYLEX");
+    }
+    let (mut lo, mut hi) = (arg(cmd, at), arg(cmd, at + 1));
+    if rev && kind != Type::Rank {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    let by = match kind {
+        Type::Score => By::Score(ScoreRange::parse(lo, hi).ok_or(BAD_SCORE_RANGE)?),
+        Type::Lex => {
+            By::Lex(Lex::parse(lo).ok_or(BAD_LEX_RANGE)?, Lex::parse(hi).ok_or(BAD_LEX_RANGE)?)
+        }
+        _ => {
+            let (Some(a), Some(b)) = (int_arg(lo), int_arg(hi)) else { return Err(NOT_INTEGER) };
+            By::Rank(a, b)
+        }
+    };
+    Ok(RangeCall { by, rev, limit, withscores })
+}
+
+/// `ZRANGE key min max [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]`, and
+/// `ZREVRANGE`, `ZRANGEBYSCORE`, `ZREVRANGEBYSCORE`, `ZRANGEBYLEX`, `ZREVRANGEBYLEX`.
+pub(super) fn zrange(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let call = match parse_range(cmd, 2, c.name) {
+        Ok(call) => call,
+        Err(e) => return write_error(out, e),
+    };
+    let v = s.version;
+    read_zset(
+        out,
+        ctx,
+        s.tenant,
+        arg(cmd, 1),
+        |out, h| {
+            let picked = select(&members(&h), call.by, call.rev, call.limit);
+            write_scored(out, v, call.withscores, false, &picked);
+        },
+        |out| write_array_header(out, 0),
+    );
+}
+
+/// Stores `items` as `dst`'s sorted set (replacing whatever it held, without a TTL), or deletes
+/// `dst` for none; publishes `event` or `del`; answers the count.
+fn store_zset(
+    out: &mut Vec<u8>,
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    dst: &[u8],
+    mut items: Vec<Scored<'_>>,
+    event: &str,
+) {
+    if items.is_empty() {
+        if ctx.engine.delete(t, dst) {
+            notify(ctx, t, GENERIC, "del", dst);
+        }
+        return write_integer(out, 0);
+    }
+    items.sort_by(order);
+    let mut buf = Vec::new();
+    let n = pack(&mut buf, &items);
+    let stored = ctx.engine.store(Store {
+        tenant: t,
+        key: dst,
+        value: &buf,
+        flags: 0,
+        expiry: Expiry::Never,
+        condition: Condition::Always,
+        cas: None,
+        state: 0,
+        kind: ZSET,
+    });
+    match stored {
+        Ok(_) => {
+            notify(ctx, t, ZSET_EVENTS, event, dst);
+            write_integer(out, i64::from(n));
+        }
+        Err(e) => write_failed(out, e),
+    }
+}
+
+/// `ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]`.
+pub(super) fn zrangestore(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let call = match parse_range(cmd, 3, "zrange") {
+        Ok(call) if !call.withscores => call,
+        Ok(_) => return write_error(out, SYNTAX),
+        Err(e) => return write_error(out, e),
+    };
+    let (t, dst, src) = (s.tenant, arg(cmd, 1), arg(cmd, 2));
+    let picked = ctx.engine.get_kind(t, src, ZSET, |item| {
+        let h = Hash::new(item.value);
+        select(&members(&h), call.by, call.rev, call.limit)
+            .into_iter()
+            .map(|e| (e.member.to_vec(), e.score))
+            .collect::<Vec<_>>()
+    });
+    match picked {
+        Ok(picked) => {
+            let picked = picked.unwrap_or_default();
+            let items = picked.iter().map(|(m, s)| Scored { member: m, score: *s }).collect();
+            store_zset(out, ctx, t, dst, items, "zrangestore");
+        }
+        Err(e) => engine_error(out, e),
+    }
+}
+
+/// `ZCOUNT key min max` and `ZLEXCOUNT key min max`.
+pub(super) fn zcount(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let by = if c.name == "zlexcount" {
+        match (Lex::parse(arg(cmd, 2)), Lex::parse(arg(cmd, 3))) {
+            (Some(a), Some(b)) => By::Lex(a, b),
+            _ => return write_error(out, BAD_LEX_RANGE),
+        }
+    } else {
+        match ScoreRange::parse(arg(cmd, 2), arg(cmd, 3)) {
+            Some(r) => By::Score(r),
+            None => return write_error(out, BAD_SCORE_RANGE),
+        }
+    };
+    read_zset(
+        out,
+        ctx,
+        s.tenant,
+        arg(cmd, 1),
+        |out, h| write_integer(out, select(&members(&h), by, false, (0, -1)).len() as i64),
+        |out| write_integer(out, 0),
+    );
+}
+
+/// `ZREMRANGEBYRANK key start stop`, `ZREMRANGEBYSCORE key min max`, `ZREMRANGEBYLEX key min
+/// max`.
+pub(super) fn zremrange(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let (a, b) = (arg(cmd, 2), arg(cmd, 3));
+    let by = match c.name {
+        "zremrangebyrank" => match (int_arg(a), int_arg(b)) {
+            (Some(a), Some(b)) => By::Rank(a, b),
+            _ => return write_error(out, NOT_INTEGER),
+        },
+        "zremrangebyscore" => match ScoreRange::parse(a, b) {
+            Some(r) => By::Score(r),
+            None => return write_error(out, BAD_SCORE_RANGE),
+        },
+        _ => match (Lex::parse(a), Lex::parse(b)) {
+            (Some(a), Some(b)) => By::Lex(a, b),
+            _ => return write_error(out, BAD_LEX_RANGE),
+        },
+    };
+    let (t, key) = (s.tenant, arg(cmd, 1));
+    let r = remove_where(ctx, t, key, |all| {
+        let picked = match by {
+            By::Rank(a, b) => rank_range(a, b, all.len()).map_or(0..0, |(a, b)| a..b + 1),
+            _ => range_positions(all, by, false),
+        };
+        (0..all.len()).map(|i| picked.contains(&i)).collect()
+    });
+    match r {
+        Ok((n, gone)) => {
+            removed(ctx, t, key, c.name, n, gone);
+            write_integer(out, n as i64);
+        }
+        Err(e) => write_failed(out, e),
+    }
+}
+
+/// What a pop took (members and scores, in pop order) and whether the set is gone.
+type Popped = (Vec<(Vec<u8>, f64)>, bool);
+
+/// Pops up to `count` members from the low (`max` false) or high end: `None` for a missing key.
+fn pop(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    max: bool,
+    count: usize,
+) -> Result<Option<Popped>, EngineError> {
+    let r = edit_zset(ctx, t, key, false, |_, mut all| {
+        let n = count.min(all.len());
+        let taken: Vec<(Vec<u8>, f64)> = if max {
+            all.drain(all.len() - n..).rev().map(|e| (e.member.to_vec(), e.score)).collect()
+        } else {
+            all.drain(..n).map(|e| (e.member.to_vec(), e.score)).collect()
+        };
+        Some((all, taken))
+    })?;
+    Ok(r)
+}
+
+/// `ZPOPMIN` and `ZPOPMAX`: `key [count]`.
+pub(super) fn zpopmin(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let (t, key, v) = (s.tenant, arg(cmd, 1), s.version);
+    let max = c.name == "zpopmax";
+    let count = match cmd.len() {
+        2 => None,
+        3 => match int_arg(arg(cmd, 2)) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => return write_error(out, b"ERR value is out of range, must be positive"),
+        },
+        _ => return write_error(out, SYNTAX),
+    };
+    if count == Some(0) {
+        return match ctx.engine.kind(t, key) {
+            Some(k) if k != ZSET => engine_error(out, EngineError::WrongKind),
+            _ => write_array_header(out, 0),
+        };
+    }
+    match pop(ctx, t, key, max, count.unwrap_or(1)) {
+        Ok(None) => write_array_header(out, 0),
+        Ok(Some((taken, gone))) => {
+            removed(ctx, t, key, c.name, taken.len(), gone);
+            let items: Vec<Scored<'_>> =
+                taken.iter().map(|(m, s)| Scored { member: m, score: *s }).collect();
+            // One member without a count is a flat pair, as Redis 7.0 answers it.
+            if count.is_none() {
+                write_array_header(out, 2 * items.len());
+                for e in &items {
+                    write_bulk(out, e.member);
+                    write_score(out, v, e.score);
+                }
+            } else {
+                write_scored(out, v, true, false, &items);
+            }
+        }
+        Err(e) => write_failed(out, e),
+    }
+}
+
+/// `ZMPOP numkeys key [key …] MIN|MAX [COUNT count]`.
+pub(super) fn zmpop(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, v) = (s.tenant, s.version);
+    let numkeys = match int_arg(arg(cmd, 1)) {
+        Some(n) if n > 0 => n as usize,
+        _ => return write_error(out, b"ERR numkeys should be greater than 0"),
+    };
+    if 2 + numkeys >= cmd.len() {
+        return write_error(out, SYNTAX);
+    }
+    let w = arg(cmd, 2 + numkeys);
+    let max = if w.eq_ignore_ascii_case(b"max") {
+        true
+    } else if w.eq_ignore_ascii_case(b"min") {
+        false
+    } else {
+        return write_error(out, SYNTAX);
+    };
+    let mut count = 1;
+    match cmd.len() - (3 + numkeys) {
+        0 => {}
+        2 if arg(cmd, 3 + numkeys).eq_ignore_ascii_case(b"count") => {
+            match int_arg(arg(cmd, 4 + numkeys)) {
+                Some(n) if n > 0 => count = n as usize,
+                _ => return write_error(out, b"ERR count should be greater than 0"),
+            }
+        }
+        _ => return write_error(out, SYNTAX),
+    }
+    for i in 2..2 + numkeys {
+        let key = arg(cmd, i);
+        match ctx.engine.kind(t, key) {
+            None => continue,
+            Some(k) if k != ZSET => return engine_error(out, EngineError::WrongKind),
+            Some(_) => {}
+        }
+        match pop(ctx, t, key, max, count) {
+            Ok(Some((taken, gone))) => {
+                removed(ctx, t, key, if max { "zpopmax" } else { "zpopmin" }, taken.len(), gone);
+                let items: Vec<Scored<'_>> =
+                    taken.iter().map(|(m, s)| Scored { member: m, score: *s }).collect();
+                write_array_header(out, 2);
+                write_bulk(out, key);
+                write_scored(out, v, true, true, &items);
+                return;
+            }
+            Ok(None) => continue,
+            Err(e) => return write_failed(out, e),
+        }
+    }
+    write_null_array(out, v);
+}
+
+/// `ZRANDMEMBER key [count [WITHSCORES]]`.
+pub(super) fn zrandmember(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let (t, key, v) = (s.tenant, arg(cmd, 1), s.version);
+    if cmd.len() == 2 {
+        return read_zset(
+            out,
+            ctx,
+            t,
+            key,
+            |out, h| {
+                let all = members(&h);
+                match all.len() {
+                    0 => write_null(out, v),
+                    n => write_bulk(out, all[Rng::new().below(n)].member),
+                }
+            },
+            |out| write_null(out, v),
+        );
+    }
+    let count = match int_arg(arg(cmd, 2)) {
+        Some(n) if n > -i64::MAX => n,
+        Some(_) => return write_error(out, super::hashes::OUT_OF_RANGE),
+        None => return write_error(out, NOT_INTEGER),
+    };
+    let scores = match cmd.len() {
+        3 => false,
+        4 if arg(cmd, 3).eq_ignore_ascii_case(b"withscores") => true,
+        _ => return write_error(out, SYNTAX),
+    };
+    let (unique, count) = (count >= 0, count.unsigned_abs());
+    if scores && count > (i64::MAX / 2) as u64 {
+        return write_error(out, super::hashes::OUT_OF_RANGE);
+    }
+    read_zset(
+        out,
+        ctx,
+        t,
+        key,
+        |out, h| {
+            let all = members(&h);
+            let picks: Vec<Scored<'_>> =
+                random_picks(all.len(), count, unique).into_iter().map(|i| all[i]).collect();
+            write_scored(out, v, scores, false, &picks);
+        },
+        |out| write_array_header(out, 0),
+    );
+}
+
+/// `ZSCAN key cursor [MATCH pattern] [COUNT count]`: a sorted set Redis would keep as a
+/// listpack whole with cursor 0, a larger one in its members' hash order (`packed.rs`).
+pub(super) fn zscan(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    _: &Spec,
+) {
+    let o = match ScanOptions::parse(cmd, 2, false) {
+        Ok(o) => o,
+        Err(e) => return write_error(out, e),
+    };
+    let keep = |e: &Entry<'_>| o.pattern.is_none_or(|p| glob_match(p, e.field));
+    let write = |out: &mut Vec<u8>, next: u64, page: &[Entry<'_>]| {
+        write_array_header(out, 2);
+        write_bulk(out, next.to_string().as_bytes());
+        write_array_header(out, 2 * page.len());
+        for e in page {
+            write_bulk(out, e.field);
+            let mut text = Vec::with_capacity(24);
+            write_g17(&mut text, score_of(e));
+            write_bulk(out, &text);
+        }
+    };
+    read_zset(
+        out,
+        ctx,
+        s.tenant,
+        arg(cmd, 1),
+        |out, h| {
+            if is_listpack(&h) {
+                let all: Vec<Entry<'_>> = h.iter().filter(keep).collect();
+                return write(out, 0, &all);
+            }
+            let (next, page) = scan_page(h.iter(), h.len(), o.cursor, o.count);
+            let page: Vec<Entry<'_>> = page.into_iter().filter(|e| keep(e)).collect();
+            write(out, next, &page);
+        },
+        |out| write(out, 0, &[]),
+    );
+}
+
+/// How ZUNION… combines a member's scores.
+#[derive(Clone, Copy, PartialEq)]
+enum Aggregate {
+    Sum,
+    Min,
+    Max,
+}
+
+impl Aggregate {
+    fn apply(self, a: f64, b: f64) -> f64 {
+        match self {
+            // inf + -inf is NaN: Redis makes it 0.
+            Aggregate::Sum => {
+                let s = a + b;
+                if s.is_nan() { 0.0 } else { s }
+            }
+            Aggregate::Min => a.min(b),
+            Aggregate::Max => a.max(b),
+        }
+    }
+}
+
+/// `ZUNION`, `ZINTER`, `ZDIFF` (`numkeys key … [WEIGHTS …] [AGGREGATE …] [WITHSCORES]`), their
+/// `STORE` forms (`destination numkeys key …`) and `ZINTERCARD` (`numkeys key … [LIMIT n]`).
+/// Sets count as sorted sets whose scores are 1.
+pub(super) fn zunion(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    c: &Spec,
+) {
+    let name = c.name;
+    let store = name.ends_with("store");
+    let card = name == "zintercard";
+    let op = &name[1..];
+    let at = if store { 2 } else { 1 };
+    let numkeys = match int_arg(arg(cmd, at)) {
+        Some(n) if n > 0 => n as usize,
+        Some(_) => {
+            out.extend_from_slice(b"-ERR at least 1 input key is needed for '");
+            out.extend_from_slice(name.as_bytes());
+            return out.extend_from_slice(b"' command\r\n");
+        }
+        None if card => return write_error(out, b"ERR numkeys should be greater than 0"),
+        None => return write_error(out, NOT_INTEGER),
+    };
+    if numkeys > cmd.len() - at - 1 {
+        return write_error(out, SYNTAX);
+    }
+    let keys: Vec<&[u8]> = (at + 1..at + 1 + numkeys).map(|i| arg(cmd, i)).collect();
+    let mut weights = vec![1.0; numkeys];
+    let (mut aggregate, mut withscores, mut limit) = (Aggregate::Sum, false, 0usize);
+    let diff = op.starts_with("diff");
+    let mut j = at + 1 + numkeys;
+    while j < cmd.len() {
+        let w = arg(cmd, j);
+        let is = |x: &[u8]| w.eq_ignore_ascii_case(x);
+        let left = cmd.len() - j - 1;
+        if card && is(b"limit") && left >= 1 {
+            match int_arg(arg(cmd, j + 1)) {
+                Some(l) if l >= 0 => limit = l as usize,
+                Some(_) => return write_error(out, b"ERR LIMIT can't be negative"),
+                None => return write_error(out, NOT_INTEGER),
+            }
+            j += 2;
+        } else if !card && !diff && is(b"weights") && left >= numkeys {
+            for (k, w) in weights.iter_mut().enumerate() {
+                match parse_redis_f64(arg(cmd, j + 1 + k)) {
+                    Some(x) => *w = x,
+                    None => return write_error(out, b"ERR weight value is not a float"),
+                }
+            }
+            j += 1 + numkeys;
+        } else if !card && !diff && is(b"aggregate") && left >= 1 {
+            let a = arg(cmd, j + 1);
+            aggregate = if a.eq_ignore_ascii_case(b"sum") {
+                Aggregate::Sum
+            } else if a.eq_ignore_ascii_case(b"min") {
+                Aggregate::Min
+            } else if a.eq_ignore_ascii_case(b"max") {
+                Aggregate::Max
+            } else {
+                return write_error(out, SYNTAX);
+            };
+            j += 2;
+        } else if !card && !store && is(b"withscores") {
+            withscores = true;
+            j += 1;
+        } else {
+            return write_error(out, SYNTAX);
+        }
+    }
+    // Every input, its members and scores copied; a missing key is empty.
+    let t = s.tenant;
+    let mut inputs: Vec<Vec<(Vec<u8>, f64)>> = Vec::with_capacity(numkeys);
+    for key in &keys {
+        let read = ctx.engine.get_any(t, key, |i| match i.kind {
+            ZSET => Some(
+                members(&Hash::new(i.value)).iter().map(|e| (e.member.to_vec(), e.score)).collect(),
+            ),
+            SET => Some(Hash::new(i.value).iter().map(|e| (e.field.to_vec(), 1.0)).collect()),
+            _ => None,
+        });
+        match read {
+            None => inputs.push(Vec::new()),
+            Some(Some(m)) => inputs.push(m),
+            Some(None) => return engine_error(out, EngineError::WrongKind),
+        }
+    }
+    let weighted = |x: f64, w: f64| {
+        let y = x * w;
+        if y.is_nan() { 0.0 } else { y }
+    };
+    let mut result: Vec<(Vec<u8>, f64)> = Vec::new();
+    if op.starts_with("union") {
+        let mut at: HashMap<Vec<u8>, usize> = HashMap::new();
+        for (k, input) in inputs.into_iter().enumerate() {
+            for (m, x) in input {
+                let x = weighted(x, weights[k]);
+                match at.get(&m) {
+                    Some(&n) => result[n].1 = aggregate.apply(result[n].1, x),
+                    None => {
+                        at.insert(m.clone(), result.len());
+                        result.push((m, x));
+                    }
+                }
+            }
+        }
+    } else if op.starts_with("inter") {
+        let others: Vec<HashMap<Vec<u8>, f64>> =
+            inputs.iter().skip(1).map(|i| i.iter().cloned().collect()).collect();
+        for (m, x) in inputs.first().cloned().unwrap_or_default() {
+            let mut score = weighted(x, weights[0]);
+            let mut all = true;
+            for (k, o) in others.iter().enumerate() {
+                match o.get(&m) {
+                    Some(&y) => score = aggregate.apply(score, weighted(y, weights[k + 1])),
+                    None => {
+                        all = false;
+                        break;
+                    }
+                }
+            }
+            if all {
+                result.push((m, score));
+                if card && limit > 0 && result.len() >= limit {
+                    break;
+                }
+            }
+        }
+    } else {
+        let others: std::collections::HashSet<Vec<u8>> =
+            inputs.iter().skip(1).flat_map(|i| i.iter().map(|(m, _)| m.clone())).collect();
+        result = inputs.first().cloned().unwrap_or_default();
+        result.retain(|(m, _)| !others.contains(m));
+    }
+    if card {
+        return write_integer(out, result.len() as i64);
+    }
+    let items: Vec<Scored<'_>> =
+        result.iter().map(|(m, x)| Scored { member: m, score: *x }).collect();
+    if store {
+        return store_zset(out, ctx, t, arg(cmd, 1), items, name);
+    }
+    let mut items = items;
+    items.sort_by(order);
+    write_scored(out, s.version, withscores, false, &items);
+}
