@@ -611,20 +611,32 @@ fn move_one(
         return Err(EngineError::WrongKind);
     }
     if src == dst {
-        // A rotation: one update of the one list.
+        // A rotation: one update of the one list, the elements that stay in place copied in
+        // one piece.
         let r = edit_list(ctx, t, src, |l, b| {
-            let all: Vec<&[u8]> = elements(l).collect();
-            let (e, rest) = match from {
-                End::Left => (all[0], &all[1..]),
-                End::Right => (all[all.len() - 1], &all[..all.len() - 1]),
-            };
-            match to {
-                End::Left => std::iter::once(&e).chain(rest).for_each(|x| b.push(element(x))),
+            let end = crate::types::pack::HEADER_LEN + l.body().len();
+            let (moved, rest) = match from {
+                End::Left => {
+                    let (span, e) = l.spans().next()?;
+                    (e.field, span.end..end)
+                }
                 End::Right => {
-                    rest.iter().chain(std::iter::once(&e)).for_each(|x| b.push(element(x)))
+                    let (span, e) = l.spans().last()?;
+                    (e.field, crate::types::pack::HEADER_LEN..span.start)
+                }
+            };
+            let n = l.len() as u32 - 1;
+            match to {
+                End::Left => {
+                    b.push(element(moved));
+                    b.copy(l.raw(rest), n);
+                }
+                End::Right => {
+                    b.copy(l.raw(rest), n);
+                    b.push(element(moved));
                 }
             }
-            Some(e.to_vec())
+            Some(moved.to_vec())
         })?;
         let Some((e, _)) = r else { return Ok(None) };
         notify(ctx, t, LIST_EVENTS, to.push_event(), dst);

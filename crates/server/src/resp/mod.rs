@@ -16,6 +16,7 @@
 //! | `hashes.rs`     | HSET, HGET, HDEL, HGETALL… HINCRBY, HRANDFIELD, HSCAN             |
 //! | `fields.rs`     | HEXPIRE…, HTTL…, HEXPIRETIME…, HPERSIST (hash field expiry)       |
 //! | `lists.rs`      | LPUSH, RPUSH, LPOP, RPOP, LRANGE… LPOS, LMOVE, RPOPLPUSH, LMPOP    |
+//! | `hll.rs`        | PFADD, PFCOUNT, PFMERGE                                           |
 //! | `sets.rs`       | SADD, SREM, SISMEMBER… SPOP, SMOVE, SINTER… SDIFFSTORE, SSCAN     |
 //! | `zsets.rs`      | ZADD, ZINCRBY, ZREM, ZRANGE…, ZPOPMIN…, ZMPOP, ZUNION…, ZSCAN      |
 //! | `packed.rs`     | (what the hash and set commands share)                            |
@@ -48,6 +49,7 @@ mod fields;
 pub(crate) mod glob;
 mod hashes;
 mod help;
+mod hll;
 mod keys;
 mod keyspace;
 mod latency;
@@ -223,6 +225,9 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("lmove", 5, WRITE | DENYOOM, (1, 2, 1), lists::lmove),
     row("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), lists::lmove),
     row("lmpop", -4, WRITE, NONE, lists::lmpop),
+    row("pfadd", -2, WRITE | DENYOOM | FAST, KEY, hll::pfadd),
+    row("pfcount", -2, READONLY, ALL, hll::pfcount),
+    row("pfmerge", -2, WRITE | DENYOOM, ALL, hll::pfmerge),
     row("sadd", -3, WRITE | DENYOOM | FAST, KEY, sets::sadd),
     row("srem", -3, WRITE | FAST, KEY, sets::srem),
     row("sismember", 3, READONLY | FAST, KEY, sets::sismember),

@@ -10,6 +10,7 @@
 //! (`docs/design.md`, "Value types").
 
 pub(crate) mod hash;
+pub(crate) mod hll;
 pub(crate) mod pack;
 
 use fridge_engine::Kind;
