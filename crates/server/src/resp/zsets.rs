@@ -213,51 +213,56 @@ pub(super) fn zadd(
         // -0 is stored as 0 (Redis's listpack keeps scores as text, "0").
         adds.push(Scored { member: arg(cmd, j + 1), score: score + 0.0 });
     }
+    let flags = Flags { nx, xx, gt, lt, incr };
     let mut failed = false;
-    let r = edit_zset(ctx, t, key, !xx, |_, mut all| {
-        let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(all.len());
-        for (n, e) in all.iter().enumerate() {
-            at.insert(e.member, n);
-        }
-        let (mut added, mut changed, mut result) = (0, 0, None);
-        let mut nan = false;
-        for a in &adds {
-            match at.get(a.member).copied() {
-                Some(n) => {
-                    if nx {
-                        continue;
+    let r = if let [one] = adds[..] {
+        add_one(ctx, t, key, one, flags, &mut failed)
+    } else {
+        edit_zset(ctx, t, key, !xx, |_, mut all| {
+            let mut at: HashMap<&[u8], usize> = HashMap::with_capacity(all.len());
+            for (n, e) in all.iter().enumerate() {
+                at.insert(e.member, n);
+            }
+            let (mut added, mut changed, mut result) = (0, 0, None);
+            let mut nan = false;
+            for a in &adds {
+                match at.get(a.member).copied() {
+                    Some(n) => {
+                        if nx {
+                            continue;
+                        }
+                        let old = all[n].score;
+                        let new = if incr { old + a.score } else { a.score };
+                        if new.is_nan() {
+                            nan = true;
+                            break;
+                        }
+                        if (gt && new <= old) || (lt && new >= old) {
+                            continue;
+                        }
+                        result = Some(new);
+                        if new != old {
+                            all[n].score = new;
+                            changed += 1;
+                        }
                     }
-                    let old = all[n].score;
-                    let new = if incr { old + a.score } else { a.score };
-                    if new.is_nan() {
-                        nan = true;
-                        break;
+                    None if xx => {}
+                    None => {
+                        at.insert(a.member, all.len());
+                        all.push(Scored { member: a.member, score: a.score });
+                        result = Some(a.score);
+                        added += 1;
                     }
-                    if (gt && new <= old) || (lt && new >= old) {
-                        continue;
-                    }
-                    result = Some(new);
-                    if new != old {
-                        all[n].score = new;
-                        changed += 1;
-                    }
-                }
-                None if xx => {}
-                None => {
-                    at.insert(a.member, all.len());
-                    all.push(Scored { member: a.member, score: a.score });
-                    result = Some(a.score);
-                    added += 1;
                 }
             }
-        }
-        if nan {
-            // Nothing changes.
-            failed = true;
-            return None;
-        }
-        Some((all, (added, changed, result)))
-    });
+            if nan {
+                // Nothing changes.
+                failed = true;
+                return None;
+            }
+            Some((all, (added, changed, result)))
+        })
+    };
     match r {
         Ok(_) if failed => write_error(out, b"ERR resulting score is not a number (NaN)"),
         Ok(Some(((added, changed, result), _))) => {
@@ -267,7 +272,7 @@ pub(super) fn zadd(
             match (incr, result) {
                 (true, Some(score)) => write_score(out, v, score),
                 (true, None) => write_null(out, v),
-                (false, _) => write_integer(out, if ch { added + changed } else { added }),
+                (false, _) => write_integer(out, (if ch { added + changed } else { added }) as i64),
             }
         }
         Ok(None) => {
@@ -279,6 +284,103 @@ pub(super) fn zadd(
         }
         Err(e) => write_failed(out, e),
     }
+}
+
+/// ZADD's flags.
+#[derive(Clone, Copy)]
+struct Flags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+    incr: bool,
+}
+
+/// What a ZADD did: members added, members whose score changed, and the member's score
+/// (INCR's reply; `None` where nothing was done).
+type Added = (usize, usize, Option<f64>);
+
+/// ZADD of one member, the common case: its old entry found by a scan, the new one inserted
+/// at its place while the runs of members around it are copied whole (no decoding of the
+/// others). Sets `failed` for a NaN score.
+fn add_one(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    a: Scored<'_>,
+    f: Flags,
+    failed: &mut bool,
+) -> Result<Option<(Added, bool)>, EngineError> {
+    ctx.engine.update_kind(t, key, ZSET, |cur, buf| {
+        if cur.is_none() && f.xx {
+            return Ok(Update::Done(None));
+        }
+        let old = Hash::new(cur.map_or(&[][..], |c| c.value));
+        let found = old
+            .spans()
+            .enumerate()
+            .find(|(_, (_, e))| e.field == a.member)
+            .map(|(i, (_, e))| (i, score_of(&e)));
+        let score = match found {
+            Some(_) if f.nx => return Ok(Update::Done(Some(((0, 0, None), false)))),
+            Some((_, old)) => {
+                let new = if f.incr { old + a.score } else { a.score };
+                if new.is_nan() {
+                    *failed = true;
+                    return Ok(Update::Done(None));
+                }
+                if (f.gt && new <= old) || (f.lt && new >= old) {
+                    return Ok(Update::Done(Some(((0, 0, None), false))));
+                }
+                if new == old {
+                    return Ok(Update::Done(Some(((0, 0, Some(new)), false))));
+                }
+                new
+            }
+            None if f.xx => return Ok(Update::Done(Some(((0, 0, None), false)))),
+            None => a.score,
+        };
+        let new = Scored { member: a.member, score };
+        let mut b = Builder::new(buf, false);
+        // The runs before and after the new place (less the old entry) are copied whole.
+        let (mut run, mut run_len, mut placed) = (0..0, 0, false);
+        for (i, (span, e)) in old.spans().enumerate() {
+            let here = Scored { member: e.field, score: score_of(&e) };
+            let dropped = found.is_some_and(|(d, _)| d == i);
+            if (!placed && order(&new, &here) == Ordering::Less) || dropped {
+                b.copy(old.raw(run.clone()), run_len);
+                (run, run_len) = (span.end..span.end, 0);
+                if !placed && order(&new, &here) == Ordering::Less {
+                    b.push(Entry {
+                        field: new.member,
+                        value: &new.score.to_le_bytes(),
+                        deadline: 0,
+                    });
+                    placed = true;
+                }
+                if dropped {
+                    continue;
+                }
+            }
+            if run_len == 0 {
+                run.start = span.start;
+            }
+            run.end = span.end;
+            run_len += 1;
+        }
+        b.copy(old.raw(run), run_len);
+        if !placed {
+            b.push(Entry { field: new.member, value: &new.score.to_le_bytes(), deadline: 0 });
+        }
+        b.finish();
+        let added = usize::from(found.is_none());
+        let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
+        Ok(Update::Write {
+            flags: 0,
+            expires_at_ms,
+            result: Some(((added, 1 - added, Some(score)), false)),
+        })
+    })
 }
 
 /// `ZINCRBY key increment member`.
@@ -509,22 +611,25 @@ fn in_lex(m: &[u8], min: Lex<'_>, max: Lex<'_>) -> bool {
     above && below
 }
 
+/// Where `e` stands against a score or lex range: (past its start, not past its end).
+fn bounds(by: By<'_>, e: &Scored<'_>) -> (bool, bool) {
+    match by {
+        By::Score(r) => (
+            if r.minex { e.score > r.min } else { e.score >= r.min },
+            if r.maxex { e.score < r.max } else { e.score <= r.max },
+        ),
+        By::Lex(min, max) => (in_lex(e.member, min, Lex::Max), in_lex(e.member, Lex::Min, max)),
+        By::Rank(..) => (true, true),
+    }
+}
+
 /// The positions (in order) of a score or lex range's members, found as Redis walks its
 /// list: from the first member past the range's start (from the end, reversed, the first
 /// below the range's end) for as long as members stay inside. For a lex range over members
 /// of unequal scores this is Redis's answer, not every member whose bytes lie in the range
 /// (Redis documents that result as unspecified).
 fn range_positions(all: &[Scored<'_>], by: By<'_>, rev: bool) -> std::ops::Range<usize> {
-    let bounds = |e: &Scored<'_>| -> (bool, bool) {
-        match by {
-            By::Score(r) => (
-                if r.minex { e.score > r.min } else { e.score >= r.min },
-                if r.maxex { e.score < r.max } else { e.score <= r.max },
-            ),
-            By::Lex(min, max) => (in_lex(e.member, min, Lex::Max), in_lex(e.member, Lex::Min, max)),
-            By::Rank(..) => (true, true),
-        }
-    };
+    let bounds = |e: &Scored<'_>| bounds(by, e);
     if rev {
         let Some(end) = all.iter().rposition(|e| bounds(e).1) else { return 0..0 };
         let start = all[..=end].iter().rposition(|e| !bounds(e).0).map_or(0, |p| p + 1);
@@ -555,28 +660,56 @@ fn rank_range(start: i64, end: i64, len: usize) -> Option<(usize, usize)> {
     Some((start as usize, end.min(len - 1) as usize))
 }
 
-/// The members a range selects from `all` (in order), reversed with `rev`, then `offset` and
-/// `count` of them (`LIMIT`; a negative offset selects none, a negative count all).
-fn select<'a>(all: &[Scored<'a>], by: By<'_>, rev: bool, limit: (i64, i64)) -> Vec<Scored<'a>> {
-    let ordered: Box<dyn Iterator<Item = &Scored<'a>>> =
-        if rev { Box::new(all.iter().rev()) } else { Box::new(all.iter()) };
+/// The members a range selects from the sorted set `h`, reversed with `rev`, then `offset`
+/// and `count` of them (`LIMIT`; a negative offset selects none, a negative count all).
+/// Forward ranges walk the packed members only as far as the range goes: `ZRANGE k 0 9`
+/// decodes ten members, whatever the set holds.
+fn select<'a>(h: &Hash<'a>, by: By<'_>, rev: bool, limit: (i64, i64)) -> Vec<Scored<'a>> {
+    let scored = |e: Entry<'a>| Scored { member: e.field, score: score_of(&e) };
     match by {
-        By::Rank(start, end) => match rank_range(start, end, all.len()) {
-            Some((a, b)) => ordered.skip(a).take(b - a + 1).copied().collect(),
-            None => Vec::new(),
-        },
-        By::Score(_) | By::Lex(..) => {
+        By::Rank(start, end) => {
+            let Some((a, b)) = rank_range(start, end, h.len()) else { return Vec::new() };
+            let (first, last) = if rev { (h.len() - 1 - b, h.len() - 1 - a) } else { (a, b) };
+            let mut picked: Vec<Scored<'a>> =
+                h.iter().skip(first).take(last - first + 1).map(scored).collect();
+            if rev {
+                picked.reverse();
+            }
+            return picked;
+        }
+        _ if rev => {}
+        _ => {
             let (offset, count) = limit;
             if offset < 0 {
                 return Vec::new();
             }
             let count = if count < 0 { usize::MAX } else { count as usize };
-            let found = &all[range_positions(all, by, rev)];
-            let found: Box<dyn Iterator<Item = &Scored<'a>>> =
-                if rev { Box::new(found.iter().rev()) } else { Box::new(found.iter()) };
-            found.skip(offset as usize).take(count).copied().collect()
+            let (past_start, inside) =
+                (|e: &Scored<'_>| bounds(by, e).0, |e: &Scored<'_>| bounds(by, e).1);
+            return h
+                .iter()
+                .map(scored)
+                .skip_while(|e| !past_start(e))
+                .take_while(|e| inside(e))
+                .skip(offset as usize)
+                .take(count)
+                .collect();
         }
     }
+    // A reversed score or lex range: from the end, as Redis walks it.
+    let all = members(h);
+    let (offset, count) = limit;
+    if offset < 0 {
+        return Vec::new();
+    }
+    let count = if count < 0 { usize::MAX } else { count as usize };
+    all[range_positions(&all, by, true)]
+        .iter()
+        .rev()
+        .skip(offset as usize)
+        .take(count)
+        .copied()
+        .collect()
 }
 
 /// How a `ZRANGE` family command reads its arguments.
@@ -682,7 +815,7 @@ pub(super) fn zrange(
         s.tenant,
         arg(cmd, 1),
         |out, h| {
-            let picked = select(&members(&h), call.by, call.rev, call.limit);
+            let picked = select(&h, call.by, call.rev, call.limit);
             write_scored(out, v, call.withscores, false, &picked);
         },
         |out| write_array_header(out, 0),
@@ -744,7 +877,7 @@ pub(super) fn zrangestore(
     let (t, dst, src) = (s.tenant, arg(cmd, 1), arg(cmd, 2));
     let picked = ctx.engine.get_kind(t, src, ZSET, |item| {
         let h = Hash::new(item.value);
-        select(&members(&h), call.by, call.rev, call.limit)
+        select(&h, call.by, call.rev, call.limit)
             .into_iter()
             .map(|e| (e.member.to_vec(), e.score))
             .collect::<Vec<_>>()
@@ -783,7 +916,7 @@ pub(super) fn zcount(
         ctx,
         s.tenant,
         arg(cmd, 1),
-        |out, h| write_integer(out, select(&members(&h), by, false, (0, -1)).len() as i64),
+        |out, h| write_integer(out, select(&h, by, false, (0, -1)).len() as i64),
         |out| write_integer(out, 0),
     );
 }
