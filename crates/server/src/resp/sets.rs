@@ -92,6 +92,14 @@ pub(super) fn sadd(
     let named = Named::new(cmd, 2, 1);
     let r = ctx.engine.update_kind(t, key, SET, |cur, buf| {
         let old = Hash::new(cur.map_or(&[][..], |c| c.value));
+        // Members the set has already: a scan, and no write (the common SADD of a cache's tag
+        // set).
+        if cur.is_some()
+            && named.n <= super::packed::FEW
+            && (0..named.n).all(|i| old.get(named.field(i), 0).is_some())
+        {
+            return Ok(Update::Done(0));
+        }
         let mut b = Builder::new(buf, false);
         let mut present = super::packed::Matched::new(named.n);
         rewrite(&old, &mut b, 0, |e| {
