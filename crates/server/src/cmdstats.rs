@@ -17,7 +17,7 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The rows of `resp::COMMANDS`, the Redis command table.
-pub const COMMAND_ROWS: usize = 197;
+pub const COMMAND_ROWS: usize = 205;
 
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's

@@ -70,6 +70,7 @@
 #![forbid(unsafe_code)]
 mod auth;
 mod binary;
+mod blocking;
 mod cli;
 mod clientinfo;
 mod cmdstats;

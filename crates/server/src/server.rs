@@ -141,6 +141,7 @@ impl Server {
             notify: crate::keyspace::KeyspaceEvents::default(),
             scripting: crate::script::Scripting::default(),
             pause: Default::default(),
+            blocking: Default::default(),
             latency_tracking: Default::default(),
             tracking: crate::tracking::Tracking::default(),
             databases: crate::databases::Databases::new(config.databases),

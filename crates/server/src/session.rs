@@ -68,6 +68,9 @@ pub(crate) struct Session {
     /// `CLIENT REPLY SKIP`: 2 while the SKIP itself runs, 1 while the command whose reply is
     /// dropped runs, then 0.
     pub reply_skip: u8,
+    /// Commands run inside `EXEC` or a script: a blocking pop may not wait (Redis's
+    /// `CLIENT_DENY_BLOCKING`).
+    pub deny_blocking: bool,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the
@@ -94,6 +97,11 @@ pub(crate) struct Resume {
     /// The command did not run: `CLIENT PAUSE` covers it (`crate::pause`). Its worker
     /// leaves the connection off the run queue until the pause ends.
     pub parked: bool,
+    /// The parked command is a blocking pop waiting for a push (`crate::blocking`).
+    pub blocked: bool,
+    /// A blocking pop's deadline (ms; `u64::MAX` for none) and the wake-up generation it
+    /// noted before it last looked at its keys.
+    pub block: Option<(u64, u64)>,
 }
 
 impl Session {
@@ -134,6 +142,13 @@ impl Session {
     pub fn park(&mut self) {
         self.suspend(0);
         self.resume.parked = true;
+    }
+
+    /// Parks a blocking pop until a push or its deadline (`crate::blocking`).
+    #[inline]
+    pub fn block(&mut self) {
+        self.park();
+        self.resume.blocked = true;
     }
 
     /// Where a resumed command goes on; 0 for a command run the first time.

@@ -139,6 +139,8 @@ struct Loop {
     /// generation when the first was parked.
     parked: Vec<usize>,
     parked_generation: u64,
+    /// Connections whose blocking pop waits for a push (`crate::blocking`).
+    blocked: Vec<usize>,
 }
 
 /// The worker thread's body.
@@ -168,6 +170,7 @@ pub(crate) fn run(
         watching: Vec::new(),
         parked: Vec::new(),
         parked_generation: 0,
+        blocked: Vec::new(),
         mail: Vec::new(),
         held: Vec::new(),
         pushes: Vec::new(),
@@ -180,9 +183,9 @@ pub(crate) fn run(
         let timeout = if !lp.queue.is_empty() {
             Duration::ZERO
         } else if lp.parked.is_empty() {
-            TICK
+            lp.block_wait()
         } else {
-            lp.pause_wait()
+            lp.pause_wait().min(lp.block_wait())
         };
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != io::ErrorKind::Interrupted {
@@ -210,6 +213,7 @@ pub(crate) fn run(
         }
         lp.accept_new(&poll, &incoming);
         lp.unpark();
+        lp.unblock(false);
         lp.run_queue();
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
@@ -222,6 +226,8 @@ pub(crate) fn run(
         lp.deliver_mail(&poll);
         if last_tick.elapsed() >= TICK {
             last_tick = Instant::now();
+            // Blocked pops look again at each tick, whatever woke them or not.
+            lp.unblock(true);
             lp.housekeeping(&poll);
         }
         if shared.shutdown.load(Ordering::SeqCst) {
@@ -332,6 +338,7 @@ impl Loop {
                     tx: None,
                     reply_off: false,
                     reply_skip: 0,
+                    deny_blocking: false,
                 },
                 readable: true,
                 writable: true,
@@ -442,7 +449,12 @@ impl Loop {
                     // A monitor that sent RESET.
                     self.watching.retain(|&x| x != t);
                 }
-                if c.session.resume.parked && !self.parked.contains(&t) {
+                if c.session.resume.blocked && !self.blocked.contains(&t) {
+                    self.blocked.push(t);
+                } else if c.session.resume.parked
+                    && !c.session.resume.blocked
+                    && !self.parked.contains(&t)
+                {
                     if self.parked.is_empty() {
                         self.parked_generation = self.shared.pause.generation();
                     }
@@ -470,6 +482,53 @@ impl Loop {
             .pause
             .deadline(now)
             .map_or(Duration::ZERO, |end| Duration::from_millis(end - now).min(TICK))
+    }
+
+    /// How long the poll may sleep while pops are blocked: until the earliest deadline, at
+    /// most a housekeeping tick.
+    fn block_wait(&self) -> Duration {
+        let now = self.shared.now_ms();
+        self.blocked
+            .iter()
+            .filter_map(|&t| self.conns.get(t)?.as_ref()?.session.resume.block)
+            .map(|(deadline, _)| Duration::from_millis(deadline.saturating_sub(now)))
+            .fold(TICK, Duration::min)
+    }
+
+    /// Requeues the blocked pops that a push may serve (the wake-up generation moved since
+    /// they looked), whose deadline has come, or, with `all`, every one; the worker's mark
+    /// goes once none is left (`crate::blocking`).
+    fn unblock(&mut self, all: bool) {
+        if self.blocked.is_empty() {
+            return;
+        }
+        let (now, generation) = (self.shared.now_ms(), self.shared.blocking.generation());
+        let mut still = Vec::new();
+        for t in std::mem::take(&mut self.blocked) {
+            let Some(Some(c)) = self.conns.get_mut(t) else { continue };
+            if !c.session.resume.blocked {
+                continue;
+            }
+            let due = c
+                .session
+                .resume
+                .block
+                .is_none_or(|(deadline, seen)| all || seen != generation || now >= deadline);
+            if !due {
+                still.push(t);
+                continue;
+            }
+            c.session.resume.parked = false;
+            c.session.resume.blocked = false;
+            if !c.queued {
+                c.queued = true;
+                self.queue.push_back(t);
+            }
+        }
+        self.blocked = still;
+        if self.blocked.is_empty() {
+            self.shared.blocking.unmark(self.index);
+        }
     }
 
     /// Requeues the parked connections once the pause that parked them is over (its

@@ -2,7 +2,7 @@
 //! LRANGE, LTRIM, LREM, LINSERT, LPOS, LMOVE, RPOPLPUSH, LMPOP (Redis 7.0's replies). A list
 //! is packed as a hash with empty values, its elements in list order (`types::LIST`): a push
 //! at either end copies the list once (the old elements in one piece), a pop copies the rest.
-//! The blocking forms (BLPOP…) are not served yet (`docs/protocol.md`).
+//! The blocking forms (BLPOP…) are `blocking.rs`.
 
 use fridge_engine::{EngineError, TenantId, Update};
 use fridge_proto::resp::{
@@ -42,13 +42,13 @@ fn elements<'a>(l: &Hash<'a>) -> impl Iterator<Item = &'a [u8]> + use<'a> {
 
 /// Which end of a list.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum End {
+pub(super) enum End {
     Left,
     Right,
 }
 
 impl End {
-    fn parse(w: &[u8]) -> Option<End> {
+    pub(super) fn parse(w: &[u8]) -> Option<End> {
         if w.eq_ignore_ascii_case(b"left") {
             Some(End::Left)
         } else if w.eq_ignore_ascii_case(b"right") {
@@ -596,7 +596,7 @@ pub(super) fn lpos(
 
 /// Moves one element from `from` of `src` to `to` of `dst`: the element, or `None` when `src`
 /// is missing. WRONGTYPE for a `dst` of another type, checked before anything moves.
-fn move_one(
+pub(super) fn move_one(
     ctx: &mut Ctx<'_>,
     t: TenantId,
     (src, from): (&[u8], End),
@@ -682,31 +682,63 @@ pub(super) fn lmpop(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let (t, v) = (s.tenant, s.version);
-    let numkeys = match int_arg(arg(cmd, 1)) {
-        Some(n) if n > 0 => n as usize,
-        _ => return write_error(out, b"ERR numkeys should be greater than 0"),
-    };
-    if 2 + numkeys >= cmd.len() {
-        return write_error(out, SYNTAX);
+    if !lmpop_from(cmd, 1, out, s, ctx) {
+        write_null_array(out, s.version);
     }
-    let Some(end) = End::parse(arg(cmd, 2 + numkeys)) else { return write_error(out, SYNTAX) };
+}
+
+/// LMPOP from its `numkeys` argument at `at` on (BLMPOP's comes after its timeout): whether
+/// it answered (with the elements, or an error); `false` with nothing written when every
+/// list is empty.
+pub(super) fn lmpop_from(
+    cmd: &Command<'_>,
+    at: usize,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) -> bool {
+    let t = s.tenant;
+    let numkeys = match int_arg(arg(cmd, at)) {
+        Some(n) if n > 0 => n as usize,
+        _ => {
+            write_error(out, b"ERR numkeys should be greater than 0");
+            return true;
+        }
+    };
+    let first = at + 1;
+    if first + numkeys >= cmd.len() {
+        write_error(out, SYNTAX);
+        return true;
+    }
+    let Some(end) = End::parse(arg(cmd, first + numkeys)) else {
+        write_error(out, SYNTAX);
+        return true;
+    };
     let mut count = 1;
-    match cmd.len() - (3 + numkeys) {
+    match cmd.len() - (first + 1 + numkeys) {
         0 => {}
-        2 if arg(cmd, 3 + numkeys).eq_ignore_ascii_case(b"count") => {
-            match int_arg(arg(cmd, 4 + numkeys)) {
+        2 if arg(cmd, first + 1 + numkeys).eq_ignore_ascii_case(b"count") => {
+            match int_arg(arg(cmd, first + 2 + numkeys)) {
                 Some(n) if n > 0 => count = n as usize,
-                _ => return write_error(out, b"ERR count should be greater than 0"),
+                _ => {
+                    write_error(out, b"ERR count should be greater than 0");
+                    return true;
+                }
             }
         }
-        _ => return write_error(out, SYNTAX),
+        _ => {
+            write_error(out, SYNTAX);
+            return true;
+        }
     }
-    for i in 2..2 + numkeys {
+    for i in first..first + numkeys {
         let key = arg(cmd, i);
         match ctx.engine.kind(t, key) {
             None => continue,
-            Some(k) if k != LIST => return engine_error(out, EngineError::WrongKind),
+            Some(k) if k != LIST => {
+                engine_error(out, EngineError::WrongKind);
+                return true;
+            }
             Some(_) => {}
         }
         match pop(ctx, t, key, end, count) {
@@ -716,11 +748,26 @@ pub(super) fn lmpop(
                 write_bulk(out, key);
                 write_array_header(out, taken.len());
                 taken.iter().for_each(|e| write_bulk(out, e));
-                return;
+                return true;
             }
             Ok(None) => continue,
-            Err(e) => return write_failed(out, e),
+            Err(e) => {
+                write_failed(out, e);
+                return true;
+            }
         }
     }
-    write_null_array(out, v);
+    false
+}
+
+/// Pops one element from `end` of `key`'s list, with its events: `None` for no list.
+pub(super) fn pop_one(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    end: End,
+) -> Result<Option<Vec<u8>>, EngineError> {
+    let Some((mut taken, gone)) = pop(ctx, t, key, end, 1)? else { return Ok(None) };
+    popped_events(ctx, t, key, end, gone);
+    Ok(taken.pop())
 }

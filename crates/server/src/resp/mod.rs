@@ -15,6 +15,7 @@
 //! | `range.rs`      | GETRANGE, SUBSTR, SETRANGE, LCS                                   |
 //! | `hashes.rs`     | HSET, HGET, HDEL, HGETALL… HINCRBY, HRANDFIELD, HSCAN             |
 //! | `fields.rs`     | HEXPIRE…, HTTL…, HEXPIRETIME…, HPERSIST (hash field expiry)       |
+//! | `blocking.rs`   | BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP |
 //! | `lists.rs`      | LPUSH, RPUSH, LPOP, RPOP, LRANGE… LPOS, LMOVE, RPOPLPUSH, LMPOP    |
 //! | `hll.rs`        | PFADD, PFCOUNT, PFMERGE                                           |
 //! | `sets.rs`       | SADD, SREM, SISMEMBER… SPOP, SMOVE, SINTER… SDIFFSTORE, SSCAN     |
@@ -39,6 +40,7 @@
 
 mod admin;
 mod bits;
+mod blocking;
 mod catalog;
 mod command;
 mod connection;
@@ -225,6 +227,14 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("lmove", 5, WRITE | DENYOOM, (1, 2, 1), lists::lmove),
     row("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), lists::lmove),
     row("lmpop", -4, WRITE, NONE, lists::lmpop),
+    row("blpop", -3, WRITE, (1, -2, 1), blocking::blpop),
+    row("brpop", -3, WRITE, (1, -2, 1), blocking::blpop),
+    row("blmove", 6, WRITE | DENYOOM, (1, 2, 1), blocking::blmove),
+    row("brpoplpush", 4, WRITE | DENYOOM, (1, 2, 1), blocking::blmove),
+    row("blmpop", -5, WRITE, NONE, blocking::blmpop),
+    row("bzpopmin", -3, WRITE | FAST, (1, -2, 1), blocking::bzpopmin),
+    row("bzpopmax", -3, WRITE | FAST, (1, -2, 1), blocking::bzpopmin),
+    row("bzmpop", -5, WRITE, NONE, blocking::blmpop),
     row("pfadd", -2, WRITE | DENYOOM | FAST, KEY, hll::pfadd),
     row("pfcount", -2, READONLY, ALL, hll::pfcount),
     row("pfmerge", -2, WRITE | DENYOOM, ALL, hll::pfmerge),
@@ -676,6 +686,11 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
 /// (`crate::tracking`).
 #[inline]
 fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
+    use crate::keyspace::{GENERIC, LIST, ZSET};
+    // A list or sorted set that changed may serve a blocked pop.
+    if class & (LIST | ZSET | GENERIC) != 0 {
+        ctx.shared.blocking.signal(ctx.shared);
+    }
     crate::notify::changed(ctx, tenant, class, event, key);
 }
 

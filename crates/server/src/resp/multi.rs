@@ -185,6 +185,7 @@ pub(super) fn exec(
     let limits = shared.config.resp_limits();
     let mut args = r::Args::new();
     let mut pos = 0;
+    s.deny_blocking = true;
     for _ in 0..t.count {
         let rest = t.queue.get(pos..).unwrap_or_default();
         match r::parse_command(rest, &limits, &mut args) {
@@ -198,6 +199,7 @@ pub(super) fn exec(
             Err(_) => write_error(out, b"ERR internal error: unreadable queued command"),
         }
     }
+    s.deny_blocking = false;
     if over {
         out.truncate(from);
         s.closing = true;

@@ -40,7 +40,15 @@ against the dataset. You can either wait the script termination or kill the serv
 way using the SHUTDOWN NOSAVE command.";
 
 /// Commands Redis flags `noscript`, of those fridge has.
-const NOT_IN_SCRIPTS: [&str; 29] = [
+const NOT_IN_SCRIPTS: [&str; 37] = [
+    "blpop",
+    "brpop",
+    "blmove",
+    "brpoplpush",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
     "auth",
     "hello",
     "quit",
@@ -453,12 +461,14 @@ fn script_call(
     let version = s.version;
     s.version = if resp == 3 { r::Version::Resp3 } else { r::Version::Resp2 };
     let mut reply = Vec::new();
+    let deny = std::mem::replace(&mut s.deny_blocking, true);
     loop {
         run_spec(c, &cmd, &mut reply, s, ctx);
         if !s.keep_for_later() {
             break;
         }
     }
+    s.deny_blocking = deny;
     s.version = version;
     reply_to_lua(lua, &reply)
 }

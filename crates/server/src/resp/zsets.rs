@@ -1038,38 +1038,68 @@ pub(super) fn zmpop(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let (t, v) = (s.tenant, s.version);
-    let numkeys = match int_arg(arg(cmd, 1)) {
-        Some(n) if n > 0 => n as usize,
-        _ => return write_error(out, b"ERR numkeys should be greater than 0"),
-    };
-    if 2 + numkeys >= cmd.len() {
-        return write_error(out, SYNTAX);
+    if !zmpop_from(cmd, 1, out, s, ctx) {
+        write_null_array(out, s.version);
     }
-    let w = arg(cmd, 2 + numkeys);
+}
+
+/// ZMPOP from its `numkeys` argument at `at` on (BZMPOP's comes after its timeout): whether
+/// it answered (with the members, or an error); `false` with nothing written when every
+/// sorted set is empty.
+pub(super) fn zmpop_from(
+    cmd: &Command<'_>,
+    at: usize,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) -> bool {
+    let (t, v) = (s.tenant, s.version);
+    let numkeys = match int_arg(arg(cmd, at)) {
+        Some(n) if n > 0 => n as usize,
+        _ => {
+            write_error(out, b"ERR numkeys should be greater than 0");
+            return true;
+        }
+    };
+    let first = at + 1;
+    if first + numkeys >= cmd.len() {
+        write_error(out, SYNTAX);
+        return true;
+    }
+    let w = arg(cmd, first + numkeys);
     let max = if w.eq_ignore_ascii_case(b"max") {
         true
     } else if w.eq_ignore_ascii_case(b"min") {
         false
     } else {
-        return write_error(out, SYNTAX);
+        write_error(out, SYNTAX);
+        return true;
     };
     let mut count = 1;
-    match cmd.len() - (3 + numkeys) {
+    match cmd.len() - (first + 1 + numkeys) {
         0 => {}
-        2 if arg(cmd, 3 + numkeys).eq_ignore_ascii_case(b"count") => {
-            match int_arg(arg(cmd, 4 + numkeys)) {
+        2 if arg(cmd, first + 1 + numkeys).eq_ignore_ascii_case(b"count") => {
+            match int_arg(arg(cmd, first + 2 + numkeys)) {
                 Some(n) if n > 0 => count = n as usize,
-                _ => return write_error(out, b"ERR count should be greater than 0"),
+                _ => {
+                    write_error(out, b"ERR count should be greater than 0");
+                    return true;
+                }
             }
         }
-        _ => return write_error(out, SYNTAX),
+        _ => {
+            write_error(out, SYNTAX);
+            return true;
+        }
     }
-    for i in 2..2 + numkeys {
+    for i in first..first + numkeys {
         let key = arg(cmd, i);
         match ctx.engine.kind(t, key) {
             None => continue,
-            Some(k) if k != ZSET => return engine_error(out, EngineError::WrongKind),
+            Some(k) if k != ZSET => {
+                engine_error(out, EngineError::WrongKind);
+                return true;
+            }
             Some(_) => {}
         }
         match pop(ctx, t, key, max, count) {
@@ -1080,13 +1110,45 @@ pub(super) fn zmpop(
                 write_array_header(out, 2);
                 write_bulk(out, key);
                 write_scored(out, v, true, true, &items);
-                return;
+                return true;
             }
             Ok(None) => continue,
-            Err(e) => return write_failed(out, e),
+            Err(e) => {
+                write_failed(out, e);
+                return true;
+            }
         }
     }
-    write_null_array(out, v);
+    false
+}
+
+/// BZPOPMIN's pop of one member of `key` (the lowest, or the highest for `max`), answered as
+/// `[key, member, score]` with its events: whether it answered (`false`, nothing written,
+/// for no member).
+pub(super) fn pop_one(
+    _: &Command<'_>,
+    key: &[u8],
+    max: bool,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+) -> bool {
+    match pop(ctx, s.tenant, key, max, 1) {
+        Ok(Some((taken, gone))) => {
+            removed(ctx, s.tenant, key, if max { "zpopmax" } else { "zpopmin" }, taken.len(), gone);
+            let Some((member, score)) = taken.first() else { return false };
+            write_array_header(out, 3);
+            write_bulk(out, key);
+            write_bulk(out, member);
+            write_score(out, s.version, *score);
+            true
+        }
+        Ok(None) => false,
+        Err(e) => {
+            write_failed(out, e);
+            true
+        }
+    }
 }
 
 /// `ZRANDMEMBER key [count [WITHSCORES]]`.
