@@ -110,7 +110,7 @@ fn serialize_zset(value: &[u8]) -> Vec<u8> {
     write_len(&mut p, h.len());
     for e in h.iter() {
         write_string(&mut p, e.field);
-        p.extend_from_slice(e.value);
+        p.extend_from_slice(&super::zsets::score_of(&e).to_le_bytes());
     }
     finish(p)
 }
@@ -138,7 +138,11 @@ fn read_zset(p: &[u8]) -> Option<Vec<u8>> {
     let mut buf = Vec::with_capacity(p.len());
     let mut b = Builder::new(&mut buf, false);
     for (m, score) in &members {
-        b.push(Entry { field: m, value: &score.to_le_bytes(), deadline: 0 });
+        b.push(Entry {
+            field: m,
+            value: super::zsets::PackedScore::of(*score).bytes(),
+            deadline: 0,
+        });
     }
     b.finish();
     Some(buf)

@@ -57,8 +57,46 @@ fn order(a: &Scored<'_>, b: &Scored<'_>) -> Ordering {
     a.score.partial_cmp(&b.score).unwrap_or(Ordering::Equal).then_with(|| a.member.cmp(b.member))
 }
 
-fn score_of(e: &Entry<'_>) -> f64 {
-    f64::from_le_bytes(e.value.try_into().unwrap_or([0; 8]))
+/// A packed score: an integer score of up to 55 bits as the fewest little-endian bytes that
+/// sign-extend back to it (0 bytes for 0: Redis's listpack also keeps small integer scores
+/// small), any other as the 8 bytes of its float.
+pub(super) struct PackedScore {
+    bytes: [u8; 8],
+    len: usize,
+}
+
+impl PackedScore {
+    pub(super) fn of(score: f64) -> PackedScore {
+        if score.fract() == 0.0 && score.abs() < (1u64 << 55) as f64 {
+            let i = score as i64;
+            // At most 7 bytes: 8 would read back as a float.
+            if let Some(len) = (0..8).find(|&n| sign_extend(&i.to_le_bytes()[..n]) == i) {
+                return PackedScore { bytes: i.to_le_bytes(), len };
+            }
+        }
+        PackedScore { bytes: score.to_le_bytes(), len: 8 }
+    }
+
+    pub(super) fn bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
+fn sign_extend(b: &[u8]) -> i64 {
+    if b.is_empty() {
+        return 0;
+    }
+    let mut full = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 8];
+    full[..b.len()].copy_from_slice(b);
+    i64::from_le_bytes(full)
+}
+
+/// The score a packed entry holds ([`PackedScore`]).
+pub(super) fn score_of(e: &Entry<'_>) -> f64 {
+    match <[u8; 8]>::try_from(e.value) {
+        Ok(b) => f64::from_le_bytes(b),
+        Err(_) => sign_extend(e.value) as f64,
+    }
 }
 
 /// A packed sorted set's members, in order.
@@ -70,7 +108,7 @@ fn members<'a>(h: &Hash<'a>) -> Vec<Scored<'a>> {
 fn pack(buf: &mut Vec<u8>, entries: &[Scored<'_>]) -> u32 {
     let mut b = Builder::new(buf, false);
     for e in entries {
-        b.push(Entry { field: e.member, value: &e.score.to_le_bytes(), deadline: 0 });
+        b.push(Entry { field: e.member, value: PackedScore::of(e.score).bytes(), deadline: 0 });
     }
     b.finish()
 }
@@ -353,7 +391,7 @@ fn add_one(
                 if !placed && order(&new, &here) == Ordering::Less {
                     b.push(Entry {
                         field: new.member,
-                        value: &new.score.to_le_bytes(),
+                        value: PackedScore::of(new.score).bytes(),
                         deadline: 0,
                     });
                     placed = true;
@@ -370,7 +408,11 @@ fn add_one(
         }
         b.copy(old.raw(run), run_len);
         if !placed {
-            b.push(Entry { field: new.member, value: &new.score.to_le_bytes(), deadline: 0 });
+            b.push(Entry {
+                field: new.member,
+                value: PackedScore::of(new.score).bytes(),
+                deadline: 0,
+            });
         }
         b.finish();
         let added = usize::from(found.is_none());
@@ -1416,4 +1458,38 @@ pub(super) fn zunion(
     let mut items = items;
     items.sort_by(order);
     write_scored(out, s.version, withscores, false, &items);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PackedScore, score_of};
+    use crate::types::hash::Entry;
+
+    #[test]
+    fn packed_scores_read_back_exactly_and_small_integers_take_few_bytes() {
+        let big = (1u64 << 54) as f64;
+        for (score, len) in [
+            (0.0, 0),
+            (1.0, 1),
+            (-1.0, 1),
+            (127.0, 1),
+            (128.0, 2),
+            (-128.0, 1),
+            (-129.0, 2),
+            (big, 7),
+            (-big, 7),
+            (1.5, 8),
+            (-0.25, 8),
+            (f64::INFINITY, 8),
+            (f64::NEG_INFINITY, 8),
+            ((1u64 << 60) as f64, 8),
+            (1e300, 8),
+            (f64::MIN_POSITIVE, 8),
+        ] {
+            let p = PackedScore::of(score);
+            assert_eq!(p.bytes().len(), len, "{score}");
+            let e = Entry { field: b"m", value: p.bytes(), deadline: 0 };
+            assert_eq!(score_of(&e).to_bits(), score.to_bits(), "{score}");
+        }
+    }
 }
