@@ -154,6 +154,11 @@ pub struct Config {
     /// The file the configuration came from; SIGHUP and `CONFIG RELOAD` reread its tenants.
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
+    /// The engine's cleaner runs in the worker that writes, not in its own thread: between
+    /// two requests nothing changes the engine, so an in-process test can check its
+    /// invariants (`Engine::validate`). No flag or setting: for tests only.
+    #[serde(skip)]
+    pub inline_cleaner: bool,
 }
 
 impl Default for Config {
@@ -197,6 +202,7 @@ impl Default for Config {
             auth_failure_rate: 1.0,
             auth_failure_burst: 10,
             tenants: Vec::new(),
+            inline_cleaner: false,
             config_file: None,
         }
     }
@@ -305,7 +311,11 @@ impl Config {
             max_item_size: (self.max_item_size.bytes() + ITEM_OVERHEAD).min(segment_size),
             max_value_len: self.max_item_size.bytes(),
             workers_hint: self.worker_count(),
-            cleaner: fridge_engine::CleanerMode::Background,
+            cleaner: if self.inline_cleaner {
+                fridge_engine::CleanerMode::Inline
+            } else {
+                fridge_engine::CleanerMode::Background
+            },
             max_participants: self.worker_count() + 16,
             hitmap_bits_per_item: self.hitmap_bits_per_item,
             memory_includes_index: self.memory_includes_index,
