@@ -592,6 +592,25 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_payloads_with_a_good_checksum_never_panic() {
+        // RESTORE takes a client's bytes: with a valid footer, any body parses or is refused.
+        use super::finish;
+        let mut x = 0xfeed_beef_0bad_cafeu64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            let ty = [0u8, 1, 2, 4, 5][(next() % 5) as usize];
+            let mut body = vec![ty];
+            body.extend((0..next() % 48).map(|_| next() as u8));
+            let _ = deserialize(&finish(body));
+        }
+    }
+
+    #[test]
     fn a_hash_round_trips_in_rdb_s_plain_form_and_bad_hashes_do_not_restore() {
         use super::{Builder, Entry, HASH, Hash, finish, serialize_packed};
         let mut packed = Vec::new();

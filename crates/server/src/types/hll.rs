@@ -424,6 +424,49 @@ mod tests {
     }
 
     #[test]
+    fn arbitrary_values_behind_a_valid_header_never_panic() {
+        // A HyperLogLog is a string any client can SET: every read and write of one must
+        // stop at its bytes' end whatever they hold.
+        let mut x = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut valid = new_empty();
+        for i in 0..300 {
+            add(&mut valid, format!("v{i}").as_bytes()).unwrap();
+        }
+        for round in 0..5000 {
+            let mut v = if round % 2 == 0 {
+                let mut v = b"HYLL".to_vec();
+                v.push((next() % 2) as u8);
+                v.extend((0..11 + next() % 40).map(|_| next() as u8));
+                v
+            } else {
+                let mut v = valid.clone();
+                for _ in 0..1 + next() % 4 {
+                    let at = HEADER + (next() as usize % (v.len() - HEADER));
+                    v[at] = next() as u8;
+                }
+                v
+            };
+            if check(&v).is_err() {
+                continue;
+            }
+            let _ = count(&v);
+            let mut max = no_registers();
+            let _ = merge_into(&mut max, &v);
+            for e in 0..5 {
+                if add(&mut v, format!("e{e}").as_bytes()).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
+    #[test]
     fn corrupt_or_foreign_values_are_refused() {
         assert_eq!(check(b"HYLL"), Err(HllError::NotHll));
         assert_eq!(check(b"hello world, this is long"), Err(HllError::NotHll));
