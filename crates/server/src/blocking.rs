@@ -17,8 +17,6 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shared::Shared;
-
 /// The blocked clients' wake-ups (see the module doc).
 #[derive(Debug, Default)]
 pub(crate) struct Blocking {
@@ -45,17 +43,18 @@ impl Blocking {
         self.workers.fetch_and(!(1 << (w % 64)), Ordering::AcqRel);
     }
 
-    /// A list or sorted set may have changed: wakes the workers with blocked connections.
+    /// A list or sorted set may have changed: calls `wake` for each of the `workers` that
+    /// holds blocked connections.
     #[inline]
-    pub(crate) fn signal(&self, shared: &Shared) {
+    pub(crate) fn signal(&self, workers: usize, wake: impl Fn(usize)) {
         let marked = self.workers.load(Ordering::Acquire);
         if marked == 0 {
             return;
         }
         self.generation.fetch_add(1, Ordering::AcqRel);
-        for w in 0..shared.workers.len() {
+        for w in 0..workers {
             if marked & (1 << (w % 64)) != 0 {
-                shared.wake(w);
+                wake(w);
             }
         }
     }

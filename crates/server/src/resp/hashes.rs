@@ -15,12 +15,11 @@ use fridge_proto::resp::{
     write_null, write_simple, write_wrong_arity,
 };
 
-use super::glob::glob_match;
 use super::packed::{
-    Edit, FEW, Matched, Named, Rng, ScanOptions, random_picks, rewrite, scan_page,
+    Edit, FEW, Matched, Named, Rng, ScanOptions, random_picks, rewrite, scan_select, write_scan,
 };
-use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify, notify_only};
-use crate::keyspace::{GENERIC, HASH as HASH_EVENTS, KEY_MISS};
+use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
+use crate::keyspace::{GENERIC, HASH as HASH_EVENTS};
 use crate::session::{Ctx, Session};
 use crate::types::HASH;
 use crate::types::hash::{Builder, Entry, Hash, same};
@@ -199,14 +198,7 @@ fn read_hash(
     on_miss: impl FnOnce(&mut Vec<u8>),
 ) {
     let now = now_ms(ctx);
-    match ctx.engine.get_kind(t, key, HASH, |item| f(out, Hash::new(item.value), now)) {
-        Ok(Some(())) => {}
-        Ok(None) => {
-            notify_only(ctx, t, KEY_MISS, "keymiss", key);
-            on_miss(out);
-        }
-        Err(e) => engine_error(out, e),
-    }
+    super::packed::read(out, ctx, (t, key, HASH), |out, h| f(out, h, now), on_miss);
 }
 
 /// `HGET key field`.
@@ -567,32 +559,23 @@ pub(super) fn hscan(
         Ok(o) => o,
         Err(e) => return write_error(out, e),
     };
-    let keep = |e: &Entry<'_>| o.pattern.is_none_or(|p| glob_match(p, e.field));
-    let write = |out: &mut Vec<u8>, next: u64, picked: &[Entry<'_>]| {
-        write_array_header(out, 2);
-        write_bulk(out, next.to_string().as_bytes());
-        write_array_header(out, picked.len() * if o.values { 2 } else { 1 });
-        for e in picked {
-            write_bulk(out, e.field);
-            if o.values {
-                write_bulk(out, e.value);
-            }
-        }
-    };
+    let per = if o.values { 2 } else { 1 };
     read_hash(
         out,
         ctx,
         s.tenant,
         arg(cmd, 1),
         |out, h, now| {
-            if is_listpack(&h) {
-                let all: Vec<Entry<'_>> = h.live(now).filter(keep).collect();
-                return write(out, 0, &all);
-            }
-            let (next_cursor, page) = scan_page(h.live(now), h.len(), o.cursor, o.count);
-            let entries: Vec<Entry<'_>> = page.into_iter().filter(|e| keep(e)).collect();
-            write(out, next_cursor, &entries);
+            let (next, page) = scan_select(h.live(now), h.len(), is_listpack(&h), &o);
+            write_scan(out, next, per * page.len(), |out| {
+                for e in &page {
+                    write_bulk(out, e.field);
+                    if o.values {
+                        write_bulk(out, e.value);
+                    }
+                }
+            });
         },
-        |out| write(out, 0, &[]),
+        |out| write_scan(out, 0, 0, |_| ()),
     );
 }

@@ -242,14 +242,7 @@ fn read_list(
     f: impl FnOnce(&mut Vec<u8>, Hash<'_>),
     on_miss: impl FnOnce(&mut Vec<u8>),
 ) {
-    match ctx.engine.get_kind(t, key, LIST, |item| f(out, Hash::new(item.value))) {
-        Ok(Some(())) => {}
-        Ok(None) => {
-            notify_only(ctx, t, KEY_MISS, "keymiss", key);
-            on_miss(out);
-        }
-        Err(e) => engine_error(out, e),
-    }
+    super::packed::read(out, ctx, (t, key, LIST), f, on_miss);
 }
 
 /// `LLEN key`.
@@ -698,40 +691,15 @@ pub(super) fn lmpop_from(
     ctx: &mut Ctx<'_>,
 ) -> bool {
     let t = s.tenant;
-    let numkeys = match int_arg(arg(cmd, at)) {
-        Some(n) if n > 0 => n as usize,
-        _ => {
-            write_error(out, b"ERR numkeys should be greater than 0");
+    let (keys, left, count) = match super::packed::parse_mpop(cmd, at, (b"left", b"right")) {
+        Ok(m) => (m.keys, m.first_word, m.count),
+        Err(e) => {
+            write_error(out, e);
             return true;
         }
     };
-    let first = at + 1;
-    if first + numkeys >= cmd.len() {
-        write_error(out, SYNTAX);
-        return true;
-    }
-    let Some(end) = End::parse(arg(cmd, first + numkeys)) else {
-        write_error(out, SYNTAX);
-        return true;
-    };
-    let mut count = 1;
-    match cmd.len() - (first + 1 + numkeys) {
-        0 => {}
-        2 if arg(cmd, first + 1 + numkeys).eq_ignore_ascii_case(b"count") => {
-            match int_arg(arg(cmd, first + 2 + numkeys)) {
-                Some(n) if n > 0 => count = n as usize,
-                _ => {
-                    write_error(out, b"ERR count should be greater than 0");
-                    return true;
-                }
-            }
-        }
-        _ => {
-            write_error(out, SYNTAX);
-            return true;
-        }
-    }
-    for i in first..first + numkeys {
+    let end = if left { End::Left } else { End::Right };
+    for i in keys {
         let key = arg(cmd, i);
         match ctx.engine.kind(t, key) {
             None => continue,

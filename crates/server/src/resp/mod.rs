@@ -689,7 +689,8 @@ fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u
     use crate::keyspace::{GENERIC, LIST, ZSET};
     // A list or sorted set that changed may serve a blocked pop.
     if class & (LIST | ZSET | GENERIC) != 0 {
-        ctx.shared.blocking.signal(ctx.shared);
+        let shared = ctx.shared;
+        shared.blocking.signal(shared.workers.len(), |w| shared.wake(w));
     }
     crate::notify::changed(ctx, tenant, class, event, key);
 }

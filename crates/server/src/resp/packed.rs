@@ -7,7 +7,12 @@ use std::hash::{BuildHasher, Hasher};
 
 use fridge_proto::resp::Command;
 
-use super::{NOT_INTEGER, SYNTAX, int_arg};
+use fridge_engine::{Kind, TenantId};
+
+use super::glob::glob_match;
+use super::{NOT_INTEGER, SYNTAX, engine_error, int_arg, notify_only};
+use crate::keyspace::KEY_MISS;
+use crate::session::Ctx;
 use crate::types::hash::{Builder, Entry, Hash, same};
 
 fn arg<'c>(cmd: &Command<'c>, i: usize) -> &'c [u8] {
@@ -179,6 +184,94 @@ pub(super) fn scan_order(field: &[u8]) -> u64 {
 /// Calls HSCAN or SSCAN makes at most over a large hash, whatever its COUNT: each call returns at
 /// least 1/`SCAN_CALLS` of the fields, so a whole scan costs O(fields), not O(fields²/COUNT).
 const SCAN_CALLS: usize = 64;
+
+/// Reads `key`'s collection of `kind` into `f`, or answers WRONGTYPE; for a missing key
+/// `on_miss` writes the reply (after a `keymiss` notification).
+pub(super) fn read(
+    out: &mut Vec<u8>,
+    ctx: &mut Ctx<'_>,
+    (t, key, kind): (TenantId, &[u8], Kind),
+    f: impl FnOnce(&mut Vec<u8>, Hash<'_>),
+    on_miss: impl FnOnce(&mut Vec<u8>),
+) {
+    match ctx.engine.get_kind(t, key, kind, |item| f(out, Hash::new(item.value))) {
+        Ok(Some(())) => {}
+        Ok(None) => {
+            notify_only(ctx, t, KEY_MISS, "keymiss", key);
+            on_miss(out);
+        }
+        Err(e) => engine_error(out, e),
+    }
+}
+
+/// What a scan returns of `entries` (a collection of `len`): all of them, with cursor 0, for
+/// a collection Redis would keep small (`whole`), else one [`scan_page`]; then those whose
+/// field `MATCH`es.
+pub(super) fn scan_select<'a>(
+    entries: impl Iterator<Item = Entry<'a>>,
+    len: usize,
+    whole: bool,
+    o: &ScanOptions<'_>,
+) -> (u64, Vec<Entry<'a>>) {
+    let keep = |e: &Entry<'_>| o.pattern.is_none_or(|p| glob_match(p, e.field));
+    if whole {
+        return (0, entries.filter(keep).collect());
+    }
+    let (next, page) = scan_page(entries, len, o.cursor, o.count);
+    (next, page.into_iter().filter(keep).collect())
+}
+
+/// A scan's reply: the next cursor, then `n` strings that `body` writes.
+pub(super) fn write_scan(out: &mut Vec<u8>, next: u64, n: usize, body: impl FnOnce(&mut Vec<u8>)) {
+    fridge_proto::resp::write_array_header(out, 2);
+    fridge_proto::resp::write_bulk(out, next.to_string().as_bytes());
+    fridge_proto::resp::write_array_header(out, n);
+    body(out);
+}
+
+/// Where LMPOP's and ZMPOP's arguments are: `numkeys key [key …] WHERE [COUNT count]` from
+/// `at` on, `WHERE` one of `words` (`Ok.1`: whether it is the first).
+pub(super) struct Mpop {
+    pub keys: std::ops::Range<usize>,
+    pub first_word: bool,
+    pub count: usize,
+}
+
+/// Parses [`Mpop`]'s arguments with Redis 7.0's errors.
+pub(super) fn parse_mpop(
+    cmd: &Command<'_>,
+    at: usize,
+    words: (&[u8], &[u8]),
+) -> Result<Mpop, &'static [u8]> {
+    let numkeys = match int_arg(arg(cmd, at)) {
+        Some(n) if n > 0 => n as usize,
+        _ => return Err(b"ERR numkeys should be greater than 0"),
+    };
+    let first = at + 1;
+    if first + numkeys >= cmd.len() {
+        return Err(SYNTAX);
+    }
+    let w = arg(cmd, first + numkeys);
+    let first_word = if w.eq_ignore_ascii_case(words.0) {
+        true
+    } else if w.eq_ignore_ascii_case(words.1) {
+        false
+    } else {
+        return Err(SYNTAX);
+    };
+    let mut count = 1;
+    match cmd.len() - (first + 1 + numkeys) {
+        0 => {}
+        2 if arg(cmd, first + 1 + numkeys).eq_ignore_ascii_case(b"count") => {
+            match int_arg(arg(cmd, first + 2 + numkeys)) {
+                Some(n) if n > 0 => count = n as usize,
+                _ => return Err(b"ERR count should be greater than 0"),
+            }
+        }
+        _ => return Err(SYNTAX),
+    }
+    Ok(Mpop { keys: first..first + numkeys, first_word, count })
+}
 
 /// `count` random picks among `n` entries, as Redis's HRANDFIELD and SRANDMEMBER choose
 /// them: distinct ones (`unique`; all of them when `count` is at least `n`) or `count` with

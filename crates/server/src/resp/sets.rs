@@ -15,10 +15,11 @@ use fridge_proto::resp::{
     write_set_header,
 };
 
-use super::glob::glob_match;
-use super::packed::{Edit, Named, Rng, ScanOptions, random_picks, rewrite, scan_page};
-use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify, notify_only};
-use crate::keyspace::{GENERIC, KEY_MISS, SET as SET_EVENTS};
+use super::packed::{
+    Edit, Named, Rng, ScanOptions, random_picks, rewrite, scan_select, write_scan,
+};
+use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
+use crate::keyspace::{GENERIC, SET as SET_EVENTS};
 use crate::session::{Ctx, Session};
 use crate::types::SET;
 use crate::types::hash::{Builder, Entry, Hash};
@@ -59,14 +60,7 @@ fn read_set(
     f: impl FnOnce(&mut Vec<u8>, Hash<'_>),
     on_miss: impl FnOnce(&mut Vec<u8>),
 ) {
-    match ctx.engine.get_kind(t, key, SET, |item| f(out, Hash::new(item.value))) {
-        Ok(Some(())) => {}
-        Ok(None) => {
-            notify_only(ctx, t, KEY_MISS, "keymiss", key);
-            on_miss(out);
-        }
-        Err(e) => engine_error(out, e),
-    }
+    super::packed::read(out, ctx, (t, key, SET), f, on_miss);
 }
 
 /// `key`'s members, copied; `None` for a missing key.
@@ -623,27 +617,17 @@ pub(super) fn sscan(
         Ok(o) => o,
         Err(e) => return write_error(out, e),
     };
-    let keep = |e: &Entry<'_>| o.pattern.is_none_or(|p| glob_match(p, e.field));
-    let write = |out: &mut Vec<u8>, next: u64, page: &[Entry<'_>]| {
-        write_array_header(out, 2);
-        write_bulk(out, next.to_string().as_bytes());
-        write_array_header(out, page.len());
-        page.iter().for_each(|e| write_bulk(out, e.field));
-    };
     read_set(
         out,
         ctx,
         s.tenant,
         arg(cmd, 1),
         |out, h| {
-            if is_intset(&h) {
-                let all: Vec<Entry<'_>> = h.iter().filter(keep).collect();
-                return write(out, 0, &all);
-            }
-            let (next, page) = scan_page(h.iter(), h.len(), o.cursor, o.count);
-            let page: Vec<Entry<'_>> = page.into_iter().filter(|e| keep(e)).collect();
-            write(out, next, &page);
+            let (next, page) = scan_select(h.iter(), h.len(), is_intset(&h), &o);
+            write_scan(out, next, page.len(), |out| {
+                page.iter().for_each(|e| write_bulk(out, e.field))
+            });
         },
-        |out| write(out, 0, &[]),
+        |out| write_scan(out, 0, 0, |_| ()),
     );
 }

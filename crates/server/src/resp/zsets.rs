@@ -17,10 +17,9 @@ use fridge_proto::resp::{
     write_null_array,
 };
 
-use super::glob::glob_match;
-use super::packed::{Rng, ScanOptions, random_picks, scan_page};
-use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify, notify_only};
-use crate::keyspace::{GENERIC, KEY_MISS, ZSET as ZSET_EVENTS};
+use super::packed::{Rng, ScanOptions, random_picks, scan_select, write_scan};
+use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
+use crate::keyspace::{GENERIC, ZSET as ZSET_EVENTS};
 use crate::session::{Ctx, Session};
 use crate::types::hash::{Builder, Entry, Hash};
 use crate::types::{SET, ZSET};
@@ -157,14 +156,7 @@ fn read_zset(
     f: impl FnOnce(&mut Vec<u8>, Hash<'_>),
     on_miss: impl FnOnce(&mut Vec<u8>),
 ) {
-    match ctx.engine.get_kind(t, key, ZSET, |item| f(out, Hash::new(item.value))) {
-        Ok(Some(())) => {}
-        Ok(None) => {
-            notify_only(ctx, t, KEY_MISS, "keymiss", key);
-            on_miss(out);
-        }
-        Err(e) => engine_error(out, e),
-    }
+    super::packed::read(out, ctx, (t, key, ZSET), f, on_miss);
 }
 
 /// Rewrites `key`'s sorted set through `f`, which gets its members in order and returns the
@@ -1096,45 +1088,14 @@ pub(super) fn zmpop_from(
     ctx: &mut Ctx<'_>,
 ) -> bool {
     let (t, v) = (s.tenant, s.version);
-    let numkeys = match int_arg(arg(cmd, at)) {
-        Some(n) if n > 0 => n as usize,
-        _ => {
-            write_error(out, b"ERR numkeys should be greater than 0");
+    let (keys, max, count) = match super::packed::parse_mpop(cmd, at, (b"max", b"min")) {
+        Ok(m) => (m.keys, m.first_word, m.count),
+        Err(e) => {
+            write_error(out, e);
             return true;
         }
     };
-    let first = at + 1;
-    if first + numkeys >= cmd.len() {
-        write_error(out, SYNTAX);
-        return true;
-    }
-    let w = arg(cmd, first + numkeys);
-    let max = if w.eq_ignore_ascii_case(b"max") {
-        true
-    } else if w.eq_ignore_ascii_case(b"min") {
-        false
-    } else {
-        write_error(out, SYNTAX);
-        return true;
-    };
-    let mut count = 1;
-    match cmd.len() - (first + 1 + numkeys) {
-        0 => {}
-        2 if arg(cmd, first + 1 + numkeys).eq_ignore_ascii_case(b"count") => {
-            match int_arg(arg(cmd, first + 2 + numkeys)) {
-                Some(n) if n > 0 => count = n as usize,
-                _ => {
-                    write_error(out, b"ERR count should be greater than 0");
-                    return true;
-                }
-            }
-        }
-        _ => {
-            write_error(out, SYNTAX);
-            return true;
-        }
-    }
-    for i in first..first + numkeys {
+    for i in keys {
         let key = arg(cmd, i);
         match ctx.engine.kind(t, key) {
             None => continue,
@@ -1260,33 +1221,23 @@ pub(super) fn zscan(
         Ok(o) => o,
         Err(e) => return write_error(out, e),
     };
-    let keep = |e: &Entry<'_>| o.pattern.is_none_or(|p| glob_match(p, e.field));
-    let write = |out: &mut Vec<u8>, next: u64, page: &[Entry<'_>]| {
-        write_array_header(out, 2);
-        write_bulk(out, next.to_string().as_bytes());
-        write_array_header(out, 2 * page.len());
-        for e in page {
-            write_bulk(out, e.field);
-            let mut text = Vec::with_capacity(24);
-            write_g17(&mut text, score_of(e));
-            write_bulk(out, &text);
-        }
-    };
     read_zset(
         out,
         ctx,
         s.tenant,
         arg(cmd, 1),
         |out, h| {
-            if is_listpack(&h) {
-                let all: Vec<Entry<'_>> = h.iter().filter(keep).collect();
-                return write(out, 0, &all);
-            }
-            let (next, page) = scan_page(h.iter(), h.len(), o.cursor, o.count);
-            let page: Vec<Entry<'_>> = page.into_iter().filter(|e| keep(e)).collect();
-            write(out, next, &page);
+            let (next, page) = scan_select(h.iter(), h.len(), is_listpack(&h), &o);
+            write_scan(out, next, 2 * page.len(), |out| {
+                for e in &page {
+                    write_bulk(out, e.field);
+                    let mut text = Vec::with_capacity(24);
+                    write_g17(&mut text, score_of(e));
+                    write_bulk(out, &text);
+                }
+            });
         },
-        |out| write(out, 0, &[]),
+        |out| write_scan(out, 0, 0, |_| ()),
     );
 }
 
