@@ -47,6 +47,25 @@ fn write_failed(out: &mut Vec<u8>, e: EngineError) {
     }
 }
 
+/// HSET of one field, the common case: the field found by one tight pass, the new hash
+/// written as the old one with that entry replaced (or one appended). Returns whether the
+/// field was created.
+fn set_one(cur: Option<&[u8]>, field: &[u8], value: &[u8], now: u64, buf: &mut Vec<u8>) -> usize {
+    let old = Hash::new(cur.unwrap_or_default());
+    // A field set again loses its deadline (Redis: HSET persists the field).
+    let new = Entry { field, value, deadline: 0 };
+    match old.find(field) {
+        Some((span, e)) => {
+            old.with_replaced(span, new, buf);
+            usize::from(e.expired(now))
+        }
+        None => {
+            old.with_appended(new, buf);
+            1
+        }
+    }
+}
+
 /// Sets the fields `named` names to their values (the last mention wins) in the hash `cur`
 /// into `buf`. Returns the number of fields created.
 fn set_fields(cur: Option<&[u8]>, named: &Named<'_>, now: u64, buf: &mut Vec<u8>) -> usize {
@@ -93,7 +112,11 @@ pub(super) fn hset(
     let (t, key, now) = (s.tenant, arg(cmd, 1), now_ms(ctx));
     let named = Named::new(cmd, 2, 2);
     let r = ctx.engine.update_kind(t, key, HASH, |cur, buf| {
-        let created = set_fields(cur.map(|c| c.value), &named, now, buf);
+        let created = if named.n == 1 {
+            set_one(cur.map(|c| c.value), named.field(0), named.value(0), now, buf)
+        } else {
+            set_fields(cur.map(|c| c.value), &named, now, buf)
+        };
         let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
         Ok(Update::Write { flags: 0, expires_at_ms, result: created })
     });

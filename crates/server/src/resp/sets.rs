@@ -94,6 +94,12 @@ pub(super) fn sadd(
         {
             return Ok(Update::Done(0));
         }
+        let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
+        if named.n == 1 {
+            // One member the set lacks (just checked): appended to a copy.
+            old.with_appended(member(named.field(0)), buf);
+            return Ok(Update::Write { flags: 0, expires_at_ms, result: 1 });
+        }
         let mut b = Builder::new(buf, false);
         let mut present = super::packed::Matched::new(named.n);
         rewrite(&old, &mut b, 0, |e| {
@@ -114,7 +120,6 @@ pub(super) fn sadd(
         if added == 0 && cur.is_some() {
             return Ok(Update::Done(0));
         }
-        let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
         Ok(Update::Write { flags: 0, expires_at_ms, result: added })
     });
     match r {

@@ -346,11 +346,8 @@ fn add_one(
             return Ok(Update::Done(None));
         }
         let old = Hash::new(cur.map_or(&[][..], |c| c.value));
-        let found = old
-            .spans()
-            .enumerate()
-            .find(|(_, (_, e))| e.field == a.member)
-            .map(|(i, (_, e))| (i, score_of(&e)));
+        // The old entry, by where it starts.
+        let found = old.find(a.member).map(|(span, e)| (span.start, score_of(&e)));
         let score = match found {
             Some(_) if f.nx => return Ok(Update::Done(Some(((0, 0, None), false)))),
             Some((_, old)) => {
@@ -374,9 +371,9 @@ fn add_one(
         let mut b = Builder::new(buf, false);
         // The runs before and after the new place (less the old entry) are copied whole.
         let (mut run, mut run_len, mut placed) = (0..0, 0, false);
-        for (i, (span, e)) in old.spans().enumerate() {
+        for (span, e) in old.spans() {
             let here = Scored { member: e.field, score: score_of(&e) };
-            let dropped = found.is_some_and(|(d, _)| d == i);
+            let dropped = found.is_some_and(|(d, _)| d == span.start);
             if (!placed && order(&new, &here) == Ordering::Less) || dropped {
                 b.copy(old.raw(run.clone()), run_len);
                 (run, run_len) = (span.end..span.end, 0);

@@ -71,10 +71,13 @@ impl<'a> Reader<'a> {
         Reader { bytes: value, pos: HEADER_LEN.min(value.len()) }
     }
 
-    /// The next string, `None` at the end or where the bytes are malformed (and from then
-    /// on).
-    #[inline]
-    pub(crate) fn str(&mut self) -> Option<&'a [u8]> {
+    /// A reader at `pos` of `value`.
+    pub(crate) fn at(value: &'a [u8], pos: usize) -> Reader<'a> {
+        Reader { bytes: value, pos }
+    }
+
+    /// The next string's length, its bytes left unread (the reader stands at them).
+    pub(crate) fn str_len(&mut self) -> Option<usize> {
         let mut n = 0usize;
         let mut shift = 0;
         loop {
@@ -82,7 +85,7 @@ impl<'a> Reader<'a> {
             self.pos += 1;
             n |= usize::from(b & 0x7F) << shift;
             if b & 0x80 == 0 {
-                break;
+                return Some(n);
             }
             shift += 7;
             if shift > 28 {
@@ -90,6 +93,13 @@ impl<'a> Reader<'a> {
                 return None;
             }
         }
+    }
+
+    /// The next string, `None` at the end or where the bytes are malformed (and from then
+    /// on).
+    #[inline]
+    pub(crate) fn str(&mut self) -> Option<&'a [u8]> {
+        let n = self.str_len()?;
         let Some(s) = self.bytes.get(self.pos..self.pos.saturating_add(n)) else {
             self.pos = self.bytes.len();
             return None;
