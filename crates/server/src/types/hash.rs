@@ -77,12 +77,34 @@ impl<'a> Hash<'a> {
     pub(crate) fn spans(
         &self,
     ) -> impl Iterator<Item = (std::ops::Range<usize>, Entry<'a>)> + use<'a> {
-        let mut entries = self.iter();
+        let (hash, mut p, mut left) = (*self, pack::HEADER_LEN.min(self.bytes.len()), self.count);
         std::iter::from_fn(move || {
-            let start = entries.reader.pos();
-            let e = entries.next()?;
-            Some((start..entries.reader.pos(), e))
+            if left == 0 {
+                return None;
+            }
+            left -= 1;
+            let (span, e) = hash.entry_at(p)?;
+            p = span.end;
+            Some((span, e))
         })
+    }
+
+    /// The entry that starts at `p` and where it ends, `None` past the bytes: lengths read
+    /// in one byte where they fit (the tight path every walk takes).
+    #[inline]
+    fn entry_at(&self, p: usize) -> Option<(std::ops::Range<usize>, Entry<'a>)> {
+        let b = self.bytes;
+        let (flen, f) = length(b, p)?;
+        let fend = f.checked_add(flen)?;
+        let (vlen, v) = length(b, fend)?;
+        let vend = v.checked_add(vlen)?;
+        let end = if self.timed { vend.checked_add(8)? } else { vend };
+        if end > b.len() {
+            return None;
+        }
+        let deadline =
+            if self.timed { u64::from_le_bytes(b[vend..end].try_into().ok()?) } else { 0 };
+        Some((p..end, Entry { field: &b[f..fend], value: &b[v..vend], deadline }))
     }
 
     /// All the entries, packed (for a writer that keeps them all, [`Builder::copy`]).
@@ -109,27 +131,7 @@ impl<'a> Hash<'a> {
     /// pass that compares lengths before bytes and skips values unread (the lookup every
     /// single-field command makes; ~3× the speed of walking [`Hash::iter`]).
     pub(crate) fn find(&self, field: &[u8]) -> Option<(std::ops::Range<usize>, Entry<'a>)> {
-        let b = self.bytes;
-        let mut p = pack::HEADER_LEN.min(b.len());
-        for _ in 0..self.count {
-            let start = p;
-            let (flen, f) = length(b, p)?;
-            let fend = f.checked_add(flen)?;
-            let (vlen, v) = length(b, fend)?;
-            let vend = v.checked_add(vlen)?;
-            let end = if self.timed { vend.checked_add(8)? } else { vend };
-            if end > b.len() {
-                return None;
-            }
-            if flen == field.len() && same(&b[f..fend], field) {
-                let deadline =
-                    if self.timed { u64::from_le_bytes(b[vend..end].try_into().ok()?) } else { 0 };
-                let e = Entry { field: &b[f..fend], value: &b[v..vend], deadline };
-                return Some((start..end, e));
-            }
-            p = end;
-        }
-        None
+        self.spans().find(|(_, e)| e.field.len() == field.len() && same(e.field, field))
     }
 }
 
