@@ -16,7 +16,8 @@ use fridge_proto::resp::{
 };
 
 use super::packed::{
-    Edit, FEW, Matched, Named, Rng, ScanOptions, random_picks, rewrite, scan_select, write_scan,
+    Edit, FEW, Matched, Named, ScanOptions, random_picks, rewrite, scan_select, write_random_field,
+    write_scan,
 };
 use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, HASH as HASH_EVENTS};
@@ -502,13 +503,7 @@ pub(super) fn hrandfield(
             ctx,
             t,
             key,
-            |out, h, now| {
-                let live: Vec<Entry<'_>> = h.live(now).collect();
-                match live.len() {
-                    0 => write_null(out, v),
-                    n => write_bulk(out, live[Rng::new().below(n)].field),
-                }
-            },
+            |out, h, now| write_random_field(out, v, h.live(now)),
             |out| write_null(out, v),
         );
     }

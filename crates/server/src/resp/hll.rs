@@ -67,15 +67,15 @@ pub(super) fn pfadd(
 }
 
 /// Reads the HyperLogLogs at `keys` into `max` (missing keys are empty): whether any was dense.
-fn merge(
+fn merge<'k>(
     ctx: &mut Ctx<'_>,
     t: TenantId,
-    keys: impl Iterator<Item = Vec<u8>>,
+    keys: impl Iterator<Item = &'k [u8]>,
     max: &mut [u8; 1 << 14],
 ) -> Result<bool, Result<HllError, EngineError>> {
     let mut dense = false;
     for key in keys {
-        let r = ctx.engine.get_kind(t, &key, Kind::STRING, |i| {
+        let r = ctx.engine.get_kind(t, key, Kind::STRING, |i| {
             hll::check(i.value)?;
             hll::merge_into(max, i.value)?;
             Ok(hll::is_dense(i.value))
@@ -102,7 +102,7 @@ pub(super) fn pfcount(
     let t = s.tenant;
     if cmd.len() > 2 {
         let mut max = hll::no_registers();
-        return match merge(ctx, t, (1..cmd.len()).map(|i| arg(cmd, i).to_vec()), &mut max) {
+        return match merge(ctx, t, (1..cmd.len()).map(|i| arg(cmd, i)), &mut max) {
             Ok(_) => write_integer(out, hll::count_registers(&max[..]) as i64),
             Err(Ok(e)) => hll_error(out, e),
             Err(Err(e)) => engine_error(out, e),
@@ -144,7 +144,7 @@ pub(super) fn pfmerge(
 ) {
     let (t, dst) = (s.tenant, arg(cmd, 1));
     let mut max = hll::no_registers();
-    let dense = match merge(ctx, t, (1..cmd.len()).map(|i| arg(cmd, i).to_vec()), &mut max) {
+    let dense = match merge(ctx, t, (1..cmd.len()).map(|i| arg(cmd, i)), &mut max) {
         Ok(dense) => dense,
         Err(Ok(e)) => return hll_error(out, e),
         Err(Err(e)) => return engine_error(out, e),

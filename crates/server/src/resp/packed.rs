@@ -273,6 +273,22 @@ pub(super) fn parse_mpop(
     Ok(Mpop { keys: first..first + numkeys, first_word, count })
 }
 
+/// One random entry's field (HRANDFIELD, SRANDMEMBER, ZRANDMEMBER without a count), or nil for
+/// none: the entries are walked twice (to count, then to the pick), nothing is collected.
+pub(super) fn write_random_field<'a>(
+    out: &mut Vec<u8>,
+    v: fridge_proto::resp::Version,
+    entries: impl Iterator<Item = Entry<'a>> + Clone,
+) {
+    match entries.clone().count() {
+        0 => fridge_proto::resp::write_null(out, v),
+        n => {
+            let pick = entries.clone().nth(Rng::new().below(n));
+            fridge_proto::resp::write_bulk(out, pick.map_or(&[][..], |e| e.field));
+        }
+    }
+}
+
 /// `count` random picks among `n` entries, as Redis's HRANDFIELD and SRANDMEMBER choose
 /// them: distinct ones (`unique`; all of them when `count` is at least `n`) or `count` with
 /// repetition.

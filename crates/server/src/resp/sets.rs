@@ -16,7 +16,7 @@ use fridge_proto::resp::{
 };
 
 use super::packed::{
-    Edit, Named, Rng, ScanOptions, random_picks, rewrite, scan_select, write_scan,
+    Edit, Named, ScanOptions, random_picks, rewrite, scan_select, write_random_field, write_scan,
 };
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, SET as SET_EVENTS};
@@ -311,13 +311,7 @@ pub(super) fn srandmember(
             ctx,
             t,
             key,
-            |out, h| {
-                let all: Vec<&[u8]> = h.iter().map(|e| e.field).collect();
-                match all.len() {
-                    0 => write_null(out, v),
-                    n => write_bulk(out, all[Rng::new().below(n)]),
-                }
-            },
+            |out, h| write_random_field(out, v, h.iter()),
             |out| write_null(out, v),
         );
     }

@@ -3,7 +3,7 @@
 //! WITHSCORES) and its older forms, ZRANGESTORE, ZREMRANGEBYRANK/SCORE/LEX, ZPOPMIN, ZPOPMAX,
 //! ZMPOP, ZRANDMEMBER, ZSCAN, ZUNION, ZINTER, ZDIFF (and their STOREs), ZINTERCARD.
 //!
-//! A sorted set is packed as a hash of members and their scores (8-byte little-endian floats)
+//! A sorted set is packed as a hash of members and their scores ([`PackedScore`])
 //! kept in the order of (score, member), so a range by rank or by score is a walk from the
 //! start, and a write builds the new order in one pass over the old (`types::ZSET`).
 
@@ -17,7 +17,7 @@ use fridge_proto::resp::{
     write_null_array,
 };
 
-use super::packed::{Rng, ScanOptions, random_picks, scan_select, write_scan};
+use super::packed::{ScanOptions, random_picks, scan_select, write_random_field, write_scan};
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, ZSET as ZSET_EVENTS};
 use crate::session::{Ctx, Session};
@@ -240,7 +240,7 @@ pub(super) fn zadd(
     let mut adds = Vec::with_capacity(pairs / 2);
     for j in (i..cmd.len()).step_by(2) {
         let Some(score) = parse_redis_f64(arg(cmd, j)) else { return write_error(out, NOT_FLOAT) };
-        // -0 is stored as 0 (Redis's listpack keeps scores as text, "0").
+        // -0 is stored as 0: redis-server 7.0.15 answers `0` for it (checked side by side).
         adds.push(Scored { member: arg(cmd, j + 1), score: score + 0.0 });
     }
     let flags = Flags { nx, xx, gt, lt, incr };
@@ -1166,13 +1166,7 @@ pub(super) fn zrandmember(
             ctx,
             t,
             key,
-            |out, h| {
-                let all = members(&h);
-                match all.len() {
-                    0 => write_null(out, v),
-                    n => write_bulk(out, all[Rng::new().below(n)].member),
-                }
-            },
+            |out, h| write_random_field(out, v, h.iter()),
             |out| write_null(out, v),
         );
     }

@@ -395,8 +395,8 @@ mod tests {
 
     #[test]
     fn a_fresh_hyperloglog_is_redis_s_18_bytes() {
-        // `PFADD k` then `GET k` on redis-server 7.0.15 (before its cache is invalidated):
-        // HYLL, sparse, a zero cache, one XZERO over the 16,384 registers. The hash and the
+        // Redis's `createHLLObject`: HYLL, sparse, a zero cache, one XZERO over the 16,384
+        // registers (PFADD then marks the cache stale). The hash, the new key's bytes and the
         // sparse and dense updates are checked byte for byte against redis-server in
         // `tests/python/test_redis_hll.py`.
         assert_eq!(new_empty(), b"HYLL\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x7f\xff");

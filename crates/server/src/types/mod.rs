@@ -19,8 +19,8 @@ use fridge_engine::Kind;
 pub(crate) const HASH: Kind = Kind(1);
 /// A Redis list: packed as a hash whose values are empty, its elements in list order.
 pub(crate) const LIST: Kind = Kind(2);
-/// A Redis sorted set: packed as a hash of members and their scores (8-byte floats), in the
-/// order of (score, member).
+/// A Redis sorted set: packed as a hash of members and their scores
+/// (`resp::zsets::PackedScore`), in the order of (score, member).
 pub(crate) const ZSET: Kind = Kind(4);
 /// A Redis set: packed as a hash whose values are empty (one byte more per member than the
 /// members alone), so that sets share the hash's code.

@@ -71,13 +71,8 @@ impl<'a> Reader<'a> {
         Reader { bytes: value, pos: HEADER_LEN.min(value.len()) }
     }
 
-    /// A reader at `pos` of `value`.
-    pub(crate) fn at(value: &'a [u8], pos: usize) -> Reader<'a> {
-        Reader { bytes: value, pos }
-    }
-
     /// The next string's length, its bytes left unread (the reader stands at them).
-    pub(crate) fn str_len(&mut self) -> Option<usize> {
+    fn str_len(&mut self) -> Option<usize> {
         let mut n = 0usize;
         let mut shift = 0;
         loop {
@@ -106,6 +101,29 @@ impl<'a> Reader<'a> {
         };
         self.pos += n;
         Some(s)
+    }
+
+    /// Passes the next string without reading it.
+    #[inline]
+    pub(crate) fn skip_str(&mut self) -> Option<()> {
+        let n = self.str_len()?;
+        self.skip(n)
+    }
+
+    /// Passes `n` bytes.
+    #[inline]
+    pub(crate) fn skip(&mut self, n: usize) -> Option<()> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
+        match end {
+            Some(end) => {
+                self.pos = end;
+                Some(())
+            }
+            None => {
+                self.pos = self.bytes.len();
+                None
+            }
+        }
     }
 
     /// Where the next entry starts (its offset in the value).
