@@ -1,6 +1,11 @@
 //! `DUMP` and `RESTORE` in Redis's serialization: an RDB object (type 0, a string, in RDB's
-//! string encoding; type 4, a hash: its length, then field and value strings), the RDB version (10, as Redis 7.0) in two little-endian bytes, and a
-//! CRC-64 (Jones, reflected; Redis's `crc64`) of all that in eight little-endian bytes.
+//! string encoding; a collection in one of RDB's forms for it), the RDB version (10, as Redis
+//! 7.0) in two little-endian bytes, and a CRC-64 (Jones, reflected; Redis's `crc64`) of all
+//! that in eight little-endian bytes.
+//!
+//! Collections dump in RDB's plain forms (a length, then the strings; a sorted set's scores
+//! as binary doubles); RESTORE also reads the compact encodings Redis writes for small
+//! collections and for lists (listpacks, quicklists, ziplists, intsets: `types::encoded`).
 //!
 //! DUMP writes what Redis writes: a canonical 32-bit integer in RDB's integer encoding, a
 //! string over 20 bytes LZF-compressed when that saves at least 4 bytes (Redis's liblzf
@@ -8,13 +13,13 @@
 //! a payload from redis-server restores here and one from here restores there.
 
 use fridge_engine::{Condition, Expiry, Kind, Store, StoreOutcome};
-use fridge_proto::number::parse_redis_i64;
+use fridge_proto::number::{parse_redis_f64, parse_redis_i64};
 use fridge_proto::resp::{Command, write_bulk, write_error, write_null, write_simple};
 
 use super::{NOT_INTEGER, SYNTAX, Spec, engine_error};
 use crate::session::{Ctx, Session};
 use crate::types::hash::{Builder, Entry, Hash};
-use crate::types::{HASH, LIST, SET, ZSET};
+use crate::types::{HASH, LIST, SET, ZSET, encoded};
 
 /// The RDB version a payload carries (Redis 7.0's).
 pub(crate) const RDB_VERSION: u16 = 10;
@@ -22,7 +27,16 @@ const RDB_TYPE_STRING: u8 = 0;
 const RDB_TYPE_LIST: u8 = 1;
 const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
+const RDB_TYPE_ZSET: u8 = 3;
 const RDB_TYPE_ZSET_2: u8 = 5;
+const RDB_TYPE_LIST_ZIPLIST: u8 = 10;
+const RDB_TYPE_SET_INTSET: u8 = 11;
+const RDB_TYPE_ZSET_ZIPLIST: u8 = 12;
+const RDB_TYPE_HASH_ZIPLIST: u8 = 13;
+const RDB_TYPE_LIST_QUICKLIST: u8 = 14;
+const RDB_TYPE_HASH_LISTPACK: u8 = 16;
+const RDB_TYPE_ZSET_LISTPACK: u8 = 17;
+const RDB_TYPE_LIST_QUICKLIST_2: u8 = 18;
 const ENC_INT8: u8 = 0xC0;
 const ENC_INT16: u8 = 0xC1;
 const ENC_INT32: u8 = 0xC2;
@@ -31,7 +45,7 @@ const ENC_LZF: u8 = 0xC3;
 const BAD_PAYLOAD: &[u8] = b"ERR DUMP payload version or checksum are wrong";
 const BAD_FORMAT: &[u8] = b"ERR Bad data format";
 const NOT_A_STRING: &[u8] = b"ERR DUMP payload holds a type or an encoding fridge does not \
-    restore (strings, and hashes, sets, lists and sorted sets in RDB's plain form)";
+    restore (streams, modules and Redis 2's zipmap)";
 
 fn arg<'a>(cmd: &Command<'a>, i: usize) -> &'a [u8] {
     cmd.get(i).unwrap_or_default()
@@ -115,32 +129,53 @@ fn serialize_zset(value: &[u8]) -> Vec<u8> {
     finish(p)
 }
 
-/// An RDB `ZSET_2` (type 5) in packed form, in (score, member) order; members must be unique
-/// and scores not NaN.
-fn read_zset(p: &[u8]) -> Option<Vec<u8>> {
+/// An RDB `ZSET_2` (type 5: a length, then each member as a string and its score as an
+/// 8-byte little-endian float) or `ZSET` (type 3, `binary` false: the score as RDB's text
+/// double, a length byte then `%.17g`'s text, or 253/254/255 for NaN/+inf/−inf).
+fn read_zset(p: &[u8], binary: bool) -> Option<Vec<(Vec<u8>, f64)>> {
     let (Ok(n), mut at) = read_len(p)? else { return None };
-    let mut members: Vec<(Vec<u8>, f64)> = Vec::new();
+    let mut members = Vec::new();
     for _ in 0..n {
         let (m, used) = read_string(p.get(at..)?)?;
         at += used;
-        let score = f64::from_le_bytes(p.get(at..at + 8)?.try_into().ok()?);
-        at += 8;
-        if score.is_nan() {
-            return None;
-        }
+        let score = if binary {
+            at += 8;
+            f64::from_le_bytes(p.get(at - 8..at)?.try_into().ok()?)
+        } else {
+            let len = usize::from(*p.get(at)?);
+            at += 1;
+            match len {
+                253 => f64::NAN,
+                254 => f64::INFINITY,
+                255 => f64::NEG_INFINITY,
+                _ => {
+                    at += len;
+                    parse_redis_f64(p.get(at - len..at)?)?
+                }
+            }
+        };
         members.push((m, score));
     }
-    let mut seen = std::collections::HashSet::with_capacity(n);
-    if at != p.len() || n == 0 || !members.iter().all(|(m, _)| seen.insert(m.clone())) {
+    (at == p.len()).then_some(members)
+}
+
+/// A sorted set's members and scores in packed form, in (score, member) order; members must
+/// be unique, scores not NaN, and the set not empty.
+fn pack_zset(mut members: Vec<(Vec<u8>, f64)>) -> Option<Vec<u8>> {
+    let mut seen = std::collections::HashSet::with_capacity(members.len());
+    if members.is_empty()
+        || members.iter().any(|(_, s)| s.is_nan())
+        || !members.iter().all(|(m, _)| seen.insert(&m[..]))
+    {
         return None;
     }
     members.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-    let mut buf = Vec::with_capacity(p.len());
+    let mut buf = Vec::new();
     let mut b = Builder::new(&mut buf, false);
     for (m, score) in &members {
         b.push(Entry {
             field: m,
-            value: super::zsets::PackedScore::of(*score).bytes(),
+            value: super::zsets::PackedScore::of(*score + 0.0).bytes(),
             deadline: 0,
         });
     }
@@ -186,7 +221,7 @@ fn write_string(p: &mut Vec<u8>, value: &[u8]) {
 }
 
 /// Why a payload does not restore.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PayloadError {
     /// Too short, a newer RDB version, or a CRC that does not match.
     VersionOrChecksum,
@@ -208,58 +243,113 @@ pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
         return Err(PayloadError::VersionOrChecksum);
     }
     let (&ty, rest) = body.split_first().ok_or(PayloadError::BadFormat)?;
-    match ty {
+    let bad = PayloadError::BadFormat;
+    // The collection types: their elements in order (a hash's and a sorted set's as field,
+    // value / member, score pairs), then packed.
+    let (kind, elements) = match ty {
         RDB_TYPE_STRING => {
-            let (value, used) = read_string(rest).ok_or(PayloadError::BadFormat)?;
-            if used != rest.len() {
-                return Err(PayloadError::BadFormat);
-            }
-            Ok((Kind::STRING, value))
+            let (value, used) = read_string(rest).ok_or(bad)?;
+            return if used == rest.len() { Ok((Kind::STRING, value)) } else { Err(bad) };
         }
-        RDB_TYPE_HASH => Ok((HASH, read_packed(rest, true, true).ok_or(PayloadError::BadFormat)?)),
-        RDB_TYPE_SET => Ok((SET, read_packed(rest, false, true).ok_or(PayloadError::BadFormat)?)),
-        RDB_TYPE_ZSET_2 => Ok((ZSET, read_zset(rest).ok_or(PayloadError::BadFormat)?)),
-        RDB_TYPE_LIST => {
-            Ok((LIST, read_packed(rest, false, false).ok_or(PayloadError::BadFormat)?))
+        RDB_TYPE_ZSET | RDB_TYPE_ZSET_2 => {
+            let members = read_zset(rest, ty == RDB_TYPE_ZSET_2).ok_or(bad)?;
+            return Ok((ZSET, pack_zset(members).ok_or(bad)?));
         }
-        // Redis's RDB object types run 0..=21 (7.0); others are bad data.
-        ty if ty <= 21 => Err(PayloadError::NotAString),
-        _ => Err(PayloadError::BadFormat),
-    }
+        RDB_TYPE_HASH => (HASH, read_plain(rest, 2)),
+        RDB_TYPE_SET => (SET, read_plain(rest, 1)),
+        RDB_TYPE_LIST => (LIST, read_plain(rest, 1)),
+        RDB_TYPE_HASH_LISTPACK => (HASH, read_blob(rest, encoded::listpack)),
+        RDB_TYPE_HASH_ZIPLIST => (HASH, read_blob(rest, encoded::ziplist)),
+        RDB_TYPE_SET_INTSET => (SET, read_blob(rest, encoded::intset)),
+        RDB_TYPE_ZSET_LISTPACK => (ZSET, read_blob(rest, encoded::listpack)),
+        RDB_TYPE_ZSET_ZIPLIST => (ZSET, read_blob(rest, encoded::ziplist)),
+        RDB_TYPE_LIST_ZIPLIST => (LIST, read_blob(rest, encoded::ziplist)),
+        RDB_TYPE_LIST_QUICKLIST => (LIST, read_quicklist(rest, false)),
+        RDB_TYPE_LIST_QUICKLIST_2 => (LIST, read_quicklist(rest, true)),
+        // Redis's RDB object types run 0..=21 (7.2); others are bad data.
+        ty if ty <= 21 => return Err(PayloadError::NotAString),
+        _ => return Err(bad),
+    };
+    pack(kind, elements.ok_or(bad)?).ok_or(bad)
 }
 
-/// An RDB plain hash (type 4: field and value strings), set (type 2, `pairs` false: member
-/// strings) or list (type 1, as a set's, `unique` false) in packed form; a hash's fields and a
-/// set's members must be unique (a payload naming one twice is bad data, as Redis finds it).
-fn read_packed(p: &[u8], pairs: bool, unique: bool) -> Option<Vec<u8>> {
-    let (Ok(n), mut at) = read_len(p)? else { return None };
-    let mut fields = Vec::new();
-    for _ in 0..n {
-        let (field, used) = read_string(p.get(at..)?)?;
-        at += used;
-        let value = if pairs {
-            let (value, used) = read_string(p.get(at..)?)?;
-            at += used;
-            value
-        } else {
-            Vec::new()
-        };
-        fields.push((field, value));
+/// A collection's elements in packed form: a hash's as field, value pairs with unique fields;
+/// a set's unique members; a list's elements; a sorted set's member, score pairs (scores as
+/// text, Redis's listpack form). Empty collections are bad data, as Redis finds them.
+fn pack(kind: Kind, elements: Vec<Vec<u8>>) -> Option<(Kind, Vec<u8>)> {
+    if kind == ZSET {
+        if elements.len() % 2 != 0 {
+            return None;
+        }
+        let mut members = Vec::with_capacity(elements.len() / 2);
+        let mut it = elements.into_iter();
+        while let (Some(m), Some(score)) = (it.next(), it.next()) {
+            members.push((m, parse_redis_f64(&score)?));
+        }
+        return Some((ZSET, pack_zset(members)?));
     }
-    if at != p.len() || n == 0 {
+    let step = if kind == HASH { 2 } else { 1 };
+    if elements.is_empty() || elements.len() % step != 0 {
         return None;
     }
-    let mut seen = std::collections::HashSet::with_capacity(n);
-    if unique && !fields.iter().all(|(f, _)| seen.insert(&f[..])) {
-        return None;
+    if kind != LIST {
+        let mut seen = std::collections::HashSet::with_capacity(elements.len() / step);
+        if !elements.iter().step_by(step).all(|f| seen.insert(&f[..])) {
+            return None;
+        }
     }
-    let mut buf = Vec::with_capacity(p.len());
+    let mut buf = Vec::new();
     let mut b = Builder::new(&mut buf, false);
-    for (field, value) in &fields {
-        b.push(Entry { field, value, deadline: 0 });
+    for e in elements.chunks(step) {
+        b.push(Entry { field: &e[0], value: e.get(1).map_or(&[][..], |v| v), deadline: 0 });
     }
     b.finish();
-    Some(buf)
+    Some((kind, buf))
+}
+
+/// An RDB plain hash (type 4), set (2) or list (1): a length, then that many groups of
+/// `per` strings (a hash's field and value; a member or an element).
+fn read_plain(p: &[u8], per: usize) -> Option<Vec<Vec<u8>>> {
+    let (Ok(n), mut at) = read_len(p)? else { return None };
+    let mut elements = Vec::new();
+    for _ in 0..n.checked_mul(per)? {
+        let (e, used) = read_string(p.get(at..)?)?;
+        at += used;
+        elements.push(e);
+    }
+    (at == p.len()).then_some(elements)
+}
+
+/// One RDB string holding a listpack, a ziplist or an intset, read by `decode`.
+fn read_blob(p: &[u8], decode: fn(&[u8], &mut Vec<Vec<u8>>) -> Option<()>) -> Option<Vec<Vec<u8>>> {
+    let (blob, used) = read_string(p)?;
+    let mut elements = Vec::new();
+    decode(&blob, &mut elements)?;
+    (used == p.len()).then_some(elements)
+}
+
+/// A quicklist: a node count, then each node as an RDB string holding a ziplist (type 14) or,
+/// in `QUICKLIST_2` (type 18, `v2`), a container tag first (1: the node is one plain element,
+/// 2: a listpack). Empty nodes are skipped, as Redis skips them.
+fn read_quicklist(p: &[u8], v2: bool) -> Option<Vec<Vec<u8>>> {
+    let (Ok(n), mut at) = read_len(p)? else { return None };
+    let mut elements = Vec::new();
+    for _ in 0..n {
+        let mut plain = false;
+        if v2 {
+            let (Ok(container @ 1..=2), used) = read_len(p.get(at..)?)? else { return None };
+            plain = container == 1;
+            at += used;
+        }
+        let (node, used) = read_string(p.get(at..)?)?;
+        at += used;
+        match (plain, v2) {
+            (true, _) => elements.push(node),
+            (false, true) => encoded::listpack(&node, &mut elements)?,
+            (false, false) => encoded::ziplist(&node, &mut elements)?,
+        }
+    }
+    (at == p.len()).then_some(elements)
 }
 
 /// An RDB length: `(len, bytes used)`, or an encoding byte's low bits as `Err`.
@@ -305,6 +395,11 @@ fn read_string(p: &[u8]) -> Option<(Vec<u8>, usize)> {
 
 /// LZF decompression (Redis's `lzf_decompress`): exactly `len` bytes out, or `None`.
 pub(crate) fn lzf_decompress(input: &[u8], len: usize) -> Option<Vec<u8>> {
+    // No input byte expands to more than 88 (a 3-byte back reference copies at most 264):
+    // a claimed length past that is bad data, not an allocation.
+    if len / 88 > input.len() {
+        return None;
+    }
     let mut out = Vec::with_capacity(len);
     let mut i = 0;
     while i < input.len() {
@@ -603,9 +698,17 @@ mod tests {
             x
         };
         for _ in 0..20_000 {
-            let ty = [0u8, 1, 2, 4, 5][(next() % 5) as usize];
+            let ty = [0u8, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 16, 17, 18][(next() % 14) as usize];
             let mut body = vec![ty];
             body.extend((0..next() % 48).map(|_| next() as u8));
+            let _ = deserialize(&finish(body));
+        }
+        // Redis's own payloads, one byte changed (the checksum recomputed).
+        for _ in 0..20_000 {
+            let p = REDIS_PAYLOADS[(next() % 4) as usize];
+            let mut body = p[..p.len() - 10].to_vec();
+            let at = (next() as usize) % body.len();
+            body[at] = next() as u8;
             let _ = deserialize(&finish(body));
         }
     }
@@ -629,6 +732,53 @@ mod tests {
         for body in [&b"\x04\x02\x01a\x01b\x01a\x01c"[..], b"\x04\x05\x01a\x01b", b"\x04\x00"] {
             assert_eq!(deserialize(&finish(body.to_vec())), Err(PayloadError::BadFormat));
         }
+    }
+
+    /// `DUMP` on redis-server 7.0.15 of `HSET h a 1 b -300 name alice big 70000` (a listpack,
+    /// type 16), `RPUSH l a 12 300 hello` (a quicklist of one listpack node, type 18),
+    /// `SADD s 1 -1 2` (an intset, type 11) and `ZADD z 1.5 a 2 b -3 c` (a listpack, type 17).
+    const REDIS_PAYLOADS: [&[u8]; 4] = [
+        b"\x10))\x00\x00\x00\x08\x00\x81a\x02\x01\x01\x81b\x02\xde\xd4\x02\x84name\x05\x85alice\
+          \x06\x83big\x04\xf2p\x11\x01\x04\xff\n\x00 \x08\xb4\xa3\xaa\xaf\xed!",
+        b"\x12\x01\x02\x16\x16\x00\x00\x00\x04\x00\x81a\x02\x0c\x01\xc1,\x02\x85hello\x06\xff\n\x00\
+          \x11\x81B\xe1XQ\x83\xf1",
+        b"\x0b\x0e\x02\x00\x00\x00\x03\x00\x00\x00\xff\xff\x01\x00\x02\x00\n\x00Y?PK\x97\x07\xf8\x0f",
+        b"\x11\x1a\x1a\x00\x00\x00\x06\x00\x81c\x02\xdf\xfd\x02\x81a\x02\x831.5\x04\x81b\x02\x02\x01\
+          \xff\n\x00\x88\xc4\xc00\xf0\xae\x82v",
+    ];
+
+    #[test]
+    fn redis_s_compact_encodings_restore() {
+        use super::{HASH, Hash, LIST, SET, ZSET};
+        use crate::resp::zsets::score_of;
+        let read = |p: &[u8]| {
+            let (kind, v) = deserialize(p).unwrap();
+            let h = Hash::new(&v);
+            let items: Vec<String> = h
+                .iter()
+                .map(|e| match kind {
+                    HASH => format!(
+                        "{}={}",
+                        String::from_utf8_lossy(e.field),
+                        String::from_utf8_lossy(e.value)
+                    ),
+                    ZSET => format!("{}:{}", String::from_utf8_lossy(e.field), score_of(&e)),
+                    _ => String::from_utf8_lossy(e.field).into_owned(),
+                })
+                .collect();
+            (kind, items.join(" "))
+        };
+        assert_eq!(read(REDIS_PAYLOADS[0]), (HASH, "a=1 b=-300 name=alice big=70000".into()));
+        assert_eq!(read(REDIS_PAYLOADS[1]), (LIST, "a 12 300 hello".into()));
+        assert_eq!(read(REDIS_PAYLOADS[2]), (SET, "-1 1 2".into()));
+        assert_eq!(read(REDIS_PAYLOADS[3]), (ZSET, "c:-3 a:1.5 b:2".into()));
+        // A quicklist with a plain node (one element, container 1) before the listpack node.
+        let lp = &REDIS_PAYLOADS[1][3..REDIS_PAYLOADS[1].len() - 10];
+        let body = [&b"\x12\x02\x01\x05hello\x02"[..], lp].concat();
+        assert_eq!(read(&super::finish(body)), (LIST, "hello a 12 300 hello".into()));
+        // A container tag other than 1 or 2: bad data.
+        let body = [&b"\x12\x01\x03"[..], lp].concat();
+        assert_eq!(deserialize(&super::finish(body)), Err(PayloadError::BadFormat));
     }
 
     #[test]

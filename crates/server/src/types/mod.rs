@@ -9,6 +9,7 @@
 //! read-modify-write): it costs time and log space in proportion to the collection's size
 //! (`docs/design.md`, "Value types").
 
+pub(crate) mod encoded;
 pub(crate) mod hash;
 pub(crate) mod hll;
 pub(crate) mod pack;
