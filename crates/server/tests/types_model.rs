@@ -301,7 +301,44 @@ fn list_op(rng: &mut Rng, key: &[u8]) -> Op {
         Some(Value::List(l)) => l,
         _ => VecDeque::new(),
     };
-    match rng.below(5) {
+    match rng.below(7) {
+        5 => {
+            // A rotation: LMOVE of the list onto itself, from either end to either end.
+            let (from, to) = (rng.below(2) == 0, rng.below(2) == 0);
+            let side = |left: bool| b(if left { "LEFT" } else { "RIGHT" });
+            Op {
+                args: vec![b("LMOVE"), b(key), b(key), side(from), side(to)],
+                apply: Box::new(move |v, _| {
+                    let mut l = list(v);
+                    let Some(got) = (if from { l.pop_front() } else { l.pop_back() }) else {
+                        return (Reply::Nil, None);
+                    };
+                    if to {
+                        l.push_front(got.clone())
+                    } else {
+                        l.push_back(got.clone())
+                    }
+                    (Reply::Bulk(got), Some(Value::List(l)))
+                }),
+            }
+        }
+        6 => {
+            let (left, n) = (rng.below(2) == 0, 1 + rng.below(4) as usize);
+            Op {
+                args: vec![b(if left { "LPOP" } else { "RPOP" }), b(key), b(n.to_string())],
+                apply: Box::new(move |v, _| {
+                    let mut l = list(v);
+                    if l.is_empty() {
+                        return (Reply::Nil, None);
+                    }
+                    let got: Vec<Reply> = (0..n)
+                        .map_while(|_| if left { l.pop_front() } else { l.pop_back() })
+                        .map(Reply::Bulk)
+                        .collect();
+                    (Reply::List(got), empty_or_gone(Value::List(l)))
+                }),
+            }
+        }
         0 | 1 => {
             let left = rng.below(2) == 0;
             let el = e.clone();

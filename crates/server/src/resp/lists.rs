@@ -151,26 +151,17 @@ fn pop(
         let Some(c) = cur else { return Ok(Update::Done(None)) };
         let old = Hash::new(c.value);
         let n = count.min(old.len());
-        let keep = match end {
-            End::Left => n..old.len(),
-            End::Right => 0..old.len() - n,
+        // The elements kept are one run, copied whole; a pass over lengths finds where it
+        // starts or ends, and only the elements taken are read.
+        let (popped, kept) = match end {
+            End::Left => (0..n, n..old.len()),
+            End::Right => (old.len() - n..old.len(), 0..old.len() - n),
         };
+        let taken = old.iter_from(old.offset_of(popped.start)).take(popped.len());
+        let mut taken: Vec<Vec<u8>> = taken.map(|e| e.field.to_vec()).collect();
+        let kept = old.offset_of(kept.start)..old.offset_of(kept.end);
         let mut b = Builder::new(buf, false);
-        let mut taken = Vec::with_capacity(n);
-        // The elements kept are one run, copied whole.
-        let (mut run, mut run_len) = (0..0, 0);
-        for (i, (span, e)) in old.spans().enumerate() {
-            if !keep.contains(&i) {
-                taken.push(e.field.to_vec());
-                continue;
-            }
-            if run_len == 0 {
-                run.start = span.start;
-            }
-            run.end = span.end;
-            run_len += 1;
-        }
-        b.copy(old.raw(run), run_len);
+        b.copy(old.raw(kept), (old.len() - n) as u32);
         if end == End::Right {
             taken.reverse();
         }
@@ -614,8 +605,9 @@ pub(super) fn move_one(
                     (e.field, span.end..end)
                 }
                 End::Right => {
-                    let (span, e) = l.spans().last()?;
-                    (e.field, crate::types::pack::HEADER_LEN..span.start)
+                    // A pass over lengths to the last element.
+                    let last = l.offset_of(l.len().checked_sub(1)?);
+                    (l.iter_from(last).next()?.field, crate::types::pack::HEADER_LEN..last)
                 }
             };
             let n = l.len() as u32 - 1;

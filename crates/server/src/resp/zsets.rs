@@ -81,20 +81,29 @@ impl PackedScore {
     }
 }
 
+/// The integer in `b` (at most 8 little-endian bytes), sign-extended; byte by byte, so a
+/// walk over many scores makes no call to `memcpy` per score.
+#[inline]
 fn sign_extend(b: &[u8]) -> i64 {
-    if b.is_empty() {
+    if b.is_empty() || b.len() > 8 {
         return 0;
     }
-    let mut full = [if b[b.len() - 1] & 0x80 != 0 { 0xff } else { 0 }; 8];
-    full[..b.len()].copy_from_slice(b);
-    i64::from_le_bytes(full)
+    let v = b.iter().rev().fold(0u64, |v, &x| v << 8 | u64::from(x));
+    let shift = 64 - 8 * b.len() as u32;
+    ((v << shift) as i64) >> shift
 }
 
 /// The score a packed entry holds ([`PackedScore`]).
 pub(super) fn score_of(e: &Entry<'_>) -> f64 {
-    match <[u8; 8]>::try_from(e.value) {
+    score_from(e.value)
+}
+
+/// The score a packed score's bytes hold.
+#[inline]
+fn score_from(value: &[u8]) -> f64 {
+    match <[u8; 8]>::try_from(value) {
         Ok(b) => f64::from_le_bytes(b),
-        Err(_) => sign_extend(e.value) as f64,
+        Err(_) => sign_extend(value) as f64,
     }
 }
 
@@ -345,9 +354,10 @@ fn add_one(
         if cur.is_none() && f.xx {
             return Ok(Update::Done(None));
         }
-        let old = Hash::new(cur.map_or(&[][..], |c| c.value));
+        let bytes = cur.map_or(&[][..], |c| c.value);
+        let old = Hash::new(bytes);
         // The old entry, by where it starts.
-        let found = old.find(a.member).map(|(span, e)| (span.start, score_of(&e)));
+        let found = old.find(a.member).map(|(span, e)| (span, score_of(&e)));
         let score = match found {
             Some(_) if f.nx => return Ok(Update::Done(Some(((0, 0, None), false)))),
             Some((_, old)) => {
@@ -368,40 +378,38 @@ fn add_one(
             None => a.score,
         };
         let new = Scored { member: a.member, score };
+        // The new place: before the first entry that orders after the new one, found by a
+        // pass that stops there and reads only scores and, on a tie, members.
+        let (at, before) = old
+            .first_where(|member, value| {
+                order(&new, &Scored { member, score: score_from(value) }).is_lt()
+            })
+            .unwrap_or((bytes.len(), old.len()));
+        let packed = PackedScore::of(new.score);
+        let entry = Entry { field: new.member, value: packed.bytes(), deadline: 0 };
+        let (start, end) = (crate::types::pack::HEADER_LEN.min(bytes.len()), bytes.len());
         let mut b = Builder::new(buf, false);
-        // The runs before and after the new place (less the old entry) are copied whole.
-        let (mut run, mut run_len, mut placed) = (0..0, 0, false);
-        for (span, e) in old.spans() {
-            let here = Scored { member: e.field, score: score_of(&e) };
-            let dropped = found.is_some_and(|(d, _)| d == span.start);
-            if (!placed && order(&new, &here) == Ordering::Less) || dropped {
-                b.copy(old.raw(run.clone()), run_len);
-                (run, run_len) = (span.end..span.end, 0);
-                if !placed && order(&new, &here) == Ordering::Less {
-                    b.push(Entry {
-                        field: new.member,
-                        value: PackedScore::of(new.score).bytes(),
-                        deadline: 0,
-                    });
-                    placed = true;
-                }
-                if dropped {
-                    continue;
-                }
+        // Unchanged runs are copied whole: the entries before the new place and those after
+        // it, less the old entry (the two runs around it count the entries they hold between
+        // them).
+        match found.as_ref().map(|(span, _)| span.clone()) {
+            None => {
+                b.copy(old.raw(start..at), before as u32);
+                b.push(entry);
+                b.copy(old.raw(at..end), (old.len() - before) as u32);
             }
-            if run_len == 0 {
-                run.start = span.start;
+            Some(span) if span.start < at => {
+                b.copy(old.raw(start..span.start), before as u32 - 1);
+                b.copy(old.raw(span.end..at), 0);
+                b.push(entry);
+                b.copy(old.raw(at..end), (old.len() - before) as u32);
             }
-            run.end = span.end;
-            run_len += 1;
-        }
-        b.copy(old.raw(run), run_len);
-        if !placed {
-            b.push(Entry {
-                field: new.member,
-                value: PackedScore::of(new.score).bytes(),
-                deadline: 0,
-            });
+            Some(span) => {
+                b.copy(old.raw(start..at), before as u32);
+                b.push(entry);
+                b.copy(old.raw(at..span.start), (old.len() - before - 1) as u32);
+                b.copy(old.raw(span.end..end), 0);
+            }
         }
         b.finish();
         let added = usize::from(found.is_none());

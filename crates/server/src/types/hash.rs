@@ -132,7 +132,51 @@ impl<'a> Hash<'a> {
     }
 }
 
-impl Hash<'_> {
+impl<'a> Hash<'a> {
+    /// Where the entry at `index` starts (the end of the packed value for `index >= len()`):
+    /// a pass that reads only lengths, for a list's elements by position.
+    pub(crate) fn offset_of(&self, index: usize) -> usize {
+        if index >= self.len() {
+            return self.bytes.len();
+        }
+        let mut r = Reader::new(self.bytes);
+        for _ in 0..index {
+            let passed = r.skip_str().and_then(|()| r.skip_str());
+            if passed.and_then(|()| if self.timed { r.skip(8) } else { Some(()) }).is_none() {
+                break;
+            }
+        }
+        r.pos()
+    }
+
+    /// The entries from the one starting at `offset` ([`Hash::offset_of`]) to the end.
+    pub(crate) fn iter_from(&self, offset: usize) -> impl Iterator<Item = Entry<'a>> + use<'a> {
+        let (timed, end, mut r) = (self.timed, self.bytes.len(), Reader::new(self.bytes));
+        r.skip(offset.saturating_sub(pack::HEADER_LEN));
+        std::iter::from_fn(move || if r.pos() < end { read_entry(&mut r, timed) } else { None })
+    }
+
+    /// The first entry for which `after(field, value)` holds, as where it starts and its
+    /// index (the end and `len()` when none does): a pass that stops there and builds no
+    /// entry, for a sorted set's place of a new member.
+    pub(crate) fn first_where(
+        &self,
+        mut after: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Option<(usize, usize)> {
+        let mut r = Reader::new(self.bytes);
+        for i in 0..self.len() {
+            let start = r.pos();
+            let (field, value) = (r.str()?, r.str()?);
+            if after(field, value) {
+                return Some((start, i));
+            }
+            if self.timed {
+                r.skip(8)?;
+            }
+        }
+        Some((r.pos(), self.len()))
+    }
+
     /// Writes into `buf` this hash with the entry at `span` (from [`Hash::find`]) replaced
     /// by `e`: two copies and the new entry.
     pub(crate) fn with_replaced(
