@@ -301,7 +301,21 @@ fn list_op(rng: &mut Rng, key: &[u8]) -> Op {
         Some(Value::List(l)) => l,
         _ => VecDeque::new(),
     };
-    match rng.below(7) {
+    match rng.below(8) {
+        7 => {
+            let (i, n) = (rng.below(7) as i64 - 3, rng.below(4) as i64);
+            Op {
+                args: vec![b("LRANGE"), b(key), b(i.to_string()), b((i + n).to_string())],
+                apply: Box::new(move |v, _| {
+                    let l = list(v.clone());
+                    let len = l.len() as i64;
+                    let (a, z) = (if i < 0 { (len + i).max(0) } else { i }, i + n);
+                    let z = if z < 0 { len + z } else { z.min(len - 1) };
+                    let got = (a..=z).filter_map(|k| l.get(k as usize).cloned());
+                    (Reply::List(got.map(Reply::Bulk).collect()), v)
+                }),
+            }
+        }
         5 => {
             // A rotation: LMOVE of the list onto itself, from either end to either end.
             let (from, to) = (rng.below(2) == 0, rng.below(2) == 0);

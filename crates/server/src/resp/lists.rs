@@ -40,6 +40,12 @@ fn elements<'a>(l: &Hash<'a>) -> impl Iterator<Item = &'a [u8]> + use<'a> {
     l.iter().map(|e| e.field)
 }
 
+/// A list's elements from the one at index `i` on: a pass over lengths to it, then only the
+/// elements taken are read.
+fn elements_from<'a>(l: &Hash<'a>, i: usize) -> impl Iterator<Item = &'a [u8]> + use<'a> {
+    l.iter_from(l.offset_of(i)).map(|e| e.field)
+}
+
 /// Which end of a list.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum End {
@@ -287,7 +293,7 @@ pub(super) fn lindex(
         ctx,
         s.tenant,
         arg(cmd, 1),
-        |out, l| match index(i, l.len()).and_then(|i| elements(&l).nth(i)) {
+        |out, l| match index(i, l.len()).and_then(|i| elements_from(&l, i).next()) {
             Some(e) => write_bulk(out, e),
             None => write_null(out, v),
         },
@@ -314,7 +320,7 @@ pub(super) fn lrange(
         |out, l| match range(start, stop, l.len()) {
             Some((a, b)) => {
                 write_array_header(out, b - a + 1);
-                elements(&l).skip(a).take(b - a + 1).for_each(|e| write_bulk(out, e));
+                elements_from(&l, a).take(b - a + 1).for_each(|e| write_bulk(out, e));
             }
             None => write_array_header(out, 0),
         },
