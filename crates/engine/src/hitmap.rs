@@ -261,7 +261,14 @@ impl Hitmap {
             * 8
     }
 
-    /// Footprint and fill rates (the fill counts every bit: a scan of the whole hitmap).
+    /// Levels and completed compactions (no scan: what a server's `stats` asks for, under
+    /// the hitmap's lock, many times a minute).
+    pub fn shape(&self) -> (usize, u64) {
+        (self.levels.len(), self.compactions)
+    }
+
+    /// Footprint and fill rates (the fill counts every bit: a scan of the whole hitmap, 2 ms
+    /// for a 256 MiB cache's; tests and studies only).
     pub fn stats(&self) -> HitmapStats {
         let bytes = self.bytes();
         let fill =

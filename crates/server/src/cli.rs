@@ -133,6 +133,12 @@ pub struct Cli {
     /// memcached's UDP port, serving get and gets (memcached's -U) [default: 0, off].
     #[arg(short = 'U', long = "udp-port", env = "FRIDGE_UDP_PORT", value_name = "PORT")]
     pub udp_port: Option<u16>,
+    /// Admin HTTP port serving /metrics (Prometheus), /healthz and /readyz [default: off].
+    #[arg(long, env = "FRIDGE_ADMIN_PORT", value_name = "PORT")]
+    pub admin_port: Option<u16>,
+    /// Address of the admin port: it has no authentication [default: 127.0.0.1].
+    #[arg(long, env = "FRIDGE_ADMIN_ADDRESS", value_name = "IP")]
+    pub admin_address: Option<String>,
     /// Longest memcached key [default: 250].
     #[arg(long, env = "FRIDGE_MAX_KEY_LEN")]
     pub max_key_len: Option<usize>,
@@ -306,6 +312,12 @@ impl Cli {
         }
         if let Some(port) = self.udp_port {
             c.udp_port = port;
+        }
+        if let Some(port) = self.admin_port {
+            c.admin_port = Some(port);
+        }
+        if let Some(a) = &self.admin_address {
+            c.admin_address = a.clone();
         }
         if let Some(path) = &self.unix_socket {
             c.unix_socket = Some(path.clone());

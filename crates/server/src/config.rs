@@ -65,6 +65,12 @@ pub struct Config {
     pub protocol: Protocol,
     /// memcached's UDP port (`-U`), serving `get` and `gets` on every listen address; 0: off.
     pub udp_port: u16,
+    /// The admin HTTP port (`/metrics`, `/healthz`, `/readyz`; `crate::admin`); off unless
+    /// set (0 picks a free port).
+    pub admin_port: Option<u16>,
+    /// The address the admin port listens on: loopback unless set, because the endpoint
+    /// has no authentication and shows every tenant's figures.
+    pub admin_address: String,
     /// A unix socket to listen on instead of TCP (memcached's `-s`): with it, the main TCP
     /// port is not opened. It speaks what the main port would.
     pub unix_socket: Option<PathBuf>,
@@ -169,6 +175,8 @@ impl Default for Config {
             resp_port: None,
             protocol: Protocol::Auto,
             udp_port: 0,
+            admin_port: None,
+            admin_address: "127.0.0.1".into(),
             unix_socket: None,
             unix_mask: 0o700,
             listen_backlog: 1024,
@@ -258,6 +266,15 @@ impl Config {
             return Err(format!("listen address {:?} names no address", self.listen));
         }
         Ok(addrs)
+    }
+
+    /// The admin port's address, if one is configured.
+    pub fn admin_addr(&self) -> Result<Option<SocketAddr>, String> {
+        let Some(port) = self.admin_port else { return Ok(None) };
+        let host = self.admin_address.trim_start_matches('[').trim_end_matches(']');
+        let ip: std::net::IpAddr =
+            host.parse().map_err(|_| format!("admin address {:?} is not an IP address", host))?;
+        Ok(Some(SocketAddr::new(ip, port)))
     }
 
     /// The address of the RESP-only port, if one is configured.

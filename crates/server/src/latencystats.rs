@@ -58,6 +58,11 @@ const fn bounds(i: usize) -> (u64, u64) {
     (low, low + (1u64 << shift) - 1)
 }
 
+/// The highest latency (ns) bucket `i` holds.
+pub(crate) const fn bucket_highest(i: usize) -> u64 {
+    bounds(i).1
+}
+
 /// One worker's histograms, one per counter row; written by that worker only.
 #[derive(Debug)]
 pub struct Histograms {

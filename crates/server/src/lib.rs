@@ -68,6 +68,7 @@
 //! (see the `auth` module).
 
 #![forbid(unsafe_code)]
+mod admin;
 mod auth;
 mod binary;
 mod blocking;

@@ -41,6 +41,8 @@ pub struct Listeners {
     pub(crate) resp: Option<TcpListener>,
     /// memcached's UDP port, one socket per listen address (blocking: each has its thread).
     pub(crate) udp: Vec<std::net::UdpSocket>,
+    /// The admin HTTP port (`crate::admin`).
+    pub(crate) admin: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -86,7 +88,11 @@ impl Listeners {
             Some(addr) => Some(bind_tcp(addr, backlog)?),
             None => None,
         };
-        Ok(Listeners { config, tcp, unix, resp, udp })
+        let admin = match config.admin_addr().map_err(invalid)? {
+            Some(addr) => Some(bind_tcp(addr, backlog)?),
+            None => None,
+        };
+        Ok(Listeners { config, tcp, unix, resp, udp, admin })
     }
 
     /// The main port's first address; `0.0.0.0:0` when only a unix socket is open.

@@ -74,7 +74,10 @@ fn main() {
             }
         }
     });
-    let resp = server.resp_addr().map(|a| format!(", RESP only on {a}")).unwrap_or_default();
+    let mut resp = server.resp_addr().map(|a| format!(", RESP only on {a}")).unwrap_or_default();
+    if let Some(a) = server.admin_addr() {
+        resp.push_str(&format!(", admin (HTTP /metrics) on {a}"));
+    }
     let on = match &config.unix_socket {
         Some(path) => path.display().to_string(),
         None => server.local_addrs().iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),

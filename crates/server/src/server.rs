@@ -31,6 +31,7 @@ pub struct Server {
     addr: SocketAddr,
     addrs: Vec<SocketAddr>,
     resp_addr: Option<SocketAddr>,
+    admin_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
     accept_waker: Arc<Waker>,
@@ -99,7 +100,8 @@ impl Server {
         let addr = listeners.local_addr();
         let addrs = listeners.tcp.iter().map(TcpListener::local_addr).collect::<io::Result<_>>()?;
         let resp_addr = listeners.resp.as_ref().map(TcpListener::local_addr).transpose()?;
-        let Listeners { config, tcp, unix, resp, udp } = listeners;
+        let admin_addr = listeners.admin.as_ref().map(TcpListener::local_addr).transpose()?;
+        let Listeners { config, tcp, unix, resp, udp, admin } = listeners;
 
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
@@ -184,6 +186,8 @@ impl Server {
             handles.push(handle);
         }
 
+        let admin = admin.map(|l| crate::admin::spawn(l, Arc::clone(&shared))).transpose()?;
+
         let poll = Poll::new()?;
         let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
         let main_protocol = shared.config.protocol;
@@ -213,12 +217,24 @@ impl Server {
                 for (_, waker) in &senders {
                     let _ = waker.wake();
                 }
+                if let Some((waker, handle)) = admin {
+                    let _ = waker.wake();
+                    let _ = handle.join();
+                }
                 drop(senders);
                 for h in handles {
                     let _ = h.join();
                 }
             })?;
-        Ok(Server { addr, addrs, resp_addr, shared, acceptor: Some(acceptor), accept_waker })
+        Ok(Server {
+            addr,
+            addrs,
+            resp_addr,
+            admin_addr,
+            shared,
+            acceptor: Some(acceptor),
+            accept_waker,
+        })
     }
 
     /// The main port's (first) address; `0.0.0.0:0` when only a unix socket is open.
@@ -234,6 +250,11 @@ impl Server {
     /// The RESP-only port's address, if one was opened.
     pub fn resp_addr(&self) -> Option<SocketAddr> {
         self.resp_addr
+    }
+
+    /// The admin HTTP port's address, if one was opened (`crate::admin`).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin_addr
     }
 
     /// The engine behind the server (for tests and embedding).

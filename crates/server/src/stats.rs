@@ -30,11 +30,13 @@ use crate::shared::{ClientEntry, MEMCACHED_VERSION, REDIS_VERSION, Shared};
 use crate::tenants::Tenants;
 
 mod info;
+mod metrics;
 pub(crate) use crate::worker_stats::{
     Baseline, ClassTotals, LoginCount, TenantCounters, Totals, WorkerStats, add, count_class,
     count_login, inc, tenant_lookups,
 };
 pub(crate) use info::write_info;
+pub(crate) use metrics::write_metrics;
 
 /// Hits and misses of `tenant`, summed over workers.
 pub(crate) fn tenant_hits_misses(shared: &Shared, tenant: TenantId) -> (u64, u64) {

@@ -203,13 +203,17 @@ impl MetadataBackend for CpuHitmap {
 
     fn stats(&self) -> MetadataStats {
         let s = &self.shared;
-        let h = lock(&s.hitmap).stats();
+        // Sizes and counts only: the fill rates would scan the whole hitmap under its lock.
+        let (bytes, (levels, compactions)) = {
+            let h = lock(&s.hitmap);
+            (h.bytes(), h.shape())
+        };
         MetadataStats {
             applied: s.applied.load(Ordering::Relaxed),
             pools_dropped: s.dropped.load(Ordering::Relaxed),
-            compactions: h.compactions,
-            bytes: h.bytes,
-            levels: h.fill.len(),
+            compactions,
+            bytes,
+            levels,
             zones: lock(&s.zones).clone(),
         }
     }
