@@ -6,7 +6,9 @@ import hashlib
 import os
 import re
 import socket
+import queue
 import subprocess
+import threading
 import time
 import urllib.request
 
@@ -56,7 +58,21 @@ def launch(*args, workers=2, memory_mb=64):
     line = proc.stderr.readline()
     match = re.search(r"on 127\.0\.0\.1:(\d+)", line)
     assert match, f"unexpected startup line: {line!r}"
+    drain(proc)
     return proc, int(match.group(1))
+
+
+def drain(proc):
+    """Reads the rest of `proc`'s standard error in the background into `proc.log_lines` (a
+    queue a test may read): the server logs failed logins and its shutdown, and a full pipe
+    would block it."""
+    proc.log_lines = queue.Queue()
+
+    def read():
+        for line in proc.stderr:
+            proc.log_lines.put(line)
+
+    threading.Thread(target=read, daemon=True).start()
 
 
 def stop(proc):

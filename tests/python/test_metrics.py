@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 import redis
-from conftest import fridge_binary, stop, tenants_toml
+from conftest import drain, fridge_binary, stop, tenants_toml
 from prometheus_client.parser import text_string_to_metric_families
 
 
@@ -27,6 +27,7 @@ def launch_with_admin(*args):
     main = re.search(r"on 127\.0\.0\.1:(\d+)", line)
     admin = re.search(r"admin \(HTTP /metrics\) on 127\.0\.0\.1:(\d+)", line)
     assert main and admin, f"unexpected startup line: {line!r}"
+    drain(proc)
     return proc, int(main.group(1)), int(admin.group(1))
 
 

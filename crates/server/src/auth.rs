@@ -270,6 +270,11 @@ pub(crate) fn attempt(
     let now = ctx.shared.now_ms();
     if !failure_log(ctx).admits(s.peer, Some(bucket), now, ctx.tenants.failure_limit) {
         stats::count_login(ctx.stats, named, LoginCount::Refused);
+        log::debug!(
+            "fridge: login as {} from {} refused unchecked (too many failures)",
+            crate::logging::printable(name),
+            s.peer
+        );
         return Err(Refused);
     }
     let login = match user {
@@ -283,6 +288,13 @@ pub(crate) fn attempt(
         }
         Login::Denied => {
             stats::count_login(ctx.stats, named, LoginCount::Failed);
+            // Bounded by the failure limit: past it, attempts are refused unchecked (and
+            // logged only at debug, below).
+            log::info!(
+                "fridge: login as {} from {} failed",
+                crate::logging::printable(name),
+                s.peer
+            );
             failed(s, ctx, Some(bucket), now);
         }
         // Not a guess: Redis's answer to a configuration where `AUTH <password>` means nothing.

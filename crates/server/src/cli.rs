@@ -133,6 +133,13 @@ pub struct Cli {
     /// memcached's UDP port, serving get and gets (memcached's -U) [default: 0, off].
     #[arg(short = 'U', long = "udp-port", env = "FRIDGE_UDP_PORT", value_name = "PORT")]
     pub udp_port: Option<u16>,
+    /// Log level: error, warn, info, debug, trace (or Redis's warning, notice, verbose)
+    /// [default: info; -vv debug, -vvv trace].
+    #[arg(long, env = "FRIDGE_LOG_LEVEL", value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Log line format [default: text].
+    #[arg(long, env = "FRIDGE_LOG_FORMAT", value_enum)]
+    pub log_format: Option<crate::logging::LogFormat>,
     /// Admin HTTP port serving /metrics (Prometheus), /healthz and /readyz [default: off].
     #[arg(long, env = "FRIDGE_ADMIN_PORT", value_name = "PORT")]
     pub admin_port: Option<u16>,
@@ -312,6 +319,12 @@ impl Cli {
         }
         if let Some(port) = self.udp_port {
             c.udp_port = port;
+        }
+        if let Some(level) = &self.log_level {
+            c.log_level = Some(level.clone());
+        }
+        if let Some(f) = self.log_format {
+            c.log_format = f;
         }
         if let Some(port) = self.admin_port {
             c.admin_port = Some(port);

@@ -84,6 +84,11 @@ pub struct Config {
     /// startup and errors, 1 also warnings (refused connections), 2 and up also every
     /// accepted connection.
     pub verbose: u8,
+    /// Log level by name (`error`, `warn`, `info`, `debug`, `trace`, or Redis's `warning`,
+    /// `notice`, `verbose`, `debug`); unset: what `verbose` says (`crate::logging`).
+    pub log_level: Option<String>,
+    /// How log lines are written: `text` or `json` (one JSON object per line).
+    pub log_format: crate::logging::LogFormat,
     /// Started as root: the user to become once the sockets are bound (memcached's `-u`).
     /// fridge refuses to run as root without it, as memcached does.
     pub user: Option<String>,
@@ -182,6 +187,8 @@ impl Default for Config {
             listen_backlog: 1024,
             enable_shutdown: false,
             verbose: 0,
+            log_level: None,
+            log_format: crate::logging::LogFormat::Text,
             user: None,
             pidfile: None,
             daemon: false,
@@ -266,6 +273,55 @@ impl Config {
             return Err(format!("listen address {:?} names no address", self.listen));
         }
         Ok(addrs)
+    }
+
+    /// The settings that shape the server, on one line for the startup log (no passwords: a
+    /// tenant by its name and reservation).
+    pub fn summary(&self) -> String {
+        let tenants: Vec<String> =
+            self.tenants.iter().map(|t| format!("{}({})", t.name, t.reserved)).collect();
+        let or_off = |p: Option<u16>| p.map_or("off".to_string(), |p| p.to_string());
+        format!(
+            "listen={} port={} resp_port={} udp_port={} unix_socket={} protocol={} memory={} \
+             memory_includes_index={} workers={} max_connections={} max_item_size={} \
+             eviction={} hitmap_bits_per_item={} databases={} idle_timeout={}s \
+             allow_unauthenticated={} tenants=[{}] admin_port={} admin_address={} log_level={} \
+             log_format={}",
+            self.listen,
+            self.port,
+            or_off(self.resp_port),
+            self.udp_port,
+            self.unix_socket.as_ref().map_or("none".into(), |p| p.display().to_string()),
+            format!("{:?}", self.protocol).to_lowercase(),
+            self.memory,
+            self.memory_includes_index,
+            self.worker_count(),
+            self.max_connections,
+            self.max_item_size,
+            format!("{:?}", self.eviction).to_lowercase(),
+            self.hitmap_bits_per_item,
+            self.databases,
+            self.idle_timeout,
+            self.unauthenticated_allowed(),
+            tenants.join(","),
+            or_off(self.admin_port),
+            self.admin_address,
+            self.log_filter().map_or("?".into(), |l| l.as_str().to_ascii_lowercase()),
+            format!("{:?}", self.log_format).to_lowercase(),
+        )
+    }
+
+    /// The log level in force at start: `log_level`, else what `verbose` stands for.
+    pub fn log_filter(&self) -> Result<log::LevelFilter, String> {
+        match &self.log_level {
+            Some(name) => crate::logging::parse_level(name).ok_or_else(|| {
+                format!(
+                    "log level {name:?} is none of error, warn, info, debug, trace (or Redis's \
+                     warning, notice, verbose)"
+                )
+            }),
+            None => Ok(crate::logging::level_of_verbosity(self.verbose)),
+        }
     }
 
     /// The admin port's address, if one is configured.
@@ -391,6 +447,8 @@ impl Config {
     pub fn validate(&self) -> Result<(), String> {
         self.addr()?;
         self.resp_addr()?;
+        self.admin_addr()?;
+        self.log_filter()?;
         if self.unix_mask > 0o777 {
             return Err(format!(
                 "unix_mask {:o} is not a permission mask (at most 777)",

@@ -26,6 +26,13 @@ fn main() {
             std::process::exit(2);
         }
     };
+    match config.log_filter() {
+        Ok(level) => fridge_server::logging::init(config.log_format, level),
+        Err(e) => {
+            eprintln!("fridge: {e}");
+            std::process::exit(2);
+        }
+    }
     let user = process::raise_open_files(&config)
         .and_then(|()| process::user_to_become(&config))
         .unwrap_or_else(|f| exit(f));
@@ -48,14 +55,14 @@ fn main() {
     let server = match fridge_server::Server::serve(listeners) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("fridge: cannot start: {e}");
+            log::error!("fridge: cannot start: {e}");
             std::process::exit(1);
         }
     };
     let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("fridge: cannot install signal handlers: {e}");
+            log::error!("fridge: cannot install signal handlers: {e}");
             std::process::exit(1);
         }
     };
@@ -65,8 +72,8 @@ fn main() {
         for signal in signals.forever() {
             if signal == SIGHUP {
                 match reload.reload() {
-                    Ok(()) => eprintln!("fridge: SIGHUP: tenants reloaded"),
-                    Err(e) => eprintln!("fridge: SIGHUP: reload failed, tenants unchanged: {e}"),
+                    Ok(()) => log::info!("fridge: SIGHUP: tenants reloaded"),
+                    Err(e) => log::warn!("fridge: SIGHUP: reload failed, tenants unchanged: {e}"),
                 }
             } else {
                 handle.shutdown();
@@ -82,13 +89,16 @@ fn main() {
         Some(path) => path.display().to_string(),
         None => server.local_addrs().iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
     };
-    eprintln!(
+    log::info!(
         "fridge {}: serving memcached and RESP on {on}{resp}; {} of memory, {} workers",
         env!("CARGO_PKG_VERSION"),
         config.memory,
         config.worker_count(),
     );
+    log::info!("fridge: configuration: {}", config.summary());
+    let summary = server.summary_handle();
     server.wait();
+    log::info!("fridge: shut down: {}", summary.summary());
     drop(pidfile);
 }
 

@@ -139,6 +139,7 @@ pub(crate) fn execute_in_gate(
             // memcached's ceiling is 2; the server's log is the admin's to change.
             if s.is_admin(ctx.tenants) {
                 ctx.shared.verbose.store(level.min(2) as u8, Ordering::Relaxed);
+                log::set_max_level(crate::logging::level_of_verbosity(level.min(2) as u8));
                 if !noreply {
                     mc::write_reply(out, Reply::Ok);
                 }

@@ -126,12 +126,12 @@ impl PidFile {
         let tmp = PathBuf::from(tmp);
         if let Err(e) = std::fs::write(&tmp, format!("{}\n", std::process::id())) {
             let e = strerror(&e);
-            eprintln!("Could not open the pid file {} for writing: {e}", tmp.display());
+            log::error!("Could not open the pid file {} for writing: {e}", tmp.display());
             return None;
         }
         if let Err(e) = std::fs::rename(&tmp, path) {
             let (from, to, e) = (tmp.display(), path.display(), strerror(&e));
-            eprintln!("Could not rename the pid file from {from} to {to}: {e}");
+            log::error!("Could not rename the pid file from {from} to {to}: {e}");
             let _ = std::fs::remove_file(&tmp);
             return None;
         }

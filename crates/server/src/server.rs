@@ -37,6 +37,31 @@ pub struct Server {
     accept_waker: Arc<Waker>,
 }
 
+/// Describes a server's life so far (see [`Server::summary_handle`]).
+#[derive(Debug, Clone)]
+pub struct SummaryHandle {
+    shared: Arc<Shared>,
+}
+
+impl SummaryHandle {
+    /// Uptime, connections, commands, hits and misses, items held and evictions, on one line.
+    pub fn summary(&self) -> String {
+        let s = &self.shared;
+        let up = s.now_ms().saturating_sub(s.started_ms) / 1000;
+        let t = crate::stats::totals(s);
+        let e = s.engine.stats();
+        format!(
+            "up {up} s, {} connections, {} gets ({} hits), {} sets, {} items held, {} evicted",
+            s.total_connections.load(Ordering::Relaxed),
+            e.gets,
+            e.hits,
+            t.cmd_set,
+            e.items,
+            e.evictions,
+        )
+    }
+}
+
 /// Asks a server to shut down gracefully; cheap to clone, usable from any thread.
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
@@ -252,6 +277,12 @@ impl Server {
         self.resp_addr
     }
 
+    /// A handle that describes the server's life so far in one line (the shutdown log's
+    /// summary), usable after [`Server::wait`].
+    pub fn summary_handle(&self) -> SummaryHandle {
+        SummaryHandle { shared: Arc::clone(&self.shared) }
+    }
+
     /// The admin HTTP port's address, if one was opened (`crate::admin`).
     pub fn admin_addr(&self) -> Option<SocketAddr> {
         self.admin_addr
@@ -336,7 +367,7 @@ fn accept_loop(
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            eprintln!("fridge: accept poll failed: {e}");
+            log::error!("fridge: accept poll failed: {e}");
             return;
         }
         for event in &events {
@@ -349,18 +380,17 @@ fn accept_loop(
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
                         // Out of descriptors and the like: back off briefly.
-                        eprintln!("fridge: accept failed: {e}");
+                        log::error!("fridge: accept failed: {e}");
                         std::thread::sleep(Duration::from_millis(10));
                         break;
                     }
                 };
                 let live = shared.connections.load(Ordering::Relaxed);
                 let reject = live >= shared.config.max_connections;
-                let verbose = shared.verbose.load(Ordering::Relaxed);
-                if reject && verbose >= 1 {
-                    eprintln!("fridge: too many open connections ({live}): refusing {peer}");
-                } else if verbose >= 2 {
-                    eprintln!("fridge: new client connection from {peer} on {local}");
+                if reject {
+                    log::debug!("fridge: too many open connections ({live}): refusing {peer}");
+                } else {
+                    log::debug!("fridge: new client connection from {peer} on {local}");
                 }
                 if reject {
                     shared.rejected_connections.fetch_add(1, Ordering::Relaxed);

@@ -48,7 +48,7 @@ const RESERVED: usize = 6;
 /// (`crate::transaction`), held while it answers one datagram.
 pub(crate) fn serve(socket: UdpSocket, shared: Arc<Shared>, mut engine: Worker, gate: usize) {
     if let Err(e) = socket.set_read_timeout(Some(TICK)) {
-        eprintln!("fridge: UDP: {e}");
+        log::error!("fridge: UDP: {e}");
         return;
     }
     let mut buf = vec![0u8; MAX_REQUEST];
@@ -62,7 +62,7 @@ pub(crate) fn serve(socket: UdpSocket, shared: Arc<Shared>, mut engine: Worker, 
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
-                eprintln!("fridge: UDP receive failed: {e}");
+                log::error!("fridge: UDP receive failed: {e}");
                 std::thread::sleep(TICK);
                 continue;
             }

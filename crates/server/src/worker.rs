@@ -189,7 +189,7 @@ pub(crate) fn run(
         };
         if let Err(e) = poll.poll(&mut events, Some(timeout)) {
             if e.kind() != io::ErrorKind::Interrupted {
-                eprintln!("fridge: worker {index}: poll failed: {e}");
+                log::error!("fridge: worker {index}: poll failed: {e}");
                 break;
             }
         }
@@ -271,7 +271,7 @@ impl Loop {
                 Token(t),
                 Interest::READABLE | Interest::WRITABLE,
             ) {
-                eprintln!("fridge: cannot register a connection: {e}");
+                log::error!("fridge: cannot register a connection: {e}");
                 self.free.push(t);
                 self.forget(reject, id, 0);
                 continue;
@@ -393,6 +393,7 @@ impl Loop {
         };
         if !c.reject {
             let reason = c.reason.unwrap_or(own);
+            log::debug!("fridge: client connection from {} closed ({reason:?})", c.peer);
             self.shared.watch.conn_close(c.peer, c.session.fd, c.session.user, reason);
         }
     }

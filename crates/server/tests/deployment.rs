@@ -546,6 +546,7 @@ fn verbosity_changes_what_the_running_server_logs() {
     });
     let next = || lines.recv_timeout(Duration::from_secs(10)).expect("a log line");
     assert!(next().contains("serving memcached and RESP on 127.0.0.1:"), "the startup line");
+    assert!(next().starts_with("fridge: configuration: listen=127.0.0.1 port="), "the settings");
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let mut c = Conn::open(addr);
     c.roundtrip(b"verbosity 2\r\n", b"OK\r\n");

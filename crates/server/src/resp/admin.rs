@@ -83,6 +83,7 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("lua-time-limit", ctx.shared.scripting.threshold_ms.load(Relaxed).to_string()),
         ("latency-tracking", if ctx.shared.latency_tracking.on() { "yes" } else { "no" }.into()),
         ("latency-tracking-info-percentiles", ctx.shared.latency_tracking.percentiles_text()),
+        ("loglevel", crate::logging::redis_level_name().into()),
     ]
 }
 
@@ -134,6 +135,7 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     let (mut events, mut max_keys, mut slower, mut slow_len) = (None, None, None, None);
     let mut busy_ms = None;
     let (mut tracking, mut percentiles) = (None, None);
+    let mut loglevel = None;
     for i in (2..cmd.len()).step_by(2) {
         let p = arg(i);
         if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
@@ -200,6 +202,20 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
                     return;
                 }
             });
+        } else if p.eq_ignore_ascii_case(b"loglevel") {
+            // Redis's four names only (this server's own names are for its command line).
+            let v = std::str::from_utf8(arg(i + 1)).unwrap_or_default();
+            match crate::logging::redis_level(v) {
+                Some(level) => loglevel = Some(level),
+                None => {
+                    out.extend_from_slice(
+                        b"-ERR CONFIG SET failed (possibly related to argument 'loglevel') - \
+                          argument(s) must be one of the following: debug, verbose, notice, \
+                          warning\r\n",
+                    );
+                    return;
+                }
+            }
         } else if p.eq_ignore_ascii_case(b"latency-tracking-info-percentiles") {
             match parse_percentiles(arg(i + 1)) {
                 Ok(list) => percentiles = Some(list),
@@ -268,6 +284,9 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     }
     if let Some(list) = percentiles {
         ctx.shared.latency_tracking.set_percentiles(list);
+    }
+    if let Some(level) = loglevel {
+        log::set_max_level(level);
     }
     write_simple(out, b"OK");
 }
