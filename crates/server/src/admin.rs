@@ -2,6 +2,9 @@
 //!
 //! - `GET /metrics`: every figure of `stats`, `stats tenants` and `INFO commandstats` /
 //!   `latencystats` in Prometheus's text format (`crate::stats::write_metrics`).
+//! - `GET /stats.json`: the same figures as one JSON object (`crate::stats::write_json`).
+//! - `GET /dashboard` (and `/`): a live page for people (`dashboard.html`, no external assets:
+//!   it works where the machine has no internet), redrawn each second from `/stats.json`.
 //! - `GET /healthz`: `200 ok` while the process serves (a liveness probe).
 //! - `GET /readyz`: `200 ready` while it accepts clients, `503` once it is shutting down (a
 //!   readiness probe: a load balancer stops sending new clients).
@@ -166,6 +169,9 @@ fn step(c: &mut Conn, poll: &Poll, token: Token, shared: &Shared) -> bool {
     }
 }
 
+/// The live dashboard: one page, no external assets, that polls `/stats.json` each second.
+const DASHBOARD: &str = include_str!("dashboard.html");
+
 /// The whole HTTP reply to a request head.
 pub(crate) fn respond(request: &[u8], shared: &Shared) -> Vec<u8> {
     let Some(end) = request.windows(4).position(|w| w == b"\r\n\r\n") else {
@@ -188,6 +194,12 @@ pub(crate) fn respond(request: &[u8], shared: &Shared) -> Vec<u8> {
             crate::stats::write_metrics(&mut text, shared);
             reply(200, "text/plain; version=0.0.4; charset=utf-8", &text, body)
         }
+        "/stats.json" => {
+            let mut text = String::with_capacity(16 << 10);
+            crate::stats::write_json(&mut text, shared);
+            reply(200, "application/json", &text, body)
+        }
+        "/dashboard" | "/" => reply(200, "text/html; charset=utf-8", DASHBOARD, body),
         "/healthz" => reply(200, "text/plain", "ok\n", body),
         "/readyz" if shared.shutdown.load(std::sync::atomic::Ordering::Relaxed) => {
             reply(503, "text/plain", "shutting down\n", body)
@@ -196,7 +208,7 @@ pub(crate) fn respond(request: &[u8], shared: &Shared) -> Vec<u8> {
         _ => reply(
             404,
             "text/plain",
-            "not found: the admin port serves /metrics, /healthz and /readyz\n",
+            "not found: the admin port serves /metrics, /stats.json, /dashboard, /healthz and /readyz\n",
             body,
         ),
     }

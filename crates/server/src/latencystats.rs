@@ -227,7 +227,7 @@ fn sums<'a>(workers: impl Iterator<Item = &'a Histograms>) -> Box<[u64]> {
 }
 
 /// HdrHistogram's `hdr_value_at_percentile` over one histogram of `total` calls.
-fn value_at(h: &[u64], total: u64, p: f64) -> u64 {
+pub(crate) fn value_at(h: &[u64], total: u64, p: f64) -> u64 {
     if p <= 0.0 {
         return h.iter().position(|&c| c > 0).map_or(0, |i| bounds(i).0);
     }

@@ -36,7 +36,7 @@ pub(crate) use crate::worker_stats::{
     count_login, inc, tenant_lookups,
 };
 pub(crate) use info::write_info;
-pub(crate) use metrics::write_metrics;
+pub(crate) use metrics::{write_json, write_metrics};
 
 /// Hits and misses of `tenant`, summed over workers.
 pub(crate) fn tenant_hits_misses(shared: &Shared, tenant: TenantId) -> (u64, u64) {

@@ -187,6 +187,104 @@ pub(crate) fn write_metrics(out: &mut String, shared: &Shared) {
     write_process(out, shared);
 }
 
+/// The same figures as one JSON object, for the dashboard (`/stats.json`): `time_ms`,
+/// `stats` (every numeric `stats` field by name), `tenants` (each tenant's `stats tenants`
+/// row by field), `commands` (per RESP command called since the last reset: `calls`,
+/// `failed`, and, while latency tracking is on, `p50_us`, `p99_us`, `p999_us`).
+pub(crate) fn write_json(out: &mut String, shared: &Shared) {
+    let tenants = std::sync::Arc::clone(&shared.tenants.read().unwrap_or_else(|e| e.into_inner()));
+    let view = View::new(fridge_engine::TenantId(0), true, 0, None, &tenants);
+    let mut stats = Vec::new();
+    super::write_memcache_stats(&mut stats, shared, &view);
+    let _ = write!(out, "{{\"time_ms\":{},\"stats\":{{", shared.now_ms());
+    let mut first = true;
+    for (name, value) in stat_lines(&stats) {
+        if skipped(name) || value.parse::<f64>().is_err() {
+            continue;
+        }
+        let _ = write!(out, "{}\"{name}\":{value}", if first { "" } else { "," });
+        first = false;
+    }
+    out.push_str("},\"tenants\":{");
+    let mut rows = Vec::new();
+    super::write_memcache_tenants(&mut rows, shared, &view);
+    let mut current: Option<String> = None;
+    for (name, value) in stat_lines(&rows) {
+        let Some((tenant, field)) = name.rsplit_once(':') else { continue };
+        if value.parse::<f64>().is_err() {
+            continue;
+        }
+        if current.as_deref() != Some(tenant) {
+            if current.is_some() {
+                out.push_str("},");
+            }
+            push_json_key(out, tenant);
+            out.push('{');
+            current = Some(tenant.to_string());
+        } else {
+            out.push(',');
+        }
+        let _ = write!(out, "\"{field}\":{value}");
+    }
+    if current.is_some() {
+        out.push('}');
+    }
+    out.push_str("},\"commands\":{");
+    let base = shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()).commands;
+    let totals = super::command_totals_now(shared).since(&base);
+    let sums = shared
+        .latency_tracking
+        .on()
+        .then(|| shared.latency_tracking.merged(shared.workers.iter().map(|w| &w.latency_by_row)));
+    let mut first = true;
+    for r in (0..STAT_ROWS).filter(|&r| totals.calls[r] > 0) {
+        let name = row_name(r);
+        let _ = write!(
+            out,
+            "{}\"{name}\":{{\"calls\":{},\"failed\":{}",
+            if first { "" } else { "," },
+            totals.calls[r],
+            totals.failed[r]
+        );
+        first = false;
+        if let Some(sums) = &sums {
+            let h = latencystats::row(sums, r);
+            let count: u64 = h.iter().sum();
+            for (key, p) in [("p50_us", 50.0), ("p99_us", 99.0), ("p999_us", 99.9)] {
+                let ns = latencystats::value_at(h, count, p);
+                let _ = write!(out, ",\"{key}\":{:.3}", ns as f64 / 1000.0);
+            }
+        }
+        out.push('}');
+    }
+    out.push_str("}}");
+}
+
+/// A JSON object key (a tenant name: any text).
+fn push_json_key(out: &mut String, key: &str) {
+    out.push('"');
+    for c in key.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push_str("\":");
+}
+
+/// The name of counter row `r` (a command, or a container's subcommand).
+fn row_name(r: usize) -> &'static str {
+    if r < COMMAND_ROWS {
+        crate::resp::COMMANDS.get(r).map_or("", |c| c.name)
+    } else {
+        SUBCOMMANDS[r - COMMAND_ROWS]
+    }
+}
+
 /// Every tenant's `stats tenants` row.
 fn write_tenants(out: &mut String, shared: &Shared, view: &View<'_>) {
     let mut rows = Vec::new();
@@ -236,13 +334,7 @@ const LE_NANOS: [u64; 13] = {
 fn write_commands(out: &mut String, shared: &Shared) {
     let base = shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()).commands;
     let totals = super::command_totals_now(shared).since(&base);
-    let name = |row: usize| {
-        if row < COMMAND_ROWS {
-            crate::resp::COMMANDS.get(row).map_or("", |c| c.name)
-        } else {
-            SUBCOMMANDS[row - COMMAND_ROWS]
-        }
-    };
+    let name = row_name;
     let rows: Vec<usize> =
         (0..STAT_ROWS).filter(|&r| totals.calls[r] > 0 || totals.rejected[r] > 0).collect();
     for (metric, what, counts) in [
