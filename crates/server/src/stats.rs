@@ -403,6 +403,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("segments_free", e.segments_free as u64);
     num("cleaner_passes", e.cleaner_passes);
     num("cleaner_relocated", e.relocated_items);
+    num("cleaner_relocated_bytes", e.relocated_bytes);
     num("fifo_evictions", e.fifo_evictions);
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);

@@ -75,6 +75,7 @@ const COUNTERS: &[&str] = &[
     "expiry_sweep_passes",
     "cleaner_passes",
     "cleaner_relocated",
+    "cleaner_relocated_bytes",
     "fifo_evictions",
     "index_evictions",
     "hitmap_digests_applied",
@@ -113,9 +114,14 @@ fn help(name: &str) -> String {
         "bytes_read" | "bytes_written" => "bytes received from / sent to clients",
         "client_memory" => "bytes of client connection buffers",
         "client_memory_limit" => "limit on all clients' buffers (0: none)",
-        "segments" | "segments_free" => "log segments in all / free",
+        "segments" => "log segments in all",
         "cleaner_passes" => "cleaner passes over the log",
         "cleaner_relocated" => "items the cleaner copied to keep them",
+        "cleaner_relocated_bytes" => "bytes the cleaner copied to keep items",
+        "fifo_evictions" => {
+            "whole segments evicted because the cleaner fell behind the writers (its lag)"
+        }
+        "segments_free" => "log segments free now (the cleaner keeps a few ahead of writers)",
         "overhead_bytes" => "engine bookkeeping outside the items",
         "index_bytes" => "bytes of the hash index",
         "hitmap_bytes" => "bytes of the hitmap (eviction metadata)",
