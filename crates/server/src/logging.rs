@@ -154,7 +154,7 @@ fn json_line(level: Level, message: &str) -> String {
 }
 
 /// `s` as a JSON string literal.
-fn push_json_string(out: &mut String, s: &str) {
+pub(crate) fn push_json_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

@@ -28,8 +28,8 @@
 //!   union of the watchers' streams before anything else is done.
 //! - Each watcher has one bounded buffer ("lane", [`LANE_CAP`] bytes) per producing thread:
 //!   one per worker and one shared by the others (the cleaner). A producer takes its lane
-//!   with `try_lock`; if the lane is busy (its watcher is taking the bytes) or full, the line
-//!   is dropped and counted, and the watcher is told `skipped=<n>` before its next lines, as
+//!   with `try_lock`, trying a busy lane (its watcher is taking the bytes) up to
+//!   `BUSY_TRIES` times; if the lane stays busy or is full, the line is dropped and counted, and the watcher is told `skipped=<n>` before its next lines, as
 //!   memcached does. A slow watcher therefore holds at most its lanes and one output buffer,
 //!   and never slows a request.
 //! - The watcher list that producers read is a per-thread copy of an immutable snapshot,
@@ -197,15 +197,24 @@ impl Watcher {
     /// Appends `line` to the calling thread's lane, or counts it dropped.
     fn offer(&self, hub: &Hub, line: &[u8]) {
         let lane = &self.lanes[LANE.get().min(self.lanes.len() - 1)];
-        let taken = match lane.try_lock() {
-            Ok(mut bytes) if bytes.len() + line.len() <= self.lane_cap => {
-                if bytes.capacity() == 0 {
-                    bytes.reserve_exact(LANE_CAP);
+        // A lane busy because its watcher is moving its bytes out (a copy) is tried again a
+        // bounded number of times; a full lane drops the line at once.
+        let mut tries = 0;
+        let taken = loop {
+            match lane.try_lock() {
+                Ok(mut bytes) if bytes.len() + line.len() <= self.lane_cap => {
+                    if bytes.capacity() == 0 {
+                        bytes.reserve_exact(LANE_CAP);
+                    }
+                    bytes.extend_from_slice(line);
+                    break true;
                 }
-                bytes.extend_from_slice(line);
-                true
+                Err(std::sync::TryLockError::WouldBlock) if tries < BUSY_TRIES => {
+                    tries += 1;
+                    std::hint::spin_loop();
+                }
+                _ => break false,
             }
-            _ => false,
         };
         if !taken {
             self.skipped.fetch_add(1, Ordering::Relaxed);
@@ -216,6 +225,11 @@ impl Watcher {
         }
     }
 }
+
+/// How many times a producer tries a lane its watcher holds before dropping the line: the
+/// watcher holds it for one copy of at most `LANE_CAP` bytes, so a few hundred spins cover it
+/// on an unloaded machine and bound the wait on a loaded one.
+const BUSY_TRIES: u32 = 256;
 
 /// An immutable snapshot of the watchers.
 type List = Arc<[Arc<Watcher>]>;

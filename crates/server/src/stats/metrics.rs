@@ -224,8 +224,8 @@ pub(crate) fn write_json(out: &mut String, shared: &Shared) {
             if current.is_some() {
                 out.push_str("},");
             }
-            push_json_key(out, tenant);
-            out.push('{');
+            crate::logging::push_json_string(out, tenant);
+            out.push_str(":{");
             current = Some(tenant.to_string());
         } else {
             out.push(',');
@@ -264,22 +264,6 @@ pub(crate) fn write_json(out: &mut String, shared: &Shared) {
         out.push('}');
     }
     out.push_str("}}");
-}
-
-/// A JSON object key (a tenant name: any text).
-fn push_json_key(out: &mut String, key: &str) {
-    out.push('"');
-    for c in key.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push_str("\":");
 }
 
 /// The name of counter row `r` (a command, or a container's subcommand).
