@@ -132,11 +132,11 @@ fn serialize_zset(value: &[u8]) -> Vec<u8> {
 /// An RDB `ZSET_2` (type 5: a length, then each member as a string and its score as an
 /// 8-byte little-endian float) or `ZSET` (type 3, `binary` false: the score as RDB's text
 /// double, a length byte then `%.17g`'s text, or 253/254/255 for NaN/+inf/−inf).
-fn read_zset(p: &[u8], binary: bool) -> Option<Vec<(Vec<u8>, f64)>> {
+fn read_zset(p: &[u8], binary: bool, budget: &mut Budget) -> Option<Vec<(Vec<u8>, f64)>> {
     let (Ok(n), mut at) = read_len(p)? else { return None };
     let mut members = Vec::new();
     for _ in 0..n {
-        let (m, used) = read_string(p.get(at..)?)?;
+        let (m, used) = read_string(p.get(at..)?, budget)?;
         at += used;
         let score = if binary {
             at += 8;
@@ -229,10 +229,44 @@ pub(crate) enum PayloadError {
     NotAString,
     /// Bytes that do not parse.
     BadFormat,
+    /// Strings that, read, would take more than the collection could once packed (see
+    /// [`Budget`]).
+    TooLarge,
 }
 
 /// The string value a payload holds.
-pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
+pub(crate) fn deserialize(p: &[u8], limit: usize) -> Result<(Kind, Vec<u8>), PayloadError> {
+    let mut budget = Budget { left: limit, exceeded: false };
+    let r = deserialize_within(p, &mut budget);
+    if budget.exceeded { Err(PayloadError::TooLarge) } else { r }
+}
+
+/// How many bytes a payload's strings may still take once read (LZF-compressed ones
+/// expanded), so a small payload cannot make RESTORE allocate without bound: RDB's forms of
+/// a collection (listpacks, ziplists, intsets, plain strings) never take more than about
+/// twice its packed form here, which must fit `max_item_size`.
+pub(crate) struct Budget {
+    left: usize,
+    exceeded: bool,
+}
+
+impl Budget {
+    /// Takes `n` bytes; `false` (and `exceeded` set) when fewer are left.
+    fn take(&mut self, n: usize) -> bool {
+        match self.left.checked_sub(n) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => {
+                self.exceeded = true;
+                false
+            }
+        }
+    }
+}
+
+fn deserialize_within(p: &[u8], budget: &mut Budget) -> Result<(Kind, Vec<u8>), PayloadError> {
     if p.len() < 10 {
         return Err(PayloadError::VersionOrChecksum);
     }
@@ -248,24 +282,24 @@ pub(crate) fn deserialize(p: &[u8]) -> Result<(Kind, Vec<u8>), PayloadError> {
     // value / member, score pairs), then packed.
     let (kind, elements) = match ty {
         RDB_TYPE_STRING => {
-            let (value, used) = read_string(rest).ok_or(bad)?;
+            let (value, used) = read_string(rest, budget).ok_or(bad)?;
             return if used == rest.len() { Ok((Kind::STRING, value)) } else { Err(bad) };
         }
         RDB_TYPE_ZSET | RDB_TYPE_ZSET_2 => {
-            let members = read_zset(rest, ty == RDB_TYPE_ZSET_2).ok_or(bad)?;
+            let members = read_zset(rest, ty == RDB_TYPE_ZSET_2, budget).ok_or(bad)?;
             return Ok((ZSET, pack_zset(members).ok_or(bad)?));
         }
-        RDB_TYPE_HASH => (HASH, read_plain(rest, 2)),
-        RDB_TYPE_SET => (SET, read_plain(rest, 1)),
-        RDB_TYPE_LIST => (LIST, read_plain(rest, 1)),
-        RDB_TYPE_HASH_LISTPACK => (HASH, read_blob(rest, encoded::listpack)),
-        RDB_TYPE_HASH_ZIPLIST => (HASH, read_blob(rest, encoded::ziplist)),
-        RDB_TYPE_SET_INTSET => (SET, read_blob(rest, encoded::intset)),
-        RDB_TYPE_ZSET_LISTPACK => (ZSET, read_blob(rest, encoded::listpack)),
-        RDB_TYPE_ZSET_ZIPLIST => (ZSET, read_blob(rest, encoded::ziplist)),
-        RDB_TYPE_LIST_ZIPLIST => (LIST, read_blob(rest, encoded::ziplist)),
-        RDB_TYPE_LIST_QUICKLIST => (LIST, read_quicklist(rest, false)),
-        RDB_TYPE_LIST_QUICKLIST_2 => (LIST, read_quicklist(rest, true)),
+        RDB_TYPE_HASH => (HASH, read_plain(rest, 2, budget)),
+        RDB_TYPE_SET => (SET, read_plain(rest, 1, budget)),
+        RDB_TYPE_LIST => (LIST, read_plain(rest, 1, budget)),
+        RDB_TYPE_HASH_LISTPACK => (HASH, read_blob(rest, encoded::listpack, budget)),
+        RDB_TYPE_HASH_ZIPLIST => (HASH, read_blob(rest, encoded::ziplist, budget)),
+        RDB_TYPE_SET_INTSET => (SET, read_blob(rest, encoded::intset, budget)),
+        RDB_TYPE_ZSET_LISTPACK => (ZSET, read_blob(rest, encoded::listpack, budget)),
+        RDB_TYPE_ZSET_ZIPLIST => (ZSET, read_blob(rest, encoded::ziplist, budget)),
+        RDB_TYPE_LIST_ZIPLIST => (LIST, read_blob(rest, encoded::ziplist, budget)),
+        RDB_TYPE_LIST_QUICKLIST => (LIST, read_quicklist(rest, false, budget)),
+        RDB_TYPE_LIST_QUICKLIST_2 => (LIST, read_quicklist(rest, true, budget)),
         // Redis's RDB object types run 0..=21 (7.2); others are bad data.
         ty if ty <= 21 => return Err(PayloadError::NotAString),
         _ => return Err(bad),
@@ -309,11 +343,11 @@ fn pack(kind: Kind, elements: Vec<Vec<u8>>) -> Option<(Kind, Vec<u8>)> {
 
 /// An RDB plain hash (type 4), set (2) or list (1): a length, then that many groups of
 /// `per` strings (a hash's field and value; a member or an element).
-fn read_plain(p: &[u8], per: usize) -> Option<Vec<Vec<u8>>> {
+fn read_plain(p: &[u8], per: usize, budget: &mut Budget) -> Option<Vec<Vec<u8>>> {
     let (Ok(n), mut at) = read_len(p)? else { return None };
     let mut elements = Vec::new();
     for _ in 0..n.checked_mul(per)? {
-        let (e, used) = read_string(p.get(at..)?)?;
+        let (e, used) = read_string(p.get(at..)?, budget)?;
         at += used;
         elements.push(e);
     }
@@ -321,8 +355,12 @@ fn read_plain(p: &[u8], per: usize) -> Option<Vec<Vec<u8>>> {
 }
 
 /// One RDB string holding a listpack, a ziplist or an intset, read by `decode`.
-fn read_blob(p: &[u8], decode: fn(&[u8], &mut Vec<Vec<u8>>) -> Option<()>) -> Option<Vec<Vec<u8>>> {
-    let (blob, used) = read_string(p)?;
+fn read_blob(
+    p: &[u8],
+    decode: fn(&[u8], &mut Vec<Vec<u8>>) -> Option<()>,
+    budget: &mut Budget,
+) -> Option<Vec<Vec<u8>>> {
+    let (blob, used) = read_string(p, budget)?;
     let mut elements = Vec::new();
     decode(&blob, &mut elements)?;
     (used == p.len()).then_some(elements)
@@ -331,7 +369,7 @@ fn read_blob(p: &[u8], decode: fn(&[u8], &mut Vec<Vec<u8>>) -> Option<()>) -> Op
 /// A quicklist: a node count, then each node as an RDB string holding a ziplist (type 14) or,
 /// in `QUICKLIST_2` (type 18, `v2`), a container tag first (1: the node is one plain element,
 /// 2: a listpack). Empty nodes are skipped, as Redis skips them.
-fn read_quicklist(p: &[u8], v2: bool) -> Option<Vec<Vec<u8>>> {
+fn read_quicklist(p: &[u8], v2: bool, budget: &mut Budget) -> Option<Vec<Vec<u8>>> {
     let (Ok(n), mut at) = read_len(p)? else { return None };
     let mut elements = Vec::new();
     for _ in 0..n {
@@ -341,7 +379,7 @@ fn read_quicklist(p: &[u8], v2: bool) -> Option<Vec<Vec<u8>>> {
             plain = container == 1;
             at += used;
         }
-        let (node, used) = read_string(p.get(at..)?)?;
+        let (node, used) = read_string(p.get(at..)?, budget)?;
         at += used;
         match (plain, v2) {
             (true, _) => elements.push(node),
@@ -368,11 +406,14 @@ fn read_len(p: &[u8]) -> Option<(Result<usize, u8>, usize)> {
 }
 
 /// An RDB string (plain, integer or LZF): `(bytes, bytes used)`.
-fn read_string(p: &[u8]) -> Option<(Vec<u8>, usize)> {
+fn read_string(p: &[u8], budget: &mut Budget) -> Option<(Vec<u8>, usize)> {
     let (len, n) = read_len(p)?;
     let rest = &p[n..];
     match len {
-        Ok(len) => Some((rest.get(..len)?.to_vec(), n + len)),
+        Ok(len) => {
+            let s = rest.get(..len)?;
+            budget.take(len).then(|| (s.to_vec(), n + len))
+        }
         Err(0) => Some((i64::from(*rest.first()? as i8).to_string().into_bytes(), n + 1)),
         Err(1) => {
             let v = i16::from_le_bytes(rest.get(..2)?.try_into().ok()?);
@@ -387,6 +428,9 @@ fn read_string(p: &[u8]) -> Option<(Vec<u8>, usize)> {
             let (ulen, b) = read_len(&rest[a..])?;
             let (clen, ulen) = (clen.ok()?, ulen.ok()?);
             let data = rest.get(a + b..a + b + clen)?;
+            if !budget.take(ulen) {
+                return None;
+            }
             Some((lzf_decompress(data, ulen)?, n + a + b + clen))
         }
         Err(_) => None,
@@ -619,11 +663,17 @@ pub(super) fn restore(
         Some(t) if t < 0 => return write_error(out, b"ERR Invalid TTL value, must be >= 0"),
         Some(t) => t,
     };
-    let (kind, value) = match deserialize(arg(cmd, 3)) {
+    // Twice the largest item, and the request's slack: what RDB's forms of a collection
+    // that fits can take (see `Budget`).
+    let limit = ctx.shared.config.max_item_size.bytes().saturating_mul(2) + (64 << 10);
+    let (kind, value) = match deserialize(arg(cmd, 3), limit) {
         Ok(v) => v,
         Err(PayloadError::VersionOrChecksum) => return write_error(out, BAD_PAYLOAD),
         Err(PayloadError::BadFormat) => return write_error(out, BAD_FORMAT),
         Err(PayloadError::NotAString) => return write_error(out, NOT_A_STRING),
+        Err(PayloadError::TooLarge) => {
+            return engine_error(out, fridge_engine::EngineError::TooLarge);
+        }
     };
     let now = crate::shared::precise_now_ms(ctx.shared.now_ms()) as i64;
     let expiry = match ttl {
@@ -665,7 +715,30 @@ pub(super) fn restore(
 
 #[cfg(test)]
 mod tests {
-    use super::{PayloadError, crc64, deserialize, lzf_decompress, serialize};
+    use super::{PayloadError, crc64, lzf_decompress, serialize};
+
+    /// A payload read with no limit but the payload's own.
+    fn deserialize(p: &[u8]) -> Result<(fridge_engine::Kind, Vec<u8>), PayloadError> {
+        super::deserialize(p, usize::MAX)
+    }
+
+    #[test]
+    fn a_payload_cannot_expand_past_its_budget() {
+        // 20,000 bytes of 'a' compress to a few hundred: within 1,000 bytes of budget they are
+        // refused as too large before any is decompressed, and a list of such strings too.
+        let p = serialize(&[b'a'; 20_000]);
+        assert!(p.len() < 1_000);
+        assert_eq!(super::deserialize(&p, 1_000), Err(PayloadError::TooLarge));
+        assert!(super::deserialize(&p, 20_000).is_ok());
+        let one = &p[1..p.len() - 10];
+        let mut body = vec![1u8, 3];
+        for _ in 0..3 {
+            body.extend_from_slice(one);
+        }
+        let list = super::finish(body);
+        assert_eq!(super::deserialize(&list, 50_000), Err(PayloadError::TooLarge));
+        assert!(super::deserialize(&list, 60_000).is_ok());
+    }
 
     #[test]
     fn crc64_is_redis_s() {
