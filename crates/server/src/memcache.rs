@@ -157,7 +157,7 @@ pub(crate) fn execute_in_gate(
                 out.extend_from_slice(b"ERROR: shutdown not enabled\r\n");
             } else if args.is_empty() || args == b"graceful" {
                 // fridge's only shutdown is graceful: in-flight requests finish.
-                ctx.shared.shutdown.store(true, Ordering::SeqCst);
+                ctx.shared.request_shutdown();
                 s.closing = true;
             } else {
                 mc::write_client_error(out, b"invalid shutdown mode");

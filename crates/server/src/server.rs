@@ -72,7 +72,7 @@ pub struct ShutdownHandle {
 impl ShutdownHandle {
     /// Starts a graceful shutdown: stop accepting, finish in-flight requests, close.
     pub fn shutdown(&self) {
-        self.shared.shutdown.store(true, Ordering::SeqCst);
+        self.shared.request_shutdown();
         let _ = self.accept_waker.wake();
     }
 }
@@ -154,6 +154,7 @@ impl Server {
             injected_clock,
             engine,
             shutdown: AtomicBool::new(false),
+            accept_waker: std::sync::OnceLock::new(),
             verbose: AtomicU8::new(config.verbose),
             connections: AtomicUsize::new(0),
             rejecting: AtomicUsize::new(0),
@@ -215,6 +216,7 @@ impl Server {
 
         let poll = Poll::new()?;
         let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
+        let _ = shared.accept_waker.set(Arc::clone(&accept_waker));
         let main_protocol = shared.config.protocol;
         let mut all: Vec<(Listener, Protocol)> =
             tcp.into_iter().map(|l| (Listener::Tcp(l), main_protocol)).collect();
@@ -362,8 +364,10 @@ fn accept_loop(
 ) {
     let mut events = Events::with_capacity(64);
     let mut next = 0usize;
+    // No timeout: a shutdown, from a signal or a client's command, wakes the poll
+    // (`Shared::request_shutdown`), so an idle server's acceptor never wakes.
     while !shared.shutdown.load(Ordering::SeqCst) {
-        if let Err(e) = poll.poll(&mut events, Some(Duration::from_millis(500))) {
+        if let Err(e) = poll.poll(&mut events, None) {
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }

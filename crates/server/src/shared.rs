@@ -87,7 +87,11 @@ pub(crate) struct Shared {
     /// started by it; see [`precise_now_ms`].
     pub injected_clock: bool,
     pub started_ms: u64,
+    /// Set once a graceful shutdown has begun; see [`Shared::request_shutdown`].
     pub shutdown: AtomicBool,
+    /// The acceptor's waker (set once it exists): a shutdown wakes it, so it sleeps without a
+    /// timeout in between.
+    pub accept_waker: std::sync::OnceLock<Arc<Waker>>,
     /// The log level: `-v` at start, memcached's `verbosity` command later.
     pub verbose: AtomicU8,
     /// Live client connections (rejected ones excluded).
@@ -150,6 +154,15 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// Begins a graceful shutdown: sets the flag and wakes the acceptor, which closes the
+    /// listeners and tells the workers to drain.
+    pub fn request_shutdown(&self) {
+        self.shutdown.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(w) = self.accept_waker.get() {
+            let _ = w.wake();
+        }
+    }
+
     /// The current tenants snapshot.
     pub(crate) fn tenants(&self) -> Arc<tenants::Tenants> {
         Arc::clone(&self.tenants.read().unwrap_or_else(|e| e.into_inner()))

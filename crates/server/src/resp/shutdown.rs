@@ -10,8 +10,6 @@
 //! anyway); `NOSAVE` and no option stop at once. `NOW` changes nothing (there are no
 //! replicas to wait for), and `ABORT` finds no shutdown to abort. The admin's only.
 
-use std::sync::atomic::Ordering;
-
 use fridge_proto::resp::{Command, write_error};
 
 use super::{SYNTAX, Spec, no_permission};
@@ -54,7 +52,7 @@ pub(super) fn shutdown(
     if save && !force {
         return write_error(out, b"ERR Errors trying to SHUTDOWN. Check logs.");
     }
-    ctx.shared.shutdown.store(true, Ordering::SeqCst);
+    ctx.shared.request_shutdown();
     for w in 0..ctx.shared.workers.len() {
         ctx.shared.wake(w);
     }
