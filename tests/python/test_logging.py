@@ -9,11 +9,10 @@ import queue
 import re
 import socket
 import subprocess
-import threading
 
 import pytest
 import redis
-from conftest import fridge_binary, password_line, tenants_toml
+from conftest import drain, fridge_binary, password_line, tenants_toml
 from test_redis_parity import redis_server, same  # noqa: F401 (the fixture)
 
 
@@ -42,20 +41,15 @@ class Logged:
             [fridge_binary(), "-p", "0", "-m", "64", "-t", "2", *args],
             stderr=subprocess.PIPE, text=True, env=env,
         )
-        self.lines = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        drain(self.proc)
         first = self.next()
         match = re.search(r"on 127\.0\.0\.1:(\d+)", first)
         assert match, first
         self.port = int(match.group(1))
         self.first = first
 
-    def _read(self):
-        for line in self.proc.stderr:
-            self.lines.put(line.rstrip("\n"))
-
     def next(self, timeout=10):
-        return self.lines.get(timeout=timeout)
+        return self.proc.log_lines.get(timeout=timeout).rstrip("\n")
 
     def until(self, pattern, timeout=10):
         """The lines up to and including the first that matches `pattern`."""
@@ -69,7 +63,7 @@ class Logged:
     def quiet(self, seconds=0.3):
         """Whether no line arrives within `seconds`."""
         try:
-            line = self.lines.get(timeout=seconds)
+            line = self.proc.log_lines.get(timeout=seconds)
         except queue.Empty:
             return True
         raise AssertionError(f"unexpected log line: {line}")

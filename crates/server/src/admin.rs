@@ -184,10 +184,7 @@ pub(crate) fn respond(request: &[u8], shared: &Shared) -> Vec<u8> {
     let (method, path) = (method.as_str(), path.as_str());
     let body = method == "GET";
     if method != "GET" && method != "HEAD" {
-        let mut r = reply(405, "text/plain", "method not allowed\n", true);
-        let at = r.windows(2).position(|w| w == b"\r\n").unwrap_or(0) + 2;
-        r.splice(at..at, b"Allow: GET, HEAD\r\n".iter().copied());
-        return r;
+        return reply(405, "text/plain", "method not allowed\n", true);
     }
     match path {
         "/metrics" => {
@@ -232,6 +229,7 @@ fn request_line(request: &[u8]) -> Option<(String, String)> {
     Some((method.to_string(), path.to_string()))
 }
 
+/// A reply with its status line and headers (`Allow` on a 405, as HTTP asks).
 fn reply(status: u16, content_type: &str, body: &str, with_body: bool) -> Vec<u8> {
     let reason = match status {
         200 => "OK",
@@ -240,8 +238,9 @@ fn reply(status: u16, content_type: &str, body: &str, with_body: bool) -> Vec<u8
         431 => "Request Header Fields Too Large",
         _ => "Service Unavailable",
     };
+    let allow = if status == 405 { "Allow: GET, HEAD\r\n" } else { "" };
     let mut r = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\
+        "HTTP/1.1 {status} {reason}\r\n{allow}Content-Type: {content_type}\r\nContent-Length: {}\r\n\
          Connection: close\r\n\r\n",
         body.len()
     )
@@ -271,13 +270,7 @@ mod tests {
 
     #[test]
     fn random_requests_never_panic() {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let alphabet = b"GET /\r\n?HTTP1.x\xff\x00 ";
         for _ in 0..50_000 {
             let n = (next() % 64) as usize;

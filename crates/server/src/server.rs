@@ -34,7 +34,6 @@ pub struct Server {
     admin_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
-    accept_waker: Arc<Waker>,
 }
 
 /// Describes a server's life so far (see [`Server::summary_handle`]).
@@ -66,14 +65,12 @@ impl SummaryHandle {
 #[derive(Debug, Clone)]
 pub struct ShutdownHandle {
     shared: Arc<Shared>,
-    accept_waker: Arc<Waker>,
 }
 
 impl ShutdownHandle {
     /// Starts a graceful shutdown: stop accepting, finish in-flight requests, close.
     pub fn shutdown(&self) {
         self.shared.request_shutdown();
-        let _ = self.accept_waker.wake();
     }
 }
 
@@ -216,7 +213,7 @@ impl Server {
 
         let poll = Poll::new()?;
         let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
-        let _ = shared.accept_waker.set(Arc::clone(&accept_waker));
+        let _ = shared.accept_waker.set(accept_waker);
         let main_protocol = shared.config.protocol;
         let mut all: Vec<(Listener, Protocol)> =
             tcp.into_iter().map(|l| (Listener::Tcp(l), main_protocol)).collect();
@@ -253,15 +250,7 @@ impl Server {
                     let _ = h.join();
                 }
             })?;
-        Ok(Server {
-            addr,
-            addrs,
-            resp_addr,
-            admin_addr,
-            shared,
-            acceptor: Some(acceptor),
-            accept_waker,
-        })
+        Ok(Server { addr, addrs, resp_addr, admin_addr, shared, acceptor: Some(acceptor) })
     }
 
     /// The main port's (first) address; `0.0.0.0:0` when only a unix socket is open.
@@ -308,10 +297,7 @@ impl Server {
 
     /// A handle that can shut the server down from another thread (a signal handler).
     pub fn shutdown_handle(&self) -> ShutdownHandle {
-        ShutdownHandle {
-            shared: Arc::clone(&self.shared),
-            accept_waker: Arc::clone(&self.accept_waker),
-        }
+        ShutdownHandle { shared: Arc::clone(&self.shared) }
     }
 
     /// Blocks until the server has shut down (after [`ShutdownHandle::shutdown`]).

@@ -763,13 +763,7 @@ mod tests {
     fn arbitrary_payloads_with_a_good_checksum_never_panic() {
         // RESTORE takes a client's bytes: with a valid footer, any body parses or is refused.
         use super::finish;
-        let mut x = 0xfeed_beef_0bad_cafeu64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::xorshift(0xfeed_beef_0bad_cafeu64);
         for _ in 0..20_000 {
             let ty = [0u8, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 16, 17, 18][(next() % 14) as usize];
             let mut body = vec![ty];

@@ -24,7 +24,7 @@
 
 use std::fmt::Write as _;
 
-use crate::cmdstats::{COMMAND_ROWS, STAT_ROWS, SUBCOMMANDS};
+use crate::cmdstats::STAT_ROWS;
 use crate::latencystats::{self, BUCKETS};
 use crate::shared::Shared;
 
@@ -163,8 +163,8 @@ fn tenant_counter(field: &str) -> bool {
 
 /// The `/metrics` reply body.
 pub(crate) fn write_metrics(out: &mut String, shared: &Shared) {
-    let tenants = std::sync::Arc::clone(&shared.tenants.read().unwrap_or_else(|e| e.into_inner()));
-    let view = View::new(fridge_engine::TenantId(0), true, 0, None, &tenants);
+    let tenants = shared.tenants();
+    let view = admin_view(&tenants);
 
     let mut stats = Vec::new();
     super::write_memcache_stats(&mut stats, shared, &view);
@@ -198,8 +198,8 @@ pub(crate) fn write_metrics(out: &mut String, shared: &Shared) {
 /// row by field), `commands` (per RESP command called since the last reset: `calls`,
 /// `failed`, and, while latency tracking is on, `p50_us`, `p99_us`, `p999_us`).
 pub(crate) fn write_json(out: &mut String, shared: &Shared) {
-    let tenants = std::sync::Arc::clone(&shared.tenants.read().unwrap_or_else(|e| e.into_inner()));
-    let view = View::new(fridge_engine::TenantId(0), true, 0, None, &tenants);
+    let tenants = shared.tenants();
+    let view = admin_view(&tenants);
     let mut stats = Vec::new();
     super::write_memcache_stats(&mut stats, shared, &view);
     let _ = write!(out, "{{\"time_ms\":{},\"stats\":{{", shared.now_ms());
@@ -266,13 +266,15 @@ pub(crate) fn write_json(out: &mut String, shared: &Shared) {
     out.push_str("}}");
 }
 
+/// The admin's view (every tenant, server-wide figures), whose `stats` the exports read.
+fn admin_view(tenants: &crate::tenants::Tenants) -> View<'_> {
+    View::new(fridge_engine::TenantId(0), true, 0, None, tenants)
+}
+
 /// The name of counter row `r` (a command, or a container's subcommand).
 fn row_name(r: usize) -> &'static str {
-    if r < COMMAND_ROWS {
-        crate::resp::COMMANDS.get(r).map_or("", |c| c.name)
-    } else {
-        SUBCOMMANDS[r - COMMAND_ROWS]
-    }
+    crate::cmdstats::row_name(r, |i| crate::resp::COMMANDS.get(i).map_or("", |c| c.name))
+        .unwrap_or("")
 }
 
 /// Every tenant's `stats tenants` row.
@@ -324,7 +326,6 @@ const LE_NANOS: [u64; 13] = {
 fn write_commands(out: &mut String, shared: &Shared) {
     let base = shared.stats_baseline.lock().unwrap_or_else(|e| e.into_inner()).commands;
     let totals = super::command_totals_now(shared).since(&base);
-    let name = row_name;
     let rows: Vec<usize> =
         (0..STAT_ROWS).filter(|&r| totals.calls[r] > 0 || totals.rejected[r] > 0).collect();
     for (metric, what, counts) in [
@@ -346,7 +347,7 @@ fn write_commands(out: &mut String, shared: &Shared) {
     ] {
         header(out, metric, what, "counter");
         for &r in &rows {
-            let _ = writeln!(out, "{metric}{{command=\"{}\"}} {}", name(r), counts[r]);
+            let _ = writeln!(out, "{metric}{{command=\"{}\"}} {}", row_name(r), counts[r]);
         }
     }
 
@@ -367,7 +368,7 @@ fn write_commands(out: &mut String, shared: &Shared) {
         if count == 0 {
             continue;
         }
-        let command = name(r);
+        let command = row_name(r);
         // A bucket of the fine histogram counts toward every bound at or above its highest
         // value.
         let mut cumulative = [0u64; LE_NANOS.len()];

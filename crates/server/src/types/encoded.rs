@@ -265,13 +265,7 @@ mod tests {
 
     #[test]
     fn random_bytes_never_panic() {
-        let mut x = 0x1234_5678_9abc_def0u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::xorshift(0x1234_5678_9abc_def0u64);
         for _ in 0..50_000 {
             let n = (next() % 40) as usize;
             let mut p: Vec<u8> = (0..n).map(|_| next() as u8).collect();

@@ -301,13 +301,7 @@ mod tests {
     fn arbitrary_bytes_read_without_a_panic_and_within_their_length() {
         // Random values, and valid hashes with random bytes flipped: every read stops at the
         // bytes' end (a value can come from RESTORE or, once, from a bug).
-        let mut x = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = crate::types::xorshift(0x9E37_79B9_7F4A_7C15u64);
         let mut valid = Vec::new();
         let mut b = Builder::new(&mut valid, true);
         for i in 0..20u8 {

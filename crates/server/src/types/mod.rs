@@ -46,3 +46,15 @@ pub(crate) fn by_name(name: &[u8]) -> Option<Kind> {
         .into_iter()
         .find(|&k| self::name(k).eq_ignore_ascii_case(name))
 }
+
+/// A xorshift64 generator from `seed` (not zero), for the randomized no-panic tests of the
+/// parsers of client bytes (packed values, RDB payloads, HTTP request lines).
+#[cfg(test)]
+pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
