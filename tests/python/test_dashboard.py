@@ -87,6 +87,10 @@ def test_the_dashboard_shows_what_the_server_reports(tmp_path):
         commands = driver.execute_script(
             "return [...document.querySelectorAll('#latency tbody tr')].map((tr) => tr.dataset.command)")
         assert {"get", "set"} <= set(commands), commands
+        hot = driver.execute_script(
+            "return [...document.querySelectorAll('#hotkeys tbody tr')]"
+            ".map((tr) => [tr.dataset.key, tr.children[3].textContent])")
+        assert hot and hot == [[k["key"], f"{k['count']:,}"] for k in data["hotkeys"]["keys"]], hot
         shot = os.environ.get("FRIDGE_DASHBOARD_SCREENSHOT") or str(tmp_path / "dashboard.png")
         assert driver.save_screenshot(shot)
         assert os.path.getsize(shot) > 10_000

@@ -17,6 +17,7 @@ use crate::epoch::{Epochs, Guard, Slot};
 use crate::error::{ConfigError, EngineError};
 use crate::expiry;
 use crate::ghost::Ghost;
+use crate::hotkeys::HotKeys;
 use crate::index::Index;
 use crate::item;
 use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata};
@@ -169,6 +170,29 @@ impl Engine {
             ),
         };
         Engine::new(config, clock, metadata)
+    }
+
+    /// The hot keys of the last completed window, or of the live one if none has completed
+    /// since the start or the last [`Engine::reset_hot_keys`] (`hotkeys.rs`); `None` without
+    /// a hitmap (`hitmap_bits_per_item` 0). Pools still in workers' hands are not counted.
+    pub fn hot_keys(&self) -> Option<HotKeys> {
+        self.inner.metadata.hot_keys()
+    }
+
+    /// Forgets the hot keys counted so far; a new window starts.
+    pub fn reset_hot_keys(&self) {
+        self.inner.metadata.reset_hot_keys();
+    }
+
+    /// Sets the length of the hot-key windows (from the next one on); ignored without a
+    /// hitmap.
+    pub fn set_hot_window(&self, window_ms: u64) {
+        self.inner.metadata.set_hot_window(window_ms);
+    }
+
+    /// The length of the hot-key windows, `None` without a hitmap.
+    pub fn hot_window(&self) -> Option<u64> {
+        self.inner.metadata.hot_window()
     }
 
     /// A handle for one thread. Fails when `max_participants` handles exist.

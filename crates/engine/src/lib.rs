@@ -36,7 +36,7 @@
 //! invariant.
 //!
 //! Visibility: the public surface is the re-exports below plus [`item`]'s layout constants,
-//! [`hash`] and [`hitmap`] (the benchmarks drive them directly); every other module is
+//! [`hash`], [`hitmap`] and [`hotkeys`] (the benchmarks drive them directly); every other module is
 //! internal to the engine.
 //!
 //! Errors: operations return the small `Copy` enum [`EngineError`]; construction returns a
@@ -57,6 +57,7 @@ mod expiry;
 mod ghost;
 pub mod hash;
 pub mod hitmap;
+pub mod hotkeys;
 mod index;
 pub mod item;
 mod metadata;
@@ -74,6 +75,7 @@ pub use config::{CleanerMode, EngineConfig, Eviction, Queues};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};
+pub use hotkeys::{HotKey, HotKeys, TopK};
 pub use item::Kind;
 pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
 pub use observe::{Evicted, EvictionObserver};

@@ -23,6 +23,7 @@ use crate::config::{CleanerMode, Eviction};
 use crate::epoch::{self, Guard, Slot};
 use crate::error::EngineError;
 use crate::hash::{digest_of, key_hash_in};
+use crate::hotkeys::{self, NAMES_PER_POOL, SAMPLE_EVERY};
 use crate::index::{Loc, Locked};
 use crate::item::{self, Kind, NewItem};
 use crate::metadata::POOL_LEN;
@@ -50,6 +51,10 @@ pub struct Worker {
     heads: [Option<u32>; 4],
     scratch: Vec<u8>,
     refs: Vec<u32>,
+    /// Name samples for the hot keys, sent with `refs` (`hotkeys.rs`).
+    names: Vec<u8>,
+    /// Xorshift state choosing the references that are named.
+    sampler: u32,
     /// The CAS value of the last item this handle published.
     last_cas: u64,
     /// The database every key operation names ([`Worker::select`]).
@@ -65,6 +70,8 @@ impl Worker {
             heads: [None; 4],
             scratch: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
+            names: Vec::with_capacity(NAMES_PER_POOL),
+            sampler: 0x9e37_79b9,
             last_cas: 0,
             db: 0,
         }
@@ -104,9 +111,20 @@ impl Drop for Worker {
 }
 
 impl Worker {
+    /// Adds a reference to the pool, and one in [`SAMPLE_EVERY`] (at random) with its name.
     #[inline]
-    fn note_access(&mut self, hash: u64, set: bool) {
-        self.refs.push(digest_of(hash) & !1 | u32::from(set));
+    fn note_access(&mut self, hash: u64, set: bool, tenant: TenantId, key: &[u8]) {
+        let digest = digest_of(hash) & !1;
+        self.refs.push(digest | u32::from(set));
+        // Xorshift32: a few instructions; its low bits pick the samples.
+        let mut x = self.sampler;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.sampler = x;
+        if x % SAMPLE_EVERY == 0 {
+            hotkeys::push_name(&mut self.names, digest, tenant, self.db, key);
+        }
         if self.refs.len() == POOL_LEN {
             self.flush_references();
         }
@@ -114,9 +132,10 @@ impl Worker {
 
     fn flush_references(&mut self) {
         if !self.refs.is_empty() {
-            self.inner.metadata.submit(&self.refs);
+            self.inner.metadata.submit(&self.refs, &self.names);
             Counters::add(&self.inner.counters.digests, self.refs.len() as u64);
             self.refs.clear();
+            self.names.clear();
         }
     }
 
@@ -184,7 +203,7 @@ impl Worker {
     /// Stores an item.
     pub fn store(&mut self, req: Store<'_>) -> Result<StoreOutcome, EngineError> {
         let hash = key_hash_in(req.tenant, self.db, req.key);
-        self.note_access(hash, true);
+        self.note_access(hash, true, req.tenant, req.key);
         self.inner.check_flush(&self.slot, req.tenant);
         epoch::bump(&self.inner.epochs.counters(&self.slot).sets);
         if req.expiry == Expiry::Keep {
@@ -371,7 +390,7 @@ impl Worker {
         access: Access,
         mut f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
-        self.note_access(hash, true);
+        self.note_access(hash, true, tenant, key);
         self.inner.check_flush(&self.slot, tenant);
         let db = self.db;
         let mut buf = std::mem::take(&mut self.scratch);

@@ -3,6 +3,7 @@
 //! - `GET /metrics`: every figure of `stats`, `stats tenants` and `INFO commandstats` /
 //!   `latencystats` in Prometheus's text format (`crate::stats::write_metrics`).
 //! - `GET /stats.json`: the same figures as one JSON object (`crate::stats::write_json`).
+//! - `GET /hotkeys`: the hot keys of every tenant (`crate::hotkeys::write_json`).
 //! - `GET /dashboard` (and `/`): a live page for people (`dashboard.html`, no external assets:
 //!   it works where the machine has no internet), redrawn each second from `/stats.json`.
 //! - `GET /healthz`: `200 ok` while the process serves (a liveness probe).
@@ -197,6 +198,11 @@ pub(crate) fn respond(request: &[u8], shared: &Shared) -> Vec<u8> {
             crate::stats::write_json(&mut text, shared);
             reply(200, "application/json", &text, body)
         }
+        "/hotkeys" => {
+            let mut text = String::with_capacity(4 << 10);
+            crate::hotkeys::write_json(&mut text, shared);
+            reply(200, "application/json", &text, body)
+        }
         "/dashboard" | "/" => reply(200, "text/html; charset=utf-8", DASHBOARD, body),
         "/healthz" => reply(200, "text/plain", "ok\n", body),
         "/readyz" if shared.shutdown.load(std::sync::atomic::Ordering::Relaxed) => {
@@ -206,7 +212,8 @@ pub(crate) fn respond(request: &[u8], shared: &Shared) -> Vec<u8> {
         _ => reply(
             404,
             "text/plain",
-            "not found: the admin port serves /metrics, /stats.json, /dashboard, /healthz and /readyz\n",
+            "not found: the admin port serves /metrics, /stats.json, /hotkeys, /dashboard, \
+             /healthz and /readyz\n",
             body,
         ),
     }

@@ -17,12 +17,12 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The rows of `resp::COMMANDS`, the Redis command table.
-pub const COMMAND_ROWS: usize = 205;
+pub const COMMAND_ROWS: usize = 206;
 
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's
 /// subcommands of the containers fridge has; an unknown subcommand is no call of any.
-pub(crate) const SUBCOMMANDS: [&str; 72] = [
+pub(crate) const SUBCOMMANDS: [&str; 75] = [
     "acl|cat",
     "acl|deluser",
     "acl|dryrun",
@@ -73,6 +73,9 @@ pub(crate) const SUBCOMMANDS: [&str; 72] = [
     "function|load",
     "function|restore",
     "function|stats",
+    "hotkeys|get",
+    "hotkeys|help",
+    "hotkeys|reset",
     "latency|doctor",
     "latency|help",
     "latency|histogram",

@@ -79,6 +79,7 @@ mod config;
 mod counter;
 mod databases;
 mod extended;
+mod hotkeys;
 mod keyspace;
 mod latency;
 mod latencystats;

@@ -60,6 +60,10 @@ pub(crate) fn stats(args: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: &mut C
         b"sizes_disable" => mc::write_stat(out, b"sizes_status", b"disabled"),
         // No extstore: an empty list, as memcached without one answers.
         b"extstore" => mc::write_reply(out, Reply::End),
+        b"hotkeys" => {
+            crate::hotkeys::write_memcache(out, s, ctx);
+            mc::write_reply(out, Reply::End);
+        }
         b"conns" => {
             stats::write_memcache_conns(out, ctx.shared, &view);
             mc::write_reply(out, Reply::End);

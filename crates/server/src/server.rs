@@ -145,6 +145,7 @@ impl Server {
             memory_peak: AtomicU64::new(0),
             info_sample: Mutex::default(),
             slowlog: Default::default(),
+            hot_top_k: AtomicUsize::new(crate::hotkeys::DEFAULT_TOP_K),
             latency: Default::default(),
             started_ms: clock.now_ms(),
             clock,

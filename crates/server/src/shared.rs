@@ -129,6 +129,8 @@ pub(crate) struct Shared {
     pub info_sample: Mutex<InfoSample>,
     /// Redis's slow log and its settings.
     pub slowlog: crate::slowlog::SlowLog,
+    /// How many hot keys the views show (`hotkeys-top-k`, at most the engine's counters).
+    pub hot_top_k: AtomicUsize,
     /// Redis's latency monitor.
     pub latency: crate::latency::Latency,
     /// The log watchers (`watch`), shared with the engine's eviction observer.

@@ -4,12 +4,13 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
 use super::{MetadataBackend, MetadataStats, POOL_LEN, Temperature, UNKNOWN};
 use crate::hitmap::{DEFAULT_LEVELS, Hitmap};
+use crate::hotkeys::{DEFAULT_WINDOW_MS, HotKeys, NAMES_PER_POOL, TopK};
 
 /// Pools that may wait for the metadata worker (256 KiB of digests).
 const QUEUED_POOLS: usize = 64;
@@ -26,6 +27,10 @@ pub struct CpuHitmap {
 #[derive(Debug)]
 struct Shared {
     hitmap: Mutex<Hitmap>,
+    /// Hot keys, counted from the same pools (`hotkeys.rs`); locked after `hitmap`.
+    hot: Mutex<TopK>,
+    /// The origin of the hot-key windows' milliseconds.
+    started: Instant,
     /// `None` inline: pools are applied by the submitting thread.
     queue: Option<Queue>,
     compacting: AtomicBool,
@@ -35,10 +40,17 @@ struct Shared {
     shutdown: AtomicBool,
 }
 
+/// A queued reference pool: its digests and its name samples (`hotkeys::push_name`).
+#[derive(Debug)]
+struct Pool {
+    digests: Vec<u32>,
+    names: Vec<u8>,
+}
+
 #[derive(Debug)]
 struct Queue {
-    full: ArrayQueue<Vec<u32>>,
-    free: ArrayQueue<Vec<u32>>,
+    full: ArrayQueue<Pool>,
+    free: ArrayQueue<Pool>,
     sleeping: AtomicBool,
     worker: Mutex<Option<std::thread::Thread>>,
 }
@@ -59,7 +71,10 @@ impl CpuHitmap {
             worker: Mutex::new(None),
         };
         for _ in 0..QUEUED_POOLS {
-            let _ = queue.free.push(Vec::with_capacity(POOL_LEN));
+            let _ = queue.free.push(Pool {
+                digests: Vec::with_capacity(POOL_LEN),
+                names: Vec::with_capacity(NAMES_PER_POOL),
+            });
         }
         let shared = Arc::new(Shared::new(items, bits_per_item, Some(queue)));
         let bg = Arc::clone(&shared);
@@ -106,6 +121,8 @@ impl Shared {
         Shared {
             zones: Mutex::new(vec![0; hitmap.levels() + 1]),
             hitmap: Mutex::new(hitmap),
+            hot: Mutex::new(TopK::new(DEFAULT_WINDOW_MS)),
+            started: Instant::now(),
             queue,
             compacting: AtomicBool::new(false),
             applied: AtomicU64::new(0),
@@ -114,8 +131,8 @@ impl Shared {
         }
     }
 
-    /// Applies one pool, then compacts if level 1 is saturated.
-    fn apply(&self, digests: &[u32]) {
+    /// Applies one pool, then compacts if level 1 is saturated; then counts its hot keys.
+    fn apply(&self, digests: &[u32], names: &[u8]) {
         let mut hitmap = lock(&self.hitmap);
         hitmap.record_batch(digests);
         self.applied.fetch_add(digests.len() as u64, Ordering::Relaxed);
@@ -124,6 +141,12 @@ impl Shared {
             hitmap.compact();
             self.compacting.store(false, Ordering::Release);
         }
+        drop(hitmap);
+        lock(&self.hot).apply(digests, names, self.now_ms());
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
     }
 
     /// Applies queued pools; returns whether there were any.
@@ -131,8 +154,9 @@ impl Shared {
         let mut worked = false;
         if let Some(q) = &self.queue {
             while let Some(mut pool) = q.full.pop() {
-                self.apply(&pool);
-                pool.clear();
+                self.apply(&pool.digests, &pool.names);
+                pool.digests.clear();
+                pool.names.clear();
                 let _ = q.free.push(pool);
                 worked = true;
             }
@@ -156,18 +180,20 @@ impl Shared {
 }
 
 impl MetadataBackend for CpuHitmap {
-    fn submit(&self, digests: &[u32]) {
+    fn submit(&self, digests: &[u32], names: &[u8]) {
         let s = &self.shared;
         let Some(q) = &s.queue else {
-            s.apply(digests);
+            s.apply(digests, names);
             return;
         };
         let Some(mut pool) = q.free.pop() else {
             s.dropped.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        pool.clear();
-        pool.extend_from_slice(&digests[..digests.len().min(POOL_LEN)]);
+        pool.digests.clear();
+        pool.digests.extend_from_slice(&digests[..digests.len().min(POOL_LEN)]);
+        pool.names.clear();
+        pool.names.extend_from_slice(&names[..names.len().min(NAMES_PER_POOL)]);
         if q.full.push(pool).is_err() {
             // Cannot happen (as many buffers as queue slots), but never block or grow.
             s.dropped.fetch_add(1, Ordering::Relaxed);
@@ -198,7 +224,24 @@ impl MetadataBackend for CpuHitmap {
     }
 
     fn bytes(&self) -> usize {
-        lock(&self.shared.hitmap).bytes()
+        lock(&self.shared.hitmap).bytes() + lock(&self.shared.hot).bytes()
+    }
+
+    fn hot_keys(&self) -> Option<HotKeys> {
+        let s = &self.shared;
+        Some(lock(&s.hot).report(s.now_ms()))
+    }
+
+    fn reset_hot_keys(&self) {
+        lock(&self.shared.hot).reset();
+    }
+
+    fn set_hot_window(&self, window_ms: u64) {
+        lock(&self.shared.hot).set_window(window_ms);
+    }
+
+    fn hot_window(&self) -> Option<u64> {
+        Some(lock(&self.shared.hot).window_ms())
     }
 
     fn stats(&self) -> MetadataStats {
@@ -234,8 +277,8 @@ mod tests {
         let threaded = CpuHitmap::threaded(10_000, 32).unwrap();
         for round in 0..6u64 {
             let pool: Vec<u32> = (0..POOL_LEN as u64).map(|i| digest(i % 700, i < 10)).collect();
-            inline.submit(&pool);
-            threaded.submit(&pool);
+            inline.submit(&pool, &[]);
+            threaded.submit(&pool, &[]);
             // Give the worker each pool before the next, so none is dropped.
             threaded.drain();
             let _ = round;
@@ -257,7 +300,7 @@ mod tests {
         let held = lock(&threaded.shared.hitmap);
         let pool = vec![digest(1, false); POOL_LEN];
         for _ in 0..QUEUED_POOLS + 10 {
-            threaded.submit(&pool);
+            threaded.submit(&pool, &[]);
         }
         drop(held);
         threaded.drain();
@@ -274,11 +317,11 @@ mod tests {
         // 1,000 items at 16 bits: level 1 has 1,024 bits; about 3,000 distinct keys fill it.
         let h = CpuHitmap::inline(1_000, 16);
         let keys: Vec<u32> = (0..1_000).map(|i| digest(i, false)).collect();
-        h.submit(&keys);
+        h.submit(&keys, &[]);
         assert_eq!(h.stats().compactions, 0, "{:?}", h.stats());
         let more: Vec<u32> = (1_000..5_000).map(|i| digest(i, false)).collect();
         for pool in more.chunks(POOL_LEN) {
-            h.submit(pool);
+            h.submit(pool, &[]);
         }
         assert!(h.stats().compactions >= 1, "{:?}", h.stats());
     }

@@ -59,11 +59,13 @@ pub struct MetadataStats {
 /// # Contract
 ///
 /// The caller (the engine) guarantees:
-/// - [`submit`](MetadataBackend::submit) gets at most `POOL_LEN` (1024) digests per call, from any
-///   worker thread, on the request path, concurrently with other calls;
+/// - [`submit`](MetadataBackend::submit) gets at most `POOL_LEN` (1024) digests and
+///   `hotkeys::NAMES_PER_POOL` bytes of name samples per call, from any worker thread, on
+///   the request path, concurrently with other calls;
 /// - [`temperatures`](MetadataBackend::temperatures) is called by the cleaner with the
 ///   digests of one pass's survivors, and `out` is a buffer the cleaner reuses between passes;
-/// - [`stats`](MetadataBackend::stats) is called on the control path only.
+/// - [`stats`](MetadataBackend::stats) and the hot-key calls are made on the control path
+///   only.
 ///
 /// An implementation:
 /// - MUST NOT wait for another thread in `submit`: a threaded backend queues the pool or,
@@ -80,11 +82,14 @@ pub struct MetadataStats {
 ///   digests it was given — never on wall time, thread timing or randomness — so that the
 ///   simulator's results are the same run after run;
 /// - MUST treat losing history as harmless: a dropped pool changes eviction quality, never
-///   correctness.
+///   correctness;
+/// - MAY count hot keys from the pools it applies (`hotkeys.rs`); one that does not answers
+///   `None` from [`hot_keys`](MetadataBackend::hot_keys).
 pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
-    /// Takes one reference pool (a digest is `digest_of(hash)` with bit 0 set for a SET).
-    /// Never waits for another thread and never allocates.
-    fn submit(&self, digests: &[u32]);
+    /// Takes one reference pool (a digest is `digest_of(hash)` with bit 0 set for a SET)
+    /// and its name samples (`hotkeys::push_name`). Never waits for another thread and
+    /// never allocates.
+    fn submit(&self, digests: &[u32], names: &[u8]);
     /// Writes the temperature of each digest into `out` (cleared first, same order); the
     /// batch also serves as the compaction sample. Never waits for a compaction.
     fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>);
@@ -93,10 +98,24 @@ pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     /// Bytes the backend keeps; MUST NOT scan (it is asked at startup for the memory
     /// accounting).
     fn bytes(&self) -> usize;
+    /// The hot keys of the last completed window (or the live one), if counted.
+    fn hot_keys(&self) -> Option<HotKeys> {
+        None
+    }
+    /// Forgets the hot keys counted so far.
+    fn reset_hot_keys(&self) {}
+    /// Sets the hot-key window's length.
+    fn set_hot_window(&self, _window_ms: u64) {}
+    /// The hot-key window's length, if hot keys are counted.
+    fn hot_window(&self) -> Option<u64> {
+        None
+    }
 }
 
 mod cpu;
 mod none;
+
+use crate::hotkeys::HotKeys;
 
 pub use cpu::CpuHitmap;
 pub use none::NoMetadata;

@@ -7,7 +7,7 @@ use super::{MetadataBackend, MetadataStats, Temperature, UNKNOWN};
 pub struct NoMetadata;
 
 impl MetadataBackend for NoMetadata {
-    fn submit(&self, _digests: &[u32]) {}
+    fn submit(&self, _digests: &[u32], _names: &[u8]) {}
     fn temperatures(&self, digests: &[u32], out: &mut Vec<Temperature>) {
         out.clear();
         out.resize(digests.len(), UNKNOWN);

@@ -191,7 +191,7 @@ impl Worker {
                 rec.touch_access(recency);
                 rec.bump_freq();
                 epoch::bump(&counters.hits);
-                self.note_access(h, false);
+                self.note_access(h, false, tenant, key);
                 let item = hit(&rec, expires_at_ms, now_ms, touched);
                 f(c * BATCH + j, key, item);
             }
@@ -254,7 +254,7 @@ impl Worker {
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.
-        self.note_access(hash, false);
+        self.note_access(hash, false, tenant, key);
         Ok(Some(result))
     }
 }

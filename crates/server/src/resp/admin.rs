@@ -4,6 +4,7 @@ use std::io::Write as _;
 use std::sync::atomic::Ordering::Relaxed;
 
 use fridge_engine::TenantId;
+use fridge_engine::hotkeys::DEFAULT_WINDOW_MS as DEFAULT_HOT_WINDOW_MS;
 use fridge_proto::number::{self, MAX_DIGITS, u64_digits};
 use fridge_proto::resp::{
     self as r, Command, Version, write_array_header, write_bulk, write_error, write_integer,
@@ -84,6 +85,11 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("latency-tracking", if ctx.shared.latency_tracking.on() { "yes" } else { "no" }.into()),
         ("latency-tracking-info-percentiles", ctx.shared.latency_tracking.percentiles_text()),
         ("loglevel", crate::logging::redis_level_name().into()),
+        ("hotkeys-top-k", ctx.shared.hot_top_k.load(Relaxed).to_string()),
+        (
+            "hotkeys-window-seconds",
+            (ctx.shared.engine.hot_window().unwrap_or(DEFAULT_HOT_WINDOW_MS) / 1000).to_string(),
+        ),
     ]
 }
 
@@ -136,6 +142,7 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     let mut busy_ms = None;
     let (mut tracking, mut percentiles) = (None, None);
     let mut loglevel = None;
+    let (mut hot_k, mut hot_window) = (None, None);
     for i in (2..cmd.len()).step_by(2) {
         let p = arg(i);
         if p.eq_ignore_ascii_case(b"notify-keyspace-events") {
@@ -202,6 +209,18 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
                     return;
                 }
             });
+        } else if p.eq_ignore_ascii_case(b"hotkeys-top-k") {
+            let max = crate::hotkeys::MAX_TOP_K as i64;
+            match ranged(out, "hotkeys-top-k", arg(i + 1), 0, max) {
+                Some(n) => hot_k = Some(n as usize),
+                None => return,
+            }
+        } else if p.eq_ignore_ascii_case(b"hotkeys-window-seconds") {
+            let max = crate::hotkeys::MAX_WINDOW_SECONDS as i64;
+            match ranged(out, "hotkeys-window-seconds", arg(i + 1), 1, max) {
+                Some(n) => hot_window = Some(n as u64 * 1000),
+                None => return,
+            }
         } else if p.eq_ignore_ascii_case(b"loglevel") {
             // Redis's four names only (this server's own names are for its command line).
             let v = std::str::from_utf8(arg(i + 1)).unwrap_or_default();
@@ -287,6 +306,12 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
     }
     if let Some(level) = loglevel {
         log::set_max_level(level);
+    }
+    if let Some(k) = hot_k {
+        ctx.shared.hot_top_k.store(k, Relaxed);
+    }
+    if let Some(ms) = hot_window {
+        ctx.shared.engine.set_hot_window(ms);
     }
     write_simple(out, b"OK");
 }

@@ -52,6 +52,7 @@ pub(crate) mod glob;
 mod hashes;
 mod help;
 mod hll;
+mod hotkeys;
 mod keys;
 mod keyspace;
 mod latency;
@@ -318,6 +319,7 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("time", 1, FAST, NONE, admin::time),
     row("lastsave", 1, FAST, NONE, admin::lastsave),
     row("slowlog", -2, 0, NONE, slowlog::slowlog),
+    row("hotkeys", -2, 0, NONE, hotkeys::hotkeys),
     row("role", 1, FAST, NONE, debug::role),
     row("debug", -2, 0, NONE, debug::debug),
     row("latency", -2, 0, NONE, latency::latency),
@@ -668,8 +670,10 @@ fn log_slow(cmd: &Command<'_>, ctx: &Ctx<'_>, micros: u64) {
 }
 
 /// Commands with subcommands: Redis names them `name|sub` in errors.
-const CONTAINERS: [&str; 9] =
-    ["acl", "client", "command", "config", "function", "latency", "pubsub", "script", "slowlog"];
+const CONTAINERS: [&str; 10] = [
+    "acl", "client", "command", "config", "function", "hotkeys", "latency", "pubsub", "script",
+    "slowlog",
+];
 
 /// A command's full name as Redis gives it in errors: `get`, `client|id`.
 fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {

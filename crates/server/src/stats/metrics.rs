@@ -196,7 +196,8 @@ pub(crate) fn write_metrics(out: &mut String, shared: &Shared) {
 /// The same figures as one JSON object, for the dashboard (`/stats.json`): `time_ms`,
 /// `stats` (every numeric `stats` field by name), `tenants` (each tenant's `stats tenants`
 /// row by field), `commands` (per RESP command called since the last reset: `calls`,
-/// `failed`, and, while latency tracking is on, `p50_us`, `p99_us`, `p999_us`).
+/// `failed`, and, while latency tracking is on, `p50_us`, `p99_us`, `p999_us`), `hotkeys`
+/// (`/hotkeys`'s object).
 pub(crate) fn write_json(out: &mut String, shared: &Shared) {
     let tenants = shared.tenants();
     let view = admin_view(&tenants);
@@ -263,7 +264,9 @@ pub(crate) fn write_json(out: &mut String, shared: &Shared) {
         }
         out.push('}');
     }
-    out.push_str("}}");
+    out.push_str("},\"hotkeys\":");
+    crate::hotkeys::write_json(out, shared);
+    out.push('}');
 }
 
 /// The admin's view (every tenant, server-wide figures), whose `stats` the exports read.
