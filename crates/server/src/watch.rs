@@ -11,6 +11,7 @@
 //! ts=… gid=… type=eviction key=<k> ttl=<secs|-1> la=<secs> size=<n>
 //! ts=… gid=… type=conn_new rip=<ip> rport=<port> transport=tcp cfd=<fd>
 //! ts=… gid=… type=conn_close rip=<ip> rport=<port> transport=tcp reason=<r> cfd=<fd>
+//! ts=… gid=… type=slow id=<n> elapsed=<µs> rip=<ip> rport=<port> name=<n> args=<a>,<a>…
 //! skipped=<n>
 //! ```
 //!
@@ -21,6 +22,13 @@
 //! the storage commands and `ms`, `delete` and `md`), the cleaner's evictions, and every
 //! connection's accept and close; `item_get` is logged once per key a client reads (memcached
 //! also logs the lookups its stores and deletes make inside).
+//!
+//! `slow` is fridge's stream: the slow requests of both protocols, read from the ring that
+//! `SLOWLOG` reads (`crate::slowlog`) rather than copied into the lanes — `ts` is when the
+//! request was logged, `id` its `SLOWLOG` id, `elapsed` its duration, `name` the client's
+//! name and each argument (cut as `SLOWLOG` cuts it) URI-encoded, separated by commas. A
+//! `slow` watcher starts at the ring's next entry; an entry that leaves the ring before the
+//! watcher read it counts in its `skipped=`.
 //!
 //! # How events cross threads
 //!
@@ -52,6 +60,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use fridge_engine::{Clock, Evicted, TenantId};
 pub(crate) use fridge_proto::memcache::WatchEvents;
 use mio::Waker;
+
+use crate::slowlog::{self, SlowLog};
 
 /// Most watchers at once (memcached's `WATCHER_LIMIT`).
 pub(crate) const MAX_WATCHERS: usize = 20;
@@ -102,6 +112,8 @@ pub(crate) struct Watcher {
     notified: AtomicBool,
     /// Lines dropped since the watcher was last told.
     skipped: AtomicU64,
+    /// The first slow-ring entry a `slow` watcher has not read.
+    slow_cursor: AtomicU64,
     lanes: Box<[Mutex<Vec<u8>>]>,
     /// Bytes a lane holds before lines are dropped ([`LANE_CAP`]; a monitor's share of
     /// `max_pubsub_output`).
@@ -128,6 +140,7 @@ impl Watcher {
             waker,
             notified: AtomicBool::new(false),
             skipped: AtomicU64::new(0),
+            slow_cursor: AtomicU64::new(0),
             lanes: (0..=workers).map(|_| Mutex::new(Vec::new())).collect(),
             lane_cap: LANE_CAP,
         }
@@ -160,11 +173,24 @@ impl Watcher {
         self.skipped.load(Ordering::Relaxed) > 0
     }
 
-    /// Moves the lanes' lines to `out`, a `skipped=` line first if lines were dropped, while
-    /// `out` holds fewer than `limit` bytes (at most one lane more). `spare` is the caller's
-    /// reusable buffer. Returns whether lines were left behind: they wait for the next call,
-    /// which the watcher's worker makes once `out` is written; no producer wakes it meanwhile.
-    pub(crate) fn drain(&self, out: &mut Vec<u8>, spare: &mut Vec<u8>, limit: usize) -> bool {
+    /// Starts a `slow` watcher at slow-ring entry `id` (the ring's next).
+    pub(crate) fn start_slow_at(&self, id: u64) {
+        self.slow_cursor.store(id, Ordering::Relaxed);
+    }
+
+    /// Moves the lanes' lines to `out`, a `skipped=` line first if lines were dropped, then
+    /// for a `slow` watcher the slow ring's entries it has not read, while `out` holds fewer
+    /// than `limit` bytes (at most one lane or line more). `spare` is the caller's reusable
+    /// buffer. Returns whether lines were left behind: they wait for the next call, which the
+    /// watcher's worker makes once `out` is written; no producer wakes it meanwhile.
+    pub(crate) fn drain(
+        &self,
+        out: &mut Vec<u8>,
+        spare: &mut Vec<u8>,
+        limit: usize,
+        slow: &SlowLog,
+        hub: &Hub,
+    ) -> bool {
         if out.len() >= limit {
             self.notified.store(true, Ordering::SeqCst);
             return true;
@@ -191,7 +217,29 @@ impl Watcher {
             out.extend_from_slice(spare);
             spare.clear();
         }
+        if self.events.contains(WatchEvents::SLOW) {
+            let next = slow.read_after(self, |e| {
+                if out.len() >= limit {
+                    return false;
+                }
+                hub.slow_line(out, e);
+                true
+            });
+            self.slow_cursor.store(next, Ordering::Relaxed);
+            if out.len() >= limit {
+                self.notified.store(true, Ordering::SeqCst);
+                return true;
+            }
+        }
         false
+    }
+
+    /// Wakes the watcher's worker if it is not woken already.
+    fn wake(&self, hub: &Hub) {
+        if !self.notified.load(Ordering::Relaxed) && !self.notified.swap(true, Ordering::SeqCst) {
+            hub.pending[self.worker].store(true, Ordering::SeqCst);
+            let _ = self.waker.wake();
+        }
     }
 
     /// Appends `line` to the calling thread's lane, or counts it dropped.
@@ -219,10 +267,21 @@ impl Watcher {
         if !taken {
             self.skipped.fetch_add(1, Ordering::Relaxed);
         }
-        if !self.notified.load(Ordering::Relaxed) && !self.notified.swap(true, Ordering::SeqCst) {
-            hub.pending[self.worker].store(true, Ordering::SeqCst);
-            let _ = self.waker.wake();
-        }
+        self.wake(hub);
+    }
+}
+
+impl slowlog::Reader for Watcher {
+    fn sees(&self, tenant: TenantId) -> bool {
+        self.tenant.is_none_or(|t| t == tenant)
+    }
+
+    fn cursor(&self) -> u64 {
+        self.slow_cursor.load(Ordering::Relaxed)
+    }
+
+    fn missed(&self) {
+        self.skipped.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -390,6 +449,62 @@ impl Hub {
         });
     }
 
+    /// Logs a slow request in `slow` (`crate::slowlog`) and wakes the `slow` watchers that
+    /// may see it; an entry it pushes out is counted missed by those that had not read it.
+    pub(crate) fn log_slow<'a>(
+        &self,
+        slow: &SlowLog,
+        args: impl ExactSizeIterator<Item = &'a [u8]>,
+        micros: u64,
+        client: slowlog::Client<'_>,
+    ) {
+        self.with_slow_watchers(|watchers, readers| {
+            slow.push(args, micros, client, readers);
+            for w in watchers.iter().filter(|w| slowlog::Reader::sees(**w, client.tenant)) {
+                w.wake(self);
+            }
+        });
+    }
+
+    /// `slowlog-max-len`: entries it drops are counted missed by the `slow` watchers that
+    /// had not read them.
+    pub(crate) fn set_slow_len(&self, slow: &SlowLog, n: usize) {
+        self.with_slow_watchers(|_, readers| slow.set_max_len(n, readers));
+    }
+
+    /// Calls `f` with the `slow` watchers (none, without a lock, when nobody watches `slow`).
+    fn with_slow_watchers(&self, f: impl FnOnce(&[&Watcher], &[&dyn slowlog::Reader])) {
+        if !self.wants(WatchEvents::SLOW) {
+            return f(&[], &[]);
+        }
+        let list = Arc::clone(&*self.registry.lock().unwrap_or_else(|e| e.into_inner()));
+        let watchers: Vec<&Watcher> =
+            list.iter().filter(|w| w.events.contains(WatchEvents::SLOW)).map(|w| &**w).collect();
+        let readers: Vec<&dyn slowlog::Reader> =
+            watchers.iter().map(|&w| w as &dyn slowlog::Reader).collect();
+        f(&watchers, &readers);
+    }
+
+    /// A `type=slow` line for entry `e`.
+    fn slow_line(&self, out: &mut Vec<u8>, e: &slowlog::Entry) {
+        let gid = self.gid.fetch_add(1, Ordering::Relaxed) + 1;
+        let (secs, us) = (e.time_us / 1_000_000, e.time_us % 1_000_000);
+        let _ =
+            write!(out, "ts={secs}.{us:06} gid={gid} type=slow id={} elapsed={}", e.id, e.micros);
+        let (ip, port) = e.addr.rsplit_once(':').unwrap_or((&e.addr, ""));
+        let ip = ip.trim_start_matches('[').trim_end_matches(']');
+        let _ = write!(out, " rip={ip} rport={port} name=");
+        uri_encode(out, e.name.as_bytes());
+        out.extend_from_slice(b" args=");
+        for (i, a) in e.args().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            uri_encode(out, a);
+        }
+        out.push(b'\n');
+    }
+
     /// `type=eviction`: the engine's eviction observer.
     pub(crate) fn eviction(&self, ev: &Evicted<'_>) {
         if !self.wants(WatchEvents::EVICTIONS) {
@@ -494,7 +609,7 @@ mod tests {
         let (mut lines, mut skipped) = (0, 0);
         loop {
             let finished = done.load(Ordering::SeqCst) == 3;
-            let more = w.drain(&mut out, &mut spare, 64 << 10);
+            let more = w.drain(&mut out, &mut spare, 64 << 10, &SlowLog::default(), &hub);
             assert!(out.is_empty() || out.ends_with(b"\n"), "a line was torn");
             for line in out.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
                 let line = std::str::from_utf8(line).unwrap();

@@ -2,6 +2,8 @@
 //! and the `item_get`, `item_store` and `deleted` lines of the requests the dispatcher
 //! (`memcache.rs`) runs, in memcached's formats (its `logger.c`). Callers test
 //! [`Hub::wants`](crate::watch::Hub::wants) first, so nothing here runs when nobody watches.
+//! Also the slow ring's entry for both protocols ([`slow`]: `SLOWLOG` and `watch slow`),
+//! called only for a request past `slowlog-log-slower-than`.
 
 use std::io::Write as _;
 
@@ -24,6 +26,7 @@ pub(crate) fn start(events: WatchEvents, out: &mut Vec<u8>, s: &mut Session, ctx
     };
     let tenant = (!s.is_admin(ctx.tenants)).then_some(s.tenant);
     let watcher = Watcher::new(s.id, events, tenant, worker, waker, shared.workers.len());
+    watcher.start_slow_at(shared.slowlog.next_id());
     match shared.watch.add(watcher) {
         Some(w) => {
             out.extend_from_slice(b"OK\r\n");
@@ -121,4 +124,32 @@ pub(crate) fn deleted(ctx: &Ctx<'_>, t: TenantId, key: &[u8], cmd: &str, size: u
         watch::uri_encode(line, key);
         let _ = write!(line, " cmd={cmd} size={size}");
     });
+}
+
+/// Logs a request that ran for `micros` in the slow ring (`crate::slowlog`: `SLOWLOG` and
+/// `watch slow`), with its tenant and its client's address and name.
+#[cold]
+pub(crate) fn slow<'a>(
+    args: impl ExactSizeIterator<Item = &'a [u8]>,
+    micros: u64,
+    tenant: TenantId,
+    ctx: &Ctx<'_>,
+) {
+    let (addr, name) = {
+        let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients
+            .get(&ctx.client)
+            .map_or_else(Default::default, |e| (e.peer.to_string(), e.name.clone()))
+    };
+    let client = crate::slowlog::Client { tenant, addr: &addr, name: &name };
+    ctx.shared.watch.log_slow(&ctx.shared.slowlog, args, micros, client);
+}
+
+/// The words of a memcached request's command line (its data, if any, left out), as the slow
+/// ring keeps a request's arguments.
+pub(crate) fn command_words(request: &[u8]) -> impl ExactSizeIterator<Item = &[u8]> {
+    let line = request.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let words: Vec<&[u8]> = line.split(|&b| b == b' ').filter(|w| !w.is_empty()).collect();
+    words.into_iter()
 }

@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use common::{Conn, config, start_with};
+use common::{Conn, cmd, config, start_with};
 use fridge_server::{Config, PasswordHash, Size, TenantConfig};
 
 /// A watcher's stream, after its `OK`.
@@ -438,4 +438,65 @@ fn line_formats_match_memcached() {
     for (req, reply) in CACHE_MEMLIMIT {
         k.roundtrip(req, reply);
     }
+}
+
+/// `SLOWLOG GET n` on `c`: each entry's id and arguments.
+fn slowlog_get(c: &mut Conn, n: usize) -> Vec<(u64, Vec<String>)> {
+    c.send(&cmd(&[b"SLOWLOG".as_slice(), b"GET", n.to_string().as_bytes()]));
+    let count: usize = c.line()[1..].parse().unwrap();
+    let mut entries = Vec::new();
+    for _ in 0..count {
+        assert_eq!(c.line(), "*6");
+        let id = c.line()[1..].parse().unwrap();
+        let (_time, _micros) = (c.line(), c.line());
+        let argc: usize = c.line()[1..].parse().unwrap();
+        let args = (0..argc).map(|_| (c.line(), c.line()).1).collect();
+        let (_addr, _name) = ((c.line(), c.line()), (c.line(), c.line()));
+        entries.push((id, args));
+    }
+    entries
+}
+
+#[test]
+fn slow_requests_of_both_protocols_share_one_ring() {
+    let server = start_with(config());
+    let addr = server.local_addr();
+    let mut admin = Conn::open(addr);
+    let every = cmd(&[b"CONFIG".as_slice(), b"SET", b"slowlog-log-slower-than", b"0"]);
+    admin.roundtrip(&every, b"+OK\r\n");
+    let mut w = watch(addr, b"watch slow\r\n");
+    let mut k = Conn::open(addr);
+    k.roundtrip(b"set foo 0 0 3\r\nbar\r\n", b"STORED\r\n");
+    k.roundtrip(b"get foo nope\r\n", b"VALUE foo 0 3\r\nbar\r\nEND\r\n");
+    let mut r = Conn::open(addr);
+    r.roundtrip(&cmd(&[b"CLIENT".as_slice(), b"SETNAME", b"app1"]), b"+OK\r\n");
+    r.roundtrip(&cmd(&[b"SET".as_slice(), b"k", b"a b,c"]), b"+OK\r\n");
+    let mut lines = lines_until(&mut w, |l| l.contains("args=SET"));
+    // The watcher's own `watch slow` is the ring's next entry after it registered.
+    lines.retain(|l| !l.contains("args=watch"));
+    let args: Vec<&str> = lines.iter().map(|l| field(l, "args")).collect();
+    assert_eq!(args, ["set,foo,0,0,3", "get,foo,nope", "CLIENT,SETNAME,app1", "SET,k,a%20b%2Cc"]);
+    for l in &lines {
+        assert_eq!(kind(l), "slow");
+        assert_eq!(
+            names(l),
+            ["ts", "gid", "type", "id", "elapsed", "rip", "rport", "name", "args"]
+        );
+        assert_eq!(field(l, "rip"), "127.0.0.1");
+    }
+    assert_eq!((field(&lines[0], "name"), field(&lines[3], "name")), ("", "app1"));
+    assert_eq!(field(&lines[0], "rport"), field(&lines[1], "rport"));
+    let ids: Vec<u64> = lines.iter().map(|l| field(l, "id").parse().unwrap()).collect();
+    assert!(ids.windows(2).all(|i| i[0] < i[1]), "{ids:?}");
+    // SLOWLOG reads the same ring: the newest are the RESP commands, then memcached's get.
+    let newest = slowlog_get(&mut admin, 3);
+    let want = |i: usize, a: &[&str]| (ids[i], a.iter().map(|s| s.to_string()).collect());
+    assert_eq!(
+        newest,
+        [
+            want(3, &["SET", "k", "a b,c"]),
+            want(2, &["CLIENT", "SETNAME", "app1"]),
+            want(1, &["get", "foo", "nope"])
+        ]
+    );
 }

@@ -114,13 +114,16 @@ impl WatchEvents {
     pub const DELETIONS: WatchEvents = WatchEvents(1 << 4);
     /// Redis's `MONITOR`: a line per command run (not a `watch` stream; not in [`Self::ALL`]).
     pub const MONITOR: WatchEvents = WatchEvents(1 << 5);
+    /// `slow`: the slow requests, as `SLOWLOG` keeps them (fridge's stream).
+    pub const SLOW: WatchEvents = WatchEvents(1 << 6);
     /// Every stream, in the order their names are written.
-    pub const ALL: [(WatchEvents, &'static [u8]); 5] = [
+    pub const ALL: [(WatchEvents, &'static [u8]); 6] = [
         (Self::FETCHERS, b"fetchers"),
         (Self::MUTATIONS, b"mutations"),
         (Self::EVICTIONS, b"evictions"),
         (Self::CONNEVENTS, b"connevents"),
         (Self::DELETIONS, b"deletions"),
+        (Self::SLOW, b"slow"),
     ];
 
     /// The set with no stream.
@@ -136,7 +139,7 @@ impl WatchEvents {
     /// The set of `bits` a `watch` command can name ([`Self::ALL`]'s; other bits, and
     /// [`Self::MONITOR`], dropped).
     pub const fn from_bits(bits: u8) -> WatchEvents {
-        WatchEvents(bits & 0x1f)
+        WatchEvents(bits & !Self::MONITOR.0 & 0x7f)
     }
 
     /// Whether every stream of `other` is in the set.

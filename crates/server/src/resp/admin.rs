@@ -296,7 +296,7 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
         ctx.shared.scripting.threshold_ms.store(ms, Relaxed);
     }
     if let Some(n) = slow_len {
-        ctx.shared.slowlog.set_max_len(n);
+        ctx.shared.watch.set_slow_len(&ctx.shared.slowlog, n);
     }
     if let Some(on) = tracking {
         ctx.shared.latency_tracking.set_on(on);

@@ -606,7 +606,8 @@ fn run_spec(
             ctx.shared.latency.record(c.flags & FAST != 0, nanos);
         }
         if ctx.shared.slowlog.wants(nanos / 1000) && !SKIP_SLOWLOG.contains(&c.name) {
-            log_slow(cmd, ctx, nanos / 1000);
+            let args = (0..cmd.len()).map(|i| cmd.get(i).unwrap_or_default());
+            crate::watch_events::slow(args, nanos / 1000, s.tenant, ctx);
         }
         if ctx.shared.watch.wants(crate::watch::WatchEvents::MONITOR) {
             monitor::feed(c, cmd, s, ctx);
@@ -654,20 +655,6 @@ fn run_queued(
 /// Commands the slow log leaves out, as Redis does (`no-slowlog`: their arguments may hold a
 /// password).
 const SKIP_SLOWLOG: [&str; 2] = ["auth", "hello"];
-
-/// Adds a command that ran for `micros` to the slow log (`crate::slowlog`), with its client's
-/// address and name.
-#[cold]
-fn log_slow(cmd: &Command<'_>, ctx: &Ctx<'_>, micros: u64) {
-    let (addr, name) = {
-        let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
-        clients
-            .get(&ctx.client)
-            .map_or_else(Default::default, |e| (e.peer.to_string(), e.name.clone()))
-    };
-    let args = (0..cmd.len()).map(|i| cmd.get(i).unwrap_or_default());
-    ctx.shared.slowlog.push(args, micros, addr, name);
-}
 
 /// Commands with subcommands: Redis names them `name|sub` in errors.
 const CONTAINERS: [&str; 10] = [

@@ -71,10 +71,10 @@ pub(super) fn slowlog(
     for e in entries {
         write_array_header(out, 6);
         write_integer(out, e.id as i64);
-        write_integer(out, e.time as i64);
+        write_integer(out, e.time() as i64);
         write_integer(out, e.micros as i64);
-        write_array_header(out, e.args.len());
-        for a in &e.args {
+        write_array_header(out, e.args().len());
+        for a in e.args() {
             write_bulk(out, a);
         }
         write_bulk(out, e.addr.as_bytes());

@@ -4,6 +4,7 @@
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 
 use fridge_proto::{binary, memcache, resp};
 
@@ -46,7 +47,9 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
             }
             if c.session.watcher.is_some() {
                 compact_output(c);
-                let left = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+                let limit = c.wpos + WATCH_OUTPUT;
+                let (slow, hub) = (&ctx.shared.slowlog, &*ctx.shared.watch);
+                let left = w.drain(&mut c.wbuf, &mut c.watch_spare, limit, slow, hub);
                 c.backlogged |= left;
             }
         }
@@ -56,7 +59,9 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
             c.session.check_generation(ctx.tenants);
             compact_output(c);
             if !c.session.closing {
-                c.backlogged = w.drain(&mut c.wbuf, &mut c.watch_spare, c.wpos + WATCH_OUTPUT);
+                let limit = c.wpos + WATCH_OUTPUT;
+                let (slow, hub) = (&ctx.shared.slowlog, &*ctx.shared.watch);
+                c.backlogged = w.drain(&mut c.wbuf, &mut c.watch_spare, limit, slow, hub);
             }
         }
     }
@@ -225,6 +230,8 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
     compact_output(c);
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
+    // When the memcached request being run began: the end of the one before, or now.
+    let mut since = None;
     loop {
         if c.session.closing || c.session.watcher.as_ref().is_some_and(|w| !w.is_monitor()) {
             // Nothing after `quit`, a protocol error or `watch` is run.
@@ -274,7 +281,10 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             continue;
         }
         let ran = match wire {
-            Wire::Memcache => run_memcache(c, ctx, limits, avail),
+            Wire::Memcache => {
+                since.get_or_insert_with(Instant::now);
+                run_memcache(c, ctx, limits, avail, &mut since)
+            }
             Wire::Binary => run_binary(c, ctx, limits, avail),
             Wire::Resp => run_resp(c, ctx, limits, avail),
         };
@@ -390,7 +400,14 @@ enum Ran {
 }
 
 /// Runs the memcached request at the head of the input (`avail` bytes of it).
-fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) -> Ran {
+/// A request that completes is timed from `since` (then set to its end) for the slow ring.
+fn run_memcache(
+    c: &mut Conn,
+    ctx: &mut Ctx<'_>,
+    limits: &Limits<'_>,
+    avail: usize,
+    since: &mut Option<Instant>,
+) -> Ran {
     let buf = &c.rbuf[c.rstart..c.rend];
     let used = if c.session.must_login(ctx.tenants) {
         let Some((req, used)) = auth::parse_memcache_login(buf, limits.mc.max_line_len) else {
@@ -438,6 +455,14 @@ fn run_memcache(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usi
                     c.backlogged = true;
                     c.partial_since_ms = 0;
                     return Ran::Stop;
+                }
+                let now = Instant::now();
+                let began = since.replace(now).unwrap_or(now);
+                let micros =
+                    u64::try_from(now.duration_since(began).as_micros()).unwrap_or(u64::MAX);
+                if ctx.shared.slowlog.wants(micros) {
+                    let words = crate::watch_events::command_words(&buf[..used]);
+                    crate::watch_events::slow(words, micros, c.session.tenant, ctx);
                 }
                 used
             }
