@@ -52,10 +52,11 @@ def ask(addr, *commands, resp3=False):
 SHARD_CHANNELS = (b"ssubscribe", b"sunsubscribe", b"spublish")
 
 
-# Commands newer than Redis 7.0 (7.4's hash field expiry): redis-server 7.0.15 knows nothing to
-# compare them with; `scripts/command-docs` describes them.
-NEWER = {"hexpire", "hpexpire", "hexpireat", "hpexpireat", "httl", "hpttl", "hexpiretime",
-         "hpexpiretime", "hpersist"}
+# Commands newer than Redis 7.0 (7.4's hash field expiry, Valkey 9.2's HOTKEYS): redis-server
+# 7.0.15 knows nothing to compare them with; `scripts/command-docs` describes them.
+FIELD_EXPIRY = {"hexpire", "hpexpire", "hexpireat", "hpexpireat", "httl", "hpttl", "hexpiretime",
+                "hpexpiretime", "hpersist"}
+NEWER = FIELD_EXPIRY | {"hotkeys"}
 
 
 def names(fridge):
@@ -65,12 +66,17 @@ def names(fridge):
 
 
 def test_newer_commands_describe_themselves(fridge):
-    for n in sorted(NEWER):
+    for n in sorted(FIELD_EXPIRY):
         (docs,) = ask(fridge, ["COMMAND", "DOCS", n])
         (info,) = ask(fridge, ["COMMAND", "INFO", n])
         docs, info = parse(docs)[0], parse(info)[0]
         assert docs[0] == n.encode() and b"7.4.0" in docs[1], n
         assert info[0][0] == n.encode() and info[0][1] in (-5, -6), n
+    (docs,) = ask(fridge, ["COMMAND", "DOCS", "hotkeys"])
+    (info,) = ask(fridge, ["COMMAND", "INFO", "hotkeys"])
+    docs, info = parse(docs)[0], parse(info)[0]
+    assert docs[0] == b"hotkeys" and b"9.2.0" in docs[1]
+    assert info[0][:6] == [b"hotkeys", -2, [], 0, 0, 0]
     (keys,) = ask(fridge, ["COMMAND", "GETKEYS", "HEXPIRE", "h", "10", "FIELDS", "1", "f"])
     assert parse(keys)[0] == [b"h"]
 
