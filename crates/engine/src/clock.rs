@@ -70,36 +70,41 @@ impl Clock for ManualClock {
     }
 }
 
-/// The system clock read through an atomic that a ticker thread refreshes every millisecond:
-/// one relaxed load per read instead of a clock call. Readings never lead the system clock and
-/// lag it by up to a tick, more while the ticker waits for a CPU (several ms on a loaded
-/// machine): good for checking whether a deadline has passed, not for computing one (the
-/// server counts deadlines from the system clock). The ticker stops once the last clone is
-/// dropped.
-#[derive(Debug, Clone)]
-pub struct CoarseClock {
-    now: Arc<AtomicU64>,
-}
-
-impl CoarseClock {
-    /// Starts the ticker thread.
-    pub fn start() -> std::io::Result<Self> {
-        let now = Arc::new(AtomicU64::new(SystemClock.now_ms()));
-        let ticker = Arc::downgrade(&now);
-        std::thread::Builder::new().name("fridge-clock".into()).spawn(move || {
-            while let Some(now) = ticker.upgrade() {
-                now.store(SystemClock.now_ms(), Ordering::Relaxed);
-                drop(now);
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-        })?;
-        Ok(CoarseClock { now })
-    }
-}
+/// The system's coarse real-time clock (`CLOCK_REALTIME_COARSE`): read from the kernel's
+/// vDSO data page with no system call and no thread of its own (about 9 ns a read on the
+/// 2-core VM, where `SystemTime::now` takes 59 ns), at the resolution of the kernel's tick
+/// (1–4 ms; 4 ms there). Readings lag the system clock by up to a tick: good for checking
+/// whether a deadline has passed, not for computing one (the server counts deadlines from the
+/// system clock). Where the coarse clock is unavailable it reads [`SystemClock`].
+///
+/// It replaced a ticker thread that refreshed an atomic every millisecond (one relaxed load
+/// per read, but a thousand wake-ups a second on an idle server).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CoarseClock;
 
 impl Clock for CoarseClock {
     #[inline]
     fn now_ms(&self) -> u64 {
-        self.now.load(Ordering::Relaxed)
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: `ts` is a valid, writable `timespec` for the duration of the call, which
+        // writes only it.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut ts) };
+        if rc != 0 {
+            return SystemClock.now_ms();
+        }
+        ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_coarse_clock_lags_the_system_clock_by_at_most_a_tick() {
+        for _ in 0..1000 {
+            let (coarse, system) = (CoarseClock.now_ms(), SystemClock.now_ms());
+            assert!(coarse <= system + 1 && system - coarse <= 20, "{coarse} vs {system}");
+        }
     }
 }

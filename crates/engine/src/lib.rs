@@ -30,8 +30,9 @@
 //!
 //! `unsafe` lives in `arena.rs` (the mapping), [`item`] (reading and writing records),
 //! `index.rs` (zeroed tables, table pointers under epochs), `cache.rs` (viewing a published
-//! record under an epoch guard, writing an item into a segment its writer owns) and
-//! `cleaner.rs` (walking the records of a segment it owns or of a sealed one); the worker
+//! record under an epoch guard, writing an item into a segment its writer owns),
+//! `cleaner.rs` (walking the records of a segment it owns or of a sealed one) and `clock.rs`
+//! (reading the kernel's coarse clock); the worker
 //! (`worker.rs`, `worker/read.rs`) and the other modules have none. Each block names its
 //! invariant.
 //!

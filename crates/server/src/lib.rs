@@ -18,7 +18,7 @@
 //!   connections (slab)      connections              owns its connections and one engine
 //!   engine::Worker          engine::Worker           `Worker` handle for its whole life
 //!   └──────────── engine (shared: index, segments) ─────────┘
-//!                  cleaner thread ("fridge-cleaner"), clock ticker ("fridge-clock"),
+//!                  cleaner thread ("fridge-cleaner"), metadata thread ("fridge-metadata"),
 //!                  with `-U`, one "fridge-udp" thread per UDP socket (`udp.rs`)
 //! ```
 //!

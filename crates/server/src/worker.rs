@@ -181,13 +181,17 @@ pub(crate) fn run(
     let mut drain_deadline: Option<Instant> = None;
     loop {
         let timeout = if !lp.queue.is_empty() {
-            Duration::ZERO
+            Some(Duration::ZERO)
+        } else if lp.live() == 0 && drain_deadline.is_none() {
+            // No connection to look after: sleep until the acceptor, a mailbox or the
+            // shutdown wakes the poll (an idle server's workers never wake).
+            None
         } else if lp.parked.is_empty() {
-            lp.block_wait()
+            Some(lp.block_wait())
         } else {
-            lp.pause_wait().min(lp.block_wait())
+            Some(lp.pause_wait().min(lp.block_wait()))
         };
-        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+        if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
                 log::error!("fridge: worker {index}: poll failed: {e}");
                 break;

@@ -1,10 +1,11 @@
 //! [`CpuHitmap`]: the hitmap on the CPU, applied inline by the submitting thread or by a
 //! metadata worker thread fed through a bounded lock-free queue.
 
+use std::sync::atomic::fence;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossbeam_queue::ArrayQueue;
 
@@ -14,8 +15,6 @@ use crate::hotkeys::{DEFAULT_WINDOW_MS, HotKeys, NAMES_PER_POOL, TopK};
 
 /// Pools that may wait for the metadata worker (256 KiB of digests).
 const QUEUED_POOLS: usize = 64;
-/// How long the idle metadata worker sleeps between looks at the queue.
-const IDLE_SLEEP: Duration = Duration::from_millis(1);
 
 /// The hitmap on the CPU, applied inline or by its own thread.
 #[derive(Debug)]
@@ -80,9 +79,6 @@ impl CpuHitmap {
         let bg = Arc::clone(&shared);
         let thread =
             std::thread::Builder::new().name("fridge-metadata".into()).spawn(move || bg.run())?;
-        if let Some(q) = &shared.queue {
-            *lock(&q.worker) = Some(thread.thread().clone());
-        }
         Ok(CpuHitmap { shared, thread: Some(thread) })
     }
 
@@ -164,14 +160,21 @@ impl Shared {
         worked
     }
 
-    /// The metadata worker's loop.
+    /// The metadata worker's loop: it sleeps until a pool comes (no timeout, so an idle
+    /// server's metadata worker never wakes).
     fn run(&self) {
         let Some(q) = &self.queue else { return };
+        // Set before `sleeping` can be: a submitter that sees `sleeping` finds the thread.
+        *lock(&q.worker) = Some(std::thread::current());
         while !self.shutdown.load(Ordering::Acquire) {
             if !self.drain() {
                 q.sleeping.store(true, Ordering::SeqCst);
-                if q.full.is_empty() {
-                    std::thread::park_timeout(IDLE_SLEEP);
+                // Pairs with the fence in `submit`: either this look sees the pool a
+                // submitter queued, or that submitter sees `sleeping` and unparks (an unpark
+                // before the park makes the park return at once).
+                fence(Ordering::SeqCst);
+                if q.full.is_empty() && !self.shutdown.load(Ordering::Acquire) {
+                    std::thread::park();
                 }
                 q.sleeping.store(false, Ordering::SeqCst);
             }
@@ -198,6 +201,8 @@ impl MetadataBackend for CpuHitmap {
             // Cannot happen (as many buffers as queue slots), but never block or grow.
             s.dropped.fetch_add(1, Ordering::Relaxed);
         }
+        // Pairs with the fence in `run` (the pool is queued before `sleeping` is read).
+        fence(Ordering::SeqCst);
         if q.sleeping.load(Ordering::SeqCst)
             && let Some(t) = lock(&q.worker).as_ref()
         {
@@ -291,6 +296,27 @@ mod tests {
         assert!(a[..700].iter().all(|t| t.zone >= 4), "accessed 8+ times");
         assert_eq!(threaded.stats().applied, 6 * POOL_LEN as u64);
         assert_eq!(threaded.stats().pools_dropped, 0);
+    }
+
+    #[test]
+    fn a_sleeping_worker_wakes_for_each_pool() {
+        let threaded = CpuHitmap::threaded(10_000, 32).unwrap();
+        let q = threaded.shared.queue.as_ref().unwrap();
+        let pool = vec![digest(1, false); POOL_LEN];
+        for round in 1..=50u64 {
+            // Wait until the worker sleeps (it parks with no timeout), then submit once.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while !q.sleeping.load(Ordering::SeqCst) {
+                assert!(std::time::Instant::now() < deadline, "the worker never slept");
+                std::thread::yield_now();
+            }
+            threaded.submit(&pool, &[]);
+            // Only the worker applies it: no drain here.
+            while threaded.stats().applied < round * POOL_LEN as u64 {
+                assert!(std::time::Instant::now() < deadline, "round {round}: not woken");
+                std::thread::yield_now();
+            }
+        }
     }
 
     #[test]
