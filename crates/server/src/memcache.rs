@@ -201,9 +201,12 @@ fn retrieval(
     };
     let with_cas = r.command.returns_cas();
     let watched = ctx.shared.watch.wants(WatchEvents::FETCHERS);
-    if !with_cas && !r.command.touches() && !watched {
-        // Plain `get`: batched engine calls, whose lookups overlap their memory misses. Once
-        // the reply reaches the budget, the group's later keys are left for the next run.
+    let several = keys.clone().nth(1).is_some();
+    if several && !with_cas && !r.command.touches() && !watched {
+        // Plain `get` of several keys: batched engine calls, whose lookups overlap their
+        // memory misses (one key takes the single lookup below: setting up the batch's
+        // stages costs more than it overlaps). Once the reply reaches the budget, the group's
+        // later keys are left for the next run.
         let limit = ctx.out_limit;
         loop {
             let group_start = keys.clone();
