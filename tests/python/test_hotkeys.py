@@ -48,19 +48,22 @@ def loaded(tmp_path_factory):
     path.write_text(tenants_toml({"default": ("root", []), "shop": ("pw1", []),
                                   "blog": ("pw2", [])}))
     proc, port, admin = launch_with_admin("--config", str(path))
-    shop = redis.Redis(port=port, username="shop", password="pw1")
-    blog = redis.Redis(port=port, username="blog", password="pw2")
-    # Long enough that the whole load falls in one window.
-    redis.Redis(port=port, password="root").config_set("hotkeys-window-seconds", 3600)
-    shop_counts, shop_order = zipf_requests("item", SHOP_N, 2_000, 1)
-    blog_counts, blog_order = zipf_requests("post", BLOG_N, 500, 2)
-    run(shop, shop_counts, shop_order)
-    run(blog, blog_counts, blog_order)
-    # Each SET is a reference too.
-    exact = {"shop": {k: c + 1 for k, c in shop_counts.items()},
-             "blog": {k: c + 1 for k, c in blog_counts.items()}}
-    yield port, admin, exact
-    stop(proc)
+    try:
+        shop = redis.Redis(port=port, username="shop", password="pw1")
+        blog = redis.Redis(port=port, username="blog", password="pw2")
+        # Long enough that the whole load falls in one window.
+        redis.Redis(port=port, password="root").config_set("hotkeys-window-seconds", 3600)
+        shop_counts, shop_order = zipf_requests("item", SHOP_N, 2_000, 1)
+        blog_counts, blog_order = zipf_requests("post", BLOG_N, 500, 2)
+        run(shop, shop_counts, shop_order)
+        run(blog, blog_counts, blog_order)
+        # Each SET is a reference too.
+        exact = {"shop": {k: c + 1 for k, c in shop_counts.items()},
+                 "blog": {k: c + 1 for k, c in blog_counts.items()}}
+        yield port, admin, exact
+    finally:
+        # Also when the setup fails: a server left running would load later benchmarks.
+        stop(proc)
 
 
 def entries(reply):
