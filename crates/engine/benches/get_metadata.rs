@@ -27,6 +27,9 @@ use std::time::Instant;
 use fridge_engine::{CleanerMode, Engine, EngineConfig, ManualClock, Store, TenantId, Worker};
 use fridge_workload::{Rng, Zipf, render_key};
 
+mod common;
+use common::{arg, median};
+
 const KEY_LEN: usize = 16;
 const VALUE_LEN: usize = 32;
 const ROUNDS: usize = 5;
@@ -39,15 +42,6 @@ fn key(id: u64) -> Key {
     let mut k = [0u8; KEY_LEN];
     render_key(id, &mut k);
     k
-}
-
-fn arg(i: usize, default: usize) -> usize {
-    std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .nth(i)
-        .and_then(|a| a.replace('_', "").parse().ok())
-        .unwrap_or(default)
 }
 
 fn engine(keys: u64, bits: usize) -> (Engine, Worker) {
@@ -88,11 +82,6 @@ fn round(worker: &mut Worker, stream: &[Key], batched: bool) -> (f64, usize) {
     let s = start.elapsed().as_secs_f64();
     black_box(&out);
     (stream.len() as f64 / s, hits)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

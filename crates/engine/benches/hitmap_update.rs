@@ -26,18 +26,12 @@ use fridge_engine::hash::{digest_of, key_hash};
 use fridge_engine::hitmap::{DEFAULT_LEVELS, Hitmap};
 use fridge_workload::{Rng, Zipf};
 
+mod common;
+use common::{arg, median};
+
 const STREAM: usize = 20_000_000;
 const POOL: usize = 1024;
 const ROUNDS: usize = 3;
-
-fn arg(i: usize, default: usize) -> usize {
-    std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .nth(i)
-        .and_then(|a| a.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
 
 fn stream(keys: u64) -> Vec<u32> {
     let zipf = Zipf::new(keys, 0.99).expect("zipf");
@@ -67,11 +61,6 @@ fn measure(warm: &Hitmap, digests: &[u32], batched: bool) -> f64 {
     let s = start.elapsed().as_secs_f64();
     black_box(&h);
     digests.len() as f64 / s
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {

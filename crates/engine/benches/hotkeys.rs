@@ -21,18 +21,12 @@ use fridge_engine::hitmap::{DEFAULT_LEVELS, Hitmap};
 use fridge_engine::hotkeys::{DEFAULT_WINDOW_MS, SAMPLE_EVERY, TopK, push_name};
 use fridge_workload::{Rng, Zipf};
 
+mod common;
+use common::{arg, median};
+
 const STREAM: usize = 10_000_000;
 const POOL: usize = 1024;
 const ROUNDS: usize = 3;
-
-fn arg(i: usize, default: usize) -> usize {
-    std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .nth(i)
-        .and_then(|a| a.replace('_', "").parse().ok())
-        .unwrap_or(default)
-}
 
 /// Pools of digests and their name buffers.
 fn pools(keys: u64, alpha: f64) -> Vec<(Vec<u32>, Vec<u8>)> {
@@ -54,11 +48,6 @@ fn pools(keys: u64, alpha: f64) -> Vec<(Vec<u32>, Vec<u8>)> {
             (digests, names)
         })
         .collect()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn main() {
