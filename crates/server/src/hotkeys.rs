@@ -1,5 +1,6 @@
-//! Hot keys for operators: the engine's counts (`fridge_engine::hotkeys`: Space-Saving over
-//! the reference pools, in the metadata worker, named from sampled references) shown as
+//! Hot keys for operators: the engine's counts (`fridge_engine::hotkeys`: a count-min sketch
+//! and exact counters over the reference pools, in the metadata worker, named from sampled
+//! references) shown as
 //! Valkey 9.2's `HOTKEYS GET` (`resp/hotkeys.rs`), memcached `stats hotkeys`, the admin
 //! port's `/hotkeys` and the dashboard.
 //!
@@ -48,9 +49,10 @@ pub(crate) fn viewer(s: &Session, ctx: &Ctx<'_>) -> Option<TenantId> {
 
 /// A key's `OBJECT FREQ` (its hitmap zone) in its engine database, if it is still there.
 pub(crate) fn freq(ctx: &mut Ctx<'_>, tenant: TenantId, db: u8, key: &[u8]) -> Option<u8> {
+    let selected = ctx.engine.db();
     ctx.engine.select(db);
     let zone = ctx.engine.inspect(tenant, key).and_then(|i| i.zone);
-    ctx.engine.select(0);
+    ctx.engine.select(selected);
     zone
 }
 

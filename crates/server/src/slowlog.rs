@@ -109,7 +109,7 @@ pub(crate) struct SlowLog {
 }
 
 #[derive(Debug, Default)]
-pub(crate) struct Ring {
+struct Ring {
     next_id: u64,
     /// Newest first.
     entries: VecDeque<Entry>,
@@ -152,7 +152,7 @@ impl SlowLog {
 
     /// Sets the length limit and drops the oldest entries beyond it, counting them missed by
     /// the `readers` that had not read them.
-    pub(crate) fn set_max_len(&self, n: usize, readers: &[&dyn Reader]) {
+    pub(crate) fn set_max_len<R: Reader>(&self, n: usize, readers: &[&R]) {
         let n = n.min(MAX_LEN);
         self.max_len.store(n, Ordering::Relaxed);
         let mut ring = self.lock();
@@ -164,14 +164,14 @@ impl SlowLog {
     }
 
     /// Logs a request; the oldest entry leaves a full ring (counted missed by the `readers`
-    /// that had not read it) and its buffers hold the new one. Returns the new entry's id.
-    pub(crate) fn push<'a>(
+    /// that had not read it) and its buffers hold the new one.
+    pub(crate) fn push<'a, R: Reader>(
         &self,
         args: impl ExactSizeIterator<Item = &'a [u8]>,
         micros: u64,
         client: Client<'_>,
-        readers: &[&dyn Reader],
-    ) -> u64 {
+        readers: &[&R],
+    ) {
         let time_us = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_micros() as u64);
@@ -180,19 +180,15 @@ impl SlowLog {
         let id = ring.next_id;
         ring.next_id += 1;
         if max == 0 {
-            return id;
+            return;
         }
-        let mut e = if ring.entries.len() >= max {
-            let old = ring.entries.pop_back().unwrap_or_default();
-            count_missed(&old, readers);
-            old
-        } else {
-            Entry::default()
-        };
+        // The last entry to leave (the ring may be past a limit lowered since `max` was read)
+        // lends its buffers.
+        let mut e = Entry::default();
         while ring.entries.len() >= max {
-            if let Some(old) = ring.entries.pop_back() {
-                count_missed(&old, readers);
-            }
+            let Some(old) = ring.entries.pop_back() else { break };
+            count_missed(&old, readers);
+            e = old;
         }
         e.fill(args);
         (e.id, e.time_us, e.micros, e.tenant) = (id, time_us, micros, client.tenant);
@@ -201,7 +197,6 @@ impl SlowLog {
         e.name.clear();
         e.name.push_str(client.name);
         ring.entries.push_front(e);
-        id
     }
 
     /// The newest `count` entries (all with `None`).
@@ -214,7 +209,7 @@ impl SlowLog {
     /// answers `false`; returns the cursor after the last entry it took.
     pub(crate) fn read_after(
         &self,
-        reader: &dyn Reader,
+        reader: &impl Reader,
         mut each: impl FnMut(&Entry) -> bool,
     ) -> u64 {
         let ring = self.lock();
@@ -244,7 +239,7 @@ impl SlowLog {
     }
 }
 
-fn count_missed(e: &Entry, readers: &[&dyn Reader]) {
+fn count_missed<R: Reader>(e: &Entry, readers: &[&R]) {
     for r in readers {
         if r.cursor() <= e.id && r.sees(e.tenant) {
             r.missed();
@@ -258,6 +253,8 @@ mod tests {
     use std::cell::Cell;
 
     const NOBODY: Client<'static> = Client { tenant: TenantId(0), addr: "", name: "" };
+    /// No reader (the tests of what `SLOWLOG` alone sees).
+    const NONE: &[&Watch] = &[];
 
     struct Watch {
         tenant: Option<TenantId>,
@@ -283,8 +280,8 @@ mod tests {
         let long = [b'x'; 200];
         let many: Vec<Vec<u8>> = (0..40).map(|i| format!("a{i}").into_bytes()).collect();
         let client = Client { tenant: TenantId(0), addr: "1.2.3.4:5", name: "" };
-        log.push([&long[..]].into_iter(), 5, client, &[]);
-        log.push(many.iter().map(Vec::as_slice), 6, Client { name: "n", ..NOBODY }, &[]);
+        log.push([&long[..]].into_iter(), 5, client, NONE);
+        log.push(many.iter().map(Vec::as_slice), 6, Client { name: "n", ..NOBODY }, NONE);
         let e = log.newest(None);
         assert_eq!(e.len(), 2);
         let args: Vec<&[u8]> = e[0].args().collect();
@@ -301,33 +298,32 @@ mod tests {
     #[test]
     fn the_ring_keeps_the_newest_up_to_its_length_and_reuses_the_oldest() {
         let log = SlowLog::default();
-        log.set_max_len(2, &[]);
+        log.set_max_len(2, NONE);
         for i in 0..5u8 {
-            log.push([&[i][..]].into_iter(), 1, NOBODY, &[]);
+            log.push([&[i][..]].into_iter(), 1, NOBODY, NONE);
         }
         let e = log.newest(None);
         let ids: Vec<u64> = e.iter().map(|e| e.id).collect();
         assert_eq!(ids, [4, 3]);
         assert_eq!(e[0].args().collect::<Vec<_>>(), [&[4u8][..]]);
-        log.set_max_len(MAX_LEN + 1, &[]);
+        log.set_max_len(MAX_LEN + 1, NONE);
         assert_eq!(log.max_len(), MAX_LEN);
         log.reset();
         assert_eq!(log.len(), 0);
-        log.set_max_len(0, &[]);
-        log.push([&b"x"[..]].into_iter(), 1, NOBODY, &[]);
+        log.set_max_len(0, NONE);
+        log.push([&b"x"[..]].into_iter(), 1, NOBODY, NONE);
         assert_eq!((log.len(), log.next_id()), (0, 6));
     }
 
     #[test]
     fn readers_read_their_tenants_entries_once_and_count_what_they_missed() {
         let log = SlowLog::default();
-        log.set_max_len(3, &[]);
+        log.set_max_len(3, NONE);
         let admin = Watch { tenant: None, cursor: Cell::new(0), missed: Cell::new(0) };
         let t1 = Watch { tenant: Some(TenantId(1)), cursor: Cell::new(0), missed: Cell::new(0) };
         let push = |t: u8| {
             let c = Client { tenant: TenantId(t), ..NOBODY };
-            let readers: [&dyn Reader; 2] = [&admin, &t1];
-            log.push([&[t][..]].into_iter(), 1, c, &readers)
+            log.push([&[t][..]].into_iter(), 1, c, &[&admin, &t1]);
         };
         let read = |w: &Watch| {
             let mut ids = Vec::new();

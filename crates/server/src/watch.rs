@@ -37,7 +37,8 @@
 //! - Each watcher has one bounded buffer ("lane", [`LANE_CAP`] bytes) per producing thread:
 //!   one per worker and one shared by the others (the cleaner). A producer takes its lane
 //!   with `try_lock`, trying a busy lane (its watcher is taking the bytes) up to
-//!   `BUSY_TRIES` times; if the lane stays busy or is full, the line is dropped and counted, and the watcher is told `skipped=<n>` before its next lines, as
+//!   `BUSY_TRIES` times; if the lane stays busy or is full, the line is dropped and counted,
+//!   and the watcher is told `skipped=<n>` before its next lines, as
 //!   memcached does. A slow watcher therefore holds at most its lanes and one output buffer,
 //!   and never slows a request.
 //! - The watcher list that producers read is a per-thread copy of an immutable snapshot,
@@ -458,8 +459,8 @@ impl Hub {
         micros: u64,
         client: slowlog::Client<'_>,
     ) {
-        self.with_slow_watchers(|watchers, readers| {
-            slow.push(args, micros, client, readers);
+        self.with_slow_watchers(|watchers| {
+            slow.push(args, micros, client, watchers);
             for w in watchers.iter().filter(|w| slowlog::Reader::sees(**w, client.tenant)) {
                 w.wake(self);
             }
@@ -469,20 +470,18 @@ impl Hub {
     /// `slowlog-max-len`: entries it drops are counted missed by the `slow` watchers that
     /// had not read them.
     pub(crate) fn set_slow_len(&self, slow: &SlowLog, n: usize) {
-        self.with_slow_watchers(|_, readers| slow.set_max_len(n, readers));
+        self.with_slow_watchers(|watchers| slow.set_max_len(n, watchers));
     }
 
     /// Calls `f` with the `slow` watchers (none, without a lock, when nobody watches `slow`).
-    fn with_slow_watchers(&self, f: impl FnOnce(&[&Watcher], &[&dyn slowlog::Reader])) {
+    fn with_slow_watchers(&self, f: impl FnOnce(&[&Watcher])) {
         if !self.wants(WatchEvents::SLOW) {
-            return f(&[], &[]);
+            return f(&[]);
         }
         let list = Arc::clone(&*self.registry.lock().unwrap_or_else(|e| e.into_inner()));
         let watchers: Vec<&Watcher> =
             list.iter().filter(|w| w.events.contains(WatchEvents::SLOW)).map(|w| &**w).collect();
-        let readers: Vec<&dyn slowlog::Reader> =
-            watchers.iter().map(|&w| w as &dyn slowlog::Reader).collect();
-        f(&watchers, &readers);
+        f(&watchers);
     }
 
     /// A `type=slow` line for entry `e`.

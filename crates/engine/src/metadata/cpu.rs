@@ -1,8 +1,7 @@
 //! [`CpuHitmap`]: the hitmap on the CPU, applied inline by the submitting thread or by a
 //! metadata worker thread fed through a bounded lock-free queue.
 
-use std::sync::atomic::fence;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Instant;

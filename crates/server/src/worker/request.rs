@@ -282,8 +282,8 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         }
         let ran = match wire {
             Wire::Memcache => {
-                since.get_or_insert_with(Instant::now);
-                run_memcache(c, ctx, limits, avail, &mut since)
+                let since = since.get_or_insert_with(Instant::now);
+                run_memcache(c, ctx, limits, avail, since)
             }
             Wire::Binary => run_binary(c, ctx, limits, avail),
             Wire::Resp => run_resp(c, ctx, limits, avail),
@@ -406,7 +406,7 @@ fn run_memcache(
     ctx: &mut Ctx<'_>,
     limits: &Limits<'_>,
     avail: usize,
-    since: &mut Option<Instant>,
+    since: &mut Instant,
 ) -> Ran {
     let buf = &c.rbuf[c.rstart..c.rend];
     let used = if c.session.must_login(ctx.tenants) {
@@ -457,7 +457,7 @@ fn run_memcache(
                     return Ran::Stop;
                 }
                 let now = Instant::now();
-                let began = since.replace(now).unwrap_or(now);
+                let began = std::mem::replace(since, now);
                 let micros =
                     u64::try_from(now.duration_since(began).as_micros()).unwrap_or(u64::MAX);
                 if ctx.shared.slowlog.wants(micros) {
