@@ -304,3 +304,98 @@ def test_hash_fields_expire_as_redis_7_4_documents(fridge):
     time.sleep(0.2)
     r.restore("k3", 0, r.dump("k2"))
     assert r.hgetall("k3") == {b"keep": b"1"}
+
+
+def test_due_fields_go_without_a_client_touching_the_hash(fridge):
+    """Active field expiry (Redis 7.4's): a due field goes with `hexpired`, and the key with
+    `del` once its last field went, though nobody reads or writes the hash; a client tracking
+    the key is told; hashes in other databases and many due at once all go."""
+    import time
+
+    r = redis.Redis(*fridge, socket_timeout=5)
+    r.flushall()
+    x = r.execute_command
+    r.config_set("notify-keyspace-events", "KEA")
+    p = redis.Redis(*fridge, socket_timeout=5).pubsub()
+    p.psubscribe("__keyspace@*__:h*")
+    assert p.get_message(timeout=2)["type"] == "psubscribe"
+    from test_redis_tracking import Raw, invalidate
+
+    tracker = Raw(fridge, resp3=True)
+    assert tracker.call("CLIENT", "TRACKING", "ON") == b"+OK\r\n"
+    try:
+        r.hset("h", mapping={"a": "1", "b": "2"})
+        assert x("HPEXPIRE", "h", 150, "FIELDS", 1, "a") == [1]
+        assert tracker.call("HGET", "h", "b") == b"$1\r\n2\r\n"  # now tracked
+        events = []
+
+        def wait_for(n):
+            deadline = time.time() + 5
+            while len(events) < n and time.time() < deadline:
+                m = p.get_message(timeout=0.5)
+                if m and m["type"] == "pmessage":
+                    events.append((m["channel"].decode(), m["data"].decode()))
+            return events
+
+        assert wait_for(3) == [
+            ("__keyspace@0__:h", "hset"), ("__keyspace@0__:h", "hexpire"),
+            ("__keyspace@0__:h", "hexpired"),
+        ]
+        assert r.exists("h") == 1 and r.hgetall("h") == {b"b": b"2"}
+        # The tracking client was told the key changed.
+        assert tracker.frame() == invalidate(b"h")
+        # The last field: the key goes too.
+        del events[:]
+        assert x("HPEXPIRE", "h", 100, "FIELDS", 1, "b") == [1]
+        assert wait_for(3) == [
+            ("__keyspace@0__:h", "hexpire"), ("__keyspace@0__:h", "hexpired"),
+            ("__keyspace@0__:h", "del"),
+        ]
+        assert r.exists("h") == 0
+        # A past deadline: one `hdel` event, as Redis 7.4 publishes (and `del` for the key).
+        del events[:]
+        r.hset("h", "a", "1")
+        assert x("HEXPIRE", "h", 0, "FIELDS", 1, "a") == [2]
+        assert wait_for(3) == [
+            ("__keyspace@0__:h", "hset"), ("__keyspace@0__:h", "hdel"),
+            ("__keyspace@0__:h", "del"),
+        ]
+        # Another database, and 300 hashes due at once (several batches).
+        db3 = redis.Redis(*fridge, db=3, socket_timeout=5)
+        db3.hset("h3", mapping={"a": "1", "keep": "2"})
+        db3.execute_command("HPEXPIRE", "h3", 50, "FIELDS", 1, "a")
+        pipe = r.pipeline(transaction=False)
+        for i in range(300):
+            pipe.hset(f"many:{i}", "f", "v")
+            pipe.execute_command("HPEXPIRE", f"many:{i}", 100, "FIELDS", 1, "f")
+        pipe.execute()
+        # RENAME, COPY and MOVE keep the deadlines, and their copies expire too.
+        for k in ("ren", "cp", "mv"):
+            r.hset(k, "f", "v")
+            x("HPEXPIRE", k, 100, "FIELDS", 1, "f")
+        r.rename("ren", "ren2")
+        r.copy("cp", "cp2", destination_db=3)
+        r.move("mv", 3)
+        deadline = time.time() + 5
+        while time.time() < deadline and (r.dbsize() > 0 or db3.dbsize() > 1):
+            time.sleep(0.05)
+        assert r.dbsize() == 0, "every hash whose only field expired is gone"
+        assert db3.keys() == [b"h3"], "the copy and the moved hash went too"
+        assert db3.hgetall("h3") == {b"keep": b"2"}
+        assert wait_for(6)[3:] == [
+            ("__keyspace@3__:h3", "hset"), ("__keyspace@3__:h3", "hexpire"),
+            ("__keyspace@3__:h3", "hexpired"),
+        ]
+        # Nothing is left registered.
+        with socket.create_connection(fridge) as s:
+            s.sendall(b"stats\r\n")
+            reply = b""
+            while not reply.endswith(b"END\r\n"):
+                reply += s.recv(65536)
+        stats = dict(line.split(b" ")[1:3] for line in reply.splitlines() if line.startswith(b"STAT "))
+        assert stats[b"hash_field_deadlines"] == b"0"
+        assert stats[b"hash_field_deadlines_dropped"] == b"0"
+    finally:
+        r.config_set("notify-keyspace-events", "")
+        p.close()
+        tracker.close()

@@ -79,6 +79,7 @@ mod config;
 mod counter;
 mod databases;
 mod extended;
+mod field_expiry;
 mod hotkeys;
 mod keyspace;
 mod latency;

@@ -168,6 +168,7 @@ impl Server {
             scripting: crate::script::Scripting::default(),
             pause: Default::default(),
             blocking: Default::default(),
+            field_deadlines: crate::field_expiry::FieldDeadlines::for_memory(config.memory.bytes()),
             latency_tracking: Default::default(),
             tracking: crate::tracking::Tracking::default(),
             databases: crate::databases::Databases::new(config.databases),

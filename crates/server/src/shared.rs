@@ -151,6 +151,8 @@ pub(crate) struct Shared {
     pub pause: crate::pause::Pause,
     /// Blocking pops' wake-ups.
     pub blocking: crate::blocking::Blocking,
+    /// Hashes with field deadlines, for worker 0's active field expiry.
+    pub field_deadlines: crate::field_expiry::FieldDeadlines,
     /// `INFO latencystats`'s settings and reset baseline.
     pub latency_tracking: crate::latencystats::LatencyTracking,
 }

@@ -235,6 +235,9 @@ struct Figures {
     total_connections: u64,
     rejected_connections: u64,
     reload_failures: u64,
+    /// Hashes registered for active field expiry, and registrations dropped for its budget
+    /// (`crate::field_expiry`).
+    field_deadlines: (u64, u64),
     /// Bytes all clients' buffers take.
     client_memory: u64,
     /// User and system CPU seconds.
@@ -271,6 +274,10 @@ impl Figures {
                     base.rejected_connections,
                 ),
                 reload_failures: load(&shared.reload_failures),
+                field_deadlines: (
+                    shared.field_deadlines.len() as u64,
+                    shared.field_deadlines.dropped(),
+                ),
                 client_memory: shared.client_memory.load(Ordering::Relaxed) as u64,
                 cpu: rusage(),
             };
@@ -286,6 +293,7 @@ impl Figures {
             total_connections: 0,
             rejected_connections: 0,
             reload_failures: 0,
+            field_deadlines: (0, 0),
             client_memory: 0,
             cpu: (0.0, 0.0),
         }
@@ -374,6 +382,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("auth_errors", t.auth_errors);
     num("auth_refused", t.auth_refused);
     num("reload_failures", f.reload_failures);
+    num("hash_field_deadlines", f.field_deadlines.0);
+    num("hash_field_deadlines_dropped", f.field_deadlines.1);
     num("bytes_read", t.bytes_read);
     num("bytes_written", t.bytes_written);
     num("limit_maxbytes", shared.engine.memory_limit() as u64);

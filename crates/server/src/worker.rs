@@ -128,6 +128,8 @@ struct Loop {
     held: Vec<crate::pubsub::Delivery>,
     /// A command's invalidations for its own connection (see `Ctx::pushes`).
     pushes: Vec<u8>,
+    /// Worker 0's batch of hashes with fields due (`crate::field_expiry`).
+    fields_due: Vec<(fridge_engine::TenantId, u8, Box<[u8]>)>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,
@@ -174,6 +176,7 @@ pub(crate) fn run(
         mail: Vec::new(),
         held: Vec::new(),
         pushes: Vec::new(),
+        fields_due: Vec::new(),
     };
     crate::watch::set_lane(index);
     let mut events = Events::with_capacity(1024);
@@ -190,6 +193,12 @@ pub(crate) fn run(
             Some(lp.block_wait())
         } else {
             Some(lp.pause_wait().min(lp.block_wait()))
+        };
+        // Worker 0 also wakes for the earliest hash field deadline, if any.
+        let timeout = match (timeout, lp.field_wait()) {
+            (t, None) => t,
+            (None, f) => f,
+            (Some(t), Some(f)) => Some(t.min(f)),
         };
         if let Err(e) = poll.poll(&mut events, timeout) {
             if e.kind() != io::ErrorKind::Interrupted {
@@ -226,6 +235,7 @@ pub(crate) fn run(
             lp.wake_watchers();
             lp.run_queue();
         }
+        lp.expire_fields();
         crate::notify::drain_engine_events(&shared, index);
         lp.deliver_mail(&poll);
         if last_tick.elapsed() >= TICK {
@@ -253,7 +263,53 @@ pub(crate) fn run(
     }
 }
 
+/// Hashes worker 0 visits per turn for their due fields (`crate::field_expiry`): a turn's
+/// share of that work stays small beside its connections'.
+const FIELD_BATCH: usize = 64;
+
 impl Loop {
+    /// How long worker 0 may sleep before a hash field deadline (`None`: none is registered,
+    /// or this is another worker).
+    fn field_wait(&self) -> Option<Duration> {
+        if self.index != 0 {
+            return None;
+        }
+        let next = self.shared.field_deadlines.next_ms();
+        (next != u64::MAX).then(|| {
+            // One millisecond more: the engine's clock must have reached the deadline.
+            Duration::from_millis(next.saturating_sub(self.engine.now_ms()).saturating_add(1))
+        })
+    }
+
+    /// Worker 0: drops the due fields of up to [`FIELD_BATCH`] hashes (a turn with more due
+    /// leaves the rest to the next, which comes at once: [`Loop::field_wait`] is then zero).
+    /// Under the worker's transaction gate, like a command.
+    fn expire_fields(&mut self) {
+        let deadlines = &self.shared.field_deadlines;
+        if self.index != 0 || deadlines.next_ms() > self.engine.now_ms() {
+            return;
+        }
+        let shared = Arc::clone(&self.shared);
+        let _gate = shared.gates.enter(self.index);
+        deadlines.take_due(self.engine.now_ms(), FIELD_BATCH, &mut self.fields_due);
+        let mut ctx = Ctx {
+            shared: &shared,
+            worker: self.index,
+            client: 0, // no connection: every tracking client is told
+            pushes: &mut self.pushes,
+            engine: &mut self.engine,
+            stats: &shared.workers[self.index],
+            scratch: &mut self.scratch,
+            keys: &mut self.keys,
+            tenants: &mut self.tenants,
+            out_limit: OUTPUT_SOFT_LIMIT,
+            fd: -1,
+        };
+        for (t, db, key) in self.fields_due.drain(..) {
+            crate::resp::expire_hash_fields(&mut ctx, t, db, &key);
+        }
+    }
+
     fn live(&self) -> usize {
         self.conns.len() - self.free.len()
     }

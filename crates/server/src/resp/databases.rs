@@ -118,6 +118,9 @@ pub(super) fn move_(
         state: 0,
         kind,
     });
+    if let Ok(StoreOutcome::Stored) = stored {
+        super::fields::register_copied(ctx, t, key, kind, &value);
+    }
     ctx.engine.select(src);
     match stored {
         Ok(StoreOutcome::Stored) => {}

@@ -2,12 +2,14 @@
 //! HEXPIRETIME, HPEXPIRETIME, HPERSIST.
 //!
 //! A hash whose fields have deadlines is packed in the `TIMED` format (`types::pack`): each
-//! entry carries its deadline, readers skip the fields whose deadline has passed, and the
-//! next write of the hash drops them. The field's deadline is exact to the millisecond, like
-//! a key's. Limit (`docs/protocol.md`): a hash whose every field has expired reads as empty
-//! but stays a key until its next write, its own TTL or its eviction (Redis deletes it).
+//! entry carries its deadline, and readers skip the fields whose deadline has passed, so a
+//! field's deadline is exact to the millisecond, like a key's. Setting a deadline registers
+//! the hash with `crate::field_expiry`; when the deadline comes, worker 0 rewrites the hash
+//! without its expired fields ([`expire_due`]: `hexpired`, and `del` with the key once the
+//! last field went), as Redis 7.4's active expiry does. Any other write of the hash drops its
+//! expired fields too.
 
-use fridge_engine::Update;
+use fridge_engine::{Kind, TenantId, Update};
 use fridge_proto::resp::{Command, write_array_header, write_error, write_integer};
 
 use super::packed::{Edit, Named};
@@ -130,10 +132,14 @@ pub(super) fn hexpire(
     match r {
         Ok((deleted, gone)) => {
             if codes.contains(&1) {
-                notify(ctx, t, HASH_EVENTS, "hexpire", key);
+                register(ctx, t, key, at);
             }
+            // One event, as Redis 7.4's t_hash.c: `hdel` where a past deadline deleted
+            // fields, else `hexpire`.
             if deleted {
                 notify(ctx, t, HASH_EVENTS, "hdel", key);
+            } else if codes.contains(&1) {
+                notify(ctx, t, HASH_EVENTS, "hexpire", key);
             }
             if gone {
                 notify(ctx, t, GENERIC, "del", key);
@@ -147,6 +153,76 @@ pub(super) fn hexpire(
         }
         Err(e) => engine_error(out, e),
     }
+}
+
+/// Registers `key`'s field deadline `at` with `crate::field_expiry` (the key in the database
+/// the engine handle has selected), waking worker 0 if it must now wake sooner.
+fn register(ctx: &Ctx<'_>, t: TenantId, key: &[u8], at: u64) {
+    if ctx.shared.field_deadlines.register(t, ctx.engine.db(), key, at) && ctx.worker != 0 {
+        ctx.shared.wake(0);
+    }
+}
+
+/// A hash stored whole under `key` by RENAME, COPY or MOVE (in the database the engine
+/// handle has selected) keeps its fields' deadlines: registers the earliest still to come.
+pub(super) fn register_copied(ctx: &Ctx<'_>, t: TenantId, key: &[u8], kind: Kind, value: &[u8]) {
+    if kind != HASH || !Hash::new(value).timed() {
+        return;
+    }
+    let now = ctx.engine.now_ms();
+    let next = Hash::new(value).live(now).map(|e| e.deadline).filter(|&d| d != 0).min();
+    if let Some(at) = next {
+        register(ctx, t, key, at);
+    }
+}
+
+/// Worker 0's active field expiry (`crate::field_expiry`): drops the expired fields of `key`
+/// in `t`'s physical database `db`, publishing `hexpired` — and `del` when the last field
+/// went with the key — and registers the hash's next field deadline. A key that is gone, is
+/// not a hash or has nothing expired is left as it is (its entry was stale).
+pub(crate) fn expire_due(ctx: &mut Ctx<'_>, t: TenantId, db: u8, key: &[u8]) {
+    let selected = ctx.engine.db();
+    ctx.engine.select(db);
+    let now = ctx.engine.now_ms();
+    let mut next = u64::MAX;
+    let r = ctx.engine.update_kind(t, key, HASH, |cur, buf| {
+        next = u64::MAX;
+        let Some(cur) = cur else { return Ok(Update::Done((false, false))) };
+        let old = Hash::new(cur.value);
+        if !old.timed() {
+            return Ok(Update::Done((false, false)));
+        }
+        let mut expired = false;
+        for e in old.iter() {
+            if e.expired(now) {
+                expired = true;
+            } else if e.deadline != 0 {
+                next = next.min(e.deadline);
+            }
+        }
+        if !expired {
+            return Ok(Update::Done((false, false)));
+        }
+        let mut b = Builder::new(buf, next != u64::MAX);
+        super::packed::rewrite(&old, &mut b, now, |_| Edit::Keep);
+        Ok(if b.finish() == 0 {
+            Update::Delete((true, true))
+        } else {
+            Update::Write { flags: 0, expires_at_ms: cur.expires_at_ms, result: (true, false) }
+        })
+    });
+    if let Ok((expired, gone)) = r {
+        if expired {
+            notify(ctx, t, HASH_EVENTS, "hexpired", key);
+        }
+        if gone {
+            notify(ctx, t, GENERIC, "del", key);
+        }
+    }
+    if next != u64::MAX {
+        ctx.shared.field_deadlines.register(t, db, key, next);
+    }
+    ctx.engine.select(selected);
 }
 
 /// `HTTL`, `HPTTL`, `HEXPIRETIME`, `HPEXPIRETIME`: `key FIELDS numfields field …`. Per field:

@@ -50,7 +50,7 @@ fn store_copy(
     if key.len() > ctx.shared.config.max_resp_key_len {
         return Err(fridge_engine::EngineError::KeyTooLong);
     }
-    ctx.engine.store(Store {
+    let stored = ctx.engine.store(Store {
         tenant: s.tenant,
         key,
         value: &c.value,
@@ -60,7 +60,11 @@ fn store_copy(
         cas: None,
         state: 0,
         kind: c.kind,
-    })
+    });
+    if let Ok(StoreOutcome::Stored) = stored {
+        super::fields::register_copied(ctx, s.tenant, key, c.kind, &c.value);
+    }
+    stored
 }
 
 /// `RENAME` and `RENAMENX`.

@@ -48,6 +48,7 @@ mod databases;
 mod debug;
 mod dump;
 mod fields;
+pub(crate) use fields::expire_due as expire_hash_fields;
 pub(crate) mod glob;
 mod hashes;
 mod help;

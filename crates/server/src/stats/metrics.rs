@@ -57,6 +57,7 @@ const COUNTERS: &[&str] = &[
     "auth_errors",
     "auth_refused",
     "reload_failures",
+    "hash_field_deadlines_dropped",
     "bytes_read",
     "bytes_written",
     "listen_disabled_num",
