@@ -149,7 +149,7 @@ pub(crate) struct Shared {
     pub scripting: crate::script::Scripting,
     /// `CLIENT PAUSE`.
     pub pause: crate::pause::Pause,
-    /// Blocking pops' wake-ups.
+    /// Blocking pops' wait queues and wake-ups.
     pub blocking: crate::blocking::Blocking,
     /// `INFO latencystats`'s settings and reset baseline.
     pub latency_tracking: crate::latencystats::LatencyTracking,
