@@ -167,7 +167,7 @@ impl Server {
             notify: crate::keyspace::KeyspaceEvents::default(),
             scripting: crate::script::Scripting::default(),
             pause: Default::default(),
-            blocking: Default::default(),
+            blocking: crate::blocking::Blocking::new(n),
             field_deadlines: crate::field_expiry::FieldDeadlines::for_memory(config.memory.bytes()),
             latency_tracking: Default::default(),
             tracking: crate::tracking::Tracking::default(),

@@ -99,9 +99,10 @@ pub(crate) struct Resume {
     pub parked: bool,
     /// The parked command is a blocking pop waiting for a push (`crate::blocking`).
     pub blocked: bool,
-    /// A blocking pop's deadline (ms; `u64::MAX` for none) and the wake-up generation it
-    /// noted before it last looked at its keys.
-    pub block: Option<(u64, u64)>,
+    /// A blocking pop registered as a waiter (`crate::blocking`): its deadline (ms;
+    /// `u64::MAX` for none). Set from its registration until it answers; its connection
+    /// leaves the wait queues when it closes with it set.
+    pub block: Option<u64>,
 }
 
 impl Session {

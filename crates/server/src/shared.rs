@@ -149,7 +149,7 @@ pub(crate) struct Shared {
     pub scripting: crate::script::Scripting,
     /// `CLIENT PAUSE`.
     pub pause: crate::pause::Pause,
-    /// Blocking pops' wake-ups.
+    /// Blocking pops' wait queues and wake-ups.
     pub blocking: crate::blocking::Blocking,
     /// Hashes with field deadlines, for worker 0's active field expiry.
     pub field_deadlines: crate::field_expiry::FieldDeadlines,

@@ -143,6 +143,8 @@ struct Loop {
     parked_generation: u64,
     /// Connections whose blocking pop waits for a push (`crate::blocking`).
     blocked: Vec<usize>,
+    /// The (client id, slot) of blocked pops woken for this worker (the buffer is reused).
+    woken: Vec<(u64, usize)>,
 }
 
 /// The worker thread's body.
@@ -173,6 +175,7 @@ pub(crate) fn run(
         parked: Vec::new(),
         parked_generation: 0,
         blocked: Vec::new(),
+        woken: Vec::new(),
         mail: Vec::new(),
         held: Vec::new(),
         pushes: Vec::new(),
@@ -440,6 +443,11 @@ impl Loop {
     /// The bookkeeping of a connection that was just taken out of its slot `t`.
     fn closed(&mut self, t: usize, c: &mut Conn) {
         self.unsubscribe(c);
+        if c.session.resume.block.take().is_some() {
+            // A blocked pop's turn goes to the next waiter.
+            let shared = &self.shared;
+            shared.blocking.leave(c.session.id, |w| shared.wake(w));
+        }
         self.forget(c.reject, c.session.id, c.memory);
         self.free.push(t);
         if let Some(w) = c.session.watcher.take() {
@@ -552,44 +560,47 @@ impl Loop {
         self.blocked
             .iter()
             .filter_map(|&t| self.conns.get(t)?.as_ref()?.session.resume.block)
-            .map(|(deadline, _)| Duration::from_millis(deadline.saturating_sub(now)))
+            .map(|deadline| Duration::from_millis(deadline.saturating_sub(now)))
             .fold(TICK, Duration::min)
     }
 
-    /// Requeues the blocked pops that a push may serve (the wake-up generation moved since
-    /// they looked), whose deadline has come, or, with `all`, every one; the worker's mark
-    /// goes once none is left (`crate::blocking`).
+    /// Requeues the blocked pops woken for this worker (a push gave them their turn, the
+    /// turn was handed on, `CLIENT UNBLOCK`), those whose deadline has come, or, with `all`,
+    /// every one (`crate::blocking`).
     fn unblock(&mut self, all: bool) {
-        if self.blocked.is_empty() {
-            return;
-        }
-        let (now, generation) = (self.shared.now_ms(), self.shared.blocking.generation());
-        let mut still = Vec::new();
-        for t in std::mem::take(&mut self.blocked) {
-            let Some(Some(c)) = self.conns.get_mut(t) else { continue };
-            if !c.session.resume.blocked {
-                continue;
-            }
-            let due = c
-                .session
-                .resume
-                .block
-                .is_none_or(|(deadline, seen)| all || seen != generation || now >= deadline);
-            if !due {
-                still.push(t);
-                continue;
-            }
+        let Loop { shared, conns, queue, blocked, woken, index, .. } = self;
+        // One load unless woken.
+        shared.blocking.take_ready(*index, woken);
+        let requeue = |c: &mut Conn, queue: &mut VecDeque<usize>, t: usize| {
             c.session.resume.parked = false;
             c.session.resume.blocked = false;
             if !c.queued {
                 c.queued = true;
-                self.queue.push_back(t);
+                queue.push_back(t);
+            }
+        };
+        for &(id, t) in woken.iter() {
+            if let Some(Some(c)) = conns.get_mut(t) {
+                if c.session.id == id && c.session.resume.blocked {
+                    requeue(c, queue, t);
+                }
             }
         }
-        self.blocked = still;
-        if self.blocked.is_empty() {
-            self.shared.blocking.unmark(self.index);
+        if blocked.is_empty() {
+            return;
         }
+        let now = shared.now_ms();
+        blocked.retain(|&t| {
+            let Some(Some(c)) = conns.get_mut(t) else { return false };
+            if !c.session.resume.blocked {
+                return false;
+            }
+            if all || c.session.resume.block.is_none_or(|deadline| now >= deadline) {
+                requeue(c, queue, t);
+                return false;
+            }
+            true
+        });
     }
 
     /// Requeues the parked connections once the pause that parked them is over (its

@@ -14,6 +14,7 @@ use fridge_proto::resp::{
 use super::connection::{BAD_NAME, set_client_name};
 use super::glob::glob_match_nocase;
 use super::{COMMANDS, SYNTAX, Spec, no_permission, unknown_subcommand};
+use crate::blocking::Unblock;
 use crate::session::{Ctx, Session};
 use crate::stats;
 
@@ -526,6 +527,8 @@ pub(super) fn client(
         }
     } else if is(b"kill") {
         client_kill(cmd, out, s, ctx);
+    } else if is(b"unblock") {
+        client_unblock(cmd, out, s, ctx);
     } else if is(b"tracking") {
         super::tracking::client_tracking(cmd, out, s, ctx);
     } else if is(b"caching") {
@@ -603,6 +606,45 @@ fn client_pause(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, ctx: &Ctx<'_>
     };
     pause.pause(now, end, all);
     write_simple(out, b"OK");
+}
+
+/// `CLIENT UNBLOCK client-id [TIMEOUT|ERROR]` (Redis 7.0's errors, the reason checked
+/// before the id): `1` if the client was blocked in a blocking pop, which then answers as at
+/// its timeout or with `-UNBLOCKED`; `0` otherwise. As for `CLIENT KILL`, a client the
+/// session may not see is no client at all. The blocked client's worker is woken at once
+/// (`crate::blocking`).
+fn client_unblock(cmd: &Command<'_>, out: &mut Vec<u8>, s: &Session, ctx: &Ctx<'_>) {
+    let arg = |i: usize| cmd.get(i).unwrap_or_default();
+    match cmd.len() {
+        2 => return write_wrong_arity(out, b"client|unblock"),
+        3 | 4 => {}
+        _ => {
+            out.extend_from_slice(b"-ERR unknown subcommand or wrong number of arguments for '");
+            out.extend(
+                arg(1).iter().take(128).map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+            );
+            return out.extend_from_slice(b"'. Try CLIENT HELP.\r\n");
+        }
+    }
+    let how = match cmd.get(3) {
+        None => Unblock::Timeout,
+        Some(r) if r.eq_ignore_ascii_case(b"timeout") => Unblock::Timeout,
+        Some(r) if r.eq_ignore_ascii_case(b"error") => Unblock::Error,
+        Some(_) => {
+            return write_error(out, b"ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
+        }
+    };
+    let Some(id) = super::int_arg(arg(2)) else {
+        return write_error(out, b"ERR value is not an integer or out of range");
+    };
+    let visible = u64::try_from(id).is_ok_and(|id| {
+        let view = s.view(ctx.tenants);
+        let clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        clients.get(&id).is_some_and(|e| !e.killed && view.sees_client(id, e))
+    });
+    let shared = ctx.shared;
+    let unblocked = visible && shared.blocking.unblock(id as u64, how, |w| shared.wake(w));
+    write_integer(out, i64::from(unblocked));
 }
 
 /// `CLIENT KILL`'s connection types: replication connections fridge has none of.

@@ -1,10 +1,12 @@
 //! The blocking pops: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN, BZPOPMAX, BZMPOP
 //! (Redis 7.0's replies). Each does what its non-blocking form does when there is something to
 //! pop; otherwise it waits for a push until its timeout (0: for ever) and then answers nil.
-//! Inside `MULTI`/`EXEC` and scripts it does not wait (Redis's rule). How a waiting client is
-//! woken: `crate::blocking`.
+//! Inside `MULTI`/`EXEC` and scripts it does not wait (Redis's rule). Each is a *look* at its
+//! keys that [`block_on`] runs: again after registering as a waiter, and whenever its worker
+//! wakes it. In what order waiting clients are served, and how they are woken:
+//! `crate::blocking`.
 
-use fridge_engine::EngineError;
+use fridge_engine::{EngineError, Kind};
 use fridge_proto::number::parse_redis_f64;
 use fridge_proto::resp::{
     Command, write_array_header, write_bulk, write_error, write_null, write_null_array,
@@ -12,6 +14,7 @@ use fridge_proto::resp::{
 
 use super::lists::{End, move_one};
 use super::{Spec, engine_error};
+use crate::blocking::{Turn, Unblock, Wants, order};
 use crate::session::{Ctx, Session};
 use crate::types::{LIST, ZSET};
 
@@ -38,34 +41,113 @@ fn timeout_ms(a: &[u8]) -> Result<u64, &'static [u8]> {
     Ok(ms as u64)
 }
 
-/// Before a blocking command looks at its keys: its worker is marked and the generation
-/// noted (so a push from now on wakes it), and on its first run its deadline is set.
-fn begin(s: &mut Session, ctx: &Ctx<'_>, timeout: u64) {
-    let blocking = &ctx.shared.blocking;
-    blocking.mark(ctx.worker);
-    let generation = blocking.generation();
-    let deadline = match s.resume.block {
-        Some((deadline, _)) => deadline,
-        None if timeout == 0 => u64::MAX,
-        None => crate::shared::precise_now_ms(ctx.shared.now_ms()).saturating_add(timeout),
+/// What a blocking command answers where it gives up: at its deadline or `CLIENT UNBLOCK …
+/// TIMEOUT` (a null array), or where it may not wait (the third argument; BLMOVE's is a null
+/// bulk there).
+type Nil = fn(&mut Vec<u8>, &Session, bool);
+
+fn null_array(out: &mut Vec<u8>, s: &Session, _: bool) {
+    write_null_array(out, s.version);
+}
+
+/// A look at a command's keys with its turn (`crate::blocking::Turn`): whether it answered
+/// (an element, or an error).
+trait Look: Fn(&Command<'_>, &mut Vec<u8>, &mut Session, &mut Ctx<'_>, &Turn) -> bool {}
+impl<F: Fn(&Command<'_>, &mut Vec<u8>, &mut Session, &mut Ctx<'_>, &Turn) -> bool> Look for F {}
+
+/// Runs a blocking command whose keys are the arguments `keys`: `look` pops what it may;
+/// finding nothing, the command registers as a waiter (its first run: then it looks once
+/// more) and parks, or at its deadline answers `nil`. Run again after a wait, it first asks
+/// whether `CLIENT UNBLOCK` ended it.
+fn block_on(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    (timeout, wants, keys): (u64, Wants, std::ops::Range<usize>),
+    look: impl Look,
+    nil: Nil,
+) {
+    let shared = ctx.shared;
+    let mut turn = Turn {
+        client: s.id,
+        wants,
+        tenant: s.tenant,
+        db: s.db,
+        keys: keys.clone(),
+        first: None,
+        resumed: false,
     };
-    s.resume.block = Some((deadline, generation));
-}
-
-/// After a blocking command found nothing: it waits (parks), or at its deadline (or where it
-/// may not wait) answers `nil`.
-fn wait_or(s: &mut Session, ctx: &Ctx<'_>, out: &mut Vec<u8>, nil: impl FnOnce(&mut Vec<u8>)) {
-    let deadline = s.resume.block.map_or(0, |(d, _)| d);
-    if s.deny_blocking || ctx.shared.now_ms() >= deadline {
-        s.resume.block = None;
-        return nil(out);
+    if s.resume.block.is_some() {
+        let resumed = shared.blocking.resume(s.id);
+        if let Some(how) = resumed.unblock {
+            finish(s, ctx);
+            return match how {
+                Unblock::Timeout => nil(out, s, false),
+                Unblock::Error => {
+                    write_error(out, b"UNBLOCKED client unblocked via CLIENT UNBLOCK")
+                }
+            };
+        }
+        turn.first = resumed.first;
+        turn.resumed = true;
     }
-    s.block();
+    loop {
+        if look(cmd, out, s, ctx, &turn) {
+            return finish(s, ctx);
+        }
+        let now = shared.now_ms();
+        let deadline = match s.resume.block {
+            Some(deadline) => deadline,
+            None if timeout == 0 => u64::MAX,
+            None => crate::shared::precise_now_ms(now).saturating_add(timeout),
+        };
+        if s.deny_blocking || now >= deadline {
+            nil(out, s, s.deny_blocking);
+            return finish(s, ctx);
+        }
+        if s.resume.block.is_some() {
+            shared.blocking.park(s.id);
+            return s.block();
+        }
+        // Registered, it looks again: a push since its look found no waiter to wake.
+        let args = keys.clone().map(|i| arg(cmd, i));
+        let at = (ctx.worker, s.slot);
+        let queue = (wants, s.tenant, s.db);
+        shared.blocking.register(s.id, at, queue, args, |w| shared.wake(w));
+        s.resume.block = Some(deadline);
+    }
 }
 
-/// Ends a blocking command that answered.
-fn done(s: &mut Session) {
-    s.resume.block = None;
+/// Ends a blocking command (it answered, or will not run on): its entries go, and the next
+/// waiter of its keys is woken (`crate::blocking::Blocking::leave`).
+pub(super) fn finish(s: &mut Session, ctx: &Ctx<'_>) {
+    if s.resume.block.take().is_some() {
+        let shared = ctx.shared;
+        shared.blocking.leave(s.id, |w| shared.wake(w));
+    }
+}
+
+/// What a blocking command finds at one of its keys.
+enum Found {
+    /// Nothing to pop, or not its turn.
+    Nothing,
+    /// Something it may pop.
+    Turn,
+    /// Another kind, on its first run: `WRONGTYPE`.
+    WrongType,
+}
+
+/// A key's kind check and turn: run again after a wait, a command passes over a key of
+/// another kind (Redis 7.0 leaves the client blocked).
+fn found(ctx: &mut Ctx<'_>, s: &Session, turn: &Turn, key: &[u8], kind: Kind) -> Found {
+    match ctx.engine.kind(s.tenant, key) {
+        None => Found::Nothing,
+        Some(k) if k != kind && turn.resumed => Found::Nothing,
+        Some(k) if k != kind => Found::WrongType,
+        Some(_) if turn.may_take(&ctx.shared.blocking, key) => Found::Turn,
+        Some(_) => Found::Nothing,
+    }
 }
 
 /// `BLPOP key [key …] timeout` and `BRPOP`.
@@ -81,33 +163,39 @@ pub(super) fn blpop(
         Err(e) => return write_error(out, e),
     };
     let end = if c.name == "blpop" { End::Left } else { End::Right };
-    begin(s, ctx, timeout);
-    for i in 1..cmd.len() - 1 {
-        let key = arg(cmd, i);
-        match ctx.engine.kind(s.tenant, key) {
-            None => continue,
-            Some(k) if k != LIST => {
-                done(s);
-                return engine_error(out, EngineError::WrongKind);
+    let look = move |cmd: &Command<'_>,
+                     out: &mut Vec<u8>,
+                     s: &mut Session,
+                     ctx: &mut Ctx<'_>,
+                     turn: &Turn| {
+        for i in order(turn.keys.clone(), turn.first) {
+            let key = arg(cmd, i);
+            match found(ctx, s, turn, key, LIST) {
+                Found::Nothing => continue,
+                Found::Turn => {}
+                Found::WrongType => {
+                    engine_error(out, EngineError::WrongKind);
+                    return true;
+                }
             }
-            Some(_) => {}
+            match super::lists::pop_one(ctx, s.tenant, key, end) {
+                Ok(Some(e)) => {
+                    write_array_header(out, 2);
+                    write_bulk(out, key);
+                    write_bulk(out, &e);
+                    return true;
+                }
+                Ok(None) => continue,
+                Err(e) => {
+                    engine_error(out, e);
+                    return true;
+                }
+            }
         }
-        match super::lists::pop_one(ctx, s.tenant, key, end) {
-            Ok(Some(e)) => {
-                done(s);
-                write_array_header(out, 2);
-                write_bulk(out, key);
-                return write_bulk(out, &e);
-            }
-            Ok(None) => continue,
-            Err(e) => {
-                done(s);
-                return engine_error(out, e);
-            }
-        }
-    }
-    let v = s.version;
-    wait_or(s, ctx, out, |out| write_null_array(out, v));
+        false
+    };
+    let keys = 1..cmd.len() - 1;
+    block_on(cmd, out, s, ctx, (timeout, Wants::List, keys), look, null_array);
 }
 
 /// `BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout` and `BRPOPLPUSH source
@@ -129,26 +217,33 @@ pub(super) fn blmove(
         Err(e) => return write_error(out, e),
     };
     let Some((from, to)) = ends else { return write_error(out, super::SYNTAX) };
-    begin(s, ctx, timeout);
-    match move_one(ctx, s.tenant, (arg(cmd, 1), from), (arg(cmd, 2), to)) {
-        Ok(Some(e)) => {
-            done(s);
-            write_bulk(out, &e);
+    let look = move |cmd: &Command<'_>,
+                     out: &mut Vec<u8>,
+                     s: &mut Session,
+                     ctx: &mut Ctx<'_>,
+                     turn: &Turn| {
+        let src = arg(cmd, 1);
+        match found(ctx, s, turn, src, LIST) {
+            Found::Nothing => return false,
+            Found::Turn => {}
+            Found::WrongType => {
+                engine_error(out, EngineError::WrongKind);
+                return true;
+            }
         }
-        // Redis answers a null bulk where it may not wait, a null array at the timeout.
-        Ok(None) if s.deny_blocking => {
-            done(s);
-            write_null(out, s.version);
+        match move_one(ctx, s.tenant, (src, from), (arg(cmd, 2), to)) {
+            Ok(Some(e)) => write_bulk(out, &e),
+            Ok(None) => return false,
+            Err(e) => engine_error(out, e),
         }
-        Ok(None) => {
-            let v = s.version;
-            wait_or(s, ctx, out, |out| write_null_array(out, v));
-        }
-        Err(e) => {
-            done(s);
-            engine_error(out, e);
-        }
-    }
+        true
+    };
+    // Redis answers a null bulk where it may not wait, a null array at the timeout.
+    let nil: Nil = |out, s, denied| match denied {
+        true => write_null(out, s.version),
+        false => write_null_array(out, s.version),
+    };
+    block_on(cmd, out, s, ctx, (timeout, Wants::List, 1..2), look, nil);
 }
 
 /// `BLMPOP timeout numkeys key [key …] LEFT|RIGHT [COUNT count]` and `BZMPOP … MIN|MAX …`.
@@ -163,17 +258,23 @@ pub(super) fn blmpop(
         Ok(t) => t,
         Err(e) => return write_error(out, e),
     };
-    begin(s, ctx, timeout);
-    let found = if c.name == "blmpop" {
-        super::lists::lmpop_from(cmd, 2, out, s, ctx)
-    } else {
-        super::zsets::zmpop_from(cmd, 2, out, s, ctx)
+    let lists = c.name == "blmpop";
+    let (wants, words): (_, (&[u8], &[u8])) =
+        if lists { (Wants::List, (b"left", b"right")) } else { (Wants::Zset, (b"max", b"min")) };
+    // Arguments in error: the look answers the error before any wait.
+    let keys = super::packed::parse_mpop(cmd, 2, words).map_or(0..0, |m| m.keys);
+    let look = move |cmd: &Command<'_>,
+                     out: &mut Vec<u8>,
+                     s: &mut Session,
+                     ctx: &mut Ctx<'_>,
+                     turn: &Turn| {
+        if lists {
+            super::lists::lmpop_from(cmd, 2, out, s, ctx, Some(turn))
+        } else {
+            super::zsets::zmpop_from(cmd, 2, out, s, ctx, Some(turn))
+        }
     };
-    if found {
-        return done(s);
-    }
-    let v = s.version;
-    wait_or(s, ctx, out, |out| write_null_array(out, v));
+    block_on(cmd, out, s, ctx, (timeout, wants, keys), look, null_array);
 }
 
 /// `BZPOPMIN key [key …] timeout` and `BZPOPMAX`: `[key, member, score]`.
@@ -189,21 +290,27 @@ pub(super) fn bzpopmin(
         Err(e) => return write_error(out, e),
     };
     let max = c.name == "bzpopmax";
-    begin(s, ctx, timeout);
-    for i in 1..cmd.len() - 1 {
-        let key = arg(cmd, i);
-        match ctx.engine.kind(s.tenant, key) {
-            None => continue,
-            Some(k) if k != ZSET => {
-                done(s);
-                return engine_error(out, EngineError::WrongKind);
+    let look = move |cmd: &Command<'_>,
+                     out: &mut Vec<u8>,
+                     s: &mut Session,
+                     ctx: &mut Ctx<'_>,
+                     turn: &Turn| {
+        for i in order(turn.keys.clone(), turn.first) {
+            let key = arg(cmd, i);
+            match found(ctx, s, turn, key, ZSET) {
+                Found::Nothing => continue,
+                Found::Turn => {}
+                Found::WrongType => {
+                    engine_error(out, EngineError::WrongKind);
+                    return true;
+                }
             }
-            Some(_) => {}
+            if super::zsets::pop_one(cmd, key, max, out, s, ctx) {
+                return true;
+            }
         }
-        if super::zsets::pop_one(cmd, key, max, out, s, ctx) {
-            return done(s);
-        }
-    }
-    let v = s.version;
-    wait_or(s, ctx, out, |out| write_null_array(out, v));
+        false
+    };
+    let keys = 1..cmd.len() - 1;
+    block_on(cmd, out, s, ctx, (timeout, Wants::Zset, keys), look, null_array);
 }

@@ -673,20 +673,22 @@ pub(super) fn lmpop(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    if !lmpop_from(cmd, 1, out, s, ctx) {
+    if !lmpop_from(cmd, 1, out, s, ctx, None) {
         write_null_array(out, s.version);
     }
 }
 
 /// LMPOP from its `numkeys` argument at `at` on (BLMPOP's comes after its timeout): whether
 /// it answered (with the elements, or an error); `false` with nothing written when every
-/// list is empty.
+/// list is empty
+/// (or, for BLMPOP, not its `turn`: `crate::blocking`).
 pub(super) fn lmpop_from(
     cmd: &Command<'_>,
     at: usize,
     out: &mut Vec<u8>,
     s: &mut Session,
     ctx: &mut Ctx<'_>,
+    turn: Option<&crate::blocking::Turn>,
 ) -> bool {
     let t = s.tenant;
     let (keys, left, count) = match super::packed::parse_mpop(cmd, at, (b"left", b"right")) {
@@ -697,15 +699,20 @@ pub(super) fn lmpop_from(
         }
     };
     let end = if left { End::Left } else { End::Right };
-    for i in keys {
+    for i in crate::blocking::order(keys, turn.and_then(|t| t.first)) {
         let key = arg(cmd, i);
         match ctx.engine.kind(t, key) {
             None => continue,
+            // A blocked command run again passes over a key of another kind.
+            Some(k) if k != LIST && turn.is_some_and(|t| t.resumed) => continue,
             Some(k) if k != LIST => {
                 engine_error(out, EngineError::WrongKind);
                 return true;
             }
             Some(_) => {}
+        }
+        if turn.is_some_and(|turn| !turn.may_take(&ctx.shared.blocking, key)) {
+            continue;
         }
         match pop(ctx, t, key, end, count) {
             Ok(Some((taken, gone))) => {

@@ -422,6 +422,10 @@ pub(crate) fn is_command(name: &[u8]) -> bool {
 pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx<'_>) {
     let start = out.len();
     dispatch(cmd, out, s, ctx);
+    if s.resume.block.is_some() && !s.resume.suspended {
+        // A blocked pop that did not run again to its end (refused before it ran).
+        blocking::finish(s, ctx);
+    }
     if out.get(start) == Some(&b'-') {
         ctx.stats.commands_by_row.error(&out[start..]);
     }
@@ -679,10 +683,17 @@ fn full_name(c: &Spec, cmd: &Command<'_>) -> Vec<u8> {
 #[inline]
 fn notify(ctx: &mut Ctx<'_>, tenant: TenantId, class: u32, event: &str, key: &[u8]) {
     use crate::keyspace::{GENERIC, LIST, ZSET};
-    // A list or sorted set that changed may serve a blocked pop.
-    if class & (LIST | ZSET | GENERIC) != 0 {
+    // A list or sorted set that changed may serve a blocked pop: one load while nobody waits.
+    let kinds = match class {
+        c if c & GENERIC != 0 => crate::blocking::LISTS | crate::blocking::ZSETS,
+        c if c & LIST != 0 => crate::blocking::LISTS,
+        c if c & ZSET != 0 => crate::blocking::ZSETS,
+        _ => 0,
+    };
+    if kinds != 0 {
         let shared = ctx.shared;
-        shared.blocking.signal(shared.workers.len(), |w| shared.wake(w));
+        let db = || shared.databases.logical(tenant, ctx.engine.db());
+        shared.blocking.signal((ctx.client, kinds), tenant, db, key, |w| shared.wake(w));
     }
     crate::notify::changed(ctx, tenant, class, event, key);
 }

@@ -1077,20 +1077,22 @@ pub(super) fn zmpop(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    if !zmpop_from(cmd, 1, out, s, ctx) {
+    if !zmpop_from(cmd, 1, out, s, ctx, None) {
         write_null_array(out, s.version);
     }
 }
 
 /// ZMPOP from its `numkeys` argument at `at` on (BZMPOP's comes after its timeout): whether
 /// it answered (with the members, or an error); `false` with nothing written when every
-/// sorted set is empty.
+/// sorted set is empty
+/// (or, for BZMPOP, not its `turn`: `crate::blocking`).
 pub(super) fn zmpop_from(
     cmd: &Command<'_>,
     at: usize,
     out: &mut Vec<u8>,
     s: &mut Session,
     ctx: &mut Ctx<'_>,
+    turn: Option<&crate::blocking::Turn>,
 ) -> bool {
     let (t, v) = (s.tenant, s.version);
     let (keys, max, count) = match super::packed::parse_mpop(cmd, at, (b"max", b"min")) {
@@ -1100,15 +1102,20 @@ pub(super) fn zmpop_from(
             return true;
         }
     };
-    for i in keys {
+    for i in crate::blocking::order(keys, turn.and_then(|t| t.first)) {
         let key = arg(cmd, i);
         match ctx.engine.kind(t, key) {
             None => continue,
+            // A blocked command run again passes over a key of another kind.
+            Some(k) if k != ZSET && turn.is_some_and(|t| t.resumed) => continue,
             Some(k) if k != ZSET => {
                 engine_error(out, EngineError::WrongKind);
                 return true;
             }
             Some(_) => {}
+        }
+        if turn.is_some_and(|turn| !turn.may_take(&ctx.shared.blocking, key)) {
+            continue;
         }
         match pop(ctx, t, key, max, count) {
             Ok(Some((taken, gone))) => {

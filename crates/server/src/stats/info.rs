@@ -203,11 +203,17 @@ fn write_clients(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>, f: &Figure
         clients.iter().filter(|(id, e)| view.sees_client(**id, e)).map(|(_, e)| e.memory).max();
     drop(clients);
     let tracking = if view.admin { shared.tracking.clients() } else { 0 };
+    // Blocked pops: the admin's count is everyone's; a tenant's, its own clients'.
+    let blocked = match (view.admin, view.user) {
+        (true, _) => shared.blocking.blocked_clients(None),
+        (false, Some(t)) => shared.blocking.blocked_clients(Some(t)),
+        (false, None) => 0,
+    };
     let _ = write!(
         out,
         "# Clients\r\nconnected_clients:{}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
          client_recent_max_input_buffer:0\r\nclient_recent_max_output_buffer:{}\r\n\
-         blocked_clients:0\r\ntracking_clients:{tracking}\r\nclients_in_timeout_table:0\r\n\r\n",
+         blocked_clients:{blocked}\r\ntracking_clients:{tracking}\r\nclients_in_timeout_table:0\r\n\r\n",
         f.curr_connections,
         shared.config.max_connections,
         largest.unwrap_or(0),
