@@ -113,6 +113,14 @@ impl Arena {
         unsafe { self.mapping.as_ptr().add(offset) }
     }
 
+    /// The segment that holds all of `bytes`, if they lie inside one segment of the arena.
+    pub fn segment_of(&self, bytes: &[u8]) -> Option<u32> {
+        let at = (bytes.as_ptr() as usize).checked_sub(self.mapping.as_ptr() as usize)?;
+        let id = at / self.segment_size;
+        let inside = at < self.mapping.len() && at + bytes.len() <= (id + 1) * self.segment_size;
+        inside.then_some(id as u32)
+    }
+
     /// Gives segment `id`'s pages back to the kernel: it reads as zeros and takes no memory
     /// until written again. The caller must own the segment (taken from the free list and on
     /// no other), so that no reader can still hold a reference into it and no writer is

@@ -359,6 +359,8 @@ impl Inner {
             segments_free: self.segments.free_count(),
             segments_sealed: self.segments.sealed_count(),
             segments_retired: self.segments.retired_count(),
+            segments_held: self.segments.held_count(),
+            value_pins: self.segments.pins(),
             segments_lent: lent,
             arena_bytes: (segments - lent) * self.config.segment_size,
             overhead_bytes: index.bytes + self.outside_fixed(),

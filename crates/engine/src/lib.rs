@@ -31,8 +31,9 @@
 //! `unsafe` lives in `arena.rs` (the mapping), [`item`] (reading and writing records),
 //! `index.rs` (zeroed tables, table pointers under epochs), `cache.rs` (viewing a published
 //! record under an epoch guard, writing an item into a segment its writer owns),
-//! `cleaner.rs` (walking the records of a segment it owns or of a sealed one) and `clock.rs`
-//! (reading the kernel's coarse clock); the worker
+//! `cleaner.rs` (walking the records of a segment it owns or of a sealed one), `pin.rs` (a
+//! pinned value's bytes, past the read's guard) and `clock.rs` (reading the kernel's coarse
+//! clock); the worker
 //! (`worker.rs`, `worker/read.rs`) and the other modules have none. Each block names its
 //! invariant.
 //!
@@ -64,6 +65,7 @@ pub mod item;
 mod metadata;
 mod observe;
 mod ops;
+mod pin;
 mod rank;
 mod segment;
 mod stats;
@@ -81,6 +83,7 @@ pub use item::Kind;
 pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
 pub use observe::{Evicted, EvictionObserver};
 pub use ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
+pub use pin::ValuePin;
 pub use rank::{Rank, RankInput, RankKind, Recency};
 pub use stats::EngineStats;
 pub use tenant::{DbStats, IdleTax, TenantId, TenantPolicy, TenantStats};

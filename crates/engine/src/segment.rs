@@ -50,6 +50,9 @@ pub struct SegmentHeader {
     /// The queue the segment belongs to ([`SMALL`] or [`MAIN`]), with
     /// [`crate::Eviction::Queues`]: set by whoever takes it from the free list.
     pub queue: AtomicU8,
+    /// Values of the segment held past their readers' epoch guards ([`crate::ValuePin`]: a
+    /// reply being written from the segment). A retired segment is not freed while any is.
+    pub pins: AtomicU32,
 }
 
 /// [`SegmentHeader::queue`] of a segment writers fill with new items.
@@ -93,6 +96,9 @@ struct Lists {
     small: VecDeque<u32>,
     /// Segments waiting for their retirement epoch to pass.
     retired: Vec<(u64, u32)>,
+    /// Retired segments past their epoch that a [`crate::ValuePin`] still holds: freed once
+    /// the last pin goes. Not counted as retired (nobody should wait for them).
+    held: Vec<u32>,
     /// Segments lent to the memory outside the arena (`memory_includes_index`): their pages
     /// are released and they hold nothing.
     lent: Vec<u32>,
@@ -112,6 +118,9 @@ pub struct Segments {
     segment_size: usize,
     /// Sealed segments of the small queue go to their own list (`Eviction::Queues`).
     queues: bool,
+    /// Pins held ([`crate::ValuePin`]), each on one segment: at most [`Segments::max_pins`],
+    /// so pins never hold more than that many retired segments back.
+    pins: AtomicUsize,
 }
 
 impl Segments {
@@ -129,7 +138,36 @@ impl Segments {
             withheld_count: AtomicUsize::new(0),
             segment_size,
             queues,
+            pins: AtomicUsize::new(0),
         }
+    }
+
+    /// Pins that may be held at once: an eighth of the segments (at least one).
+    pub fn max_pins(&self) -> usize {
+        (self.headers.len() / 8).max(1)
+    }
+
+    /// Pins segment `id` for a value read from it under an epoch guard (the caller holds
+    /// one): it will not be freed until [`Segments::unpin`]. Refused when
+    /// [`Segments::max_pins`] are held.
+    pub fn try_pin(&self, id: u32) -> bool {
+        if self.pins.fetch_add(1, Ordering::SeqCst) >= self.max_pins() {
+            self.pins.fetch_sub(1, Ordering::SeqCst);
+            return false;
+        }
+        self.headers[id as usize].pins.fetch_add(1, Ordering::SeqCst);
+        true
+    }
+
+    /// Releases a pin [`Segments::try_pin`] took.
+    pub fn unpin(&self, id: u32) {
+        self.headers[id as usize].pins.fetch_sub(1, Ordering::SeqCst);
+        self.pins.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// Pins held now.
+    pub fn pins(&self) -> usize {
+        self.pins.load(Ordering::Relaxed)
     }
 
     fn lists(&self) -> std::sync::MutexGuard<'_, Lists> {
@@ -368,18 +406,31 @@ impl Segments {
     /// many were freed.
     pub fn reclaim(&self, epochs: &Epochs) -> usize {
         let mut lists = self.lists();
-        if lists.retired.is_empty() {
+        if lists.retired.is_empty() && lists.held.is_empty() {
             return 0;
         }
         let before = lists.free.len();
-        let Lists { free, retired, .. } = &mut *lists;
-        retired.retain(|&(epoch, id)| {
-            if epochs.is_safe(epoch) {
-                free.push(id);
-                false
-            } else {
-                true
+        let Lists { free, retired, held, .. } = &mut *lists;
+        let headers = &self.headers;
+        let pinned = |id: u32| headers[id as usize].pins.load(Ordering::SeqCst) > 0;
+        held.retain(|&id| {
+            if pinned(id) {
+                return true;
             }
+            free.push(id);
+            false
+        });
+        retired.retain(|&(epoch, id)| {
+            if !epochs.is_safe(epoch) {
+                return true;
+            }
+            // No reader of the epoch is left; a pin taken under one may be.
+            if pinned(id) {
+                held.push(id)
+            } else {
+                free.push(id)
+            }
+            false
         });
         self.free_count.store(free.len(), Ordering::Relaxed);
         free.len() - before
@@ -388,6 +439,11 @@ impl Segments {
     /// Retired segments waiting for their epoch.
     pub fn retired_count(&self) -> usize {
         self.lists().retired.len()
+    }
+
+    /// Retired segments past their epoch that pins still hold.
+    pub fn held_count(&self) -> usize {
+        self.lists().held.len()
     }
 
     /// Takes up to `n` free segments to lend, leaving at least `keep` free. The caller owns

@@ -55,6 +55,10 @@ pub struct EngineStats {
     pub segments_sealed: usize,
     /// Segments waiting for readers to leave their epoch.
     pub segments_retired: usize,
+    /// Retired segments that value pins still hold (`crate::pin`).
+    pub segments_held: usize,
+    /// Value pins held (replies being written from their segments).
+    pub value_pins: usize,
     /// Segments lent to the memory outside the arena (`memory_includes_index`).
     pub segments_lent: usize,
     /// Bytes of the arena that may be resident: every segment but the lent ones. With

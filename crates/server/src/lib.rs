@@ -92,6 +92,7 @@ mod memcache_common;
 mod memlimit;
 mod meta;
 mod notify;
+mod output;
 mod password;
 mod pause;
 pub mod process;

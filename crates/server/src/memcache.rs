@@ -16,6 +16,7 @@ use crate::keyspace::{GENERIC, STRING};
 pub(crate) use crate::memcache_common::expiry;
 use crate::memcache_common::{append, counter_error, engine_error, expiry_ms};
 use crate::notify::changed;
+use crate::output::{PIN_MIN, put_value};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 use crate::watch::WatchEvents;
@@ -240,7 +241,10 @@ fn retrieval(
     }
     while let Some(key) = keys.next() {
         let mut size = None;
-        let write = |item: fridge_engine::Item<'_>| {
+        let pins = &mut s.out_pins;
+        // A large value is written from its segment where the read pinned it
+        // (`crate::output`); `gat`'s read gives no pin.
+        let mut write = |item: fridge_engine::Item<'_>, pin| {
             size = Some(item.value.len());
             let get_hits = &ctx.stats.classes.get_hits;
             stats::count_class(get_hits, key.len(), item.flags, item.value.len());
@@ -251,20 +255,23 @@ fn retrieval(
                 item.value.len(),
                 with_cas.then_some(item.cas),
             );
-            mc::write_data(out, item.value);
+            put_value(out, pins, item.value, pin);
+            out.extend_from_slice(b"\r\n");
         };
         let hit = if r.command.touches() {
             stats::inc(&ctx.stats.cmd_touch);
             let at = expiry_ms(r.exptime, now);
             // The touch keeps the CAS, so `gats` reports the one its read sees.
-            let hit = matches!(ctx.engine.get_and_touch(t, key, at, write), Ok(Some(())));
+            let touched = ctx.engine.get_and_touch(t, key, at, |item| write(item, None));
+            let hit = matches!(touched, Ok(Some(())));
             if hit {
                 stats::inc(&ctx.stats.touch_hits);
                 changed(ctx, t, GENERIC, "expire", key);
             }
             hit
         } else {
-            ctx.engine.get(t, key, write).is_some()
+            let read = ctx.engine.get_pinned(t, key, fridge_engine::Kind::STRING, PIN_MIN, write);
+            matches!(read, Ok(Some(())))
         };
         stats::tenant_lookups(ctx.stats, t, u64::from(hit), u64::from(!hit));
         if watched {
@@ -272,7 +279,8 @@ fn retrieval(
         }
         looked_up += 1;
         let more = keys.clone().next().is_some();
-        if more && (out.len() >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
+        let unsent = out.len() + s.out_pins.bytes();
+        if more && (unsent >= ctx.out_limit || looked_up >= KEYS_PER_RUN) {
             return suspend(s, &keys);
         }
     }

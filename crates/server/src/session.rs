@@ -71,6 +71,8 @@ pub(crate) struct Session {
     /// Commands run inside `EXEC` or a script: a blocking pop may not wait (Redis's
     /// `CLIENT_DENY_BLOCKING`).
     pub deny_blocking: bool,
+    /// Large values of replies written from their segments, not yet sent (`crate::output`).
+    pub out_pins: crate::output::Pins,
 }
 
 /// A request whose reply is written in steps: a multi-key read whose reply outgrew the

@@ -419,6 +419,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("overhead_bytes", e.overhead_bytes as u64);
     num("index_bytes", e.index_bytes as u64);
     num("segments_lent", e.segments_lent as u64);
+    num("value_pins", e.value_pins as u64);
+    num("segments_held", e.segments_held as u64);
     for (name, value) in hitmap_fields(e) {
         memcache::write_stat(out, name.as_bytes(), value.as_bytes());
     }

@@ -71,7 +71,8 @@ struct Conn {
     resume_keys: std::ops::Range<usize>,
     /// Buffer memory last added to `Shared::client_memory` for this connection.
     memory: usize,
-    /// Reply bytes; `wbuf[wpos..]` are unsent.
+    /// Reply bytes; `wbuf[wpos..]` are unsent (with `session.out_pins`' values between
+    /// them).
     wbuf: Vec<u8>,
     wpos: usize,
     wire: Option<Wire>,
@@ -98,8 +99,9 @@ struct Conn {
 }
 
 impl Conn {
+    /// Unsent reply bytes: the write buffer's and its pinned values' (`crate::output`).
     fn pending_out(&self) -> usize {
-        self.wbuf.len() - self.wpos
+        self.wbuf.len() - self.wpos + self.session.out_pins.bytes()
     }
 }
 
@@ -402,6 +404,7 @@ impl Loop {
                     reply_off: false,
                     reply_skip: 0,
                     deny_blocking: false,
+                    out_pins: Default::default(),
                 },
                 readable: true,
                 writable: true,

@@ -10,6 +10,7 @@ use crate::error::EngineError;
 use crate::hash::key_hash_in;
 use crate::item::{Kind, Record, STATE_FETCHED, seconds_since, touched_stamp};
 use crate::ops::Item;
+use crate::pin::ValuePin;
 use crate::tenant::TenantId;
 
 impl Worker {
@@ -23,6 +24,21 @@ impl Worker {
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Option<R> {
         self.read(tenant, key, true, Some(Kind::STRING), f).unwrap_or(None)
+    }
+
+    /// [`Worker::get_kind`], giving `f` for a value of at least `min_len` bytes a
+    /// [`ValuePin`] that keeps the value's bytes readable after the call (a reply written
+    /// from the segment: `crate::pin`). No pin where the pin budget is spent: `f` copies
+    /// from the item then, as after a plain read.
+    pub fn get_pinned<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        kind: Kind,
+        min_len: usize,
+        f: impl FnOnce(Item<'_>, Option<ValuePin>) -> R,
+    ) -> Result<Option<R>, EngineError> {
+        self.read_pinning(tenant, key, true, Some(kind), min_len, f)
     }
 
     /// Reads `key` without counting as an access: its recency, fetched bit and last-access
@@ -210,6 +226,19 @@ impl Worker {
         kind: Option<Kind>,
         f: impl FnOnce(Item<'_>) -> R,
     ) -> Result<Option<R>, EngineError> {
+        self.read_pinning(tenant, key, access, kind, usize::MAX, |item, _| f(item))
+    }
+
+    /// [`Worker::read`], giving `f` a pin of a value of at least `pin_min` bytes.
+    fn read_pinning<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        access: bool,
+        kind: Option<Kind>,
+        pin_min: usize,
+        f: impl FnOnce(Item<'_>, Option<ValuePin>) -> R,
+    ) -> Result<Option<R>, EngineError> {
         let db = self.db;
         let hash = key_hash_in(tenant, db, key);
         let inner = &*self.inner;
@@ -236,21 +265,27 @@ impl Worker {
         epoch::bump(&counters.hits);
         let now_ms = inner.now_ms();
         if !access {
-            let result = f(Item {
-                value: rec.value(),
-                flags: rec.flags(),
-                expires_at_ms,
-                cas: rec.cas(),
-                state: rec.state(),
-                idle_s: seconds_since(rec.touched(), now_ms),
-                state_cell: Some(rec.state_cell()),
-                kind: rec.kind(),
-            });
+            let result = f(
+                Item {
+                    value: rec.value(),
+                    flags: rec.flags(),
+                    expires_at_ms,
+                    cas: rec.cas(),
+                    state: rec.state(),
+                    idle_s: seconds_since(rec.touched(), now_ms),
+                    state_cell: Some(rec.state_cell()),
+                    kind: rec.kind(),
+                },
+                None,
+            );
             return Ok(Some(result));
         }
         rec.touch_access(inner.recency());
         rec.bump_freq();
-        let result = f(hit(&rec, expires_at_ms, now_ms, touched_stamp(now_ms)));
+        let item = hit(&rec, expires_at_ms, now_ms, touched_stamp(now_ms));
+        // Under the guard, as `ValuePin::new` requires.
+        let pin = (item.value.len() >= pin_min).then(|| ValuePin::new(&self.inner, item.value));
+        let result = f(item, pin.flatten());
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.

@@ -63,9 +63,9 @@ mod response;
 pub use request::{Args, Command, encode_command, eq_ignore_ascii_case, parse_command};
 pub use response::{
     Frame, FrameError, parse_frame, value_len, write_array_header, write_big_number,
-    write_blob_error, write_boolean, write_bulk, write_double, write_error, write_integer,
-    write_map_header, write_null, write_null_array, write_push_header, write_set_header,
-    write_simple, write_unknown_command, write_verbatim, write_wrong_arity,
+    write_blob_error, write_boolean, write_bulk, write_bulk_header, write_double, write_error,
+    write_integer, write_map_header, write_null, write_null_array, write_push_header,
+    write_set_header, write_simple, write_unknown_command, write_verbatim, write_wrong_arity,
 };
 
 /// The protocol version of a connection: RESP2 until `HELLO 3`.

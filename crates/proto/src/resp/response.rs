@@ -44,6 +44,11 @@ pub fn write_integer(out: &mut Vec<u8>, n: i64) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// Appends a bulk string's header, `$<len>\r\n`: the data and its `\r\n` follow.
+pub fn write_bulk_header(out: &mut Vec<u8>, len: usize) {
+    header(out, b'$', len);
+}
+
 /// Appends a bulk string: `$<len>\r\n<data>\r\n`.
 pub fn write_bulk(out: &mut Vec<u8>, data: &[u8]) {
     header(out, b'$', data.len());

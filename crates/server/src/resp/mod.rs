@@ -433,6 +433,7 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     // CLIENT REPLY OFF and SKIP: the reply is dropped (a command answered in steps, each step).
     if s.reply_off || s.reply_skip == 1 {
         out.truncate(start);
+        s.out_pins.truncate(start);
     }
     if s.reply_skip > 0 && !s.resume.suspended {
         s.reply_skip -= 1;

@@ -3,8 +3,8 @@
 
 use fridge_engine::{Condition, EngineError, Expiry, Kind, Store, StoreOutcome, TenantId, Update};
 use fridge_proto::resp::{
-    Command, Version, write_array_header, write_bulk, write_error, write_integer, write_null,
-    write_simple, write_wrong_arity,
+    Command, Version, write_array_header, write_bulk, write_bulk_header, write_error,
+    write_integer, write_null, write_simple, write_wrong_arity,
 };
 
 use fridge_proto::number::parse_redis_f64;
@@ -15,6 +15,7 @@ use super::{
 };
 use crate::counter::Counters;
 use crate::keyspace::{GENERIC, KEY_MISS, STRING};
+use crate::output::{PIN_MIN, put_value};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
 use crate::stats;
 
@@ -27,7 +28,16 @@ pub(super) fn get(
 ) {
     let t = s.tenant;
     let key = cmd.get(1).unwrap_or_default();
-    let hit = match ctx.engine.get_kind(t, key, Kind::STRING, |item| write_bulk(out, item.value)) {
+    // A large value is written from its segment (`crate::output`), but not into a script's
+    // or EXEC's reply.
+    let pin_min = if s.deny_blocking { usize::MAX } else { PIN_MIN };
+    let pins = &mut s.out_pins;
+    let hit = ctx.engine.get_pinned(t, key, Kind::STRING, pin_min, |item, pin| {
+        write_bulk_header(out, item.value.len());
+        put_value(out, pins, item.value, pin);
+        out.extend_from_slice(b"\r\n");
+    });
+    let hit = match hit {
         Ok(hit) => hit,
         Err(e) => return engine_error(out, e),
     };

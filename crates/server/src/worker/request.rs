@@ -69,12 +69,18 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
     if c.pending_out() > 0 && c.writable {
         let mut budget = limits.write_chunk;
         while c.pending_out() > 0 && budget > 0 {
-            let end = c.wbuf.len().min(c.wpos + budget);
-            match c.stream.write(&c.wbuf[c.wpos..end]) {
+            let pins = &mut c.session.out_pins;
+            let [buffered, pinned] = pins.slices(&c.wbuf, c.wpos, budget);
+            let asked = buffered.len() + pinned.len();
+            let written = if pinned.is_empty() {
+                c.stream.write(buffered)
+            } else {
+                c.stream.write_vectored(&[io::IoSlice::new(buffered), io::IoSlice::new(pinned)])
+            };
+            match written {
                 Ok(0) => return Step::Close,
                 Ok(n) => {
-                    let asked = end - c.wpos;
-                    c.wpos += n;
+                    c.wpos = pins.advance(c.wpos, n);
                     budget = budget.saturating_sub(n);
                     stats::add(&ctx.stats.bytes_written, n as u64);
                     if n < asked {
@@ -385,6 +391,7 @@ fn is_memcache_command(word: &[u8]) -> bool {
 fn compact_output(c: &mut Conn) {
     if c.wpos > 0 && c.wpos >= c.pending_out() {
         c.wbuf.drain(..c.wpos);
+        c.session.out_pins.shift(c.wpos);
         c.wpos = 0;
     }
 }
