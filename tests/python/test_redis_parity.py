@@ -341,3 +341,126 @@ def test_random_bit_and_range_commands(fridge, redis_server, seed):
     rng = random.Random(seed)
     cmds = [c for _ in range(400) for c in random_case(rng)]
     same(fridge, redis_server, cmds, resp3=False)
+
+
+def run_pipelined(addr, commands, resp3=False):
+    """`run`, with every command sent before the replies are read (in batches, so neither
+    side's socket buffers fill up)."""
+    with socket.create_connection(addr) as s:
+        s.settimeout(30)
+        r = Reader(s)
+        s.sendall(encode(["FLUSHALL"]) + (encode(["HELLO", "3"]) if resp3 else b""))
+        r.reply()
+        if resp3:
+            r.reply()
+        replies = []
+        for at in range(0, len(commands), 500):
+            batch = commands[at:at + 500]
+            s.sendall(b"".join(encode(c) for c in batch))
+            replies += [r.reply() for _ in batch]
+        return replies
+
+
+def same_pipelined(fridge, redis_server, commands, resp3=False):
+    ours = run_pipelined(fridge, commands, resp3)
+    theirs = run_pipelined(redis_server, commands, resp3)
+    for c, a, b in zip(commands, ours, theirs):
+        assert a == b, f"{c} (RESP{3 if resp3 else 2}): fridge {a!r}, redis {b!r}"
+
+
+# Floats both servers read the same way as Redis's `string2ld` (glibc's strtold) does, and the
+# sums it prints with "%.17Lf": long double (x87, 64-bit significand) arithmetic.
+FLOAT_EDGES = [
+    "0", "-0", "+0", "1.6", "1e10", "0.1", "-0.1", "10.5", "3.814697265625e-6", "2e-18",
+    "-0.000000000000000001", "5e-18", "5.1e-18", "1e400", "-1e400", "1e4932", "1e-4940",
+    "1e-5000", "1e5000", "1.18973149535723176502e+4932", "-1.18973149535723176502e+4932",
+    "1.18973149535723176505e+4932", "1.1897314953572317651e+4932",
+    "3.64519953188247460253e-4951", "1.8225997659412373012e-4951", "1.9e-4951",
+    "0x1p3", "0x1.8p1", "0X.8P-1", "0x1p-16445", "0x1p-16446", "0x1p16383", "0x1p16384",
+    "0x", "0x1p", "0xg", "inf", "-inf", "+Infinity", "INF", "infinit", "nan", "-nan",
+    "NaN(1)", " 1", "1 ", "1e", "1e+", ".", "-", "+", ".5", "1.", "+1.5", "00012", "1..2",
+    "1,5", "18446744073709551617", "18446744073709551619", "9223372036854775807",
+    "-9223372036854775808", "123456789012345678901234567890.123456789", "0e99999",
+    "0.99999999999999999999", "99999999999999999.5", "1" + "0" * 400, "0." + "0" * 300 + "1",
+    "1" * 5119, "0" * 5118 + "1", "0" * 5119 + "1", "1" * 5120,
+]
+
+
+def test_incrbyfloat_edges_answer_as_redis(fridge, redis_server):
+    """Each edge as a stored value and as an increment of INCRBYFLOAT and HINCRBYFLOAT,
+    errors included (not a float, NaN or infinity, and which of them Redis finds first)."""
+    cmds = [["SET", "s", "str"], ["HSET", "h", "f", "x"], ["INCRBYFLOAT", "h", "abc"],
+            ["INCRBYFLOAT", "h", "inf"], ["HINCRBYFLOAT", "s", "f", "abc"],
+            ["HINCRBYFLOAT", "s", "f", "inf"], ["HINCRBYFLOAT", "s", "f", "1"],
+            ["INCRBYFLOAT", "s", "inf"], ["INCRBYFLOAT", "nokey", "inf"],
+            ["INCRBYFLOAT", "nokey", "-0"], ["INCRBYFLOAT", "nokey", "-0"], ["GET", "nokey"],
+            ["SET", "z", "-0"], ["INCRBYFLOAT", "z", "-0"]]
+    for a in FLOAT_EDGES:
+        cmds += [["INCRBYFLOAT", "new:" + a[:50], a], ["HINCRBYFLOAT", "hnew", a[:50], a]]
+        cmds += [["SET", "k", a], ["INCRBYFLOAT", "k", "0"], ["INCRBYFLOAT", "k", "1.5"],
+                 ["HSET", "hk", "f", a], ["HINCRBYFLOAT", "hk", "f", "-1e-20"], ["HGET", "hk", "f"]]
+    for a, b in [("1.6", "1e10"), ("1e4932", "1e4932"), ("-1e4932", "-1e4932"),
+                 ("1.18973149535723176502e+4932", "1e4913"), ("0x1p16383", "0x1p16383"),
+                 ("0x1.fffffffffffffffep16383", "0x1p16319"), ("inf", "-inf"), ("1e308", "1e308"),
+                 ("18446744073709551616", "1"), ("18446744073709551618", "1"),
+                 ("0x1p-16445", "-0x1p-16445"), ("0x1.fffffffffffffffcp-16383", "0x1p-16445")]:
+        cmds += [["SET", "k", a], ["INCRBYFLOAT", "k", b], ["GET", "k"],
+                 ["HSET", "hk", "f", a], ["HINCRBYFLOAT", "hk", "f", b], ["HGET", "hk", "f"]]
+    same_pipelined(fridge, redis_server, cmds)
+    same(fridge, redis_server, cmds[:40], resp3=True)
+
+
+def random_float(rng):
+    """A random argument for INCRBYFLOAT: mostly valid decimals (random significands of 1 to
+    40 digits, exponents from -30 to 30 and a few extreme ones, signs), some hexadecimal, some
+    long, exact binary midpoints, and a few that are not floats."""
+    digits = lambda n: "".join(rng.choice("0123456789") for _ in range(n))  # noqa: E731
+    sign = rng.choice(["", "", "", "-", "+"])
+    kind = rng.randrange(10)
+    if kind <= 3:
+        s = digits(rng.randrange(1, 12)) + ("." + digits(rng.randrange(0, 12)) if rng.random() < .7 else "")
+        return sign + s + (rng.choice("eE") + str(rng.randrange(-30, 31)) if rng.random() < .5 else "")
+    if kind == 4:
+        return sign + digits(1) + "." + digits(rng.randrange(19, 40)) + "e" + str(rng.randrange(-30, 31))
+    if kind == 5:
+        return sign + digits(rng.randrange(1, 30)) + "e" + str(rng.choice(
+            [rng.randrange(-4960, -4900), rng.randrange(4900, 4935), rng.randrange(-400, 400)]))
+    if kind == 6:
+        # An exact midpoint between two long doubles, or a hair off it.
+        m, e = rng.getrandbits(64) | 1 << 64 | 1, rng.randrange(-100, 40)
+        num = m * 5 ** -e if e < 0 else m << e
+        s = str(num) if e >= 0 else (str(num).rjust(-e + 1, "0")[:e] + "." + str(num).rjust(-e + 1, "0")[e:])
+        return sign + s + rng.choice(["", "", "0001" if "." in s else ".0001"])
+    if kind == 7:
+        return sign + "0x" + "".join(rng.choice("0123456789abcdef") for _ in range(rng.randrange(1, 20))) + (
+            "p" + str(rng.randrange(-16500, 16400)) if rng.random() < .7 else "")
+    if kind == 8:
+        return sign + digits(rng.randrange(20, 200)) + "." + digits(rng.randrange(0, 200))
+    return rng.choice(["abc", "", "inf", "-inf", "nan", " 1", "1e", "0x", "--1", "1e-5000", "1e5000"])
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_incrbyfloat_answer_as_redis(fridge, redis_server, seed):
+    """Thousands of random increments and stored values through INCRBYFLOAT and HINCRBYFLOAT,
+    pipelined, compared reply for reply with redis-server."""
+    import random
+
+    rng = random.Random(seed)
+    cmds = []
+    for _ in range(2500):
+        key = f"k{rng.randrange(4)}"
+        r = rng.random()
+        if r < 0.2:
+            cmds.append(["SET", key, random_float(rng)])
+        elif r < 0.25:
+            cmds.append(["DEL", key, "h" + key])
+        elif r < 0.35:
+            cmds.append(["HSET", "h" + key, "f", random_float(rng)])
+        if rng.random() < 0.5:
+            cmds.append(["INCRBYFLOAT", key, random_float(rng)])
+        else:
+            cmds.append(["HINCRBYFLOAT", "h" + key, "f", random_float(rng)])
+        if rng.random() < 0.1:
+            cmds.append(["GET", key])
+            cmds.append(["HGET", "h" + key, "f"])
+    same_pipelined(fridge, redis_server, cmds)

@@ -50,6 +50,7 @@
 #![warn(missing_docs)]
 
 pub mod binary;
+pub mod long_double;
 pub mod memcache;
 pub mod number;
 pub mod resp;

@@ -6,7 +6,8 @@
 //! Redis's `string2ll` (no `+`, no leading zeros, no `-0`). Stored counters
 //! are read the way each server reads them: memcached's with trailing spaces
 //! allowed ([`parse_u64_padded`]), Redis's floats with `strtold`'s range
-//! ([`parse_redis_f64`]).
+//! ([`parse_redis_f64`]). `INCRBYFLOAT` and `HINCRBYFLOAT` compute in the C `long double`
+//! instead, as Redis does: [`crate::long_double`].
 //!
 //! Formatting writes into a 20-byte stack buffer ([`u64_digits`]) or through
 //! one into a caller's `Vec<u8>`; it never allocates beyond growing that
@@ -64,14 +65,6 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
         n = n.checked_mul(10)?.checked_add(u64::from(d))?;
     }
     Some(n)
-}
-
-/// Appends the shortest decimal form of `n` that reads back as `n`, with no
-/// exponent (Redis's `INCRBYFLOAT` reply and stored value).
-pub fn write_f64(out: &mut Vec<u8>, n: f64) {
-    use std::io::Write;
-    // Writing to a `Vec` cannot fail.
-    let _ = write!(out, "{n}");
 }
 
 /// Appends `v` as C's `printf("%.17g")` writes it: what Redis 7.0 answers for a sorted set's
@@ -261,16 +254,7 @@ mod tests {
     }
 
     #[test]
-    fn floats_format_shortest_without_exponent() {
-        let fmt = |n: f64| {
-            let mut v = Vec::new();
-            write_f64(&mut v, n);
-            String::from_utf8(v).unwrap()
-        };
-        assert_eq!(fmt(10.6), "10.6");
-        assert_eq!(fmt(3.0), "3");
-        assert_eq!(fmt(-0.5), "-0.5");
-        assert_eq!(fmt(1e21), "1000000000000000000000");
+    fn digits_end_the_buffer() {
         let mut buf = [0u8; MAX_DIGITS];
         assert_eq!(u64_digits(120, &mut buf), b"120");
     }

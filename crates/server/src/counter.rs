@@ -11,9 +11,8 @@
 //! protocol turns it into its own reply (`memcache.rs`, `resp/mod.rs`).
 
 use fridge_engine::{EngineError, TenantId, Update, Worker};
-use fridge_proto::number::{
-    parse_redis_f64, parse_redis_i64, parse_u64_padded, write_f64, write_i64, write_u64,
-};
+use fridge_proto::long_double::LongDouble;
+use fridge_proto::number::{parse_redis_i64, parse_u64_padded, write_i64, write_u64};
 
 /// Why a counter operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,13 +67,17 @@ pub(crate) trait Counters {
     /// overflow is an error. Returns the new value.
     fn incr_i64(&mut self, tenant: TenantId, key: &[u8], delta: i64) -> Result<i64, CounterError>;
 
-    /// Redis `INCRBYFLOAT`: a missing key counts as 0; a result that is not finite is an
-    /// error. `out` receives the new value as stored (shortest round-trip form).
-    fn incr_f64(
+    /// Redis `INCRBYFLOAT`, in the C `long double` as Redis 7.0 on x86-64 computes it: a
+    /// missing key counts as 0; a stored value and then a `delta` that is not a float (`None`)
+    /// is [`CounterError::NotAFloat`], in that order (Redis reads them so, after the type
+    /// check); a sum that is infinite (an infinite operand included) is
+    /// [`CounterError::NotFinite`]. `out` receives the new value as stored (Redis's
+    /// `ld2string` in its human mode: `%.17Lf`, trailing zeros dropped).
+    fn incr_float(
         &mut self,
         tenant: TenantId,
         key: &[u8],
-        delta: f64,
+        delta: Option<LongDouble>,
         out: &mut Vec<u8>,
     ) -> Result<(), CounterError>;
 }
@@ -131,28 +134,30 @@ impl Counters for Worker {
         })?
     }
 
-    fn incr_f64(
+    fn incr_float(
         &mut self,
         tenant: TenantId,
         key: &[u8],
-        delta: f64,
+        delta: Option<LongDouble>,
         out: &mut Vec<u8>,
     ) -> Result<(), CounterError> {
         out.clear();
         self.update(tenant, key, |current, buf| {
             let (n, flags, expires_at_ms) = match current {
-                None => (0.0, 0, None),
-                // A stored infinity is not a float here, as before.
-                Some(c) => match parse_redis_f64(c.value).filter(|n| n.is_finite()) {
+                None => (LongDouble::ZERO, 0, None),
+                // A stored infinity is a float (and makes the sum infinite).
+                Some(c) => match LongDouble::parse(c.value) {
                     Some(n) => (n, c.flags, c.expires_at_ms),
                     None => return Ok(Update::Done(Err(CounterError::NotAFloat))),
                 },
             };
-            let n = n + delta;
-            if !n.is_finite() {
+            let Some(delta) = delta else {
+                return Ok(Update::Done(Err(CounterError::NotAFloat)));
+            };
+            let Some(n) = n.checked_add(delta) else {
                 return Ok(Update::Done(Err(CounterError::NotFinite)));
-            }
-            write_f64(buf, n);
+            };
+            n.write(buf);
             out.clear();
             out.extend_from_slice(buf);
             Ok(Update::Write { flags, expires_at_ms, result: Ok(()) })
@@ -202,14 +207,27 @@ mod tests {
         assert_eq!(w.incr_i64(T, b"r", 1), Err(CounterError::Overflow));
         assert_eq!(w.incr_i64(T, b"s", 1), Err(CounterError::NotAnInteger));
         let mut out = Vec::new();
+        let ld = |s: &[u8]| LongDouble::parse(s);
         w.store(Store::new(T, b"f", b"10.5")).unwrap();
-        w.incr_f64(T, b"f", 0.1, &mut out).unwrap();
+        w.incr_float(T, b"f", ld(b"0.1"), &mut out).unwrap();
         assert_eq!(out, b"10.6");
         assert_eq!(w.get(T, b"f", |i| i.value.to_vec()), Some(b"10.6".to_vec()));
-        assert_eq!(w.incr_f64(T, b"s", 1.0, &mut out), Err(CounterError::NotAFloat));
+        w.store(Store::new(T, b"f", b"1.6")).unwrap();
+        w.incr_float(T, b"f", ld(b"1e10"), &mut out).unwrap();
+        assert_eq!(out, b"10000000001.59999999962747097", "in long double, as Redis");
+        assert_eq!(w.incr_float(T, b"s", ld(b"1"), &mut out), Err(CounterError::NotAFloat));
+        assert_eq!(w.incr_float(T, b"f", None, &mut out), Err(CounterError::NotAFloat));
+        assert_eq!(w.incr_float(T, b"s", ld(b"inf"), &mut out), Err(CounterError::NotAFloat));
+        assert_eq!(w.incr_float(T, b"new", ld(b"inf"), &mut out), Err(CounterError::NotFinite));
+        assert_eq!(w.get(T, b"new", |_| ()), None, "not created");
         w.store(Store::new(T, b"g", b"1e308")).unwrap();
-        assert_eq!(w.incr_f64(T, b"g", 1e308, &mut out), Err(CounterError::NotFinite));
-        assert_eq!(w.get(T, b"g", |i| i.value.to_vec()), Some(b"1e308".to_vec()), "unchanged");
+        w.incr_float(T, b"g", ld(b"1e308"), &mut out).unwrap();
+        assert!(out.starts_with(b"1999999999999999999933717") && out.len() == 309, "past f64");
+        w.store(Store::new(T, b"g", b"1.18973149535723176502e+4932")).unwrap();
+        let max = ld(b"1.18973149535723176502e+4932");
+        assert_eq!(w.incr_float(T, b"g", max, &mut out), Err(CounterError::NotFinite));
+        let kept = w.get(T, b"g", |i| i.value.to_vec());
+        assert_eq!(kept, Some(b"1.18973149535723176502e+4932".to_vec()), "unchanged");
         engine.validate();
     }
 

@@ -9,7 +9,8 @@
 use std::collections::HashMap;
 
 use fridge_engine::{EngineError, TenantId, Update};
-use fridge_proto::number::{parse_redis_f64, write_f64, write_i64};
+use fridge_proto::long_double::LongDouble;
+use fridge_proto::number::write_i64;
 use fridge_proto::resp::{
     Command, Version, write_array_header, write_bulk, write_error, write_integer, write_map_header,
     write_null, write_simple, write_wrong_arity,
@@ -423,22 +424,20 @@ pub(super) fn hincrbyfloat(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
-    let Some(delta) = parse_redis_f64(arg(cmd, 3)) else { return write_error(out, NOT_FLOAT) };
+    // In the C `long double`, as Redis 7.0 on x86-64 (`fridge_proto::long_double`); the
+    // increment is read before the key's type is checked.
+    let Some(delta) = LongDouble::parse(arg(cmd, 3)) else { return write_error(out, NOT_FLOAT) };
     if !delta.is_finite() {
         return write_error(out, b"ERR value is NaN or Infinity");
     }
     let r = incr_field(ctx, s.tenant, cmd, |old, text| {
         let n = match old {
-            None => 0.0,
-            Some(v) => parse_redis_f64(v)
-                .filter(|n| n.is_finite())
-                .ok_or(&b"ERR hash value is not a float"[..])?,
+            None => LongDouble::ZERO,
+            // A stored infinity is a float (and makes the sum infinite).
+            Some(v) => LongDouble::parse(v).ok_or(&b"ERR hash value is not a float"[..])?,
         };
-        let n = n + delta;
-        if !n.is_finite() {
-            return Err(&b"ERR increment would produce NaN or Infinity"[..]);
-        }
-        write_f64(text, n);
+        let n = n.checked_add(delta).ok_or(&b"ERR increment would produce NaN or Infinity"[..])?;
+        n.write(text);
         Ok(())
     });
     match r {

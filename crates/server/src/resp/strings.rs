@@ -2,16 +2,15 @@
 //! the counters (INCR…, INCRBYFLOAT).
 
 use fridge_engine::{Condition, EngineError, Expiry, Kind, Store, StoreOutcome, TenantId, Update};
+use fridge_proto::long_double::LongDouble;
 use fridge_proto::resp::{
     Command, Version, write_array_header, write_bulk, write_bulk_header, write_error,
     write_integer, write_null, write_simple, write_wrong_arity,
 };
 
-use fridge_proto::number::parse_redis_f64;
-
 use super::{
-    NOT_FINITE, NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, counter_error, engine_error, expire_at,
-    int_arg, invalid_expire, notify, notify_only,
+    NOT_INTEGER, SYNTAX, Spec, counter_error, engine_error, expire_at, int_arg, invalid_expire,
+    notify, notify_only,
 };
 use crate::counter::Counters;
 use crate::keyspace::{GENERIC, KEY_MISS, STRING};
@@ -238,13 +237,10 @@ pub(super) fn incrbyfloat(
     _: &Spec,
 ) {
     let arg = |i: usize| cmd.get(i).unwrap_or_default();
-    let Some(delta) = parse_redis_f64(arg(2)) else {
-        return write_error(out, NOT_FLOAT);
-    };
-    if delta.is_infinite() {
-        return write_error(out, NOT_FINITE);
-    }
-    match ctx.engine.incr_f64(s.tenant, arg(1), delta, ctx.scratch) {
+    // Redis checks the key's type, then reads the stored value, then the increment: an
+    // unreadable increment is answered in that order (`Counters::incr_float`).
+    let delta = LongDouble::parse(arg(2));
+    match ctx.engine.incr_float(s.tenant, arg(1), delta, ctx.scratch) {
         Ok(()) => {
             write_bulk(out, ctx.scratch);
             notify(ctx, s.tenant, STRING, "incrbyfloat", arg(1));
