@@ -11,9 +11,14 @@
 //!   checks its watched keys, runs the queued commands, then releases them all. While it holds
 //!   them no other worker is between the start and the end of a command, so no client sees a
 //!   partial transaction and no command's effect lands between the WATCH check and the queue.
+//! - A RESP command that writes several keys (`MSET`, `DEL a b`, `RENAME`, `SMOVE`, `LMOVE`,
+//!   the `*STORE`s…: `resp::writes_several_keys`) takes every gate the same way, so it too is
+//!   never seen half done, though the engine runs it as several steps. Scripts take every gate
+//!   for their whole run.
 //!
 //! No deadlock: a worker holds at most its own gate while it runs a command, and a command
-//! never waits for another gate; `EXEC`s take gates in one global order (index order). Below
+//! never waits for another gate; whoever takes several (`EXEC`, scripts, multi-key writes)
+//! takes them in one global order (index order) and holds none before. Below
 //! a gate, the engine's locks (`docs/threads.md`) are taken as always. The engine's own threads
 //! (cleaner, expiry sweep) take no gate: they only evict or drop expired items, which a
 //! transaction could see happen between two of its commands as it could in Redis after

@@ -533,7 +533,18 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     // While a script runs, what runs beside it (AUTH, HELLO, QUIT, RESET) touches no key and
     // takes no gate.
     let beside_script = shared.scripting.running() && script::allowed_while_busy(c, cmd);
-    let _gate = if c.flags & NO_GATE == 0 && !beside_script {
+    let gated = c.flags & NO_GATE == 0 && !beside_script;
+    // A write of several keys takes every gate, as EXEC does: no command of another worker
+    // sees it half done (Redis runs it whole). Others hold their own worker's gate.
+    let all_gates = if gated && writes_several_keys(c, cmd) {
+        match shared.gates.enter_all_unless(|| shared.scripting.too_long()) {
+            Ok(g) => Some(g),
+            Err(_) => return script::write_busy(out, shared),
+        }
+    } else {
+        None
+    };
+    let _gate = if gated && all_gates.is_none() {
         match shared.gates.enter_unless(ctx.worker, || shared.scripting.too_long()) {
             Ok(g) => g,
             Err(_) => return script::write_busy(out, shared),
@@ -545,6 +556,20 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     if !ctx.pushes.is_empty() {
         out.append(ctx.pushes);
     }
+}
+
+/// Whether `cmd` writes more than one key: its key positions name several (`MSET`, `DEL a b`,
+/// `RENAME`, `SMOVE`, `LMOVE`, the `*STORE`s…), or it finds its other keys by a count
+/// (`ZUNIONSTORE`… `numkeys`, `SORT … STORE`, `MOVE`'s other database).
+fn writes_several_keys(c: &Spec, cmd: &Command<'_>) -> bool {
+    if c.flags & WRITE == 0 || c.first_key == 0 {
+        return false;
+    }
+    if matches!(c.name, "zunionstore" | "zinterstore" | "zdiffstore" | "sort" | "move") {
+        return true;
+    }
+    let last = if c.last_key < 0 { cmd.len() as i64 + c.last_key } else { c.last_key };
+    last >= c.first_key + c.step
 }
 
 /// Whether a `CLIENT PAUSE WRITE` covers `c` (see `crate::pause`).
