@@ -75,11 +75,11 @@ def scenario_redirect_to_resp2_subscriber(addr):
     out.append(b.frame())
     out += [a.call("GET", "tr:r"), w.call("FLUSHALL")]
     out.append(b.frame())  # a flush: a null key list
-    out.append(a.call("CLIENT", "TRACKINGINFO").replace(bid.encode(), b"<id>"))
-    out.append(a.call("CLIENT", "GETREDIR").replace(bid.encode(), b"<id>"))
+    out.append(a.call("CLIENT", "TRACKINGINFO").replace(b":" + bid.encode() + b"\r\n", b":<id>\r\n"))
+    out.append(a.call("CLIENT", "GETREDIR").replace(b":" + bid.encode() + b"\r\n", b":<id>\r\n"))
     b.close()
     time.sleep(0.2)
-    out.append(a.call("CLIENT", "TRACKINGINFO").replace(bid.encode(), b"<id>"))
+    out.append(a.call("CLIENT", "TRACKINGINFO").replace(b":" + bid.encode() + b"\r\n", b":<id>\r\n"))
     a.close()
     w.close()
     return out
@@ -125,10 +125,10 @@ def scenario_broken_redirect_in_resp3(addr):
     out = [a.call("CLIENT", "TRACKING", "ON", "REDIRECT", bid.decode()), a.call("GET", "tr:x")]
     b.close()
     time.sleep(0.2)
-    out.append(a.call("CLIENT", "TRACKINGINFO").replace(bid, b"<id>"))  # not known yet
+    out.append(a.call("CLIENT", "TRACKINGINFO").replace(b":" + bid + b"\r\n", b":<id>\r\n"))  # not known yet
     out.append(w.call("SET", "tr:x", "1"))
-    out.append(a.frame().replace(bid, b"<id>"))  # found out at the invalidation
-    out.append(a.call("CLIENT", "TRACKINGINFO").replace(bid, b"<id>"))
+    out.append(a.frame().replace(b":" + bid + b"\r\n", b":<id>\r\n"))  # found out at the invalidation
+    out.append(a.call("CLIENT", "TRACKINGINFO").replace(b":" + bid + b"\r\n", b":<id>\r\n"))
     a.close()
     w.close()
     return out
