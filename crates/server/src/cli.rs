@@ -51,6 +51,11 @@ pub struct Cli {
     /// A tool instead of the server.
     #[command(subcommand)]
     pub command: Option<Tool>,
+    /// Check the configuration (file, environment and flags, as a start would read them),
+    /// print the effective settings and exit: 0 if it is valid, 1 with the reason if not.
+    /// Binds nothing.
+    #[arg(long)]
+    pub check_config: bool,
     /// TOML configuration file (keys as in `Config`, e.g. `memory = "4GiB"`).
     #[arg(long, env = "FRIDGE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -231,6 +236,26 @@ pub enum Tool {
     HashPassword {
         /// The password (prefer standard input: arguments show up in `ps`).
         password: Option<String>,
+    },
+    /// Asks a running server for its version (memcached's `version`, or RESP `PING` with
+    /// --resp) and exits 0 if it answers (a login refusal is an answer too), 1 if not: a
+    /// health check needing no other client.
+    Ping {
+        /// Host to connect to.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Port to connect to (FRIDGE_PORT when set, as the server reads it).
+        #[arg(short = 'p', long, env = "FRIDGE_PORT", default_value_t = 11211)]
+        port: u16,
+        /// Connect to this unix socket instead (the server's -s).
+        #[arg(short = 's', long, value_name = "PATH")]
+        unix_socket: Option<PathBuf>,
+        /// Send RESP's PING instead of memcached's version (a RESP-only port).
+        #[arg(long)]
+        resp: bool,
+        /// Give up on connecting, and on the reply, after this long.
+        #[arg(long, default_value = "3s", value_name = "DURATION")]
+        timeout: Millis,
     },
 }
 

@@ -1,7 +1,10 @@
 //! `fridge`: parses the configuration, prepares the process as memcached does (open-files
 //! limit, `-u`, binding, `-d`, `-P`; see `fridge_server::process`), starts the server, rereads
-//! its tenants on SIGHUP, and shuts it down gracefully on SIGTERM or SIGINT. `fridge
-//! hash-password` prints a tenant's password line instead.
+//! its tenants on SIGHUP, and shuts it down gracefully on SIGTERM or SIGINT, telling systemd
+//! each step when started by it (`fridge_server::systemd`: `READY=1` once serving,
+//! `RELOADING=1` then `READY=1` around a SIGHUP, `STOPPING=1`). `--check-config` stops after
+//! the checks. `fridge hash-password` prints a tenant's password line instead, `fridge ping`
+//! asks a running server whether it answers.
 
 #![forbid(unsafe_code)]
 
@@ -9,15 +12,30 @@ use std::io::BufRead;
 
 use clap::Parser;
 use fridge_server::process::{self, Failure, PidFile};
-use fridge_server::{Cli, Listeners, PasswordHash, Tool};
+use fridge_server::systemd::Notifier;
+use fridge_server::{Cli, Listeners, PasswordHash, PingTarget, Tool};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 fn main() {
-    let mut cli = Cli::parse();
-    if let Some(Tool::HashPassword { password }) = cli.command.take() {
-        hash_password(password);
-        return;
+    let mut cli = Cli::try_parse().unwrap_or_else(|e| {
+        // A flag or value clap refuses is an invalid configuration too: 1 for --check-config.
+        if e.use_stderr() && std::env::args_os().any(|a| a == "--check-config") {
+            let _ = e.print();
+            std::process::exit(1);
+        }
+        e.exit()
+    });
+    match cli.command.take() {
+        Some(Tool::HashPassword { password }) => return hash_password(password),
+        Some(Tool::Ping { host, port, unix_socket, resp, timeout }) => {
+            let target = unix_socket.map_or(PingTarget::Tcp(host, port), PingTarget::Unix);
+            return ping(&target, resp, timeout.duration());
+        }
+        None => {}
+    }
+    if cli.check_config {
+        return check_config(cli);
     }
     let config = match cli.into_config() {
         Ok(c) => c,
@@ -68,14 +86,19 @@ fn main() {
     };
     let handle = server.shutdown_handle();
     let reload = server.reload_handle();
+    let notifier = Notifier::from_env();
+    let on_signal = notifier.clone();
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if signal == SIGHUP {
+                on_signal.reloading();
                 match reload.reload() {
                     Ok(()) => log::info!("fridge: SIGHUP: tenants reloaded"),
                     Err(e) => log::warn!("fridge: SIGHUP: reload failed, tenants unchanged: {e}"),
                 }
+                on_signal.ready("serving");
             } else {
+                on_signal.stopping();
                 handle.shutdown();
                 break;
             }
@@ -89,15 +112,18 @@ fn main() {
         Some(path) => path.display().to_string(),
         None => server.local_addrs().iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
     };
-    log::info!(
+    let serving = format!(
         "fridge {}: serving memcached and RESP on {on}{resp}; {} of memory, {} workers",
         env!("CARGO_PKG_VERSION"),
         config.memory,
         config.worker_count(),
     );
+    log::info!("{serving}");
     log::info!("fridge: configuration: {}", config.summary());
+    notifier.ready(&serving);
     let summary = server.summary_handle();
     server.wait();
+    notifier.stopping(); // again, for a stop by memcached's `shutdown` (harmless twice)
     log::info!("fridge: shut down: {}", summary.summary());
     drop(pidfile);
 }
@@ -106,6 +132,39 @@ fn main() {
 fn exit(f: Failure) -> ! {
     eprintln!("fridge: {}", f.message);
     std::process::exit(f.status);
+}
+
+/// `fridge --check-config`: the configuration as a start reads and checks it (file,
+/// environment, flags; tenants, logins, the open-files limit and the `-u` user), printed as
+/// the startup log prints it (no passwords); exits 0 if a start would get past them, 1 with
+/// the reason if not. Binds nothing, so a port in use is not found here.
+fn check_config(cli: Cli) {
+    let config = cli.into_config().and_then(|c| c.log_filter().map(|_| c));
+    let config = config
+        .and_then(|c| {
+            process::raise_open_files(&c)
+                .and_then(|()| process::user_to_become(&c))
+                .map_err(|f| f.message)
+                .map(|_| c)
+        })
+        .unwrap_or_else(|e| {
+            eprintln!("fridge: {e}");
+            std::process::exit(1);
+        });
+    println!("fridge: configuration: {}", config.summary());
+    println!("fridge: the configuration is valid");
+}
+
+/// `fridge ping`: prints the reply and exits 0 if the server answers, prints why and exits 1
+/// if not.
+fn ping(target: &PingTarget, resp: bool, timeout: std::time::Duration) {
+    match fridge_server::ping(target, resp, timeout) {
+        Ok(line) => println!("{line}"),
+        Err(e) => {
+            eprintln!("fridge ping: {e}");
+            std::process::exit(1);
+        }
+    }
 }
 
 /// `fridge hash-password [PASSWORD]`: prints `password_sha256 = "<salt>$<digest>"`.

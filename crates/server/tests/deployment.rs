@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Conn, config, start_with};
-use fridge_server::Config;
+use fridge_server::{Config, PasswordHash};
 
 const FRIDGE: &str = env!("CARGO_BIN_EXE_fridge");
 const MEMCACHED: &str = "/usr/bin/memcached";
@@ -675,4 +675,172 @@ fn an_unwritable_pid_file_is_reported_as_memcached_does_and_not_fatal() {
     );
     wait_port(format!("127.0.0.1:{port}").parse().unwrap());
     stop(child);
+}
+
+/// A fridge started with `env` added to its environment.
+fn spawn_env(args: &[&str], env: &[(&str, &str)]) -> Fridge {
+    let child = Command::new(FRIDGE)
+        .args(args)
+        .envs(env.iter().copied())
+        .env_remove("FRIDGE_USER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("fridge runs");
+    Fridge(Some(child))
+}
+
+/// The next datagram on `socket` (10 s at most).
+fn notification(socket: &std::os::unix::net::UnixDatagram) -> String {
+    socket.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 1024];
+    let n = socket.recv(&mut buf).expect("a notification within 10 s");
+    String::from_utf8(buf[..n].to_vec()).unwrap()
+}
+
+/// fridge under a pretend systemd: `READY=1` once the port serves, `RELOADING=1` then
+/// `READY=1` around a SIGHUP, `STOPPING=1` on SIGTERM, sent to `notify` (`NOTIFY_SOCKET`).
+fn speaks_sd_notify(socket: &std::os::unix::net::UnixDatagram, notify: &str) {
+    let port = free_port();
+    let p = port.to_string();
+    let fridge =
+        spawn_env(&["-u", "nobody", "-m", "64", "-t", "1", "-p", &p], &[("NOTIFY_SOCKET", notify)]);
+    let ready = notification(socket);
+    assert!(ready.starts_with("READY=1\nSTATUS=fridge "), "{ready:?}");
+    assert!(ready.contains(&format!("127.0.0.1:{p}")), "the status names the port: {ready:?}");
+    // READY came after binding and starting the workers: the port answers at once.
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).expect("the port accepts once READY");
+    roundtrip(&mut conn, b"version\r\n", b"VERSION ");
+    signal(fridge.id(), "-HUP");
+    let reloading = notification(socket);
+    assert!(reloading.starts_with("RELOADING=1\nMONOTONIC_USEC="), "{reloading:?}");
+    assert!(notification(socket).starts_with("READY=1\n"), "ready again after the reload");
+    signal(fridge.id(), "-TERM");
+    assert!(notification(socket).starts_with("STOPPING=1\n"));
+    let mut child = { fridge }.0.take().unwrap();
+    assert!(child.wait().unwrap().success(), "graceful exit");
+}
+
+#[test]
+fn systemd_hears_ready_reloading_and_stopping_on_a_socket_file() {
+    let dir = scratch_dir("notify");
+    let path = dir.join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    // systemd's socket is writable by every service user; fridge sends as `-u nobody`.
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    speaks_sd_notify(&socket, path.to_str().unwrap());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn systemd_hears_ready_and_stopping_on_an_abstract_socket() {
+    use std::os::linux::net::SocketAddrExt;
+    let name = format!("fridge-deploy-notify-{}", std::process::id());
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+    let socket = std::os::unix::net::UnixDatagram::bind_addr(&addr).unwrap();
+    speaks_sd_notify(&socket, &format!("@{name}"));
+}
+
+#[test]
+fn check_config_validates_without_binding() {
+    let dir = scratch_dir("check");
+    // The port is taken: a check binds nothing, so it does not notice.
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let hash = PasswordHash::generate(b"s3cret").unwrap().to_string();
+    let good = dir.join("good.toml");
+    let good_text = format!(
+        "memory = \"64MiB\"\nworkers = 1\n[[tenants]]\nname = \"shop\"\n\
+         password_sha256 = \"{hash}\"\nreserved = \"8MiB\"\n"
+    );
+    std::fs::write(&good, good_text).unwrap();
+    let out = run(
+        FRIDGE,
+        &["--check-config", "-u", "nobody", "--config", good.to_str().unwrap(), "-p", &port],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout} {}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.starts_with("fridge: configuration: listen=127.0.0.1 "), "{stdout}");
+    assert!(stdout.contains(&format!(" port={port} ")), "flags count: {stdout}");
+    assert!(stdout.contains("tenants=[shop(8MiB)]"), "{stdout}");
+    assert!(!stdout.contains(&hash), "no secrets: {stdout}");
+    assert!(stdout.trim_end().ends_with("the configuration is valid"), "{stdout}");
+
+    let refused = |file_text: &str, extra: &[&str]| {
+        let bad = dir.join("bad.toml");
+        std::fs::write(&bad, file_text).unwrap();
+        let mut args = vec!["--check-config", "-u", "nobody", "--config", bad.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = run(FRIDGE, &args);
+        assert!(out.stdout.is_empty(), "nothing printed but the reason");
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).trim().to_string())
+    };
+    let (code, err) = refused("[[tenants]]\nname = \"shop\"\n", &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.starts_with("fridge: nobody could log in"), "{err}");
+    let (code, err) = refused("memory = \"lots\"\n", &[]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("line 1 column 10: bad size \"lots\""), "{err}");
+    let (code, err) = refused("", &["-c", "0"]);
+    assert_eq!((code, &err[..]), (Some(1), "fridge: Maximum connections must be greater than 0"));
+    let (code, err) = refused("", &["--no-such-flag"]);
+    assert_eq!(code, Some(1), "a flag clap refuses is an invalid configuration too: {err}");
+    if is_root() {
+        // Not root, `-u` is ignored, as by memcached (and by a start).
+        let out = run(FRIDGE, &["--check-config", "-u", "no-such-user-here"]);
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        assert_eq!(err, "fridge: can't find the user no-such-user-here to switch to");
+    }
+    drop(taken);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn ping_answers_for_a_running_server_and_fails_on_a_closed_port() {
+    let port = free_port();
+    let p = port.to_string();
+    let fridge = spawn(&["-u", "nobody", "-m", "64", "-t", "1", "-p", &p]);
+    wait_port(format!("127.0.0.1:{port}").parse().unwrap());
+    let out = run(FRIDGE, &["ping", "--port", &p]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("VERSION "));
+    let out = run(FRIDGE, &["ping", "--resp", "-p", &p, "--host", "localhost"]);
+    assert_eq!((out.status.code(), &out.stdout[..]), (Some(0), &b"+PONG\n"[..]));
+    // FRIDGE_PORT, as the container image sets it for the server, is where ping looks.
+    let out = Command::new(FRIDGE).args(["ping"]).env("FRIDGE_PORT", &p).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    stop(fridge);
+    let out = run(FRIDGE, &["ping", "-p", &p, "--timeout", "2s"]);
+    assert_eq!(out.status.code(), Some(1), "the server is gone");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("fridge ping: cannot connect to 127.0.0.1:"), "{err}");
+}
+
+/// `deploy/fridge.service` as systemd reads it (`systemd-analyze verify`, with the binary
+/// this test built in place of `/usr/local/bin/fridge`), and the parts fridge relies on.
+#[test]
+fn the_systemd_unit_verifies() {
+    let unit = include_str!("../../../deploy/fridge.service");
+    for line in [
+        "Type=notify",
+        "ExecStart=/usr/local/bin/fridge --config /etc/fridge/fridge.toml",
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "User=fridge",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "the unit has {line}");
+    }
+    let Ok(out) = Command::new("systemd-analyze").arg("--version").output() else {
+        eprintln!("skipped: systemd-analyze is not installed (scripts/test installs systemd)");
+        return;
+    };
+    assert!(out.status.success());
+    let dir = scratch_dir("unit");
+    let path = dir.join("fridge.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/fridge", FRIDGE)).unwrap();
+    let out = run("systemd-analyze", &["verify", path.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && err.trim().is_empty(), "systemd-analyze verify: {err}");
+    let _ = std::fs::remove_dir_all(dir);
 }
