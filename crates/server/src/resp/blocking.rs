@@ -150,6 +150,35 @@ fn found(ctx: &mut Ctx<'_>, s: &Session, turn: &Turn, key: &[u8], kind: Kind) ->
     }
 }
 
+/// Looks at the command's keys in its turn's order: the first key of another kind on a first
+/// run answers `WRONGTYPE`; each key whose turn it is goes to `pop`, which answers and returns
+/// true, or returns false (nothing there after all). Returns whether the command answered.
+fn pop_first(
+    cmd: &Command<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    ctx: &mut Ctx<'_>,
+    turn: &Turn,
+    kind: Kind,
+    mut pop: impl FnMut(&[u8], &mut Vec<u8>, &mut Session, &mut Ctx<'_>) -> bool,
+) -> bool {
+    for i in order(turn.keys.clone(), turn.first) {
+        let key = arg(cmd, i);
+        match found(ctx, s, turn, key, kind) {
+            Found::Nothing => continue,
+            Found::Turn => {}
+            Found::WrongType => {
+                engine_error(out, EngineError::WrongKind);
+                return true;
+            }
+        }
+        if pop(key, out, s, ctx) {
+            return true;
+        }
+    }
+    false
+}
+
 /// `BLPOP key [key …] timeout` and `BRPOP`.
 pub(super) fn blpop(
     cmd: &Command<'_>,
@@ -168,31 +197,21 @@ pub(super) fn blpop(
                      s: &mut Session,
                      ctx: &mut Ctx<'_>,
                      turn: &Turn| {
-        for i in order(turn.keys.clone(), turn.first) {
-            let key = arg(cmd, i);
-            match found(ctx, s, turn, key, LIST) {
-                Found::Nothing => continue,
-                Found::Turn => {}
-                Found::WrongType => {
-                    engine_error(out, EngineError::WrongKind);
-                    return true;
-                }
-            }
+        pop_first(cmd, out, s, ctx, turn, LIST, |key, out, s, ctx| {
             match super::lists::pop_one(ctx, s.tenant, key, end) {
                 Ok(Some(e)) => {
                     write_array_header(out, 2);
                     write_bulk(out, key);
                     write_bulk(out, &e);
-                    return true;
+                    true
                 }
-                Ok(None) => continue,
+                Ok(None) => false,
                 Err(e) => {
                     engine_error(out, e);
-                    return true;
+                    true
                 }
             }
-        }
-        false
+        })
     };
     let keys = 1..cmd.len() - 1;
     block_on(cmd, out, s, ctx, (timeout, Wants::List, keys), look, null_array);
@@ -295,21 +314,9 @@ pub(super) fn bzpopmin(
                      s: &mut Session,
                      ctx: &mut Ctx<'_>,
                      turn: &Turn| {
-        for i in order(turn.keys.clone(), turn.first) {
-            let key = arg(cmd, i);
-            match found(ctx, s, turn, key, ZSET) {
-                Found::Nothing => continue,
-                Found::Turn => {}
-                Found::WrongType => {
-                    engine_error(out, EngineError::WrongKind);
-                    return true;
-                }
-            }
-            if super::zsets::pop_one(cmd, key, max, out, s, ctx) {
-                return true;
-            }
-        }
-        false
+        pop_first(cmd, out, s, ctx, turn, ZSET, |key, out, s, ctx| {
+            super::zsets::pop_one(cmd, key, max, out, s, ctx)
+        })
     };
     let keys = 1..cmd.len() - 1;
     block_on(cmd, out, s, ctx, (timeout, Wants::Zset, keys), look, null_array);
