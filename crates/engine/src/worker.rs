@@ -164,6 +164,32 @@ impl Worker {
         }
     }
 
+    /// Removes `key`'s item if it is still the one an update read: at `loc`, with nothing
+    /// changed under its root since (`version`, the root's change counter then). Returns
+    /// whether it did; false means the key changed in between (the caller goes again).
+    fn remove_seen(
+        &mut self,
+        tenant: TenantId,
+        hash: u64,
+        key: &[u8],
+        loc: Loc,
+        version: Option<u64>,
+    ) -> bool {
+        let (inner, db) = (&*self.inner, self.db);
+        let guard = inner.epochs.pin(&self.slot);
+        let locked = inner.lock_key(&guard, hash);
+        let found = locked.find(|l| inner.key_matches(&guard, l, tenant, db, key));
+        match found {
+            Some((slot, at)) if at == loc && Some(locked.cas()) == version => {
+                inner.unlinked(&guard, loc);
+                locked.remove(slot);
+                locked.bump_cas();
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Appends an item to this worker's head segment (unpublished). The caller must not be
     /// pinned.
     fn write_item(
@@ -431,15 +457,21 @@ impl Worker {
             let (new, result, expires_at_ms, cas, carry) = match step {
                 Step::Done(r) => break Ok(r),
                 Step::Delete(r) => {
-                    if let Some(loc) = seen {
-                        self.remove_if_at(tenant, hash, key, loc, false);
+                    // Only the very item `f` saw: if the key changed in between, `f`'s
+                    // decision (a pop that emptied a list…) is stale: go again.
+                    if let Some(loc) = seen
+                        && !self.remove_seen(tenant, hash, key, loc, seen_version)
+                    {
+                        continue;
                     }
                     break Ok(r);
                 }
                 Step::Write { flags, expires_at_ms, cas, state, carry, kind, result } => {
                     if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
-                        if let Some(loc) = seen {
-                            self.remove_if_at(tenant, hash, key, loc, false);
+                        if let Some(loc) = seen
+                            && !self.remove_seen(tenant, hash, key, loc, seen_version)
+                        {
+                            continue;
                         }
                         break Ok(result);
                     }

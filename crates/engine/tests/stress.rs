@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, Eviction, Queues, Store, SystemClock, TenantId,
+    CleanerMode, Engine, EngineConfig, Eviction, Queues, Store, SystemClock, TenantId, Update,
 };
 
 const THREADS: u64 = 4;
@@ -210,4 +210,43 @@ fn a_fast_writer_never_loses_items_that_fit() {
     let s = engine.stats();
     assert!(missing.is_empty(), "lost {} keys: {s:?}", missing.len());
     assert_eq!(s.fifo_evictions, 0, "{s:?}");
+}
+
+/// An update that deletes (a pop that empties a list) applies only to the version it read:
+/// racing appends and take-alls on one key lose or duplicate nothing. (A delete decided on a
+/// stale read once reported success without deleting: elements were taken twice.)
+#[test]
+fn a_delete_decided_on_a_stale_read_goes_again() {
+    let engine =
+        Arc::new(Engine::with_clock(EngineConfig::default(), Arc::new(SystemClock)).unwrap());
+    const PUSHES: u64 = 20_000;
+    let pusher = {
+        let engine = Arc::clone(&engine);
+        std::thread::spawn(move || {
+            let mut w = engine.worker().unwrap();
+            for _ in 0..PUSHES {
+                w.update(TenantId(0), b"list", |cur, buf| {
+                    buf.extend_from_slice(cur.map_or(&[][..], |c| c.value));
+                    buf.push(b'e');
+                    Ok(Update::Write { flags: 0, expires_at_ms: None, result: () })
+                })
+                .unwrap();
+            }
+        })
+    };
+    let mut w = engine.worker().unwrap();
+    let mut taken = 0u64;
+    while !pusher.is_finished() {
+        taken += w
+            .update(TenantId(0), b"list", |cur, _| {
+                Ok(match cur {
+                    Some(c) => Update::Delete(c.value.len() as u64),
+                    None => Update::Done(0),
+                })
+            })
+            .unwrap();
+    }
+    pusher.join().unwrap();
+    let left = w.get(TenantId(0), b"list", |i| i.value.len() as u64).unwrap_or(0);
+    assert_eq!(taken + left, PUSHES, "every element taken once or left");
 }
