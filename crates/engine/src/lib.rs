@@ -82,7 +82,7 @@ pub use hotkeys::{HotKey, HotKeys, TopK};
 pub use item::Kind;
 pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
 pub use observe::{Evicted, EvictionObserver};
-pub use ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
+pub use ops::{Condition, Current, Expiry, Item, Splice, Store, StoreOutcome, Update};
 pub use pin::ValuePin;
 pub use rank::{Rank, RankInput, RankKind, Recency};
 pub use stats::EngineStats;

@@ -182,3 +182,91 @@ pub enum Update<R> {
     /// Change nothing and return this.
     Done(R),
 }
+
+/// A new value given as pieces, in order: runs of the current value and of the update's
+/// buffer ([`Worker::update_kind_spliced`](crate::Worker::update_kind_spliced)). The runs of
+/// the current value are copied once, from the current item straight into the new one, where
+/// a value built in the buffer would be copied twice (into the buffer, then into the log):
+/// a one-member change of a large collection copies it once.
+#[derive(Debug, Default)]
+pub struct Splice {
+    pieces: Vec<Piece>,
+}
+
+/// One run of a [`Splice`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Piece {
+    /// Bytes of the current value.
+    Current(std::ops::Range<usize>),
+    /// Bytes of the update's buffer.
+    Buf(std::ops::Range<usize>),
+}
+
+impl Splice {
+    /// Appends `range` of the current value (nothing if it is empty; a run that continues the
+    /// last one joins it).
+    pub fn current(&mut self, range: std::ops::Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        if let Some(Piece::Current(last)) = self.pieces.last_mut()
+            && last.end == range.start
+        {
+            last.end = range.end;
+            return;
+        }
+        self.pieces.push(Piece::Current(range));
+    }
+
+    /// Appends `range` of the update's buffer (as [`Splice::current`] does).
+    pub fn buf(&mut self, range: std::ops::Range<usize>) {
+        if range.is_empty() {
+            return;
+        }
+        if let Some(Piece::Buf(last)) = self.pieces.last_mut()
+            && last.end == range.start
+        {
+            last.end = range.end;
+            return;
+        }
+        self.pieces.push(Piece::Buf(range));
+    }
+
+    /// Whether no piece was given (then the buffer is the new value).
+    pub fn is_empty(&self) -> bool {
+        self.pieces.is_empty()
+    }
+
+    /// Forgets the pieces.
+    pub fn clear(&mut self) {
+        self.pieces.clear();
+    }
+
+    /// Writes into `out` (cleared) the value the pieces make of `current` and `buf`.
+    ///
+    /// # Panics
+    ///
+    /// If a piece lies beyond its bytes (a caller's bug).
+    pub fn join(&self, current: &[u8], buf: &[u8], out: &mut Vec<u8>) {
+        out.clear();
+        for piece in &self.pieces {
+            out.extend_from_slice(piece.of(current, buf).expect("a splice piece within its bytes"));
+        }
+    }
+
+    /// The pieces.
+    pub(crate) fn pieces(&self) -> &[Piece] {
+        &self.pieces
+    }
+}
+
+impl Piece {
+    /// The bytes this piece stands for, of the current value `current` or of `buf`; `None`
+    /// for a range beyond them.
+    pub(crate) fn of<'a>(&self, current: &'a [u8], buf: &'a [u8]) -> Option<&'a [u8]> {
+        match self {
+            Piece::Current(r) => current.get(r.clone()),
+            Piece::Buf(r) => buf.get(r.clone()),
+        }
+    }
+}

@@ -27,7 +27,7 @@ use crate::hotkeys::{self, NAMES_PER_POOL, SAMPLE_EVERY};
 use crate::index::{Loc, Locked};
 use crate::item::{self, Kind, NewItem};
 use crate::metadata::POOL_LEN;
-use crate::ops::{Condition, Current, Expiry, Item, Store, StoreOutcome, Update};
+use crate::ops::{Condition, Current, Expiry, Item, Splice, Store, StoreOutcome, Update};
 use crate::segment::{CLEANER_RESERVE, MAIN, SMALL};
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
@@ -38,6 +38,8 @@ pub(crate) mod walk;
 
 /// Keys whose lookups [`Worker::get_many`] overlaps.
 pub const BATCH: usize = 16;
+/// Pieces of a [`Splice`] written as they are (a splice of more is joined first).
+const SPLICE_PARTS: usize = 8;
 /// Yields a writer waits for a segment before reporting `OutOfMemory` (about a second).
 const MAX_SEGMENT_WAITS: u32 = 1_000_000;
 
@@ -50,6 +52,10 @@ pub struct Worker {
     /// Head segments by queue (`Eviction::Queues`: small, main) and value size (small, large).
     heads: [Option<u32>; 4],
     scratch: Vec<u8>,
+    /// A spliced update's pieces ([`Worker::update_kind_spliced`]) and, where they cannot be
+    /// written while the current item is pinned, the value joined from them.
+    splice: Splice,
+    joined: Vec<u8>,
     refs: Vec<u32>,
     /// Name samples for the hot keys, sent with `refs` (`hotkeys.rs`).
     names: Vec<u8>,
@@ -69,6 +75,8 @@ impl Worker {
             slot,
             heads: [None; 4],
             scratch: Vec::new(),
+            splice: Splice::default(),
+            joined: Vec::new(),
             refs: Vec::with_capacity(POOL_LEN),
             names: Vec::with_capacity(NAMES_PER_POOL),
             sampler: 0x9e37_79b9,
@@ -199,20 +207,11 @@ impl Worker {
         queue: u8,
     ) -> Result<(Loc, usize), EngineError> {
         let inner = &*self.inner;
-        let value_len: usize = value.iter().map(|v| v.len()).sum();
-        if item.key.len() > item::MAX_KEY_LEN {
-            return Err(EngineError::KeyTooLong);
+        if let Some(written) = append_to_head(inner, &mut self.heads, item, value, queue) {
+            return written;
         }
-        // The record is 8 bytes longer in a segment where the expiry needs its wide field;
-        // the item limit is judged on the compact form, the segment's room on the widest.
-        let size = item.record_len(inner.now_ms()) + value_len;
-        if size > inner.config.max_item_size
-            || item.max_record_len() + value_len > inner.config.segment_size
-            || !inner.value_fits(value_len)
-        {
-            return Err(EngineError::TooLarge);
-        }
-        let large = value_len >= inner.config.large_value_threshold;
+        let large =
+            value.iter().map(|v| v.len()).sum::<usize>() >= inner.config.large_value_threshold;
         let head = &mut self.heads[usize::from(queue) * 2 + usize::from(large)];
         loop {
             if let Some(seg) = *head {
@@ -334,7 +333,7 @@ impl Worker {
     /// A store whose expiry has already passed: it deletes the current item, if the
     /// condition holds.
     fn store_expired(&mut self, req: Store<'_>, hash: u64) -> Result<StoreOutcome, EngineError> {
-        self.update_hashed(req.tenant, hash, req.key, Access::Replace(req.kind), |current, _| {
+        self.update_hashed(req.tenant, hash, req.key, Access::Replace(req.kind), |current, _, _| {
             let outcome = match (req.condition, current) {
                 (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
                     StoreOutcome::NotStored
@@ -355,24 +354,30 @@ impl Worker {
         req: Store<'_>,
         hash: u64,
     ) -> Result<StoreOutcome, EngineError> {
-        self.update_hashed(req.tenant, hash, req.key, Access::Replace(req.kind), |current, buf| {
-            let fails = match (req.condition, current) {
-                (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
-                    Some(StoreOutcome::NotStored)
+        self.update_hashed(
+            req.tenant,
+            hash,
+            req.key,
+            Access::Replace(req.kind),
+            |current, buf, _| {
+                let fails = match (req.condition, current) {
+                    (Condition::IfAbsent, Some(_)) | (Condition::IfPresent, None) => {
+                        Some(StoreOutcome::NotStored)
+                    }
+                    (Condition::IfCas(_), _) => Some(StoreOutcome::Exists),
+                    _ => None,
+                };
+                if let Some(outcome) = fails {
+                    return Ok(Update::Done(outcome));
                 }
-                (Condition::IfCas(_), _) => Some(StoreOutcome::Exists),
-                _ => None,
-            };
-            if let Some(outcome) = fails {
-                return Ok(Update::Done(outcome));
-            }
-            buf.extend_from_slice(req.value);
-            Ok(Update::Write {
-                flags: req.flags,
-                expires_at_ms: current.and_then(|c| c.expires_at_ms),
-                result: StoreOutcome::Stored,
-            })
-        })
+                buf.extend_from_slice(req.value);
+                Ok(Update::Write {
+                    flags: req.flags,
+                    expires_at_ms: current.and_then(|c| c.expires_at_ms),
+                    result: StoreOutcome::Stored,
+                })
+            },
+        )
     }
 
     /// Read-modify-write of one key. `f` sees the current live item (or `None`) and a cleared
@@ -404,6 +409,23 @@ impl Worker {
         kind: Kind,
         f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
+        let mut f = f;
+        let hash = key_hash_in(tenant, self.db, key);
+        self.update_hashed(tenant, hash, key, Access::Only(kind), |c, buf, _| f(c, buf))
+    }
+
+    /// [`Worker::update_kind`] whose closure may give the new value as a [`Splice`]: runs of
+    /// the current value and of the buffer, which are copied straight into the new item (one
+    /// copy of the runs it keeps, not two). A closure that leaves the splice empty writes the
+    /// buffer, as [`Worker::update_kind`]'s does; the splice counts only for
+    /// [`Update::Write`] and [`Update::WriteWith`], and is empty each time `f` is called.
+    pub fn update_kind_spliced<R>(
+        &mut self,
+        tenant: TenantId,
+        key: &[u8],
+        kind: Kind,
+        f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>, &mut Splice) -> Result<Update<R>, EngineError>,
+    ) -> Result<R, EngineError> {
         self.update_hashed(tenant, key_hash_in(tenant, self.db, key), key, Access::Only(kind), f)
     }
 
@@ -414,14 +436,21 @@ impl Worker {
         hash: u64,
         key: &[u8],
         access: Access,
-        mut f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
+        mut f: impl FnMut(
+            Option<Current<'_>>,
+            &mut Vec<u8>,
+            &mut Splice,
+        ) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
         self.note_access(hash, true, tenant, key);
         self.inner.check_flush(&self.slot, tenant);
         let db = self.db;
         let mut buf = std::mem::take(&mut self.scratch);
+        let mut splice = std::mem::take(&mut self.splice);
+        let mut joined = std::mem::take(&mut self.joined);
         let result = loop {
             buf.clear();
+            splice.clear();
             let inner = Arc::clone(&self.inner);
             let guard = inner.epochs.pin(&self.slot);
             let found = inner
@@ -448,11 +477,50 @@ impl Worker {
             {
                 break Err(EngineError::WrongKind);
             }
-            let step = match f(current, &mut buf) {
+            let step = match f(current, &mut buf, &mut splice) {
                 Ok(step) => step,
                 Err(e) => break Err(e),
             };
+            let spliced = !splice.is_empty()
+                && matches!(step, Update::Write { .. } | Update::WriteWith { .. });
             let step = Step::of(step, current, access.kind(), &mut buf);
+            // A spliced value is written now, while the current item its runs come from is
+            // pinned, if the head segment has room (appending waits for nothing); otherwise
+            // its pieces are joined into one buffer, written below as any other value.
+            let mut early = None;
+            if let (true, Step::Write { flags, expires_at_ms, cas, state, kind, .. }) =
+                (spliced, &step)
+            {
+                let cur = current.map_or(&[][..], |c| c.value);
+                let mut parts = [&[][..]; SPLICE_PARTS];
+                let pieces = splice.pieces();
+                for (part, piece) in parts.iter_mut().zip(pieces) {
+                    *part = piece.of(cur, &buf).expect("a splice piece within its bytes");
+                }
+                let expired = expires_at_ms.is_some_and(|at| at <= inner.now_ms());
+                if pieces.len() <= SPLICE_PARTS && !expired {
+                    let item = NewItem {
+                        tenant: tenant.0,
+                        db,
+                        key,
+                        flags: *flags,
+                        expires_at_ms: *expires_at_ms,
+                        cas: cas.unwrap_or_else(|| inner.new_cas()),
+                        access: inner.recency(),
+                        state: *state,
+                        touched: item::touched_stamp(inner.now_ms()),
+                        freq: 0,
+                        kind: *kind,
+                    };
+                    let parts = &parts[..pieces.len()];
+                    early = append_to_head(&inner, &mut self.heads, &item, parts, SMALL)
+                        .map(|written| (written, item.cas));
+                }
+                if early.is_none() {
+                    splice.join(cur, &buf, &mut joined);
+                    std::mem::swap(&mut buf, &mut joined);
+                }
+            }
             drop(guard);
             let (new, result, expires_at_ms, cas, carry) = match step {
                 Step::Done(r) => break Ok(r),
@@ -467,30 +535,37 @@ impl Worker {
                     break Ok(r);
                 }
                 Step::Write { flags, expires_at_ms, cas, state, carry, kind, result } => {
-                    if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
-                        if let Some(loc) = seen
-                            && !self.remove_seen(tenant, hash, key, loc, seen_version)
-                        {
-                            continue;
+                    if let Some((written, cas)) = early {
+                        match written {
+                            Ok(new) => (new, result, expires_at_ms, cas, carry),
+                            Err(e) => break Err(e),
                         }
-                        break Ok(result);
-                    }
-                    let item = NewItem {
-                        tenant: tenant.0,
-                        db,
-                        key,
-                        flags,
-                        expires_at_ms,
-                        cas: cas.unwrap_or_else(|| inner.new_cas()),
-                        access: inner.recency(),
-                        state,
-                        touched: item::touched_stamp(inner.now_ms()),
-                        freq: 0,
-                        kind,
-                    };
-                    match self.write_item(&item, &[&buf], SMALL) {
-                        Ok(new) => (new, result, expires_at_ms, item.cas, carry),
-                        Err(e) => break Err(e),
+                    } else {
+                        if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
+                            if let Some(loc) = seen
+                                && !self.remove_seen(tenant, hash, key, loc, seen_version)
+                            {
+                                continue;
+                            }
+                            break Ok(result);
+                        }
+                        let item = NewItem {
+                            tenant: tenant.0,
+                            db,
+                            key,
+                            flags,
+                            expires_at_ms,
+                            cas: cas.unwrap_or_else(|| inner.new_cas()),
+                            access: inner.recency(),
+                            state,
+                            touched: item::touched_stamp(inner.now_ms()),
+                            freq: 0,
+                            kind,
+                        };
+                        match self.write_item(&item, &[&buf], SMALL) {
+                            Ok(new) => (new, result, expires_at_ms, item.cas, carry),
+                            Err(e) => break Err(e),
+                        }
                     }
                 }
             };
@@ -530,6 +605,8 @@ impl Worker {
             break Ok(result);
         };
         self.scratch = buf;
+        self.splice = splice;
+        self.joined = joined;
         result
     }
 
@@ -558,8 +635,9 @@ impl Worker {
         key: &[u8],
         f: impl FnMut(Option<Current<'_>>, &mut Vec<u8>) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
+        let mut f = f;
         let hash = key_hash_in(tenant, self.db, key);
-        self.update_hashed(tenant, hash, key, Access::Replace(Kind::STRING), f)
+        self.update_hashed(tenant, hash, key, Access::Replace(Kind::STRING), |c, buf, _| f(c, buf))
     }
 
     /// Sets a live item's expiry (Redis `EXPIRE`/`PERSIST`, memcached meta `T`), keeping its
@@ -964,4 +1042,32 @@ impl Inner {
             std::thread::yield_now();
         }
     }
+}
+
+/// Appends an item to the head segment of its queue and size if that head has room: `None`
+/// where there is no head or it is full (the caller then takes a new one, unpinned); the
+/// item's limits are checked first. It waits for nothing, so a pinned caller may call it.
+fn append_to_head(
+    inner: &Inner,
+    heads: &mut [Option<u32>; 4],
+    item: &NewItem<'_>,
+    value: &[&[u8]],
+    queue: u8,
+) -> Option<Result<(Loc, usize), EngineError>> {
+    let value_len: usize = value.iter().map(|v| v.len()).sum();
+    if item.key.len() > item::MAX_KEY_LEN {
+        return Some(Err(EngineError::KeyTooLong));
+    }
+    // The record is 8 bytes longer in a segment where the expiry needs its wide field;
+    // the item limit is judged on the compact form, the segment's room on the widest.
+    let size = item.record_len(inner.now_ms()) + value_len;
+    if size > inner.config.max_item_size
+        || item.max_record_len() + value_len > inner.config.segment_size
+        || !inner.value_fits(value_len)
+    {
+        return Some(Err(EngineError::TooLarge));
+    }
+    let large = value_len >= inner.config.large_value_threshold;
+    let seg = heads[usize::from(queue) * 2 + usize::from(large)]?;
+    inner.append_to(seg, item, value).map(Ok)
 }

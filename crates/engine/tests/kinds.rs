@@ -86,6 +86,59 @@ fn an_update_of_one_kind_refuses_another_and_changes_nothing() {
 }
 
 #[test]
+fn a_spliced_update_writes_its_pieces_in_order_whether_or_not_the_head_has_room() {
+    // Values of 10 KB in 64 KiB segments: most updates are written from their pieces while
+    // the current item is pinned, and every few the head is full and the pieces are joined
+    // first. Each replaces a run in the middle, keeps the runs around it and adds a byte.
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let mut model: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+    w.update_kind(T, b"h", HASH, |_, buf| {
+        buf.extend_from_slice(&model);
+        Ok(Update::Write { flags: 0, expires_at_ms: None, result: () })
+    })
+    .unwrap();
+    for round in 0..60usize {
+        let at = (round * 997) % 9_000;
+        let r = w.update_kind_spliced(T, b"h", HASH, |cur, buf, splice| {
+            let c = cur.expect("the value");
+            assert_eq!(c.value, &model[..]);
+            buf.extend_from_slice(&[round as u8; 7]);
+            splice.current(0..at);
+            splice.buf(0..7);
+            splice.current(at + 5..c.value.len());
+            splice.buf(0..1);
+            Ok(Update::Write { flags: 7, expires_at_ms: None, result: round })
+        });
+        assert_eq!(r, Ok(round));
+        let mut next = model[..at].to_vec();
+        next.extend_from_slice(&[round as u8; 7]);
+        next.extend_from_slice(&model[at + 5..]);
+        next.push(round as u8);
+        model = next;
+        assert_eq!(
+            w.get_kind(T, b"h", HASH, |i| (i.flags, i.value.to_vec())),
+            Ok(Some((7, model.clone())))
+        );
+        engine.validate();
+    }
+    // An empty splice writes the buffer; a splice with a delete is ignored.
+    let r = w.update_kind_spliced(T, b"h", HASH, |_, buf, _| {
+        buf.extend_from_slice(b"whole");
+        Ok(Update::Write { flags: 0, expires_at_ms: None, result: () })
+    });
+    assert_eq!(r, Ok(()));
+    assert_eq!(w.get_kind(T, b"h", HASH, |i| i.value.to_vec()), Ok(Some(b"whole".to_vec())));
+    let r = w.update_kind_spliced(T, b"h", HASH, |_, _, splice| {
+        splice.current(0..2);
+        Ok(Update::Delete(()))
+    });
+    assert_eq!(r, Ok(()));
+    assert_eq!(w.get_kind(T, b"h", HASH, |i| i.value.to_vec()), Ok(None));
+    engine.validate();
+}
+
+#[test]
 fn a_store_replaces_any_kind_and_its_conditions_see_every_kind() {
     let (engine, _) = small_engine(4 << 20, 64 << 10);
     let mut w = engine.worker().unwrap();

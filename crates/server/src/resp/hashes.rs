@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use fridge_engine::{EngineError, TenantId, Update};
+use fridge_engine::{EngineError, Splice, TenantId, Update};
 use fridge_proto::long_double::LongDouble;
 use fridge_proto::number::write_i64;
 use fridge_proto::resp::{
@@ -52,17 +52,34 @@ fn write_failed(out: &mut Vec<u8>, e: EngineError) {
 /// HSET of one field, the common case: the field found by one tight pass, the new hash
 /// written as the old one with that entry replaced (or one appended). Returns whether the
 /// field was created.
-fn set_one(cur: Option<&[u8]>, field: &[u8], value: &[u8], now: u64, buf: &mut Vec<u8>) -> usize {
-    let old = Hash::new(cur.unwrap_or_default());
+fn set_one(
+    cur: Option<&[u8]>,
+    field: &[u8],
+    value: &[u8],
+    now: u64,
+    buf: &mut Vec<u8>,
+    splice: &mut Splice,
+) -> usize {
+    let bytes = cur.unwrap_or_default();
+    let old = Hash::new(bytes);
     // A field set again loses its deadline (Redis: HSET persists the field).
     let new = Entry { field, value, deadline: 0 };
-    match old.find(field) {
+    let found = old.find(field);
+    // The runs around the entry replaced (or before the one appended) are copied whole, once.
+    let mut b = Builder::spliced(buf, splice, bytes, old.timed());
+    let start = crate::types::pack::HEADER_LEN.min(bytes.len());
+    match found {
         Some((span, e)) => {
-            old.with_replaced(span, new, buf);
+            b.copy(old.raw(start..span.start), 0);
+            b.push(new);
+            b.copy(old.raw(span.end..bytes.len()), old.len() as u32 - 1);
+            b.finish();
             usize::from(e.expired(now))
         }
         None => {
-            old.with_appended(new, buf);
+            b.copy(old.body(), old.len() as u32);
+            b.push(new);
+            b.finish();
             1
         }
     }
@@ -113,9 +130,9 @@ pub(super) fn hset(
     }
     let (t, key, now) = (s.tenant, arg(cmd, 1), now_ms(ctx));
     let named = Named::new(cmd, 2, 2);
-    let r = ctx.engine.update_kind(t, key, HASH, |cur, buf| {
+    let r = ctx.engine.update_kind_spliced(t, key, HASH, |cur, buf, splice| {
         let created = if named.n == 1 {
-            set_one(cur.map(|c| c.value), named.field(0), named.value(0), now, buf)
+            set_one(cur.map(|c| c.value), named.field(0), named.value(0), now, buf, splice)
         } else {
             set_fields(cur.map(|c| c.value), &named, now, buf)
         };

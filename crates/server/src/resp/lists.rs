@@ -103,12 +103,13 @@ fn push<'e>(
     only_existing: bool,
     new: impl DoubleEndedIterator<Item = &'e [u8]> + Clone,
 ) -> Result<usize, EngineError> {
-    ctx.engine.update_kind(t, key, LIST, |cur, buf| {
+    ctx.engine.update_kind_spliced(t, key, LIST, |cur, buf, splice| {
         if cur.is_none() && only_existing {
             return Ok(Update::Done(0));
         }
-        let old = Hash::new(cur.map_or(&[][..], |c| c.value));
-        let mut b = Builder::new(buf, false);
+        let bytes = cur.map_or(&[][..], |c| c.value);
+        let old = Hash::new(bytes);
+        let mut b = Builder::spliced(buf, splice, bytes, false);
         push_into(&mut b, &old, end, new.clone());
         let len = b.finish() as usize;
         Ok(Update::Write {
@@ -153,7 +154,7 @@ fn pop(
     end: End,
     count: usize,
 ) -> Result<Option<Popped>, EngineError> {
-    ctx.engine.update_kind(t, key, LIST, |cur, buf| {
+    ctx.engine.update_kind_spliced(t, key, LIST, |cur, buf, splice| {
         let Some(c) = cur else { return Ok(Update::Done(None)) };
         let old = Hash::new(c.value);
         let n = count.min(old.len());
@@ -166,7 +167,7 @@ fn pop(
         let taken = old.iter_from(old.offset_of(popped.start)).take(popped.len());
         let mut taken: Vec<Vec<u8>> = taken.map(|e| e.field.to_vec()).collect();
         let kept = old.offset_of(kept.start)..old.offset_of(kept.end);
-        let mut b = Builder::new(buf, false);
+        let mut b = Builder::spliced(buf, splice, c.value, false);
         b.copy(old.raw(kept), (old.len() - n) as u32);
         if end == End::Right {
             taken.reverse();
@@ -336,10 +337,10 @@ fn edit_list<R>(
     key: &[u8],
     mut f: impl FnMut(&Hash<'_>, &mut Builder<'_>) -> Option<R>,
 ) -> Result<Option<(R, bool)>, EngineError> {
-    ctx.engine.update_kind(t, key, LIST, |cur, buf| {
+    ctx.engine.update_kind_spliced(t, key, LIST, |cur, buf, splice| {
         let Some(c) = cur else { return Ok(Update::Done(None)) };
         let old = Hash::new(c.value);
-        let mut b = Builder::new(buf, false);
+        let mut b = Builder::spliced(buf, splice, c.value, false);
         let Some(r) = f(&old, &mut b) else { return Ok(Update::Done(None)) };
         Ok(if b.finish() == 0 {
             Update::Delete(Some((r, true)))

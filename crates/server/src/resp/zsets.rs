@@ -350,14 +350,27 @@ fn add_one(
     f: Flags,
     failed: &mut bool,
 ) -> Result<Option<(Added, bool)>, EngineError> {
-    ctx.engine.update_kind(t, key, ZSET, |cur, buf| {
+    ctx.engine.update_kind_spliced(t, key, ZSET, |cur, buf, splice| {
         if cur.is_none() && f.xx {
             return Ok(Update::Done(None));
         }
         let bytes = cur.map_or(&[][..], |c| c.value);
         let old = Hash::new(bytes);
+        // The new place: before the first entry that orders after the new one. Where the new
+        // score is known already (no INCR), one pass finds it and the old entry, stopping
+        // once it has both; it reads only scores and, on a tie, members.
+        let mut place = None;
+        let found = if f.incr {
+            old.find(a.member)
+        } else {
+            let (found, at) = old.find_and_first_where(a.member, |member, value| {
+                order(&a, &Scored { member, score: score_from(value) }).is_lt()
+            });
+            place = Some(at);
+            found
+        };
         // The old entry, by where it starts.
-        let found = old.find(a.member).map(|(span, e)| (span, score_of(&e)));
+        let found = found.map(|(span, e)| (span, score_of(&e)));
         let score = match found {
             Some(_) if f.nx => return Ok(Update::Done(Some(((0, 0, None), false)))),
             Some((_, old)) => {
@@ -378,18 +391,18 @@ fn add_one(
             None => a.score,
         };
         let new = Scored { member: a.member, score };
-        // The new place: before the first entry that orders after the new one, found by a
-        // pass that stops there and reads only scores and, on a tie, members.
-        let (at, before) = old
-            .first_where(|member, value| {
+        // INCR's new place, now that its score is known: a pass that stops there.
+        let (at, before) = place.unwrap_or_else(|| {
+            old.first_where(|member, value| {
                 order(&new, &Scored { member, score: score_from(value) }).is_lt()
             })
-            .unwrap_or((bytes.len(), old.len()));
+            .unwrap_or((bytes.len(), old.len()))
+        });
         let packed = PackedScore::of(new.score);
         let entry = Entry { field: new.member, value: packed.bytes(), deadline: 0 };
         let (start, end) = (crate::types::pack::HEADER_LEN.min(bytes.len()), bytes.len());
-        let mut b = Builder::new(buf, false);
-        // Unchanged runs are copied whole: the entries before the new place and those after
+        let mut b = Builder::spliced(buf, splice, bytes, false);
+        // Unchanged runs are copied whole, once: the entries before the new place and those after
         // it, less the old entry (the two runs around it count the entries they hold between
         // them).
         match found.as_ref().map(|(span, _)| span.clone()) {

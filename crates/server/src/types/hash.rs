@@ -6,6 +6,8 @@
 //! Lookups walk the entries (no index): `HGET` costs a scan of the fields before the one it
 //! finds, an update copies the whole hash (`docs/design.md`, "Value types").
 
+use fridge_engine::Splice;
+
 use super::pack::{self, Reader, TIMED};
 
 /// Whether two fields are equal: lengths first, then (for 8 bytes and more) their last 8 bytes
@@ -41,6 +43,9 @@ impl Entry<'_> {
         self.deadline != 0 && self.deadline <= now_ms
     }
 }
+
+/// An entry [`Hash::find`] found, with where it lies in the packed value.
+pub(crate) type Found<'a> = (std::ops::Range<usize>, Entry<'a>);
 
 /// A packed hash, borrowed from the engine's memory.
 #[derive(Debug, Clone, Copy)]
@@ -112,9 +117,28 @@ impl<'a> Hash<'a> {
     /// `field`'s entry (expired or not) and where it lies in the packed value: one pass that
     /// compares lengths before bytes, skips values unread and builds an entry only for the one
     /// it returns (the lookup every single-field command makes).
-    pub(crate) fn find(&self, field: &[u8]) -> Option<(std::ops::Range<usize>, Entry<'a>)> {
+    pub(crate) fn find(&self, field: &[u8]) -> Option<Found<'a>> {
+        let b = self.bytes;
+        let extra = if self.timed { 8 } else { 0 };
+        // The common case first: runs of entries of one shape ([`run_of_shape`]), read
+        // straight from the bytes; the general reader takes over at the entry found, or at
+        // the first with a length of more than one byte.
+        let (mut pos, mut i) = (pack::HEADER_LEN.min(b.len()), 0);
+        while i < self.count {
+            let Some((n, v)) = shape(b, pos) else { break };
+            let same_len = usize::from(n) == field.len();
+            let matches = |_, at: usize| {
+                same_len && b.get(at + 1..at + 1 + usize::from(n)).is_some_and(|f| same(f, field))
+            };
+            let stopped;
+            (pos, i, stopped) = run_of_shape(b, (pos, i), self.count, (n, v), extra, matches);
+            if stopped {
+                break;
+            }
+        }
         let mut r = Reader::new(self.bytes);
-        for _ in 0..self.count {
+        r.skip(pos.saturating_sub(pack::HEADER_LEN))?;
+        for _ in i..self.count {
             let start = r.pos();
             let f = r.str()?;
             if f.len() == field.len() && same(f, field) {
@@ -130,6 +154,77 @@ impl<'a> Hash<'a> {
         }
         None
     }
+
+    /// [`Hash::find`] of `field` and [`Hash::first_where`] of `after` in one pass, which stops
+    /// once it has both (for a sorted set's member and its new place, when the new score does
+    /// not depend on the old one).
+    pub(crate) fn find_and_first_where(
+        &self,
+        field: &[u8],
+        mut after: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> (Option<Found<'a>>, (usize, usize)) {
+        let (b, timed) = (self.bytes, self.timed);
+        let extra = if timed { 8 } else { 0 };
+        let (mut found, mut place) = (None, None);
+        // Runs of entries of one shape first ([`run_of_shape`]), then the general reader.
+        let (mut pos, mut i) = (pack::HEADER_LEN.min(b.len()), 0);
+        while i < self.count && (found.is_none() || place.is_none()) {
+            let Some((n, v)) = shape(b, pos) else { break };
+            let same_len = usize::from(n) == field.len();
+            let (n, v) = (usize::from(n), usize::from(v));
+            let visit = |i: u32, at: usize| {
+                let (Some(f), Some(value)) =
+                    (b.get(at + 1..at + 1 + n), b.get(at + 2 + n..at + 2 + n + v))
+                else {
+                    // Bytes that end early: the general reader below decides.
+                    return true;
+                };
+                if found.is_none() && same_len && same(f, field) {
+                    let end = at + 2 + n + v + extra;
+                    let deadline = if timed {
+                        match b.get(at + 2 + n + v..end) {
+                            Some(d) => u64::from_le_bytes(d.try_into().unwrap_or_default()),
+                            None => return true,
+                        }
+                    } else {
+                        0
+                    };
+                    found = Some((at..end, Entry { field: f, value, deadline }));
+                }
+                if place.is_none() && after(f, value) {
+                    place = Some((at, i as usize));
+                }
+                found.is_some() && place.is_some()
+            };
+            let stopped;
+            (pos, i, stopped) =
+                run_of_shape(b, (pos, i), self.count, (n as u8, v as u8), extra, visit);
+            if stopped {
+                break;
+            }
+        }
+        let mut r = Reader::new(self.bytes);
+        if r.skip(pos.saturating_sub(pack::HEADER_LEN)).is_some() {
+            for i in i as usize..self.len() {
+                if found.is_some() && place.is_some() {
+                    break;
+                }
+                let start = r.pos();
+                let (Some(f), Some(value)) = (r.str(), r.str()) else { break };
+                let deadline = if self.timed { r.u64() } else { Some(0) };
+                let Some(deadline) = deadline else { break };
+                if found.is_none() && f.len() == field.len() && same(f, field) {
+                    found = Some((start..r.pos(), Entry { field: f, value, deadline }));
+                }
+                if place.is_none() && after(f, value) {
+                    place = Some((start, i));
+                }
+            }
+        }
+        // A pass that ended early (malformed bytes) leaves the place at the bytes' end, as
+        // [`Hash::first_where`] does once it gets to the end.
+        (found, place.unwrap_or((self.bytes.len(), self.len())))
+    }
 }
 
 impl<'a> Hash<'a> {
@@ -139,8 +234,22 @@ impl<'a> Hash<'a> {
         if index >= self.len() {
             return self.bytes.len();
         }
+        let b = self.bytes;
+        let extra = if self.timed { 8 } else { 0 };
+        // The common case first: runs of entries of one shape ([`run_of_shape`]), read
+        // straight from the bytes; the general reader takes over at the first entry with a
+        // length of more than one byte.
+        let (mut pos, mut i) = (pack::HEADER_LEN.min(b.len()), 0);
+        let index = u32::try_from(index).unwrap_or(u32::MAX);
+        while i < index {
+            let Some(shape) = shape(b, pos) else { break };
+            (pos, i, _) = run_of_shape(b, (pos, i), index, shape, extra, |_, _| false);
+        }
         let mut r = Reader::new(self.bytes);
-        for _ in 0..index {
+        if r.skip(pos.saturating_sub(pack::HEADER_LEN)).is_none() {
+            return self.bytes.len();
+        }
+        for _ in i..index {
             let passed = r.skip_str().and_then(|()| r.skip_str());
             if passed.and_then(|()| if self.timed { r.skip(8) } else { Some(()) }).is_none() {
                 break;
@@ -177,20 +286,6 @@ impl<'a> Hash<'a> {
         Some((r.pos(), self.len()))
     }
 
-    /// Writes into `buf` this hash with the entry at `span` (from [`Hash::find`]) replaced
-    /// by `e`: two copies and the new entry.
-    pub(crate) fn with_replaced(
-        &self,
-        span: std::ops::Range<usize>,
-        e: Entry<'_>,
-        buf: &mut Vec<u8>,
-    ) {
-        buf.clear();
-        buf.extend_from_slice(&self.bytes[..span.start]);
-        push_entry(buf, e, self.timed);
-        buf.extend_from_slice(&self.bytes[span.end..]);
-    }
-
     /// Writes into `buf` this hash with `e` appended: one copy and the new entry.
     pub(crate) fn with_appended(&self, e: Entry<'_>, buf: &mut Vec<u8>) {
         if self.bytes.len() < pack::HEADER_LEN {
@@ -214,6 +309,46 @@ fn push_entry(buf: &mut Vec<u8>, e: Entry<'_>, timed: bool) {
     }
 }
 
+/// The shape of the entry at `pos` of `b`: the lengths of its field and value where both are
+/// one byte (under 128), else `None` (a longer string, or the bytes end).
+#[inline]
+fn shape(b: &[u8], pos: usize) -> Option<(u8, u8)> {
+    let n = *b.get(pos).filter(|&&n| n < 0x80)?;
+    let v = *b.get(pos + 1 + usize::from(n)).filter(|&&v| v < 0x80)?;
+    Some((n, v))
+}
+
+/// Passes the entries from `pos` (entry `i`, below `count`) for as long as they have the shape
+/// `(n, v)` ([`shape`]), or until `stop(i, pos)` holds for one (then it returns there, and
+/// `true`): where it stopped, and that entry's number. Within a run of one shape, as a
+/// collection's entries often are (members of one length, values of one length), the next
+/// entry's place does not wait for this one's lengths to load (they are only checked against
+/// the shape, by a branch), so a pass runs at the speed of its comparisons, not of a chain
+/// of loads.
+#[inline(always)]
+fn run_of_shape(
+    b: &[u8],
+    (mut pos, mut i): (usize, u32),
+    count: u32,
+    (n, v): (u8, u8),
+    extra: usize,
+    mut stop: impl FnMut(u32, usize) -> bool,
+) -> (usize, u32, bool) {
+    let at_value = 1 + usize::from(n);
+    let stride = 2 + usize::from(n) + usize::from(v) + extra;
+    while i < count {
+        if b.get(pos) != Some(&n) || b.get(pos + at_value) != Some(&v) {
+            break;
+        }
+        if stop(i, pos) {
+            return (pos, i, true);
+        }
+        pos += stride;
+        i += 1;
+    }
+    (pos, i, false)
+}
+
 /// The entry at the reader, which it passes.
 #[inline]
 fn read_entry<'a>(r: &mut Reader<'a>, timed: bool) -> Option<Entry<'a>> {
@@ -223,12 +358,18 @@ fn read_entry<'a>(r: &mut Reader<'a>, timed: bool) -> Option<Entry<'a>> {
     Some(Entry { field, value, deadline })
 }
 
-/// Writes a packed hash into a buffer, entry by entry.
+/// Writes a packed hash into a buffer, entry by entry; or, [`Builder::spliced`], as a
+/// [`Splice`] of the runs it copies from the current value and the entries it writes into the
+/// buffer, so that the engine copies those runs once, straight into the new item.
 #[derive(Debug)]
 pub(crate) struct Builder<'b> {
     buf: &'b mut Vec<u8>,
     timed: bool,
     count: u32,
+    /// The splice and the current value whose runs [`Builder::copy`] may name.
+    splice: Option<(&'b mut Splice, &'b [u8])>,
+    /// Where the entries written into `buf` since the last piece start.
+    written: usize,
 }
 
 impl<'b> Builder<'b> {
@@ -236,7 +377,21 @@ impl<'b> Builder<'b> {
     /// one field has one).
     pub(crate) fn new(buf: &'b mut Vec<u8>, timed: bool) -> Builder<'b> {
         pack::begin(buf, if timed { TIMED } else { 0 });
-        Builder { buf, timed, count: 0 }
+        Builder { buf, timed, count: 0, splice: None, written: pack::HEADER_LEN }
+    }
+
+    /// A hash given as `splice` (for `Worker::update_kind_spliced`): its header and the
+    /// entries pushed go into `buf` (cleared), runs [`Builder::copy`] takes from `current` (the
+    /// value the update sees) are named by where they lie in it.
+    pub(crate) fn spliced(
+        buf: &'b mut Vec<u8>,
+        splice: &'b mut Splice,
+        current: &'b [u8],
+        timed: bool,
+    ) -> Builder<'b> {
+        pack::begin(buf, if timed { TIMED } else { 0 });
+        splice.clear();
+        Builder { buf, timed, count: 0, splice: Some((splice, current)), written: 0 }
     }
 
     /// Appends an entry (its deadline is dropped in the untimed format).
@@ -254,13 +409,26 @@ impl<'b> Builder<'b> {
     /// Appends `entries` entries packed in `raw` (taken whole from a hash of the same format).
     #[inline]
     pub(crate) fn copy(&mut self, raw: &[u8], entries: u32) {
-        self.buf.extend_from_slice(raw);
         self.count += entries;
+        if let Some((splice, current)) = &mut self.splice {
+            // Where `raw` lies in the current value, if it does.
+            let at = (raw.as_ptr() as usize).wrapping_sub(current.as_ptr() as usize);
+            if at <= current.len() && raw.len() <= current.len() - at {
+                splice.buf(self.written..self.buf.len());
+                self.written = self.buf.len();
+                splice.current(at..at + raw.len());
+                return;
+            }
+        }
+        self.buf.extend_from_slice(raw);
     }
 
     /// Ends the hash: returns its number of entries.
     pub(crate) fn finish(self) -> u32 {
         pack::set_count(self.buf, self.count);
+        if let Some((splice, _)) = self.splice {
+            splice.buf(self.written..self.buf.len());
+        }
         self.count
     }
 }
@@ -329,6 +497,11 @@ mod tests {
             }
             assert!(total <= h.len());
             let _ = h.get(&[3; 3], 5);
+            for i in [0, 1, 7, 19, 20] {
+                assert!(h.offset_of(i) <= bytes.len());
+            }
+            let (found, (at, _)) = h.find_and_first_where(&[4; 3], |_, v| v.len() > 100);
+            assert!(at <= bytes.len() && found.is_none_or(|(span, _)| span.end <= bytes.len()));
             assert!(h.body().len() <= bytes.len());
         }
     }
@@ -351,8 +524,15 @@ mod tests {
             for &(f, v) in &fields {
                 let (span, found) = h.find(f).expect("found");
                 assert_eq!((found.field, found.value), (f, v));
-                let mut buf = Vec::new();
-                h.with_replaced(span, e(f, b"new", 0), &mut buf);
+                // Replaced as HSET does: the runs around the entry named in a splice.
+                let (mut buf, mut splice, mut joined) = (Vec::new(), Splice::default(), Vec::new());
+                let mut b = Builder::spliced(&mut buf, &mut splice, &old, timed);
+                b.copy(h.raw(pack::HEADER_LEN..span.start), 0);
+                b.push(e(f, b"new", 0));
+                b.copy(h.raw(span.end..old.len()), h.len() as u32 - 1);
+                b.finish();
+                splice.join(&old, &buf, &mut joined);
+                let buf = joined;
                 let want: Vec<(&[u8], &[u8])> = fields
                     .iter()
                     .map(|&(g, w)| if g == f { (g, &b"new"[..]) } else { (g, w) })
@@ -371,6 +551,52 @@ mod tests {
                 Hash::new(&fresh).iter().map(|x| (x.field, x.value)).collect::<Vec<_>>(),
                 vec![(&b"k"[..], &b"v"[..])]
             );
+        }
+    }
+
+    #[test]
+    fn fast_passes_agree_with_the_entries_at_every_length() {
+        // Short and long fields and values (one- and two-byte lengths), empty values as a
+        // list's or a set's, in both formats: offset_of, find and find_and_first_where give
+        // what the entries say.
+        // Shapes that change at every entry, and runs of one shape (as the fast passes
+        // expect) broken now and then.
+        for (timed, runs) in [(false, false), (true, false), (false, true), (true, true)] {
+            let mut buf = Vec::new();
+            let mut b = Builder::new(&mut buf, timed);
+            let mut fields = Vec::new();
+            for i in 0..300usize {
+                let len = if runs {
+                    (i / 37) % 3 + if i == 200 { 130 } else { 0 }
+                } else {
+                    1 + (i * 7) % 200
+                };
+                let mut field = vec![b'a' + (i % 26) as u8; len];
+                field.extend_from_slice(&i.to_le_bytes());
+                let value_len = if runs { ((i / 50) % 2) * 8 } else { (i * 13) % 150 };
+                let value = vec![b'v'; if i % 3 == 0 && !runs { 0 } else { value_len }];
+                b.push(e(&field, &value, i as u64));
+                fields.push(field);
+            }
+            b.finish();
+            let h = Hash::new(&buf);
+            let spans: Vec<_> = h.spans().collect();
+            for (i, (span, entry)) in spans.iter().enumerate() {
+                assert_eq!(h.offset_of(i), span.start);
+                assert_eq!(h.find(entry.field), Some((span.clone(), *entry)));
+                // The entries from the 150th on (each field ends with its number).
+                let after = |f: &[u8], _: &[u8]| {
+                    let tail = f.get(f.len().saturating_sub(8)..).unwrap_or_default();
+                    u64::from_le_bytes(tail.try_into().unwrap_or_default()) >= 150
+                };
+                let (found, place) = h.find_and_first_where(entry.field, after);
+                assert_eq!(found, Some((span.clone(), *entry)));
+                assert_eq!(Some(place), h.first_where(after));
+            }
+            assert_eq!(h.offset_of(spans.len()), buf.len());
+            assert_eq!(h.find(b"missing"), None);
+            let (found, place) = h.find_and_first_where(b"missing", |_, _| false);
+            assert_eq!((found, place), (None, (buf.len(), 300)));
         }
     }
 
