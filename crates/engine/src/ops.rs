@@ -206,30 +206,28 @@ impl Splice {
     /// Appends `range` of the current value (nothing if it is empty; a run that continues the
     /// last one joins it).
     pub fn current(&mut self, range: std::ops::Range<usize>) {
-        if range.is_empty() {
-            return;
-        }
-        if let Some(Piece::Current(last)) = self.pieces.last_mut()
-            && last.end == range.start
-        {
-            last.end = range.end;
-            return;
-        }
-        self.pieces.push(Piece::Current(range));
+        self.push(Piece::Current(range));
     }
 
     /// Appends `range` of the update's buffer (as [`Splice::current`] does).
     pub fn buf(&mut self, range: std::ops::Range<usize>) {
+        self.push(Piece::Buf(range));
+    }
+
+    fn push(&mut self, piece: Piece) {
+        let (Piece::Current(range) | Piece::Buf(range)) = &piece;
         if range.is_empty() {
             return;
         }
-        if let Some(Piece::Buf(last)) = self.pieces.last_mut()
-            && last.end == range.start
-        {
-            last.end = range.end;
-            return;
+        match (self.pieces.last_mut(), &piece) {
+            (Some(Piece::Current(last)), Piece::Current(r))
+            | (Some(Piece::Buf(last)), Piece::Buf(r))
+                if last.end == r.start =>
+            {
+                last.end = r.end;
+            }
+            _ => self.pieces.push(piece),
         }
-        self.pieces.push(Piece::Buf(range));
     }
 
     /// Whether no piece was given (then the buffer is the new value).

@@ -23,17 +23,17 @@
 //! lazily — hidden from readers at once, their bytes reclaimed at the hash's next write.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use fridge_engine::TenantId;
 
-/// What an entry costs besides its key's bytes (two copies of the identity in the two maps,
-/// their nodes): an estimate, for the budget.
+/// What an entry costs besides its key's bytes (stored once, shared by the two maps): the
+/// maps' nodes and the shared allocation's header, an estimate, for the budget.
 pub(crate) const ENTRY_OVERHEAD: usize = 96;
 
-/// A hash's identity: tenant, physical database, key.
-type Id = (u8, u8, Box<[u8]>);
+/// A hash's identity: tenant, physical database, key (one allocation, shared by both maps).
+type Id = (u8, u8, Arc<[u8]>);
 
 /// The hashes with field deadlines, by their earliest registered deadline (module doc).
 #[derive(Debug)]
@@ -140,7 +140,7 @@ impl FieldDeadlines {
         &self,
         now_ms: u64,
         max: usize,
-        due: &mut Vec<(TenantId, u8, Box<[u8]>)>,
+        due: &mut Vec<(TenantId, u8, Arc<[u8]>)>,
     ) {
         let mut inner = self.lock();
         let start = due.len();
@@ -181,7 +181,7 @@ mod tests {
     fn due(d: &FieldDeadlines, now: u64) -> Vec<(u8, u8, Vec<u8>)> {
         let mut v = Vec::new();
         d.take_due(now, usize::MAX, &mut v);
-        v.into_iter().map(|(t, db, k)| (t.0, db, k.into_vec())).collect()
+        v.into_iter().map(|(t, db, k)| (t.0, db, k.to_vec())).collect()
     }
 
     #[test]

@@ -131,7 +131,7 @@ struct Loop {
     /// A command's invalidations for its own connection (see `Ctx::pushes`).
     pushes: Vec<u8>,
     /// Worker 0's batch of hashes with fields due (`crate::field_expiry`).
-    fields_due: Vec<(fridge_engine::TenantId, u8, Box<[u8]>)>,
+    fields_due: Vec<(fridge_engine::TenantId, u8, Arc<[u8]>)>,
     mc_limits: memcache::Limits,
     resp_limits: resp::Limits,
     query_limit: usize,

@@ -123,6 +123,10 @@ const NOAUTH_OK: u8 = 1 << 4;
 /// The command runs outside its worker's transaction gate (`EXEC`, which takes every gate;
 /// see `crate::transaction`). Not reported.
 const NO_GATE: u8 = 1 << 5;
+/// The command finds keys beyond its key positions (`ZUNIONSTORE`'s `numkeys`, `SORT …
+/// STORE`, `MOVE`'s other database): it writes several keys ([`writes_several_keys`]). Not
+/// reported.
+const MORE_KEYS: u8 = 1 << 6;
 
 /// The flags `COMMAND` reports, in the order it reports them. ([`NOAUTH_OK`] is not
 /// reported.)
@@ -285,9 +289,9 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("zunion", -3, READONLY, NONE, zsets::zunion),
     row("zinter", -3, READONLY, NONE, zsets::zunion),
     row("zdiff", -3, READONLY, NONE, zsets::zunion),
-    row("zunionstore", -4, WRITE | DENYOOM, KEY, zsets::zunion),
-    row("zinterstore", -4, WRITE | DENYOOM, KEY, zsets::zunion),
-    row("zdiffstore", -4, WRITE | DENYOOM, KEY, zsets::zunion),
+    row("zunionstore", -4, WRITE | DENYOOM | MORE_KEYS, KEY, zsets::zunion),
+    row("zinterstore", -4, WRITE | DENYOOM | MORE_KEYS, KEY, zsets::zunion),
+    row("zdiffstore", -4, WRITE | DENYOOM | MORE_KEYS, KEY, zsets::zunion),
     row("zintercard", -3, READONLY, NONE, zsets::zunion),
     row("del", -2, WRITE, ALL, keys::del),
     row("unlink", -2, WRITE | FAST, ALL, keys::del),
@@ -339,13 +343,13 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("rename", 3, WRITE, (1, 2, 1), keyspace::rename),
     row("renamenx", 3, WRITE | FAST, (1, 2, 1), keyspace::rename),
     row("copy", -3, WRITE | DENYOOM, (1, 2, 1), keyspace::copy),
-    row("move", 3, WRITE | FAST, KEY, databases::move_),
+    row("move", 3, WRITE | FAST | MORE_KEYS, KEY, databases::move_),
     row("swapdb", 3, WRITE | FAST, NONE, databases::swapdb),
     row("randomkey", 1, READONLY, NONE, keyspace::randomkey),
     row("expiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
     row("pexpiretime", 2, READONLY | FAST, KEY, keyspace::expiretime),
     row("wait", 3, 0, NONE, keyspace::wait),
-    row("sort", -2, WRITE | DENYOOM, KEY, sort::sort),
+    row("sort", -2, WRITE | DENYOOM | MORE_KEYS, KEY, sort::sort),
     row("sort_ro", -2, READONLY, KEY, sort::sort),
     row("object", -2, 0, NONE, object::object),
     row("memory", -2, 0, NONE, object::memory),
@@ -565,7 +569,7 @@ fn writes_several_keys(c: &Spec, cmd: &Command<'_>) -> bool {
     if c.flags & WRITE == 0 || c.first_key == 0 {
         return false;
     }
-    if matches!(c.name, "zunionstore" | "zinterstore" | "zdiffstore" | "sort" | "move") {
+    if c.flags & MORE_KEYS != 0 {
         return true;
     }
     let last = if c.last_key < 0 { cmd.len() as i64 + c.last_key } else { c.last_key };
