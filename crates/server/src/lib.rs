@@ -99,6 +99,7 @@ mod ping;
 pub mod process;
 mod pubsub;
 mod resp;
+mod restart;
 mod script;
 mod server;
 mod session;

@@ -178,6 +178,11 @@ impl Server {
             config,
         });
 
+        if let Some(path) = &shared.config.restart_file {
+            // Before any worker runs: the cache is whole when the first client is served.
+            crate::restart::restore(&shared, path);
+        }
+
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
         for i in 0..n {
@@ -250,6 +255,10 @@ impl Server {
                 drop(senders);
                 for h in handles {
                     let _ = h.join();
+                }
+                // Nothing writes now: the cache can be written whole.
+                if let Some(path) = &sh.config.restart_file {
+                    crate::restart::store(&sh, path);
                 }
             })?;
         Ok(Server { addr, addrs, resp_addr, admin_addr, shared, acceptor: Some(acceptor) })

@@ -27,6 +27,11 @@ pub struct ItemMeta<'a> {
     pub cas: u64,
     /// What the value encodes.
     pub kind: Kind,
+    /// Value bytes (a warm restart's snapshot writes them; the other walks read only the
+    /// metadata, and this costs them nothing: the bytes are not touched unless read).
+    pub value: &'a [u8],
+    /// The item's state bits (`item::STATE_*`, the meta protocol's).
+    pub state: u8,
 }
 
 impl Worker {
@@ -71,6 +76,8 @@ impl Worker {
                     expires_at_ms,
                     cas: rec.cas(),
                     kind: rec.kind(),
+                    value: rec.value(),
+                    state: rec.state(),
                 });
             });
             if cursor == 0 {
