@@ -265,3 +265,37 @@ def test_less_memory_loads_what_fits(servers, tmp_path):
     found = mc.get_many([f"k{i}" for i in range(15_000)])
     assert all(v == value for v in found.values())
     assert 0 < len(found) < 15_000
+
+
+def shutdown(server, *args):
+    """Redis's SHUTDOWN with `args`; waits for the exit (status 0)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        words = ["SHUTDOWN", *args]
+        sock.sendall(f"*{len(words)}\r\n".encode()
+                     + b"".join(f"${len(w)}\r\n{w}\r\n".encode() for w in words))
+        assert sock.recv(100) == b"", "the connection closes without a reply"
+    assert server.proc.wait(timeout=60) == 0
+
+
+def test_redis_shutdown_save_and_nosave(servers, tmp_path):
+    path = tmp_path / "cache.snapshot"
+    first = servers(path)
+    first.redis().set("k", "v")
+    shutdown(first, "SAVE")
+    assert path.exists()
+    second = servers(path)
+    assert second.redis().get("k") == b"v"
+    shutdown(second, "NOSAVE")
+    assert not path.exists()
+    third = servers(path)
+    assert third.redis().dbsize() == 0
+    # memcached's `shutdown` (with -A) writes it as SIGTERM does.
+    third.redis().set("k", "again")
+    third.term()
+    fourth = servers(path, "-A")
+    with socket.create_connection(("127.0.0.1", fourth.port), timeout=5) as sock:
+        sock.sendall(b"shutdown\r\n")
+        sock.recv(100)
+    assert fourth.proc.wait(timeout=60) == 0
+    fifth = servers(path)
+    assert fifth.redis().get("k") == b"again"

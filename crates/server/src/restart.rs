@@ -57,7 +57,7 @@
 //! it stored: the server starts empty, never with part of a damaged file.
 
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -239,15 +239,24 @@ impl<W: Write> Writer<W> {
     }
 }
 
-/// Reads a snapshot: [`Reader::new`] checks the header, [`Reader::next_block`] hands out the
-/// records of each block once its checksum holds, and reports the trailer's verdict at the
-/// end.
+/// Reads a snapshot: [`Reader::new`] checks the header, [`Reader::next_block`] hands out each
+/// block once its checksum holds, and reports the trailer's verdict at the end.
 pub(crate) struct Reader<R: Read> {
     input: R,
     header: Header,
-    payload: Vec<u8>,
     chain: u64,
     records: u64,
+}
+
+/// One block whose checksum and record bounds held: [`Block::records`] reads it.
+#[derive(Debug)]
+pub(crate) struct Block(Vec<u8>);
+
+impl Block {
+    /// The block's records.
+    pub fn records(&self) -> Records<'_> {
+        Records { payload: &self.0, at: 0 }
+    }
 }
 
 fn damaged(why: impl Into<String>) -> LoadError {
@@ -290,16 +299,16 @@ impl<R: Read> Reader<R> {
             return Err(damaged("header checksum"));
         }
         let header = parse_header(body).ok_or_else(|| damaged("header fields"))?;
-        Ok(Reader { input, header, payload: Vec::new(), chain, records: 0 })
+        Ok(Reader { input, header, chain, records: 0 })
     }
 
     pub fn header(&self) -> &Header {
         &self.header
     }
 
-    /// The next block's records, each checked against the block's checksum first; `Ok(None)`
-    /// at a trailer that agrees with everything read.
-    pub fn next_block(&mut self) -> Result<Option<Records<'_>>, LoadError> {
+    /// The next block, checked against its checksum; `Ok(None)` at a trailer that agrees
+    /// with everything read.
+    pub fn next_block(&mut self) -> Result<Option<Block>, LoadError> {
         let mut head = [0u8; BLOCK_HEADER];
         self.input.read_exact(&mut head[..4])?;
         if &head[..4] == END_TAG {
@@ -324,17 +333,17 @@ impl<R: Read> Reader<R> {
         if len > MAX_CHUNK {
             return Err(damaged("block length"));
         }
-        self.payload.resize(len, 0);
-        self.input.read_exact(&mut self.payload)?;
+        let mut payload = vec![0u8; len];
+        self.input.read_exact(&mut payload)?;
         let sum = le_u64(&head[12..]);
-        if xxh3_64(&self.payload) != sum {
+        if xxh3_64(&payload) != sum {
             return Err(damaged(format!("block checksum, after {} records", self.records)));
         }
         // The records must fill the payload exactly, `count` of them.
         let mut n = 0u32;
         let mut at = 0;
         while at < len {
-            at = next_record(&self.payload, at).ok_or_else(|| damaged("record bounds"))?.1;
+            at = next_record(&payload, at).ok_or_else(|| damaged("record bounds"))?.1;
             n += 1;
         }
         if n != count {
@@ -342,7 +351,7 @@ impl<R: Read> Reader<R> {
         }
         self.chain = xxh3_64_with_seed(&sum.to_le_bytes(), self.chain);
         self.records += u64::from(count);
-        Ok(Some(Records { payload: &self.payload, at: 0 }))
+        Ok(Some(Block(payload)))
     }
 }
 
@@ -436,7 +445,8 @@ pub(crate) fn save(shared: &Shared, path: &Path) -> io::Result<Saved> {
     };
     let tmp = temporary(path);
     let file = File::create(&tmp)?;
-    let mut writer = Writer::new(BufWriter::with_capacity(4 << 20, file), &header)?;
+    // Unbuffered: the writer hands over whole blocks.
+    let mut writer = Writer::new(file, &header)?;
     let mut worker = engine.worker().map_err(|e| io::Error::other(e.to_string()))?;
     let mut failed: Option<io::Error> = None;
     let mut cursor = 0;
@@ -468,8 +478,7 @@ pub(crate) fn save(shared: &Shared, path: &Path) -> io::Result<Saved> {
         let _ = std::fs::remove_file(&tmp);
         return Err(e);
     }
-    let (out, records, bytes) = writer.finish()?;
-    out.into_inner().map_err(io::IntoInnerError::into_error)?;
+    let (_, records, bytes) = writer.finish()?;
     std::fs::rename(&tmp, path)?;
     Ok(Saved { records, bytes })
 }
@@ -500,7 +509,8 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
     };
     // Gone from now on: a crash during or after this start must not find it again.
     std::fs::remove_file(path)?;
-    let mut reader = Reader::new(BufReader::with_capacity(4 << 20, file))?;
+    // Unbuffered: blocks are read whole into their own buffers.
+    let mut reader = Reader::new(file)?;
     let header = reader.header().clone();
     let config = &shared.config;
     if header.max_item_size != config.max_item_size.0 || header.databases != config.databases {
@@ -515,59 +525,136 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
         ids[usize::from(*id)] = tenants.find(name.as_bytes());
     }
     let engine = &shared.engine;
-    let mut worker = engine.worker().map_err(|e| LoadError::Io(io::Error::other(e.to_string())))?;
     let now = shared.clock.now_ms();
-    let mut done =
-        Loaded { downtime_s: now.saturating_sub(header.saved_at_ms) / 1000, ..Loaded::default() };
-    let mut cas_high = header.cas_high;
-    let mut touched = [false; 256];
-    let result = (|| -> Result<(), LoadError> {
-        while let Some(records) = reader.next_block()? {
-            for r in records {
-                done.records += 1;
-                let Some(tenant) = ids[usize::from(r.tenant)] else {
-                    done.unplaced += 1;
-                    continue;
-                };
-                if r.db >= config.databases {
-                    done.unplaced += 1;
-                    continue;
-                }
-                if r.expires_at_ms.is_some_and(|at| at <= now) {
-                    done.expired += 1;
-                    continue;
-                }
-                cas_high = cas_high.max(r.cas);
-                touched[usize::from(tenant.0)] = true;
-                worker.select(r.db);
-                let stored = worker.store(Store {
-                    tenant,
-                    key: r.key,
-                    value: r.value,
-                    flags: r.flags,
-                    expiry: r.expires_at_ms.map_or(Expiry::Never, Expiry::At),
-                    condition: Condition::Always,
-                    cas: Some(r.cas),
-                    state: r.state,
-                    kind: r.kind,
-                });
-                if stored.is_ok() {
-                    register_field_deadline(shared, tenant, r.db, &r, now);
+    // The reader checks blocks here and hands them to a loader per worker (the stores are
+    // most of the time: the fresh arena's pages are faulted in and zeroed by them).
+    let loaders = config.worker_count().clamp(1, MAX_LOADERS);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Block>(2 * loaders);
+    let rx = std::sync::Mutex::new(rx);
+    let (read, tallies) = std::thread::scope(|scope| {
+        let handles: Vec<_> =
+            (0..loaders).map(|_| scope.spawn(|| load_blocks(shared, &ids, &rx, now))).collect();
+        let read = (|| -> Result<(), LoadError> {
+            while let Some(block) = reader.next_block()? {
+                if tx.send(block).is_err() {
+                    break; // every loader failed: their error says why
                 }
             }
+            Ok(())
+        })();
+        drop(tx);
+        let tallies: Vec<_> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(io::Error::other("a loader panicked"))))
+            .collect();
+        (read, tallies)
+    });
+    let mut total = Tally::default();
+    let mut failed = read.err();
+    for t in tallies {
+        match t {
+            Ok(t) => total.add(&t),
+            Err(e) => failed = failed.or(Some(LoadError::Io(e))),
         }
-        Ok(())
-    })();
-    engine.raise_cas_floor(cas_high);
-    if let Err(e) = result {
+    }
+    engine.raise_cas_floor(total.cas_high.max(header.cas_high));
+    if let Some(e) = failed {
         // Part of a damaged file: drop what was stored of it.
-        for (t, _) in touched.iter().enumerate().filter(|(_, t)| **t) {
-            worker.flush(TenantId(t as u8), 0);
+        if let Ok(mut worker) = engine.worker() {
+            for (t, _) in total.touched.iter().enumerate().filter(|(_, t)| **t) {
+                worker.flush(TenantId(t as u8), 0);
+            }
         }
         return Err(e);
     }
-    done.restored = engine.stats().items;
-    Ok(Some(done))
+    Ok(Some(Loaded {
+        records: total.records,
+        restored: engine.stats().items,
+        expired: total.expired,
+        unplaced: total.unplaced,
+        downtime_s: now.saturating_sub(header.saved_at_ms) / 1000,
+    }))
+}
+
+/// Threads that store a snapshot's records at start, at most.
+const MAX_LOADERS: usize = 8;
+
+/// What one loader did.
+#[derive(Debug)]
+struct Tally {
+    records: u64,
+    expired: u64,
+    unplaced: u64,
+    cas_high: u64,
+    /// The tenants it stored items of (by id now).
+    touched: [bool; 256],
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally { records: 0, expired: 0, unplaced: 0, cas_high: 0, touched: [false; 256] }
+    }
+}
+
+impl Tally {
+    fn add(&mut self, other: &Tally) {
+        self.records += other.records;
+        self.expired += other.expired;
+        self.unplaced += other.unplaced;
+        self.cas_high = self.cas_high.max(other.cas_high);
+        for (t, o) in self.touched.iter_mut().zip(other.touched) {
+            *t |= o;
+        }
+    }
+}
+
+/// A loader: stores the records of the blocks it takes from `blocks` until there are none,
+/// skipping those that expired during the downtime and those of tenants (`ids`: the file's
+/// tenant id → the id of the tenant of that name now) or databases no longer configured.
+fn load_blocks(
+    shared: &Shared,
+    ids: &[Option<TenantId>; 256],
+    blocks: &std::sync::Mutex<std::sync::mpsc::Receiver<Block>>,
+    now: u64,
+) -> io::Result<Tally> {
+    let mut worker = shared.engine.worker().map_err(|e| io::Error::other(e.to_string()))?;
+    let mut tally = Tally::default();
+    loop {
+        let next = blocks.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        let Ok(block) = next else { return Ok(tally) };
+        for r in block.records() {
+            tally.records += 1;
+            let Some(tenant) = ids[usize::from(r.tenant)] else {
+                tally.unplaced += 1;
+                continue;
+            };
+            if r.db >= shared.config.databases {
+                tally.unplaced += 1;
+                continue;
+            }
+            if r.expires_at_ms.is_some_and(|at| at <= now) {
+                tally.expired += 1;
+                continue;
+            }
+            tally.cas_high = tally.cas_high.max(r.cas);
+            tally.touched[usize::from(tenant.0)] = true;
+            worker.select(r.db);
+            let stored = worker.store(Store {
+                tenant,
+                key: r.key,
+                value: r.value,
+                flags: r.flags,
+                expiry: r.expires_at_ms.map_or(Expiry::Never, Expiry::At),
+                condition: Condition::Always,
+                cas: Some(r.cas),
+                state: r.state,
+                kind: r.kind,
+            });
+            if stored.is_ok() {
+                register_field_deadline(shared, tenant, r.db, &r, now);
+            }
+        }
+    }
 }
 
 /// A restored hash with field deadlines goes back into the active field expiry's index.
@@ -697,8 +784,8 @@ mod tests {
     fn read_all(bytes: &[u8]) -> Result<(Header, Vec<Got>), LoadError> {
         let mut r = Reader::new(bytes)?;
         let mut got = Vec::new();
-        while let Some(records) = r.next_block()? {
-            got.extend(records.map(|r| (r.key.to_vec(), r.value.to_vec(), r.cas)));
+        while let Some(block) = r.next_block()? {
+            got.extend(block.records().map(|r| (r.key.to_vec(), r.value.to_vec(), r.cas)));
         }
         Ok((r.header().clone(), got))
     }
@@ -716,7 +803,8 @@ mod tests {
         assert_eq!(got[5000].1.len(), BLOCK_BYTES + 10);
         // Every field of a record survives.
         let mut r = Reader::new(&bytes[..]).unwrap();
-        let third = r.next_block().unwrap().unwrap().nth(3).unwrap();
+        let block = r.next_block().unwrap().unwrap();
+        let third = block.records().nth(3).unwrap();
         assert_eq!(
             (third.tenant, third.db, third.kind, third.state, third.expires_at_ms),
             (3, 3, Kind(3), 3, Some(8))

@@ -152,6 +152,7 @@ impl Server {
             injected_clock,
             engine,
             shutdown: AtomicBool::new(false),
+            restart_nosave: AtomicBool::new(false),
             accept_waker: std::sync::OnceLock::new(),
             verbose: AtomicU8::new(config.verbose),
             connections: AtomicUsize::new(0),
@@ -257,8 +258,15 @@ impl Server {
                     let _ = h.join();
                 }
                 // Nothing writes now: the cache can be written whole.
-                if let Some(path) = &sh.config.restart_file {
-                    crate::restart::store(&sh, path);
+                match &sh.config.restart_file {
+                    Some(path) if !sh.restart_nosave.load(Ordering::SeqCst) => {
+                        crate::restart::store(&sh, path);
+                    }
+                    Some(path) => log::info!(
+                        "fridge: warm restart: SHUTDOWN NOSAVE: {} not written, the next start                          will be empty",
+                        path.display()
+                    ),
+                    None => {}
                 }
             })?;
         Ok(Server { addr, addrs, resp_addr, admin_addr, shared, acceptor: Some(acceptor) })
