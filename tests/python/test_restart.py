@@ -127,6 +127,18 @@ def gets(sock_file, key):
     return int(header[2]), value, header[4]
 
 
+def mc_stat(server, name):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        f = sock.makefile("rwb")
+        f.write(b"stats\r\n")
+        f.flush()
+        for line in iter(f.readline, b"END\r\n"):
+            _, key, value = line.decode().split()
+            if key == name:
+                return int(value)
+    raise KeyError(name)
+
+
 def check(server, expected):
     with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
         f = sock.makefile("rwb")
@@ -150,6 +162,8 @@ def check(server, expected):
         # The deadline is kept: the TTL only went down, by the downtime (well under an hour).
         assert 0 < after <= before and before - after < 600, (key, before, after)
     assert (r.dbsize(), r1.dbsize()) == expected["dbsize"]
+    # The hash with a field deadline is back in the active field expiry's index.
+    assert mc_stat(server, "hash_field_deadlines") == 1
 
 
 def test_sigterm_then_start_keeps_every_item(servers, tmp_path):

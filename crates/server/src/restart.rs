@@ -137,7 +137,7 @@ impl From<io::Error> for LoadError {
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            LoadError::Io(e) => write!(f, "cannot read it: {e}"),
+            LoadError::Io(e) => write!(f, "cannot read or remove it: {e}"),
             LoadError::Damaged(why) => write!(f, "it is damaged ({why})"),
             LoadError::Mismatch(why) => write!(f, "it was written with other settings ({why})"),
         }
@@ -693,6 +693,9 @@ pub(crate) fn restore(shared: &Shared, path: &Path) {
                 l.unplaced,
                 dropped,
             );
+        }
+        Err(e @ LoadError::Io(_)) => {
+            log::warn!("fridge: warm restart: not restoring {shown}: {e}; the cache starts empty")
         }
         Err(e) => log::warn!(
             "fridge: warm restart: not restoring {shown}: {e}; the file is removed and the \
