@@ -37,6 +37,7 @@ pub struct ItemMeta<'a> {
 impl Worker {
     /// One step of a resumable pass over the live items of `tenant` (of every tenant for
     /// `None`), visiting at most `max_buckets` index positions: `f` sees each live item met.
+    /// A delayed flush of the tenant (of any, for `None`) that fell due is applied first.
     /// Start with cursor 0; returns the next cursor, 0 when the pass is complete. As with
     /// [`Worker::scan`], an item present for the whole pass is seen at least once; one the
     /// cleaner moved during the pass may be seen twice. Counts no GET and touches no
@@ -49,8 +50,11 @@ impl Worker {
         mut f: impl FnMut(ItemMeta<'_>),
     ) -> u64 {
         let inner = &*self.inner;
-        if let Some(t) = tenant {
-            inner.check_flush(&self.slot, t);
+        match tenant {
+            Some(t) => inner.check_flush(&self.slot, t),
+            // A flush that fell due (memcached `flush_all N`) is applied before any item is
+            // seen, as a read of the tenant would: a snapshot must not carry flushed items.
+            None => (0..=u8::MAX).for_each(|t| inner.check_flush(&self.slot, TenantId(t))),
         }
         let guard = inner.epochs.pin(&self.slot);
         let rehash = |l| inner.rehash(&guard, l);
