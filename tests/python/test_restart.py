@@ -241,6 +241,20 @@ def test_other_settings_start_empty(servers, tmp_path):
     assert second.mc().get("k") is None and second.redis().dbsize() == 0
 
 
+def tenant_rows(server):
+    """`stats tenants` as the admin (`default`) sees it: {"name:field": value}."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as sock:
+        f = sock.makefile("rwb")
+        f.write(b"set auth 0 0 12\r\ndefault root\r\nstats tenants\r\n")
+        f.flush()
+        assert f.readline() == b"STORED\r\n"
+        rows = {}
+        for line in iter(f.readline, b"END\r\n"):
+            _, key, value = line.decode().split()
+            rows[key] = value
+        return rows
+
+
 def test_tenants_keep_their_items(servers, tmp_path):
     path = tmp_path / "cache.snapshot"
     config = tmp_path / "fridge.toml"
@@ -251,6 +265,7 @@ def test_tenants_keep_their_items(servers, tmp_path):
     acme.rpush("list", "a", "b")
     root = first.redis(password="root")
     root.set("mine", "root's")
+    before = tenant_rows(first)
     first.term()
 
     second = servers(path, "--config", str(config))
@@ -259,6 +274,12 @@ def test_tenants_keep_their_items(servers, tmp_path):
     assert acme.get("mine") == b"acme's" and 0 < acme.ttl("mine") <= 3600
     assert acme.lrange("list", 0, -1) == [b"a", b"b"]
     assert acme.dbsize() == 2 and root.dbsize() == 1 and root.get("mine") == b"root's"
+    # Each tenant's accounts are rebuilt by the load: the same items and bytes.
+    after = tenant_rows(second)
+    for name in ("acme", "default"):
+        for field in ("items", "bytes"):
+            assert after[f"{name}:{field}"] == before[f"{name}:{field}"], (name, field)
+    assert int(after["acme:items"]) == 2
 
 
 def test_less_memory_loads_what_fits(servers, tmp_path):
