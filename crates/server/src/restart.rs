@@ -53,8 +53,10 @@
 //! and the load finds the tenant of that name now (items of a tenant no longer configured are
 //! dropped). `db` is the logical database.
 //!
-//! A load that meets damage after it has stored items (a bad block further on) flushes what
-//! it stored: the server starts empty, never with part of a damaged file.
+//! The load runs before any worker: the calling thread reads blocks and checks them, and one
+//! loader thread per worker (at most [`MAX_LOADERS`]) stores their records through its own
+//! engine handle. A load that meets damage after it has stored items (a bad block further on)
+//! flushes what it stored: the server starts empty, never with part of a damaged file.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -144,7 +146,8 @@ impl std::fmt::Display for LoadError {
     }
 }
 
-/// Writes a snapshot: [`Writer::header`], records, [`Writer::finish`].
+/// Writes a snapshot: [`Writer::new`] (the header), [`Writer::record`] for each item, then
+/// [`Writer::finish`].
 pub(crate) struct Writer<W: Write> {
     out: W,
     payload: Vec<u8>,
