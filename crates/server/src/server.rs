@@ -263,7 +263,8 @@ impl Server {
                         crate::restart::store(&sh, path);
                     }
                     Some(path) => log::info!(
-                        "fridge: warm restart: SHUTDOWN NOSAVE: {} not written, the next start                          will be empty",
+                        "fridge: warm restart: SHUTDOWN NOSAVE: {} not written, the next start \
+                         will be empty",
                         path.display()
                     ),
                     None => {}

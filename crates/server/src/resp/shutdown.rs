@@ -9,8 +9,9 @@
 //! one configured, `SAVE` stops as no option does and `NOSAVE` stops without writing it (the
 //! next start is empty); without one, `SAVE` (which makes Redis write a snapshot even without
 //! save points) fails as a failed save does in Redis, `-ERR Errors trying to SHUTDOWN. Check
-//! logs.`, unless `FORCE` (Redis then exits anyway), and `NOSAVE` and no option stop at once. `NOW` changes nothing (there are no
-//! replicas to wait for), and `ABORT` finds no shutdown to abort. The admin's only.
+//! logs.`, unless `FORCE` (Redis then exits anyway), and `NOSAVE` and no option stop at once.
+//! `NOW` changes nothing (there are no replicas to wait for), and `ABORT` finds no shutdown to
+//! abort. The admin's only.
 
 use fridge_proto::resp::{Command, write_error};
 
