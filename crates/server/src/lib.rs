@@ -74,6 +74,7 @@ mod binary;
 mod blocking;
 mod cli;
 mod clientinfo;
+mod cluster;
 mod cmdstats;
 mod config;
 mod counter;
