@@ -158,7 +158,7 @@ pub(crate) fn subcommand_row(container: &str, sub: &[u8]) -> Option<usize> {
 
 /// The error prefixes errorstats counts separately. A prefix not listed here (fridge writes
 /// none) counts under the last, `OTHER`.
-pub(crate) const ERROR_PREFIXES: [&str; 16] = [
+pub(crate) const ERROR_PREFIXES: [&str; 19] = [
     "ERR",
     "WRONGTYPE",
     "NOAUTH",
@@ -174,6 +174,9 @@ pub(crate) const ERROR_PREFIXES: [&str; 16] = [
     "BUSYKEY",
     "LOADING",
     "READONLY",
+    "MOVED",
+    "CROSSSLOT",
+    "CLUSTERDOWN",
     "OTHER",
 ];
 
