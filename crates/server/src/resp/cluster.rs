@@ -177,7 +177,7 @@ pub(super) fn cluster(
             let Some(slot) = u16::try_from(slot).ok().filter(|&s| usize::from(s) < SLOTS) else {
                 return write_error(out, b"ERR Invalid slot");
             };
-            let count = keys_in_slot(s, ctx, slot, usize::MAX).len();
+            let count = keys_in_slot(s, ctx, slot, usize::MAX, |_| {});
             write_integer(out, count as i64);
         }
         "getkeysinslot" => {
@@ -189,7 +189,8 @@ pub(super) fn cluster(
             ) else {
                 return write_error(out, b"ERR Invalid slot or number of keys");
             };
-            let keys = keys_in_slot(s, ctx, slot, max);
+            let mut keys = Vec::new();
+            keys_in_slot(s, ctx, slot, max, |k| keys.push(k));
             write_array_header(out, keys.len());
             for k in keys {
                 write_bulk(out, &k);
@@ -229,29 +230,31 @@ fn unknown_node(out: &mut Vec<u8>, id: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// Up to `max` keys of the client's database in `slot`: one pass over the whole index (its
-/// cost is `KEYS`'s: linear in the items, on this worker), stopped once `max` are found.
-fn keys_in_slot(s: &Session, ctx: &mut Ctx<'_>, slot: u16, max: usize) -> Vec<Vec<u8>> {
-    let mut found = Vec::new();
-    if max == 0 {
-        return found;
-    }
-    let mut cursor = 0;
-    loop {
+/// Hands `each` up to `max` keys of the client's database in `slot` and returns how many:
+/// one pass over the whole index (its cost is `KEYS`'s: linear in the items, on this worker),
+/// stopped once `max` are found.
+fn keys_in_slot(
+    s: &Session,
+    ctx: &mut Ctx<'_>,
+    slot: u16,
+    max: usize,
+    mut each: impl FnMut(Vec<u8>),
+) -> usize {
+    let (mut found, mut cursor) = (0, 0);
+    while found < max {
         ctx.keys.clear();
         cursor = ctx.engine.scan(s.tenant, cursor, 1024, ctx.keys);
         for k in ctx.keys.drain(..) {
-            if key_slot(&k) == slot {
-                found.push(k);
-                if found.len() >= max {
-                    return found;
-                }
+            if found < max && key_slot(&k) == slot {
+                each(k);
+                found += 1;
             }
         }
         if cursor == 0 {
-            return found;
+            break;
         }
     }
+    found
 }
 
 /// A node's config epoch: its place in the file, from 1 (the map has no elections).
