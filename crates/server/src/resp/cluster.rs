@@ -19,7 +19,7 @@ use fridge_proto::resp::{
 
 use super::object::{help, sub_arity};
 use super::{MORE_KEYS, NOT_INTEGER, Spec, int_arg, multi, unknown_subcommand};
-use crate::cluster::{Cluster, SLOTS, SlotMap, Slots, key_slot};
+use crate::cluster::{Cluster, Refusal, SLOTS, SlotMap, Slots, key_slot};
 use crate::session::{Ctx, Session};
 
 const DISABLED: &[u8] = b"ERR This instance has cluster support disabled";
@@ -38,7 +38,7 @@ pub(super) fn refused(
         let mut slots = Slots::default();
         let result = if c.name == "exec" && multi::queueing(s) {
             match s.tx.as_ref() {
-                Some(t) if t.cross_slot => Err(crate::cluster::Refusal::CrossSlot),
+                Some(t) if t.cross_slot => Err(Refusal::CrossSlot),
                 Some(t) => t.slot.map_or(Ok(()), |slot| map.route(slot)),
                 None => Ok(()),
             }
@@ -68,12 +68,7 @@ pub(super) fn refused(
 /// Adds the slots of `cmd`'s keys: by the row's key positions where they say it all, else by
 /// Redis's key specifications (`COMMAND GETKEYS`: `EVAL`'s `numkeys`, `ZUNIONSTORE`'s,
 /// `OBJECT ENCODING key`, `SPUBLISH`'s shard channel…).
-fn keys(
-    c: &Spec,
-    cmd: &Command<'_>,
-    map: &SlotMap,
-    slots: &mut Slots,
-) -> Result<(), crate::cluster::Refusal> {
+fn keys(c: &Spec, cmd: &Command<'_>, map: &SlotMap, slots: &mut Slots) -> Result<(), Refusal> {
     if c.first_key > 0 && c.flags & MORE_KEYS == 0 {
         let last = if c.last_key < 0 { cmd.len() as i64 + c.last_key } else { c.last_key };
         let mut i = c.first_key;
