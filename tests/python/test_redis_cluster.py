@@ -182,6 +182,12 @@ def test_wrong_node_answers_moved_and_crossslot(cluster):
         b"+OK\r\n", b"+QUEUED\r\n", b"+QUEUED\r\n", b"*2\r\n+OK\r\n$1\r\n2\r\n",
     ]
 
+    # Counted as Redis 7.0 counts them: rejected calls, errors by prefix.
+    stats = cluster.ask(0, "INFO", "errorstats").decode()
+    assert "errorstat_MOVED:count=" in stats and "errorstat_CROSSSLOT:count=" in stats
+    assert "cmdstat_mget:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1," in \
+        cluster.ask(0, "INFO", "commandstats").decode()
+
     # A plain (not cluster) redis-py client reads the redirection as MovedError.
     with pytest.raises(redis.exceptions.MovedError, match=f"12182 127.0.0.1:{cluster.ports[2]}"):
         cluster.direct(1).get("foo")
@@ -244,6 +250,28 @@ def test_without_cluster_config_cluster_is_disabled(fridge):
     assert reply == b"-ERR wrong number of arguments for 'cluster|keyslot' command\r\n"
     (info,) = ask(fridge, ["INFO", "cluster"])
     assert b"cluster_enabled:0\r\n" in info
+
+
+def test_tenants_and_bad_maps_are_refused_at_check(tmp_path):
+    path = tmp_path / "cluster.conf"
+    port = free_port()
+    path.write_text(f"node {node_id('a')} 127.0.0.1:{port} 0-16383\n")
+    toml = tmp_path / "fridge.toml"
+    toml.write_text(f'cluster_config = "{path}"\nallow_unauthenticated = true\n'
+                    '[[tenants]]\nname = "t1"\n')
+    check = [fridge_binary(), "--check-config", "-p", str(port), "-u", getpass.getuser()]
+
+    def run(*args):
+        return subprocess.run([*check, *args], capture_output=True, text=True)
+
+    ok = run("--cluster-config", str(path))
+    assert ok.returncode == 0, ok.stderr
+    both = run("--config", str(toml))
+    assert both.returncode == 1 and "cannot be combined with tenants" in both.stderr, both.stderr
+    path.write_text(f"node {node_id('a')} 127.0.0.1:{port} 0-100\n"
+                    f"node {node_id('b')} 127.0.0.1:{port + 1} 50-16383\n")
+    bad = run("--cluster-config", str(path))
+    assert bad.returncode == 1 and "line 2: slot 50 is already served by" in bad.stderr, bad.stderr
 
 
 def test_node_restart(cluster):
