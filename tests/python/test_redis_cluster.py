@@ -19,7 +19,7 @@ import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from conftest import drain, fridge_binary, free_port, stop, wait_port
-from test_redis_command import parse
+from test_redis_command import ask, parse
 from test_redis_parity import Reader, encode
 
 REDIS = shutil.which("redis-server")
@@ -241,9 +241,9 @@ def test_cluster_subcommands(cluster):
 
 
 def test_without_cluster_config_cluster_is_disabled(fridge):
-    from test_redis_command import ask
     disabled = b"-ERR This instance has cluster support disabled\r\n"
-    assert ask(fridge, ["CLUSTER", "INFO"], ["ASKING"], ["READONLY"], ["READWRITE"]) == [disabled] * 4
+    replies = ask(fridge, ["CLUSTER", "INFO"], ["ASKING"], ["READONLY"], ["READWRITE"])
+    assert replies == [disabled] * 4
     (reply,) = ask(fridge, ["CLUSTER", "NOSUCH"])
     assert reply == b"-ERR unknown subcommand 'NOSUCH'. Try CLUSTER HELP.\r\n"
     (reply,) = ask(fridge, ["CLUSTER", "KEYSLOT"])
