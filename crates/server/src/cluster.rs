@@ -196,6 +196,11 @@ impl SlotMap {
         self.assigned == SLOTS
     }
 
+    /// How many slots this server serves.
+    pub fn served(&self) -> usize {
+        (0..SLOTS as u16).filter(|&s| self.serves(s)).count()
+    }
+
     /// This server's node.
     pub fn me(&self) -> &Node {
         &self.nodes[self.myself]

@@ -12,6 +12,7 @@ use std::time::Duration;
 use fridge_engine::{Clock, Engine, SystemClock, TenantId};
 use mio::Waker;
 
+use crate::cluster::SlotMap;
 use crate::config::{Config, Protocol};
 use crate::listen::Stream;
 use crate::worker_stats::{Baseline, WorkerStats};
@@ -189,10 +190,10 @@ impl Shared {
             Some(c) => c
                 .reload(&self.engine, TenantId(0), self.config.databases)
                 .map(|dropped| {
-                    let served = c.with(|m| m.me().ranges.iter().map(|r| r.1 - r.0 + 1).sum::<u16>());
                     log::info!(
-                        "fridge: cluster config reloaded: {served} slots served here, {dropped} keys \
-                         of slots no longer served dropped"
+                        "fridge: cluster config reloaded: {} slots served here, {dropped} keys \
+                         of slots no longer served dropped",
+                        c.with(SlotMap::served)
                     );
                 })
                 .and_then(|()| match self.config.config_file {
