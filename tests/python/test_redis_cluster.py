@@ -59,7 +59,11 @@ class Cluster:
         self.path = path
         self.ports = [free_port() for _ in range(3)]
         self.write([[r] for r in RANGES])
-        self.procs = [start_node(p, path) for p in self.ports]
+        self.procs = []
+
+    def start(self):
+        for p in self.ports:
+            self.procs.append(start_node(p, self.path))
 
     def write(self, ranges):
         self.path.write_text(cluster_config(self.ports, ranges))
@@ -87,10 +91,13 @@ class Cluster:
 @pytest.fixture
 def cluster(tmp_path):
     c = Cluster(tmp_path / "cluster.conf")
-    yield c
-    for p in c.procs:
-        if p.poll() is None:
-            stop(p)
+    try:
+        c.start()
+        yield c
+    finally:
+        for p in c.procs:
+            if p.poll() is None:
+                stop(p)
 
 
 def keyslot(key):
@@ -380,16 +387,27 @@ def bus_port_pair():
 def start_redis_cluster(tmp_path, n):
     ports = [bus_port_pair() for _ in range(n)]
     procs = []
-    for p in ports:
-        d = tmp_path / f"redis-{p}"
-        d.mkdir()
-        procs.append(subprocess.Popen(
-            [REDIS, "--port", str(p), "--cluster-enabled", "yes", "--cluster-config-file",
-             str(d / "nodes.conf"), "--save", "", "--appendonly", "no", "--dir", str(d)],
-            stdout=subprocess.DEVNULL))
-    for p in ports:
-        wait_port(p)
+    try:
+        for p in ports:
+            d = tmp_path / f"redis-{p}"
+            d.mkdir()
+            procs.append(subprocess.Popen(
+                [REDIS, "--port", str(p), "--cluster-enabled", "yes", "--cluster-config-file",
+                 str(d / "nodes.conf"), "--save", "", "--appendonly", "no", "--dir", str(d)],
+                stdout=subprocess.DEVNULL))
+        for p in ports:
+            wait_port(p)
+    except BaseException:
+        stop_redis(procs)
+        raise
     return ports, procs
+
+
+def stop_redis(procs):
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            p.wait(timeout=10)
 
 
 @pytest.fixture
@@ -397,17 +415,17 @@ def redis_cluster(tmp_path):
     if not (REDIS and REDIS_CLI):
         pytest.skip("redis-server is not installed")
     ports, procs = start_redis_cluster(tmp_path, 3)
-    subprocess.run([REDIS_CLI, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
-                    "--cluster-replicas", "0", "--cluster-yes"],
-                   check=True, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while not _cluster_ok(ports):
-        assert time.monotonic() < deadline, "the redis cluster did not come up"
-        time.sleep(0.2)
-    yield ports
-    for p in procs:
-        p.terminate()
-        p.wait(timeout=10)
+    try:
+        subprocess.run([REDIS_CLI, "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                        "--cluster-replicas", "0", "--cluster-yes"],
+                       check=True, stdout=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while not _cluster_ok(ports):
+            assert time.monotonic() < deadline, "the redis cluster did not come up"
+            time.sleep(0.2)
+        yield ports
+    finally:
+        stop_redis(procs)
 
 
 def _cluster_ok(ports):
@@ -450,27 +468,23 @@ def test_keyslot_matches_redis(tmp_path):
             for k in keys:
                 s.sendall(encode(["CLUSTER", "KEYSLOT", k]))
                 theirs.append(r.reply())
-        procs[0].terminate()
-        procs[0].wait(timeout=10)
-        path = tmp_path / "one.conf"
-        fport = free_port()
-        path.write_text(f"node {node_id('one')} 127.0.0.1:{fport} 0-16383\n")
-        proc = start_node(fport, path)
-        try:
-            with socket.create_connection(("127.0.0.1", fport)) as s:
-                r = Reader(s)
-                ours = []
-                for k in keys:
-                    s.sendall(encode(["CLUSTER", "KEYSLOT", k]))
-                    ours.append(r.reply())
-        finally:
-            stop(proc)
-        assert ours == theirs
-        assert [int(x[1:-2]) for x in ours] == [keyslot(k) for k in keys]
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
+        stop_redis(procs)
+    path = tmp_path / "one.conf"
+    fport = free_port()
+    path.write_text(f"node {node_id('one')} 127.0.0.1:{fport} 0-16383\n")
+    proc = start_node(fport, path)
+    try:
+        with socket.create_connection(("127.0.0.1", fport)) as s:
+            r = Reader(s)
+            ours = []
+            for k in keys:
+                s.sendall(encode(["CLUSTER", "KEYSLOT", k]))
+                ours.append(r.reply())
+    finally:
+        stop(proc)
+    assert ours == theirs
+    assert [int(x[1:-2]) for x in ours] == [keyslot(k) for k in keys]
 
 
 def test_cluster_replies_have_redis_shapes(cluster, redis_cluster):
