@@ -138,6 +138,11 @@ pub struct Cli {
         default_missing_value = "true"
     )]
     pub memory_includes_index: Option<bool>,
+    /// Redis Cluster clients: serve the slots a static slot map gives this server and answer
+    /// MOVED for the others (one `node <id> <host:port> <slots>` line per node; SIGHUP
+    /// rereads it and drops the keys of slots no longer served; docs/scale-out.md).
+    #[arg(long, env = "FRIDGE_CLUSTER_CONFIG", value_name = "FILE")]
+    pub cluster_config: Option<PathBuf>,
     /// Worker threads, 0 = one per core (memcached's -t) [default: 0].
     #[arg(short = 't', long, visible_alias = "threads", env = "FRIDGE_WORKERS")]
     pub workers: Option<usize>,
@@ -321,6 +326,9 @@ impl Cli {
             c.memory_includes_index = v;
         }
         c.config_file = self.config.clone();
+        if let Some(path) = &self.cluster_config {
+            c.cluster_config = Some(path.clone());
+        }
         if let Some(p) = self.resp_port {
             c.resp_port = Some(p);
         }
@@ -329,10 +337,14 @@ impl Cli {
         }
         self.memcached_flags(&mut c)?;
         // `-d` moves to `/`: paths given relative to where fridge was started must stay right.
-        for path in [&mut c.config_file, &mut c.pidfile, &mut c.unix_socket, &mut c.restart_file]
-            .into_iter()
-            .flatten()
-        {
+        let paths = [
+            &mut c.config_file,
+            &mut c.pidfile,
+            &mut c.unix_socket,
+            &mut c.cluster_config,
+            &mut c.restart_file,
+        ];
+        for path in paths.into_iter().flatten() {
             *path = std::path::absolute(&*path)
                 .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
         }

@@ -17,12 +17,12 @@ use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The rows of `resp::COMMANDS`, the Redis command table.
-pub const COMMAND_ROWS: usize = 206;
+pub const COMMAND_ROWS: usize = 210;
 
 /// The subcommands of the container commands, counted apart as Redis does
 /// (`cmdstat_config|get`): counter row `COMMAND_ROWS + i` is `SUBCOMMANDS[i]`. Redis 7.0's
 /// subcommands of the containers fridge has; an unknown subcommand is no call of any.
-pub(crate) const SUBCOMMANDS: [&str; 75] = [
+pub(crate) const SUBCOMMANDS: [&str; 102] = [
     "acl|cat",
     "acl|deluser",
     "acl|dryrun",
@@ -52,6 +52,33 @@ pub(crate) const SUBCOMMANDS: [&str; 75] = [
     "client|trackinginfo",
     "client|unblock",
     "client|unpause",
+    "cluster|addslots",
+    "cluster|addslotsrange",
+    "cluster|bumpepoch",
+    "cluster|count-failure-reports",
+    "cluster|countkeysinslot",
+    "cluster|delslots",
+    "cluster|delslotsrange",
+    "cluster|failover",
+    "cluster|flushslots",
+    "cluster|forget",
+    "cluster|getkeysinslot",
+    "cluster|help",
+    "cluster|info",
+    "cluster|keyslot",
+    "cluster|links",
+    "cluster|meet",
+    "cluster|myid",
+    "cluster|nodes",
+    "cluster|replicas",
+    "cluster|replicate",
+    "cluster|reset",
+    "cluster|saveconfig",
+    "cluster|set-config-epoch",
+    "cluster|setslot",
+    "cluster|shards",
+    "cluster|slaves",
+    "cluster|slots",
     "command|count",
     "command|docs",
     "command|getkeys",
@@ -131,7 +158,7 @@ pub(crate) fn subcommand_row(container: &str, sub: &[u8]) -> Option<usize> {
 
 /// The error prefixes errorstats counts separately. A prefix not listed here (fridge writes
 /// none) counts under the last, `OTHER`.
-pub(crate) const ERROR_PREFIXES: [&str; 16] = [
+pub(crate) const ERROR_PREFIXES: [&str; 19] = [
     "ERR",
     "WRONGTYPE",
     "NOAUTH",
@@ -147,6 +174,9 @@ pub(crate) const ERROR_PREFIXES: [&str; 16] = [
     "BUSYKEY",
     "LOADING",
     "READONLY",
+    "MOVED",
+    "CROSSSLOT",
+    "CLUSTERDOWN",
     "OTHER",
 ];
 

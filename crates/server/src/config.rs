@@ -165,6 +165,9 @@ pub struct Config {
     pub auth_failure_burst: u32,
     /// Tenants (`[[tenants]]` tables). Without any, `default` owns all memory.
     pub tenants: Vec<TenantConfig>,
+    /// Redis Cluster clients: the static slot map, one `node <id> <host:port> <slots>` line per
+    /// node (`docs/scale-out.md`); SIGHUP and `CONFIG RELOAD` reread it. Not with tenants.
+    pub cluster_config: Option<PathBuf>,
     /// The file the configuration came from; SIGHUP and `CONFIG RELOAD` reread its tenants.
     #[serde(skip)]
     pub config_file: Option<PathBuf>,
@@ -222,6 +225,7 @@ impl Default for Config {
             auth_failure_burst: 10,
             tenants: Vec::new(),
             inline_cleaner: false,
+            cluster_config: None,
             config_file: None,
         }
     }
@@ -494,6 +498,20 @@ impl Config {
             return Err("write_chunk must be at least 4KiB".into());
         }
         validate_tenants(self)?;
+        if let Some(path) = &self.cluster_config {
+            // One keyspace per node: a tenant's keys would need a slot map of their own.
+            if !self.tenants.is_empty() {
+                return Err("cluster_config cannot be combined with tenants".into());
+            }
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read cluster config {}: {e}", path.display()))?;
+            // Which node is this server is decided once the ports are bound (port 0).
+            let ports: Vec<u16> = [self.port].into_iter().chain(self.resp_port).collect();
+            if !ports.contains(&0) {
+                crate::cluster::SlotMap::parse(&text, &self.listen, &ports)
+                    .map_err(|e| format!("cluster config {}: {e}", path.display()))?;
+            }
+        }
         self.engine().validate().map_err(|e| e.0)
     }
 }

@@ -9,7 +9,7 @@
 //! ```text
 //!   signal thread                 acceptor thread ("fridge-accept")
 //!   SIGTERM/SIGINT ──shutdown──►  mio poll: listeners + waker
-//!   SIGHUP ──reload tenants
+//!   SIGHUP ──reload tenants (and the cluster map)
 //!                                   │ accept, count, round-robin
 //!                                   ▼ mpsc channel + Waker, one per worker
 //!   ┌───────────────────────┬───────────────────────┬─────
@@ -46,6 +46,9 @@
 //! - Redis transactions (`transaction.rs`, `resp/multi.rs`): each worker holds its own gate
 //!   (an uncontended mutex) while it runs one command; `EXEC` takes every gate in one order,
 //!   so no client sees a partial transaction (`docs/threads.md`).
+//! - Redis Cluster clients (`cluster.rs`, `resp/cluster.rs`): with `--cluster-config`, a RESP
+//!   command's keys are routed by a static slot map (`MOVED`, `CROSSSLOT`); without it one
+//!   predictable branch. A reload swaps the map and drops the keys of slots no longer served.
 //! - Shutdown: the acceptor drops its listeners, workers stop reading, finish the requests
 //!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit.
 //!
@@ -74,6 +77,7 @@ mod binary;
 mod blocking;
 mod cli;
 mod clientinfo;
+mod cluster;
 mod cmdstats;
 mod config;
 mod counter;

@@ -495,7 +495,8 @@ pub(crate) struct Loaded {
     pub restored: u64,
     /// Records that expired during the downtime.
     pub expired: u64,
-    /// Records of a tenant no longer configured or a database beyond `databases`.
+    /// Records of a tenant no longer configured, a database beyond `databases`, or (in
+    /// cluster mode) a slot this node does not serve.
     pub unplaced: u64,
     /// Seconds between the save and this start.
     pub downtime_s: u64,
@@ -613,7 +614,8 @@ impl Tally {
 
 /// A loader: stores the records of the blocks it takes from `blocks` until there are none,
 /// skipping those that expired during the downtime and those of tenants (`ids`: the file's
-/// tenant id → the id of the tenant of that name now) or databases no longer configured.
+/// tenant id → the id of the tenant of that name now), databases or cluster slots no longer
+/// configured here.
 fn load_blocks(
     shared: &Shared,
     ids: &[Option<TenantId>; 256],
@@ -622,6 +624,10 @@ fn load_blocks(
 ) -> io::Result<Tally> {
     let mut worker = shared.engine.worker().map_err(|e| io::Error::other(e.to_string()))?;
     let mut tally = Tally::default();
+    // In cluster mode, keys of slots this node no longer serves stay behind.
+    let slots = shared.cluster.as_ref().map(crate::cluster::Cluster::map);
+    let served =
+        |key: &[u8]| slots.as_ref().is_none_or(|map| map.serves(crate::cluster::key_slot(key)));
     loop {
         let next = blocks.lock().unwrap_or_else(|e| e.into_inner()).recv();
         let Ok(block) = next else { return Ok(tally) };
@@ -631,7 +637,7 @@ fn load_blocks(
                 tally.unplaced += 1;
                 continue;
             };
-            if r.db >= shared.config.databases {
+            if r.db >= shared.config.databases || !served(r.key) {
                 tally.unplaced += 1;
                 continue;
             }
@@ -686,8 +692,8 @@ pub(crate) fn restore(shared: &Shared, path: &Path) {
                 l.records.saturating_sub(l.expired + l.unplaced).saturating_sub(l.restored);
             log::info!(
                 "fridge: warm restart: restored {} items from {shown} in {} ms ({} in the file, \
-                 saved {} s ago; {} expired meanwhile, {} of tenants or databases no longer \
-                 configured, {} dropped for lack of memory)",
+                 saved {} s ago; {} expired meanwhile, {} of tenants, databases or cluster slots no \
+                 longer configured here, {} dropped for lack of memory)",
                 l.restored,
                 started.elapsed().as_millis(),
                 l.records,

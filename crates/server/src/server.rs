@@ -130,6 +130,14 @@ impl Server {
         let n = config.worker_count();
         let mut registry = tenants::Registry::new();
         let table = registry.apply(&config, &engine).map_err(invalid)?;
+        let ports: Vec<u16> =
+            std::iter::once(addr.port()).chain(resp_addr.map(|a| a.port())).collect();
+        let cluster = config
+            .cluster_config
+            .as_ref()
+            .map(|path| crate::cluster::Cluster::load(path.clone(), &config.listen, ports))
+            .transpose()
+            .map_err(invalid)?;
         let watch = Arc::new(crate::watch::Hub::new(n, Arc::clone(&clock)));
         let observer = Arc::clone(&watch);
         engine.set_eviction_observer(Box::new(move |ev| observer.eviction(ev)));
@@ -174,6 +182,7 @@ impl Server {
             tracking: crate::tracking::Tracking::default(),
             databases: crate::databases::Databases::new(config.databases),
             wakers: Mutex::new(Vec::new()),
+            cluster,
             main_port: addr.port(),
             resp_port: resp_addr.map(|a| a.port()),
             config,

@@ -12,6 +12,7 @@ use std::time::Duration;
 use fridge_engine::{Clock, Engine, SystemClock, TenantId};
 use mio::Waker;
 
+use crate::cluster::SlotMap;
 use crate::config::{Config, Protocol};
 use crate::listen::Stream;
 use crate::worker_stats::{Baseline, WorkerStats};
@@ -157,6 +158,8 @@ pub(crate) struct Shared {
     pub field_deadlines: crate::field_expiry::FieldDeadlines,
     /// `INFO latencystats`'s settings and reset baseline.
     pub latency_tracking: crate::latencystats::LatencyTracking,
+    /// Cluster mode's slot map (`--cluster-config`); `None` without it.
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 impl Shared {
@@ -180,8 +183,27 @@ impl Shared {
     /// counted: the file cannot be read or parsed, does not validate (as at start), or would
     /// let clients in without a password where the running configuration makes them log in
     /// ([`tenants::check_reload`]).
+    ///
+    /// In cluster mode the cluster-config file is reread first (with or without `--config`),
+    /// and the keys of slots this server no longer serves are dropped
+    /// ([`crate::cluster::Cluster::reload`]).
     pub(crate) fn reload(&self) -> Result<Arc<tenants::Tenants>, String> {
-        let result = self.try_reload();
+        let result = match &self.cluster {
+            Some(c) => c
+                .reload(&self.engine, TenantId(0), self.config.databases)
+                .map(|dropped| {
+                    log::info!(
+                        "fridge: cluster config reloaded: {} slots served here, {dropped} keys \
+                         of slots no longer served dropped",
+                        c.with(SlotMap::served)
+                    );
+                })
+                .and_then(|()| match self.config.config_file {
+                    Some(_) => self.try_reload(),
+                    None => Ok(self.tenants()),
+                }),
+            None => self.try_reload(),
+        };
         if result.is_err() {
             self.reload_failures.fetch_add(1, Ordering::Relaxed);
         }

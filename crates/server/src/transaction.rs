@@ -151,6 +151,10 @@ pub(crate) struct Transaction {
     pub watched: Vec<Watched>,
     /// Bytes the watched keys take.
     pub watched_bytes: usize,
+    /// Cluster mode: the slot of the queued commands' keys, and whether they span several
+    /// (EXEC then answers `CROSSSLOT`; `crate::cluster`).
+    pub slot: Option<u16>,
+    pub cross_slot: bool,
 }
 
 /// One watched key and what it was when watched: `(CAS, expiry)`, `None` for no item.

@@ -188,7 +188,7 @@ pub(super) fn hello(
     write_bulk(out, b"id");
     write_integer(out, i64::try_from(s.id).unwrap_or(i64::MAX));
     write_bulk(out, b"mode");
-    write_bulk(out, b"standalone");
+    write_bulk(out, if ctx.shared.cluster.is_some() { b"cluster" } else { b"standalone" });
     write_bulk(out, b"role");
     write_bulk(out, b"master");
     write_bulk(out, b"modules");

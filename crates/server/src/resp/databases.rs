@@ -47,6 +47,10 @@ pub(super) fn select(
     _: &Spec,
 ) {
     match db_arg(ctx, cmd.get(1).unwrap_or_default()) {
+        // Redis Cluster has database 0 only.
+        Ok(db) if db != 0 && ctx.shared.cluster.is_some() => {
+            write_error(out, b"ERR SELECT is not allowed in cluster mode");
+        }
         Ok(db) => {
             set_db(s, db);
             write_simple(out, b"OK");
@@ -64,6 +68,9 @@ pub(super) fn swapdb(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if ctx.shared.cluster.is_some() {
+        return write_error(out, b"ERR SWAPDB is not allowed in cluster mode");
+    }
     let (first, second) = (cmd.get(1).unwrap_or_default(), cmd.get(2).unwrap_or_default());
     let Some(first) = int32(first) else { return write_error(out, b"ERR invalid first DB index") };
     let Some(second) = int32(second) else {
@@ -90,6 +97,9 @@ pub(super) fn move_(
     ctx: &mut Ctx<'_>,
     _: &Spec,
 ) {
+    if ctx.shared.cluster.is_some() {
+        return write_error(out, b"ERR MOVE is not allowed in cluster mode");
+    }
     let key = cmd.get(1).unwrap_or_default();
     let target = match db_arg(ctx, cmd.get(2).unwrap_or_default()) {
         Ok(db) => db,

@@ -37,11 +37,13 @@
 //! | `script.rs`     | EVAL, EVALSHA, EVAL_RO, EVALSHA_RO, FCALL, FCALL_RO, SCRIPT, FUNCTION |
 //! | `monitor.rs`    | MONITOR                                                           |
 //! | `shutdown.rs`   | SHUTDOWN                                                          |
+//! | `cluster.rs`    | CLUSTER, ASKING, READONLY, READWRITE; cluster mode's key check    |
 
 mod admin;
 mod bits;
 mod blocking;
 mod catalog;
+mod cluster;
 mod command;
 mod connection;
 mod databases;
@@ -379,6 +381,10 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("function", -2, NO_GATE, NONE, script::function),
     row("monitor", 1, 0, NONE, monitor::monitor),
     row("shutdown", -1, 0, NONE, shutdown::shutdown),
+    row("cluster", -2, 0, NONE, cluster::cluster),
+    row("asking", 1, FAST, NONE, cluster::asking),
+    row("readonly", 1, FAST, NONE, cluster::asking),
+    row("readwrite", 1, FAST, NONE, cluster::asking),
 ];
 
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
@@ -496,6 +502,21 @@ fn dispatch(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx: &mut Ctx
     }
     let Some(c) = spec else { return };
     s.tenant = tenant_for(c, cmd, s, ctx);
+    // Cluster mode (`--cluster-config`): keys of another node's slot, or of several slots,
+    // are refused here (`cluster.rs`), before subscriber mode and queueing, as in Redis.
+    if let Some(cluster) = ctx.shared.cluster.as_ref() {
+        let start = out.len();
+        if cluster::refused(c, cmd, s, cluster, out) {
+            ctx.stats.commands_by_row.rejected(stat_row(c, cmd));
+            if c.name == "exec" {
+                s.tx = None;
+            } else {
+                multi::flag(s);
+            }
+            debug_assert!(out.len() > start);
+            return;
+        }
+    }
     if s.version == r::Version::Resp2
         && s.subscribed()
         && !pubsub::allowed_in_subscriber_mode(c.name)
@@ -692,9 +713,9 @@ fn run_queued(
 const SKIP_SLOWLOG: [&str; 2] = ["auth", "hello"];
 
 /// Commands with subcommands: Redis names them `name|sub` in errors.
-const CONTAINERS: [&str; 10] = [
-    "acl", "client", "command", "config", "function", "hotkeys", "latency", "pubsub", "script",
-    "slowlog",
+const CONTAINERS: [&str; 11] = [
+    "acl", "client", "cluster", "command", "config", "function", "hotkeys", "latency", "pubsub",
+    "script", "slowlog",
 ];
 
 /// A command's full name as Redis gives it in errors: `get`, `client|id`.

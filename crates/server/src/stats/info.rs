@@ -110,7 +110,8 @@ pub(crate) fn write_info(
         out.extend_from_slice(b"\r\n");
     }
     if wants(sections, "cluster", true) {
-        out.extend_from_slice(b"# Cluster\r\ncluster_enabled:0\r\n\r\n");
+        let enabled = u8::from(shared.cluster.is_some());
+        let _ = write!(out, "# Cluster\r\ncluster_enabled:{enabled}\r\n\r\n");
     }
     if wants(sections, "keyspace", true) {
         out.extend_from_slice(b"# Keyspace\r\n");
@@ -154,7 +155,7 @@ fn write_server(out: &mut Vec<u8>, shared: &Shared) {
     let _ = write!(
         out,
         "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\n\
-         redis_git_dirty:0\r\nredis_build_id:{:016x}\r\nredis_mode:standalone\r\n\
+         redis_git_dirty:0\r\nredis_build_id:{:016x}\r\nredis_mode:{}\r\n\
          os:{} {} {}\r\narch_bits:{}\r\nmonotonic_clock:POSIX clock_gettime\r\n\
          multiplexing_api:epoll\r\natomicvar_api:c11-builtin\r\ngcc_version:0.0.0\r\n\
          process_id:{}\r\nprocess_supervised:no\r\nrun_id:{:040x}\r\ntcp_port:{}\r\n\
@@ -162,6 +163,7 @@ fn write_server(out: &mut Vec<u8>, shared: &Shared) {
          configured_hz:10\r\nlru_clock:{}\r\nexecutable:{executable}\r\nconfig_file:\r\n\
          io_threads_active:0\r\nfridge_version:{}\r\n\r\n",
         fnv(env!("CARGO_PKG_VERSION").as_bytes()),
+        if shared.cluster.is_some() { "cluster" } else { "standalone" },
         capitalized(std::env::consts::OS),
         release.trim(),
         std::env::consts::ARCH,
