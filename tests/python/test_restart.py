@@ -13,7 +13,7 @@ import time
 
 import pytest
 import redis
-from conftest import fridge_binary, drain, tenants_toml
+from conftest import drain, free_port, fridge_binary, tenants_toml
 from pymemcache.client.base import Client
 
 SERVING = re.compile(r"on 127\.0\.0\.1:(\d+)")
@@ -22,10 +22,10 @@ SERVING = re.compile(r"on 127\.0\.0\.1:(\d+)")
 class Fridge:
     """A fridge with a restart file; `lines` holds what it logged before it served."""
 
-    def __init__(self, restart_file, *args, memory_mb=64, workers=2):
+    def __init__(self, restart_file, *args, memory_mb=64, workers=2, port=0):
         env = {**os.environ, "FRIDGE_USER": os.environ.get("FRIDGE_USER", getpass.getuser())}
         self.proc = subprocess.Popen(
-            [fridge_binary(), "-p", "0", "-m", str(memory_mb), "-t", str(workers),
+            [fridge_binary(), "-p", str(port), "-m", str(memory_mb), "-t", str(workers),
              "-e", str(restart_file), *args],
             stderr=subprocess.PIPE, text=True, env=env,
         )
@@ -334,3 +334,30 @@ def test_redis_shutdown_save_and_nosave(servers, tmp_path):
     assert fourth.proc.wait(timeout=60) == 0
     fifth = servers(path)
     assert fifth.redis().get("k") == b"again"
+
+
+def test_cluster_mode_keeps_only_the_slots_still_served(servers, tmp_path):
+    from test_redis_cluster import keyslot, node_id
+
+    path = tmp_path / "cache.snapshot"
+    port, other = free_port(), free_port()
+    slots = tmp_path / "cluster.conf"
+    slots.write_text(f"node {node_id('a')} 127.0.0.1:{port} 0-16383\n")
+    first = servers(path, "--cluster-config", str(slots), port=port)
+    keys = [f"key:{i}" for i in range(100)]
+    r = first.redis()
+    for key in keys:
+        r.set(key, key)
+    first.term()
+    # Now this node serves the lower half of the slots only.
+    slots.write_text(f"node {node_id('a')} 127.0.0.1:{port} 0-8191\n"
+                     f"node {node_id('b')} 127.0.0.1:{other} 8192-16383\n")
+    second = servers(path, "--cluster-config", str(slots), port=port)
+    kept = [k for k in keys if keyslot(k) < 8192]
+    assert 0 < len(kept) < len(keys)
+    line = second.restore_line()
+    assert f"restored {len(kept)} items" in line, line
+    assert f"{len(keys) - len(kept)} of tenants, databases or cluster slots" in line, line
+    r = second.redis()
+    assert r.dbsize() == len(kept)
+    assert all(r.get(k) == k.encode() for k in kept)
