@@ -226,6 +226,21 @@ impl Engine {
         self.inner.eviction_observer.set(observer).is_ok()
     }
 
+    /// Raises the engine's CAS counter to at least `floor`, for a cache restored with the CAS
+    /// values its items had (a warm restart: `Store::cas` given each item's old value).
+    ///
+    /// Contract: once this returns, every CAS value the engine hands out (a store or update
+    /// without an explicit CAS) MUST be above `floor` and above every value handed out
+    /// before; it never lowers the counter. Items already stored keep theirs.
+    pub fn raise_cas_floor(&self, floor: u64) {
+        self.inner.cas.0.fetch_max(floor, Ordering::Relaxed);
+    }
+
+    /// The highest CAS value the engine has handed out (0 before the first store).
+    pub fn cas_high(&self) -> u64 {
+        self.inner.cas.0.load(Ordering::Relaxed)
+    }
+
     /// A snapshot of the engine's statistics.
     pub fn stats(&self) -> EngineStats {
         self.inner.stats()

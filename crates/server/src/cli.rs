@@ -100,6 +100,18 @@ pub struct Cli {
         value_name = "FILE"
     )]
     pub pidfile: Option<PathBuf>,
+    /// Warm restart: a graceful stop (SIGTERM, SIGINT, shutdown) writes every item to FILE,
+    /// the next start loads it (TTLs keep their deadlines, CAS values are kept) and removes
+    /// it; a missing, damaged or mismatched file starts empty (memcached's -e, whose memory
+    /// file this replaces).
+    #[arg(
+        short = 'e',
+        long,
+        visible_alias = "memory-file",
+        env = "FRIDGE_RESTART_FILE",
+        value_name = "FILE"
+    )]
+    pub restart_file: Option<PathBuf>,
     /// Run in the background once the sockets are bound (memcached's -d).
     #[arg(short = 'd', long, env = "FRIDGE_DAEMON")]
     pub daemon: bool,
@@ -325,7 +337,13 @@ impl Cli {
         }
         self.memcached_flags(&mut c)?;
         // `-d` moves to `/`: paths given relative to where fridge was started must stay right.
-        let paths = [&mut c.config_file, &mut c.pidfile, &mut c.unix_socket, &mut c.cluster_config];
+        let paths = [
+            &mut c.config_file,
+            &mut c.pidfile,
+            &mut c.unix_socket,
+            &mut c.cluster_config,
+            &mut c.restart_file,
+        ];
         for path in paths.into_iter().flatten() {
             *path = std::path::absolute(&*path)
                 .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
@@ -380,6 +398,9 @@ impl Cli {
         }
         if let Some(path) = &self.pidfile {
             c.pidfile = Some(path.clone());
+        }
+        if let Some(path) = &self.restart_file {
+            c.restart_file = Some(path.clone());
         }
         c.enable_shutdown |= self.enable_shutdown;
         c.daemon |= self.daemon;

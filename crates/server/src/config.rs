@@ -96,6 +96,9 @@ pub struct Config {
     pub pidfile: Option<PathBuf>,
     /// Detach from the terminal once the sockets are bound (memcached's `-d`).
     pub daemon: bool,
+    /// Warm restart (`crate::restart`; memcached's `-e`): a graceful stop writes every item
+    /// here (through `FILE.tmp`), the next start loads it and removes it.
+    pub restart_file: Option<PathBuf>,
     /// Item memory (the engine's arena). The index, the hitmap and the rest of the engine's
     /// bookkeeping come on top unless `memory_includes_index` is set; connection buffers
     /// always do.
@@ -195,6 +198,7 @@ impl Default for Config {
             user: None,
             pidfile: None,
             daemon: false,
+            restart_file: None,
             memory: Size(1 << 30),
             memory_includes_index: false,
             workers: 0,

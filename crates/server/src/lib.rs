@@ -50,11 +50,13 @@
 //!   command's keys are routed by a static slot map (`MOVED`, `CROSSSLOT`); without it one
 //!   predictable branch. A reload swaps the map and drops the keys of slots no longer served.
 //! - Shutdown: the acceptor drops its listeners, workers stop reading, finish the requests
-//!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit.
+//!   already buffered, flush replies (for at most [`DRAIN_TIMEOUT`]), close, and exit; with
+//!   `--restart-file` the acceptor then writes every item to the file, and the next start
+//!   loads it before its workers run (a warm restart, `restart.rs`).
 //!
 //! Goals: drop-in compatibility (memcached's and Redis's exact replies), bounded memory per
-//! connection whatever a client sends, no panics on client input. Non-goals here: persistence,
-//! replication, Redis data types other than strings and hashes (`types`).
+//! connection whatever a client sends, no panics on client input. Non-goals here: persistence
+//! beyond the warm restart's snapshot, replication, Redis data types other than strings and hashes (`types`).
 //!
 //! # Tenants
 //!
@@ -103,6 +105,7 @@ mod ping;
 pub mod process;
 mod pubsub;
 mod resp;
+mod restart;
 mod script;
 mod server;
 mod session;

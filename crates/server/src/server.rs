@@ -160,6 +160,7 @@ impl Server {
             injected_clock,
             engine,
             shutdown: AtomicBool::new(false),
+            restart_nosave: AtomicBool::new(false),
             accept_waker: std::sync::OnceLock::new(),
             verbose: AtomicU8::new(config.verbose),
             connections: AtomicUsize::new(0),
@@ -186,6 +187,11 @@ impl Server {
             resp_port: resp_addr.map(|a| a.port()),
             config,
         });
+
+        if let Some(path) = &shared.config.restart_file {
+            // Before any worker runs: the cache is whole when the first client is served.
+            crate::restart::restore(&shared, path);
+        }
 
         let mut senders = Vec::with_capacity(n);
         let mut handles = Vec::with_capacity(n);
@@ -259,6 +265,18 @@ impl Server {
                 drop(senders);
                 for h in handles {
                     let _ = h.join();
+                }
+                // Nothing writes now: the cache can be written whole.
+                match &sh.config.restart_file {
+                    Some(path) if !sh.restart_nosave.load(Ordering::SeqCst) => {
+                        crate::restart::store(&sh, path);
+                    }
+                    Some(path) => log::info!(
+                        "fridge: warm restart: SHUTDOWN NOSAVE: {} not written, the next start \
+                         will be empty",
+                        path.display()
+                    ),
+                    None => {}
                 }
             })?;
         Ok(Server { addr, addrs, resp_addr, admin_addr, shared, acceptor: Some(acceptor) })

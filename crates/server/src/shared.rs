@@ -90,6 +90,8 @@ pub(crate) struct Shared {
     pub started_ms: u64,
     /// Set once a graceful shutdown has begun; see [`Shared::request_shutdown`].
     pub shutdown: AtomicBool,
+    /// Set by Redis's `SHUTDOWN NOSAVE`: the graceful stop writes no restart file.
+    pub restart_nosave: AtomicBool,
     /// The acceptor's waker (set once it exists): a shutdown wakes it, so it sleeps without a
     /// timeout in between.
     pub accept_waker: std::sync::OnceLock<Arc<Waker>>,

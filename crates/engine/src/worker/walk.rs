@@ -27,11 +27,17 @@ pub struct ItemMeta<'a> {
     pub cas: u64,
     /// What the value encodes.
     pub kind: Kind,
+    /// Value bytes (a warm restart's snapshot writes them; the other walks read only the
+    /// metadata, and this costs them nothing: the bytes are not touched unless read).
+    pub value: &'a [u8],
+    /// The item's state bits (`item::STATE_*`, the meta protocol's).
+    pub state: u8,
 }
 
 impl Worker {
     /// One step of a resumable pass over the live items of `tenant` (of every tenant for
     /// `None`), visiting at most `max_buckets` index positions: `f` sees each live item met.
+    /// A delayed flush of the tenant (of any, for `None`) that fell due is applied first.
     /// Start with cursor 0; returns the next cursor, 0 when the pass is complete. As with
     /// [`Worker::scan`], an item present for the whole pass is seen at least once; one the
     /// cleaner moved during the pass may be seen twice. Counts no GET and touches no
@@ -44,8 +50,11 @@ impl Worker {
         mut f: impl FnMut(ItemMeta<'_>),
     ) -> u64 {
         let inner = &*self.inner;
-        if let Some(t) = tenant {
-            inner.check_flush(&self.slot, t);
+        match tenant {
+            Some(t) => inner.check_flush(&self.slot, t),
+            // A flush that fell due (memcached `flush_all N`) is applied before any item is
+            // seen, as a read of the tenant would: a snapshot must not carry flushed items.
+            None => (0..=u8::MAX).for_each(|t| inner.check_flush(&self.slot, TenantId(t))),
         }
         let guard = inner.epochs.pin(&self.slot);
         let rehash = |l| inner.rehash(&guard, l);
@@ -71,6 +80,8 @@ impl Worker {
                     expires_at_ms,
                     cas: rec.cas(),
                     kind: rec.kind(),
+                    value: rec.value(),
+                    state: rec.state(),
                 });
             });
             if cursor == 0 {

@@ -4,11 +4,14 @@
 //!
 //! fridge stops as on SIGTERM: it stops accepting, runs what each connection had sent,
 //! writes the replies and closes (see `docs/threads.md`); the asking connection gets no
-//! reply, as Redis's sees its connection close. fridge has no persistence: `SAVE` (which
-//! makes Redis write a snapshot even without save points) fails as a failed save does in
-//! Redis, `-ERR Errors trying to SHUTDOWN. Check logs.`, unless `FORCE` (Redis then exits
-//! anyway); `NOSAVE` and no option stop at once. `NOW` changes nothing (there are no
-//! replicas to wait for), and `ABORT` finds no shutdown to abort. The admin's only.
+//! reply, as Redis's sees its connection close. fridge's only persistence is the warm
+//! restart's file (`--restart-file`, `crate::restart`), written at every graceful stop: with
+//! one configured, `SAVE` stops as no option does and `NOSAVE` stops without writing it (the
+//! next start is empty); without one, `SAVE` (which makes Redis write a snapshot even without
+//! save points) fails as a failed save does in Redis, `-ERR Errors trying to SHUTDOWN. Check
+//! logs.`, unless `FORCE` (Redis then exits anyway), and `NOSAVE` and no option stop at once.
+//! `NOW` changes nothing (there are no replicas to wait for), and `ABORT` finds no shutdown to
+//! abort. The admin's only.
 
 use fridge_proto::resp::{Command, write_error};
 
@@ -49,8 +52,11 @@ pub(super) fn shutdown(
     if abort {
         return write_error(out, b"ERR No shutdown in progress.");
     }
-    if save && !force {
+    if save && !force && ctx.shared.config.restart_file.is_none() {
         return write_error(out, b"ERR Errors trying to SHUTDOWN. Check logs.");
+    }
+    if nosave {
+        ctx.shared.restart_nosave.store(true, std::sync::atomic::Ordering::SeqCst);
     }
     ctx.shared.request_shutdown();
     for w in 0..ctx.shared.workers.len() {
