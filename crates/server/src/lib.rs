@@ -9,7 +9,7 @@
 //! ```text
 //!   signal thread                 acceptor thread ("fridge-accept")
 //!   SIGTERM/SIGINT ──shutdown──►  mio poll: listeners + waker
-//!   SIGHUP ──reload tenants
+//!   SIGHUP ──reload tenants, certificates
 //!                                   │ accept, count, round-robin
 //!                                   ▼ mpsc channel + Waker, one per worker
 //!   ┌───────────────────────┬───────────────────────┬─────
@@ -108,6 +108,7 @@ mod slowlog;
 mod stats;
 pub mod systemd;
 pub mod tenants;
+pub mod tls;
 mod tracking;
 mod transaction;
 mod types;

@@ -108,6 +108,10 @@ pub(crate) struct Shared {
     pub wakers: Mutex<Vec<Arc<Waker>>>,
     pub main_port: u16,
     pub resp_port: Option<u16>,
+    /// The TLS port, if one is open.
+    pub tls_port: Option<u16>,
+    /// The certificates and TLS counters, when a port speaks TLS (`crate::tls`).
+    pub tls: Option<Arc<crate::tls::Tls>>,
     /// Tenant names and ids; locked on reload only.
     pub registry: Mutex<tenants::Registry>,
     /// The current tenants snapshot; workers copy the `Arc` when the generation changes.
@@ -178,8 +182,25 @@ impl Shared {
     /// counted: the file cannot be read or parsed, does not validate (as at start), or would
     /// let clients in without a password where the running configuration makes them log in
     /// ([`tenants::check_reload`]).
+    ///
+    /// With TLS on, the certificate files are read again first (`crate::tls`): new handshakes
+    /// use them, open connections keep theirs, and a file that does not load leaves the
+    /// certificates in use (the error is returned, the tenants still reloaded). Without
+    /// `--config`, a TLS server's reload is its certificates alone.
     pub(crate) fn reload(&self) -> Result<Arc<tenants::Tenants>, String> {
-        let result = self.try_reload();
+        let certificates = match &self.tls {
+            Some(tls) => tls.reload().map_err(|e| format!("certificates not reloaded: {e}")),
+            None => Ok(()),
+        };
+        let tenants = match self.tls.is_some() && self.config.config_file.is_none() {
+            true => Ok(self.tenants()),
+            false => self.try_reload(),
+        };
+        let result = match (certificates, tenants) {
+            (Ok(()), tenants) => tenants,
+            (Err(e), Ok(_)) => Err(e),
+            (Err(e), Err(t)) => Err(format!("{t}; {e}")),
+        };
         if result.is_err() {
             self.reload_failures.fetch_add(1, Ordering::Relaxed);
         }

@@ -235,6 +235,8 @@ struct Figures {
     total_connections: u64,
     rejected_connections: u64,
     reload_failures: u64,
+    /// TLS handshakes completed and failed (`crate::tls`; 0 without TLS).
+    tls_handshakes: (u64, u64),
     /// Hashes registered for active field expiry, and registrations dropped for its budget
     /// (`crate::field_expiry`).
     field_deadlines: (u64, u64),
@@ -274,6 +276,10 @@ impl Figures {
                     base.rejected_connections,
                 ),
                 reload_failures: load(&shared.reload_failures),
+                tls_handshakes: shared
+                    .tls
+                    .as_ref()
+                    .map_or((0, 0), |tls| (load(&tls.handshakes), load(&tls.handshake_errors))),
                 field_deadlines: (
                     shared.field_deadlines.len() as u64,
                     shared.field_deadlines.dropped(),
@@ -293,6 +299,7 @@ impl Figures {
             total_connections: 0,
             rejected_connections: 0,
             reload_failures: 0,
+            tls_handshakes: (0, 0),
             field_deadlines: (0, 0),
             client_memory: 0,
             cpu: (0.0, 0.0),
@@ -382,6 +389,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("auth_errors", t.auth_errors);
     num("auth_refused", t.auth_refused);
     num("reload_failures", f.reload_failures);
+    num("tls_handshakes", f.tls_handshakes.0);
+    num("tls_handshake_errors", f.tls_handshakes.1);
     num("hash_field_deadlines", f.field_deadlines.0);
     num("hash_field_deadlines_dropped", f.field_deadlines.1);
     num("bytes_read", t.bytes_read);
