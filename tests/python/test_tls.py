@@ -298,6 +298,10 @@ def test_sighup_swaps_the_certificate_under_open_connections(certs, servers):
         assert time.monotonic() < deadline, "the bad reload was not counted"
         time.sleep(0.05)
     assert serial_of(certs, tls_port) == 2700
+    # CONFIG RELOAD says so too.
+    with pytest.raises(redis.exceptions.ResponseError, match="certificates not reloaded"):
+        admin = redis.Redis(port=tls_port, ssl=True, ssl_ca_certs=certs.ca)
+        admin.execute_command("CONFIG", "RELOAD")
     assert roundtrip(old, b"PING\r\n", b"\r\n") == b"+PONG\r\n"
     old.close()
 

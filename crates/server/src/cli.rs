@@ -518,6 +518,40 @@ mod tests {
     }
 
     #[test]
+    fn memcached_tls_options_are_aliases() {
+        let cli = Cli::try_parse_from([
+            "fridge",
+            "-Z",
+            "-o",
+            "ssl_chain_cert=c.pem,ssl_key=/k.pem",
+            "-o",
+            "ssl_ca_cert=ca.pem,ssl_verify_mode=1",
+        ])
+        .unwrap();
+        let c = cli.into_config().unwrap();
+        assert!(c.enable_ssl);
+        assert!(c.tls_cert_file.as_ref().is_some_and(|p| p.is_absolute() && p.ends_with("c.pem")));
+        assert_eq!(c.tls_key_file, Some("/k.pem".into()));
+        assert_eq!(c.tls_auth_clients, Some(TlsAuthClients::Optional));
+        let redis = Cli::try_parse_from([
+            "fridge",
+            "--tls-port",
+            "6380",
+            "--tls-cert-file",
+            "c.pem",
+            "--tls-key-file",
+            "k.pem",
+            "--tls-auth-clients",
+            "no",
+        ])
+        .unwrap();
+        let c = redis.into_config().unwrap();
+        assert_eq!((c.tls_port, c.tls_client_auth()), (Some(6380), TlsAuthClients::No));
+        let bare = Cli::try_parse_from(["fridge", "-Z"]).unwrap();
+        assert!(bare.into_config().unwrap_err().contains("needs tls_cert_file"));
+    }
+
+    #[test]
     fn write_chunk_is_set_and_checked() {
         let cli = Cli::try_parse_from(["fridge", "--write-chunk", "1MiB"]).unwrap();
         let c = cli.into_config().unwrap();

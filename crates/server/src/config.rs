@@ -917,6 +917,39 @@ mod tests {
     }
 
     #[test]
+    fn tls_settings_take_redis_names_and_are_checked() {
+        let text = "tls-port = 6380\ntls-cert-file = \"c.pem\"\ntls-key-file = \"k.pem\"\n\
+                    tls-ca-cert-file = \"ca.pem\"\n";
+        let c: Config = toml::from_str(text).unwrap();
+        assert_eq!(c.tls_port, Some(6380));
+        assert_eq!(c.tls_client_auth(), TlsAuthClients::Yes, "Redis's default with a CA file");
+        c.validate().unwrap();
+        let snake: Config = toml::from_str(&text.replace('-', "_")).unwrap();
+        assert_eq!(snake, c, "fridge's own names too");
+        let optional: Config = toml::from_str("tls_auth_clients = \"optional\"").unwrap();
+        assert_eq!(optional.tls_auth_clients, Some(TlsAuthClients::Optional));
+
+        let no_key = Config { tls_key_file: None, ..c.clone() };
+        assert!(no_key.validate().unwrap_err().contains("needs tls_cert_file and tls_key_file"));
+        let no_ca = Config { tls_ca_cert_file: None, ..c.clone() };
+        assert_eq!(no_ca.tls_client_auth(), TlsAuthClients::No);
+        let yes_no_ca = Config { tls_auth_clients: Some(TlsAuthClients::Yes), ..no_ca };
+        assert!(yes_no_ca.validate().unwrap_err().contains("needs tls_ca_cert_file"));
+        let no_port = Config { tls_port: None, ..c.clone() };
+        assert!(no_port.validate().unwrap_err().contains("no port speaks TLS"));
+        let main = Config { tls_port: None, enable_ssl: true, ..c.clone() };
+        main.validate().unwrap();
+        let unix = Config { unix_socket: Some("/tmp/f.sock".into()), ..main };
+        assert!(unix.validate().unwrap_err().starts_with("-Z (TLS on the main port) is for TCP"));
+
+        let path = std::env::temp_dir().join(format!("fridge-tls-{}.toml", std::process::id()));
+        std::fs::write(&path, "tls-protocols = \"TLSv1.3\"\n").unwrap();
+        let err = Config::from_file(&path).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert!(err.contains("tls-protocols: fridge has no such TLS setting"), "{err}");
+    }
+
+    #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
     }
