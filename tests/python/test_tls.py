@@ -192,6 +192,9 @@ def test_memcached_z_puts_tls_on_the_main_port(certs, servers):
     assert tls_port is None
     mc = pymemcache.client.base.Client(("127.0.0.1", port), tls_context=context(certs))
     assert mc.set("z", b"tls") is True and mc.get("z") == b"tls"
+    settings = mc.stats("settings")
+    assert settings[b"ssl_enabled"] == b"yes" and settings[b"ssl_chain_cert"] == crt.encode()
+    assert int(settings[b"ssl_verify_mode"]) == 0
     with pytest.raises(Exception):
         # A plain client on the main port gets no memcached reply: the port speaks TLS.
         plain = pymemcache.client.base.Client(("127.0.0.1", port), timeout=2)
