@@ -28,15 +28,17 @@
 //!
 //! # On the event loop
 //!
-//! [`TlsStream`] is read and written through the same `Read`/`Write` the workers use for a
+//! `TlsStream` is read and written through the same `Read`/`Write` the workers use for a
 //! plain socket; the handshake runs inside those calls on the non-blocking socket. Workers
 //! are edge-triggered, and treat a read shorter than asked as "the socket is drained". So a
 //! read here keeps going — plaintext rustls holds, then records from the socket — until the
-//! caller's buffer is full or the socket would block; a shorter read then really means no
-//! new edge will be missed. The socket's end, once seen, is kept ([`TlsStream::read_pending`])
-//! so the worker reads once more to learn it. Records rustls could not send (the socket was
-//! full) wait in rustls ([`TlsStream::wants_write`]): the worker flushes them on the next
-//! writable edge, even when it has no reply bytes of its own left.
+//! caller's buffer is full or the socket is drained (it came back short, or would block); a
+//! shorter read then really means no new edge will be missed. The socket's end, once seen,
+//! is kept (`TlsStream::read_pending`) so the worker reads once more to learn it. Likewise a
+//! write goes on, 64 KiB of records at a time, until all is sent or the socket is full, so a
+//! short count means a writable edge will come. Records rustls could not send wait in rustls
+//! (`TlsStream::wants_write`): the worker flushes them on that edge, even when it has no reply
+//! bytes of its own left.
 //!
 //! Cost: per connection, rustls's buffers (records in and out, up to about 16 KiB each, and
 //! at most 64 KiB of records waiting to be sent) beside the connection's own; per request,
@@ -255,6 +257,9 @@ impl Read for TlsStream {
     /// client sent TLS's `close_notify` or just closed the socket.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let mut filled = 0;
+        // The socket came back short: it is drained, and a new edge will say when more
+        // comes (it saves the read that would answer `WouldBlock`, as the worker does).
+        let mut drained = false;
         loop {
             match self.conn.reader().read(&mut buf[filled..]) {
                 Ok(0) => return Ok(filled), // close_notify, or `buf` is full
@@ -270,7 +275,13 @@ impl Read for TlsStream {
             if self.eof {
                 return Ok(filled); // rustls has said all it will
             }
-            match self.conn.read_tls(&mut self.tcp) {
+            if drained {
+                return if filled > 0 { Ok(filled) } else { Err(io::ErrorKind::WouldBlock.into()) };
+            }
+            let mut socket = Socket { tcp: &mut self.tcp, drained: false };
+            let read = self.conn.read_tls(&mut socket);
+            drained = socket.drained;
+            match read {
                 Ok(0) => self.eof = true,
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock && filled > 0 => {
@@ -292,6 +303,20 @@ impl Read for TlsStream {
                 _ => {}
             }
         }
+    }
+}
+
+/// The socket as rustls reads it, noting a read that came back shorter than asked.
+struct Socket<'a> {
+    tcp: &'a mut TcpStream,
+    drained: bool,
+}
+
+impl Read for Socket<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.tcp.read(buf)?;
+        self.drained = n < buf.len();
+        Ok(n)
     }
 }
 
