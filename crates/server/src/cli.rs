@@ -42,8 +42,8 @@ use crate::extended::{self, Effect};
                   pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. Failed logins \
                   are limited per client address and per user name (--auth-failure-rate, \
                   --auth-failure-burst); past the limit a login is refused unchecked. SIGHUP \
-                  or CONFIG RELOAD rereads the tenants and login settings without losing \
-                  cached data; a file that does not parse, or that would let clients in \
+                  or CONFIG RELOAD rereads the tenants and login settings (and the TLS \
+                  certificate files) without losing cached data; a file that does not parse, or that would let clients in \
                   without a password where one is required now, is refused and the running \
                   configuration stays. See docs/tenants.md."
 )]

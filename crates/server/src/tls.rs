@@ -201,7 +201,7 @@ pub(crate) struct TlsStream {
     tls: Arc<Tls>,
     /// The worker was told the handshake finished.
     told: bool,
-    /// The socket reached its end (or failed): the next read says so.
+    /// The socket reached its end: once rustls's plaintext is read, reads answer 0.
     eof: bool,
 }
 
@@ -252,7 +252,7 @@ impl TlsStream {
 }
 
 impl Read for TlsStream {
-    /// Fills `buf` with plaintext until it is full or the socket would block (then a short
+    /// Fills `buf` with plaintext until it is full or the socket is drained (then a short
     /// count, or `WouldBlock` with nothing); 0 at the end of the connection, whether the
     /// client sent TLS's `close_notify` or just closed the socket.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
