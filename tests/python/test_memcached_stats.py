@@ -40,7 +40,7 @@ STATS_OMITTED = {
 }
 
 # memcached `stats settings` fields fridge does not print: settings of memcached's
-# allocator, LRU, crawler, extstore, TLS, UDP and logger, which fridge does not have.
+# allocator, LRU, crawler, extstore, TLS tuning, UDP and logger, which fridge does not have.
 SETTINGS_OMITTED = {
     "oldest", "growth_factor",
     "chunk_size", "num_threads_per_udp", "stat_key_prefix", "detail_enabled",
@@ -54,9 +54,7 @@ SETTINGS_OMITTED = {
     "track_sizes", "inline_ascii_response", "ext_item_size", "ext_item_age", "ext_low_ttl",
     "ext_recache_rate", "ext_wbuf_size", "ext_compact_under", "ext_drop_under",
     "ext_max_sleep", "ext_max_frag", "slab_automove_freeratio", "ext_drop_unread",
-    "ssl_enabled", "ssl_chain_cert", "ssl_key", "ssl_verify_mode", "ssl_keyformat",
-    "ssl_ciphers", "ssl_ca_cert", "ssl_wbuf_size", "ssl_session_cache", "ssl_kernel_tls",
-    "ssl_min_version", "num_napi_ids", "memory_file",
+    "ssl_ciphers", "ssl_wbuf_size", "ssl_kernel_tls", "num_napi_ids", "memory_file",
 }
 
 # Per-class `stats items` fields: memcached's per-class LRU state.

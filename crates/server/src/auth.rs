@@ -325,6 +325,20 @@ fn failed(s: &Session, ctx: &Ctx<'_>, user: Option<User<'_>>, now: u64) {
     failure_log(ctx).record(s.peer, user, now, ctx.tenants.failure_limit);
 }
 
+/// A TLS client whose verified certificate names a tenant (`crate::tls`) is logged in as
+/// that tenant, as a password login would log it in; a name that is no tenant's changes
+/// nothing. The certificate is the credential: no password, no failure bucket.
+pub(crate) fn certificate_login(s: &mut Session, ctx: &Ctx<'_>, name: &str) {
+    if let Some(tenant) = ctx.tenants.find(name.as_bytes()) {
+        log::debug!(
+            "fridge: {} logged in as {} by its TLS certificate",
+            s.peer,
+            crate::logging::printable(name.as_bytes())
+        );
+        logged_in(s, ctx, tenant);
+    }
+}
+
 /// Records a successful login: the session now runs as `tenant`.
 fn logged_in(s: &mut Session, ctx: &Ctx<'_>, tenant: TenantId) {
     s.user = Some(tenant);

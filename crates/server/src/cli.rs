@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::config::{
-    Config, EvictionChoice, ITEM_OVERHEAD, MIN_OUTPUT_ROOM, Millis, Protocol, Size,
+    Config, EvictionChoice, ITEM_OVERHEAD, MIN_OUTPUT_ROOM, Millis, Protocol, Size, TlsAuthClients,
 };
 use crate::extended::{self, Effect};
 
@@ -20,7 +20,7 @@ use crate::extended::{self, Effect};
     version,
     about = "fridge: a multi-tenant in-memory cache speaking memcached (text + meta) and Redis \
              (RESP2/3) on one port",
-    after_help = "memcached compatibility: -p -l -s -a -b -u -P -d -v -A -m -t -c -I -o and -U \
+    after_help = "memcached compatibility: -p -l -s -a -b -u -P -d -v -A -m -t -c -I -o -Z and -U \
                   mean what they mean to memcached 1.6, with its messages; as root, fridge \
                   wants -u USER, as memcached does. docs/deployment.md lists every memcached \
                   flag and -o option and how far fridge honours it. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
@@ -42,8 +42,8 @@ use crate::extended::{self, Effect};
                   pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. Failed logins \
                   are limited per client address and per user name (--auth-failure-rate, \
                   --auth-failure-burst); past the limit a login is refused unchecked. SIGHUP \
-                  or CONFIG RELOAD rereads the tenants and login settings without losing \
-                  cached data; a file that does not parse, or that would let clients in \
+                  or CONFIG RELOAD rereads the tenants and login settings (and the TLS \
+                  certificate files) without losing cached data; a file that does not parse, or that would let clients in \
                   without a password where one is required now, is refused and the running \
                   configuration stays. See docs/tenants.md."
 )]
@@ -69,6 +69,27 @@ pub struct Cli {
     /// Also open a RESP-only port (e.g. 6379).
     #[arg(long, env = "FRIDGE_RESP_PORT")]
     pub resp_port: Option<u16>,
+    /// Also open a TLS port serving both protocols (Redis's tls-port; 0 = any free port).
+    #[arg(long, env = "FRIDGE_TLS_PORT", value_name = "PORT")]
+    pub tls_port: Option<u16>,
+    /// TLS on the main port (memcached's -Z; the certificate as for --tls-port).
+    #[arg(short = 'Z', long, env = "FRIDGE_ENABLE_SSL")]
+    pub enable_ssl: bool,
+    /// The server's certificate chain, PEM (Redis's tls-cert-file, memcached's
+    /// ssl_chain_cert); reread on SIGHUP and CONFIG RELOAD.
+    #[arg(long, env = "FRIDGE_TLS_CERT_FILE", value_name = "FILE")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Its private key, PEM (Redis's tls-key-file, memcached's ssl_key).
+    #[arg(long, env = "FRIDGE_TLS_KEY_FILE", value_name = "FILE")]
+    pub tls_key_file: Option<PathBuf>,
+    /// CA certificates that sign client certificates, PEM (Redis's tls-ca-cert-file,
+    /// memcached's ssl_ca_cert).
+    #[arg(long, env = "FRIDGE_TLS_CA_CERT_FILE", value_name = "FILE")]
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Whether TLS clients must show a certificate the CA signed; one naming a tenant logs in
+    /// as it (Redis's tls-auth-clients) [default: yes with --tls-ca-cert-file, else no].
+    #[arg(long, env = "FRIDGE_TLS_AUTH_CLIENTS", value_enum)]
+    pub tls_auth_clients: Option<TlsAuthClients>,
     /// Protocol of the main port [default: auto].
     #[arg(long, env = "FRIDGE_PROTOCOL", value_enum)]
     pub protocol: Option<Protocol>,
@@ -344,7 +365,8 @@ impl Cli {
             &mut c.cluster_config,
             &mut c.restart_file,
         ];
-        for path in paths.into_iter().flatten() {
+        let tls = [&mut c.tls_cert_file, &mut c.tls_key_file, &mut c.tls_ca_cert_file];
+        for path in paths.into_iter().chain(tls).flatten() {
             *path = std::path::absolute(&*path)
                 .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
         }
@@ -402,6 +424,22 @@ impl Cli {
         if let Some(path) = &self.restart_file {
             c.restart_file = Some(path.clone());
         }
+        if let Some(port) = self.tls_port {
+            c.tls_port = Some(port);
+        }
+        c.enable_ssl |= self.enable_ssl;
+        for (flag, setting) in [
+            (&self.tls_cert_file, &mut c.tls_cert_file),
+            (&self.tls_key_file, &mut c.tls_key_file),
+            (&self.tls_ca_cert_file, &mut c.tls_ca_cert_file),
+        ] {
+            if let Some(path) = flag {
+                *setting = Some(path.clone());
+            }
+        }
+        if let Some(mode) = self.tls_auth_clients {
+            c.tls_auth_clients = Some(mode);
+        }
         c.enable_shutdown |= self.enable_shutdown;
         c.daemon |= self.daemon;
         c.verbose = c.verbose.max(self.verbose);
@@ -415,6 +453,10 @@ impl Cli {
                             mb.checked_mul(1 << 20).ok_or("read_buf_mem_limit is too large")?;
                         c.max_client_memory = Some(Size(bytes));
                     }
+                    Effect::SslChainCert(path) => c.tls_cert_file = Some(path),
+                    Effect::SslKey(path) => c.tls_key_file = Some(path),
+                    Effect::SslCaCert(path) => c.tls_ca_cert_file = Some(path),
+                    Effect::SslVerifyMode(mode) => c.tls_auth_clients = Some(mode),
                     Effect::Nothing => {}
                 }
             }
@@ -502,6 +544,40 @@ mod tests {
         assert_eq!(c.engine_segment_size(), 4 << 20);
         let udp = Cli::try_parse_from(["fridge", "-U", "11211"]).unwrap();
         assert_eq!(udp.into_config().unwrap().udp_port, 11211, "memcached's UDP port");
+    }
+
+    #[test]
+    fn memcached_tls_options_are_aliases() {
+        let cli = Cli::try_parse_from([
+            "fridge",
+            "-Z",
+            "-o",
+            "ssl_chain_cert=c.pem,ssl_key=/k.pem",
+            "-o",
+            "ssl_ca_cert=ca.pem,ssl_verify_mode=1",
+        ])
+        .unwrap();
+        let c = cli.into_config().unwrap();
+        assert!(c.enable_ssl);
+        assert!(c.tls_cert_file.as_ref().is_some_and(|p| p.is_absolute() && p.ends_with("c.pem")));
+        assert_eq!(c.tls_key_file, Some("/k.pem".into()));
+        assert_eq!(c.tls_auth_clients, Some(TlsAuthClients::Optional));
+        let redis = Cli::try_parse_from([
+            "fridge",
+            "--tls-port",
+            "6380",
+            "--tls-cert-file",
+            "c.pem",
+            "--tls-key-file",
+            "k.pem",
+            "--tls-auth-clients",
+            "no",
+        ])
+        .unwrap();
+        let c = redis.into_config().unwrap();
+        assert_eq!((c.tls_port, c.tls_client_auth()), (Some(6380), TlsAuthClients::No));
+        let bare = Cli::try_parse_from(["fridge", "-Z"]).unwrap();
+        assert!(bare.into_config().unwrap_err().contains("needs tls_cert_file"));
     }
 
     #[test]

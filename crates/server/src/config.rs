@@ -50,6 +50,29 @@ pub enum EvictionChoice {
     Queues,
 }
 
+/// Whether TLS clients must show a certificate (Redis's `tls-auth-clients`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum TlsAuthClients {
+    /// No client certificate is asked for.
+    No,
+    /// A client without a certificate the CA signed is refused during the handshake.
+    Yes,
+    /// A client may show none; one it shows must be signed by the CA.
+    Optional,
+}
+
+impl TlsAuthClients {
+    /// The name Redis gives the setting's value (`CONFIG GET tls-auth-clients`).
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsAuthClients::No => "no",
+            TlsAuthClients::Yes => "yes",
+            TlsAuthClients::Optional => "optional",
+        }
+    }
+}
+
 /// Everything the server needs to start. One struct, one `Default`.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -71,6 +94,27 @@ pub struct Config {
     /// The address the admin port listens on: loopback unless set, because the endpoint
     /// has no authentication and shows every tenant's figures.
     pub admin_address: String,
+    /// A port that speaks TLS (Redis's `tls-port`): both protocols, told apart as on the main
+    /// port; 0 picks a free port. Needs `tls_cert_file` and `tls_key_file` (`crate::tls`).
+    #[serde(alias = "tls-port")]
+    pub tls_port: Option<u16>,
+    /// TLS on the main port instead (memcached's `-Z`, `--enable-ssl`).
+    pub enable_ssl: bool,
+    /// The server's certificate chain, PEM (Redis's `tls-cert-file`, memcached's
+    /// `ssl_chain_cert`). Reread on SIGHUP and `CONFIG RELOAD`.
+    #[serde(alias = "tls-cert-file")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Its private key, PEM (Redis's `tls-key-file`, memcached's `ssl_key`).
+    #[serde(alias = "tls-key-file")]
+    pub tls_key_file: Option<PathBuf>,
+    /// The CA certificates that sign client certificates, PEM (Redis's `tls-ca-cert-file`,
+    /// memcached's `ssl_ca_cert`).
+    #[serde(alias = "tls-ca-cert-file")]
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Whether clients must show a certificate the CA signed (Redis's `tls-auth-clients`,
+    /// memcached's `ssl_verify_mode`). Unset: `yes` with a CA file, as Redis, else `no`.
+    #[serde(alias = "tls-auth-clients")]
+    pub tls_auth_clients: Option<TlsAuthClients>,
     /// A unix socket to listen on instead of TCP (memcached's `-s`): with it, the main TCP
     /// port is not opened. It speaks what the main port would.
     pub unix_socket: Option<PathBuf>,
@@ -188,6 +232,12 @@ impl Default for Config {
             udp_port: 0,
             admin_port: None,
             admin_address: "127.0.0.1".into(),
+            tls_port: None,
+            enable_ssl: false,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_ca_cert_file: None,
+            tls_auth_clients: None,
             unix_socket: None,
             unix_mask: 0o700,
             listen_backlog: 1024,
@@ -294,7 +344,7 @@ impl Config {
              memory_includes_index={} workers={} max_connections={} max_item_size={} \
              eviction={} hitmap_bits_per_item={} databases={} idle_timeout={}s \
              allow_unauthenticated={} tenants=[{}] admin_port={} admin_address={} log_level={} \
-             log_format={}",
+             log_format={} tls={}",
             self.listen,
             self.port,
             or_off(self.resp_port),
@@ -316,7 +366,20 @@ impl Config {
             self.admin_address,
             self.log_filter().map_or("?".into(), |l| l.as_str().to_ascii_lowercase()),
             format!("{:?}", self.log_format).to_lowercase(),
+            self.tls_summary(),
         )
+    }
+
+    /// Where TLS is spoken, for the summary: `off`, or e.g. `port:6380+main,clients:yes`.
+    fn tls_summary(&self) -> String {
+        let mut on: Vec<String> = self.tls_port.map(|p| format!("port:{p}")).into_iter().collect();
+        if self.enable_ssl {
+            on.push("main".into());
+        }
+        if on.is_empty() {
+            return "off".into();
+        }
+        format!("{},clients:{}", on.join("+"), self.tls_client_auth().name())
     }
 
     /// The log level in force at start: `log_level`, else what `verbose` stands for.
@@ -350,6 +413,52 @@ impl Config {
         Ok(Some(addr))
     }
 
+    /// The address of the TLS port, if one is configured: on the first listen address.
+    pub fn tls_addr(&self) -> Result<Option<SocketAddr>, String> {
+        let Some(port) = self.tls_port else { return Ok(None) };
+        let mut addr = self.addr()?;
+        addr.set_port(port);
+        Ok(Some(addr))
+    }
+
+    /// Whether clients must show a certificate: as configured, else `yes` with a CA file
+    /// (Redis's default) and `no` without.
+    pub fn tls_client_auth(&self) -> TlsAuthClients {
+        self.tls_auth_clients.unwrap_or(match self.tls_ca_cert_file {
+            Some(_) => TlsAuthClients::Yes,
+            None => TlsAuthClients::No,
+        })
+    }
+
+    /// Checks the TLS settings together: a TLS port needs a certificate and its key, client
+    /// verification needs a CA, and certificate files with no port to use them are a
+    /// mistake said aloud rather than a server silently without TLS.
+    fn validate_tls(&self) -> Result<(), String> {
+        let wanted = self.tls_port.is_some() || self.enable_ssl;
+        if wanted && (self.tls_cert_file.is_none() || self.tls_key_file.is_none()) {
+            return Err("TLS (tls_port, or -Z for the main port) needs tls_cert_file and \
+                        tls_key_file (memcached: -o ssl_chain_cert=FILE,ssl_key=FILE)"
+                .into());
+        }
+        let files = [&self.tls_cert_file, &self.tls_key_file, &self.tls_ca_cert_file];
+        if !wanted && (files.iter().any(|f| f.is_some()) || self.tls_auth_clients.is_some()) {
+            return Err("TLS files or tls_auth_clients are set but no port speaks TLS: set \
+                        tls_port, or -Z for TLS on the main port"
+                .into());
+        }
+        if self.enable_ssl && self.unix_socket.is_some() {
+            return Err("-Z (TLS on the main port) is for TCP; the unix socket (-s) replaces \
+                        the TCP port: use tls_port for a TLS port beside it"
+                .into());
+        }
+        if self.tls_client_auth() != TlsAuthClients::No && self.tls_ca_cert_file.is_none() {
+            return Err("tls_auth_clients = yes or optional needs tls_ca_cert_file, the CA that \
+                        signs client certificates (memcached: ssl_ca_cert)"
+                .into());
+        }
+        Ok(())
+    }
+
     /// Reads a TOML configuration file (keys as in this struct). Errors are one line (they
     /// go to a log on SIGHUP, and into an error reply on `CONFIG RELOAD`).
     pub fn from_file(path: &std::path::Path) -> Result<Config, String> {
@@ -358,6 +467,7 @@ impl Config {
         toml::from_str::<Config>(&text).map_err(|e| {
             let at = e.span().map(|span| position(&text, span.start)).unwrap_or_default();
             let message = e.message().split_whitespace().collect::<Vec<_>>().join(" ");
+            let message = unsupported_tls_key(&message).unwrap_or(message);
             format!("bad config {}{at}: {message}", path.display())
         })
     }
@@ -456,6 +566,8 @@ impl Config {
         self.addr()?;
         self.resp_addr()?;
         self.admin_addr()?;
+        self.tls_addr()?;
+        self.validate_tls()?;
         self.log_filter()?;
         if self.unix_mask > 0o777 {
             return Err(format!(
@@ -514,6 +626,19 @@ impl Config {
         }
         self.engine().validate().map_err(|e| e.0)
     }
+}
+
+/// A clearer refusal of a Redis TLS setting fridge does not have (`tls-protocols`,
+/// `tls-ciphers`, `tls-replication`…) than serde's list of every key.
+fn unsupported_tls_key(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let name = &rest[..rest.find('`')?];
+    name.starts_with("tls").then(|| {
+        format!(
+            "{name}: fridge has no such TLS setting (it has tls-port, tls-cert-file, \
+             tls-key-file, tls-ca-cert-file and tls-auth-clients; see docs/deployment.md)"
+        )
+    })
 }
 
 /// `, line L column C` of byte `offset` in `text`.
@@ -811,6 +936,39 @@ mod tests {
         assert!(c(" , ").listen_addrs().is_err());
         let resp = Config { resp_port: Some(6379), ..c("127.0.0.2,127.0.0.3") };
         assert_eq!(resp.resp_addr().unwrap().unwrap().to_string(), "127.0.0.2:6379");
+    }
+
+    #[test]
+    fn tls_settings_take_redis_names_and_are_checked() {
+        let text = "tls-port = 6380\ntls-cert-file = \"c.pem\"\ntls-key-file = \"k.pem\"\n\
+                    tls-ca-cert-file = \"ca.pem\"\n";
+        let c: Config = toml::from_str(text).unwrap();
+        assert_eq!(c.tls_port, Some(6380));
+        assert_eq!(c.tls_client_auth(), TlsAuthClients::Yes, "Redis's default with a CA file");
+        c.validate().unwrap();
+        let snake: Config = toml::from_str(&text.replace('-', "_")).unwrap();
+        assert_eq!(snake, c, "fridge's own names too");
+        let optional: Config = toml::from_str("tls_auth_clients = \"optional\"").unwrap();
+        assert_eq!(optional.tls_auth_clients, Some(TlsAuthClients::Optional));
+
+        let no_key = Config { tls_key_file: None, ..c.clone() };
+        assert!(no_key.validate().unwrap_err().contains("needs tls_cert_file and tls_key_file"));
+        let no_ca = Config { tls_ca_cert_file: None, ..c.clone() };
+        assert_eq!(no_ca.tls_client_auth(), TlsAuthClients::No);
+        let yes_no_ca = Config { tls_auth_clients: Some(TlsAuthClients::Yes), ..no_ca };
+        assert!(yes_no_ca.validate().unwrap_err().contains("needs tls_ca_cert_file"));
+        let no_port = Config { tls_port: None, ..c.clone() };
+        assert!(no_port.validate().unwrap_err().contains("no port speaks TLS"));
+        let main = Config { tls_port: None, enable_ssl: true, ..c.clone() };
+        main.validate().unwrap();
+        let unix = Config { unix_socket: Some("/tmp/f.sock".into()), ..main };
+        assert!(unix.validate().unwrap_err().starts_with("-Z (TLS on the main port) is for TCP"));
+
+        let path = std::env::temp_dir().join(format!("fridge-tls-{}.toml", std::process::id()));
+        std::fs::write(&path, "tls-protocols = \"TLSv1.3\"\n").unwrap();
+        let err = Config::from_file(&path).unwrap_err();
+        let _ = std::fs::remove_file(&path);
+        assert!(err.contains("tls-protocols: fridge has no such TLS setting"), "{err}");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! ```text
 //!   signal thread                 acceptor thread ("fridge-accept")
 //!   SIGTERM/SIGINT ──shutdown──►  mio poll: listeners + waker
-//!   SIGHUP ──reload tenants (and the cluster map)
+//!   SIGHUP ──reload tenants, certificates (and the cluster map)
 //!                                   │ accept, count, round-robin
 //!                                   ▼ mpsc channel + Waker, one per worker
 //!   ┌───────────────────────┬───────────────────────┬─────
@@ -115,6 +115,7 @@ mod slowlog;
 mod stats;
 pub mod systemd;
 pub mod tenants;
+pub mod tls;
 mod tracking;
 mod transaction;
 mod types;

@@ -14,6 +14,8 @@
 //!   (memcached's way: there is no window with wider ones), and the file is removed again when
 //!   the server stops. It replaces the TCP port (and UDP), as in memcached.
 //! - UDP (memcached's `-U`, off at 0): one socket per listen address, served by `udp.rs`.
+//! - TLS (`tls_port`, and with memcached's `-Z` the main port): the certificate files are read
+//!   here too, while the process may still be root (`crate::tls`).
 
 use std::io::{self, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr};
@@ -28,6 +30,7 @@ use nix::sys::socket::{self, AddressFamily, Backlog, SockFlag, SockType, Sockadd
 use nix::sys::stat::{Mode, umask};
 
 use crate::config::Config;
+use crate::tls::{Tls, TlsStream};
 
 /// The sockets a server listens on, bound and listening, no thread started yet.
 #[derive(Debug)]
@@ -43,6 +46,10 @@ pub struct Listeners {
     pub(crate) udp: Vec<std::net::UdpSocket>,
     /// The admin HTTP port (`crate::admin`).
     pub(crate) admin: Option<TcpListener>,
+    /// The TLS port (`tls_port`).
+    pub(crate) tls_port: Option<TcpListener>,
+    /// The certificates, read before root is dropped; `None` when no port speaks TLS.
+    pub(crate) tls: Option<Tls>,
 }
 
 impl Listeners {
@@ -92,7 +99,12 @@ impl Listeners {
             Some(addr) => Some(bind_tcp(addr, backlog)?),
             None => None,
         };
-        Ok(Listeners { config, tcp, unix, resp, udp, admin })
+        let tls = Tls::load(&config).map_err(invalid)?;
+        let tls_port = match config.tls_addr().map_err(invalid)? {
+            Some(addr) => Some(bind_tcp(addr, backlog)?),
+            None => None,
+        };
+        Ok(Listeners { config, tcp, unix, resp, udp, admin, tls_port, tls })
     }
 
     /// The main port's first address; `0.0.0.0:0` when only a unix socket is open.
@@ -166,6 +178,24 @@ fn new_socket(family: AddressFamily) -> io::Result<OwnedFd> {
 pub(crate) enum Stream {
     Tcp(TcpStream),
     Unix(UnixStream),
+    /// TLS over TCP (`crate::tls`), boxed: rustls's connection state is large.
+    Tls(Box<TlsStream>),
+}
+
+impl Stream {
+    /// Bytes wait to be sent that the caller no longer holds (TLS records the socket had no
+    /// room for): write them on the next writable edge with `flush`.
+    #[inline]
+    pub(crate) fn wants_write(&self) -> bool {
+        matches!(self, Stream::Tls(s) if s.wants_write())
+    }
+
+    /// A read shorter than asked has not drained everything: read again without waiting
+    /// for an event (a TLS stream that saw the socket's end).
+    #[inline]
+    pub(crate) fn read_pending(&self) -> bool {
+        matches!(self, Stream::Tls(s) if s.read_pending())
+    }
 }
 
 impl std::os::fd::AsRawFd for Stream {
@@ -174,6 +204,7 @@ impl std::os::fd::AsRawFd for Stream {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.as_raw_fd(),
         }
     }
 }
@@ -183,6 +214,7 @@ impl Read for Stream {
         match self {
             Stream::Tcp(s) => s.read(buf),
             Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
         }
     }
 }
@@ -192,6 +224,7 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write(buf),
             Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
         }
     }
 
@@ -199,6 +232,7 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.write_vectored(bufs),
             Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tls(s) => s.write_vectored(bufs),
         }
     }
 
@@ -206,6 +240,7 @@ impl Write for Stream {
         match self {
             Stream::Tcp(s) => s.flush(),
             Stream::Unix(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
         }
     }
 }
@@ -220,6 +255,7 @@ impl Source for Stream {
         match self {
             Stream::Tcp(s) => s.register(registry, token, interests),
             Stream::Unix(s) => s.register(registry, token, interests),
+            Stream::Tls(s) => s.register(registry, token, interests),
         }
     }
 
@@ -232,6 +268,7 @@ impl Source for Stream {
         match self {
             Stream::Tcp(s) => s.reregister(registry, token, interests),
             Stream::Unix(s) => s.reregister(registry, token, interests),
+            Stream::Tls(s) => s.reregister(registry, token, interests),
         }
     }
 
@@ -239,6 +276,7 @@ impl Source for Stream {
         match self {
             Stream::Tcp(s) => s.deregister(registry),
             Stream::Unix(s) => s.deregister(registry),
+            Stream::Tls(s) => s.deregister(registry),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `fridge`: parses the configuration, prepares the process as memcached does (open-files
 //! limit, `-u`, binding, `-d`, `-P`; see `fridge_server::process`), starts the server, rereads
-//! its tenants on SIGHUP, and shuts it down gracefully on SIGTERM or SIGINT, telling systemd
+//! its tenants (and TLS certificates) on SIGHUP, and shuts it down gracefully on SIGTERM or SIGINT, telling systemd
 //! each step when started by it (`fridge_server::systemd`: `READY=1` once serving,
 //! `RELOADING=1` then `READY=1` around a SIGHUP, `STOPPING=1`). `--check-config` stops after
 //! the checks. `fridge hash-password` prints a tenant's password line instead, `fridge ping`
@@ -88,11 +88,15 @@ fn main() {
     let reload = server.reload_handle();
     let notifier = Notifier::from_env();
     let on_signal = notifier.clone();
+    let tls = server.tls_addr().is_some() || config.enable_ssl;
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if signal == SIGHUP {
                 on_signal.reloading();
                 match reload.reload() {
+                    Ok(()) if tls => {
+                        log::info!("fridge: SIGHUP: tenants and certificates reloaded")
+                    }
                     Ok(()) => log::info!("fridge: SIGHUP: tenants reloaded"),
                     Err(e) => log::warn!("fridge: SIGHUP: reload failed, tenants unchanged: {e}"),
                 }
@@ -105,13 +109,19 @@ fn main() {
         }
     });
     let mut resp = server.resp_addr().map(|a| format!(", RESP only on {a}")).unwrap_or_default();
+    if let Some(a) = server.tls_addr() {
+        resp.push_str(&format!(", TLS on {a}"));
+    }
     if let Some(a) = server.admin_addr() {
         resp.push_str(&format!(", admin (HTTP /metrics) on {a}"));
     }
-    let on = match &config.unix_socket {
+    let mut on = match &config.unix_socket {
         Some(path) => path.display().to_string(),
         None => server.local_addrs().iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
     };
+    if config.enable_ssl {
+        on.push_str(" (TLS)");
+    }
     let serving = format!(
         "fridge {}: serving memcached and RESP on {on}{resp}; {} of memory, {} workers",
         env!("CARGO_PKG_VERSION"),
@@ -140,6 +150,7 @@ fn exit(f: Failure) -> ! {
 /// the reason if not. Binds nothing, so a port in use is not found here.
 fn check_config(cli: Cli) {
     let config = cli.into_config().and_then(|c| c.log_filter().map(|_| c));
+    let config = config.and_then(|c| fridge_server::tls::check(&c).map(|()| c));
     let config = config
         .and_then(|c| {
             process::raise_open_files(&c)

@@ -32,6 +32,7 @@ pub struct Server {
     addrs: Vec<SocketAddr>,
     resp_addr: Option<SocketAddr>,
     admin_addr: Option<SocketAddr>,
+    tls_addr: Option<SocketAddr>,
     shared: Arc<Shared>,
     acceptor: Option<JoinHandle<()>>,
 }
@@ -123,7 +124,8 @@ impl Server {
         let addrs = listeners.tcp.iter().map(TcpListener::local_addr).collect::<io::Result<_>>()?;
         let resp_addr = listeners.resp.as_ref().map(TcpListener::local_addr).transpose()?;
         let admin_addr = listeners.admin.as_ref().map(TcpListener::local_addr).transpose()?;
-        let Listeners { config, tcp, unix, resp, udp, admin } = listeners;
+        let tls_addr = listeners.tls_port.as_ref().map(TcpListener::local_addr).transpose()?;
+        let Listeners { config, tcp, unix, resp, udp, admin, tls_port, tls } = listeners;
 
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
@@ -185,6 +187,8 @@ impl Server {
             cluster,
             main_port: addr.port(),
             resp_port: resp_addr.map(|a| a.port()),
+            tls_port: tls_addr.map(|a| a.port()),
+            tls: tls.map(Arc::new),
             config,
         });
 
@@ -232,14 +236,17 @@ impl Server {
         let accept_waker = Arc::new(Waker::new(poll.registry(), ACCEPT_WAKER)?);
         let _ = shared.accept_waker.set(accept_waker);
         let main_protocol = shared.config.protocol;
-        let mut all: Vec<(Listener, Protocol)> =
-            tcp.into_iter().map(|l| (Listener::Tcp(l), main_protocol)).collect();
+        // With memcached's `-Z`, the main port's TCP sockets speak TLS.
+        let main_tls = shared.config.enable_ssl;
+        let mut all: Vec<(Listener, Protocol, bool)> =
+            tcp.into_iter().map(|l| (Listener::Tcp(l), main_protocol, main_tls)).collect();
         let unix_path = unix.map(|(l, path)| {
-            all.push((Listener::Unix(l), main_protocol));
+            all.push((Listener::Unix(l), main_protocol, false));
             path
         });
-        all.extend(resp.map(|l| (Listener::Tcp(l), Protocol::Resp)));
-        for (i, (listener, _)) in all.iter_mut().enumerate() {
+        all.extend(resp.map(|l| (Listener::Tcp(l), Protocol::Resp, false)));
+        all.extend(tls_port.map(|l| (Listener::Tcp(l), Protocol::Auto, true)));
+        for (i, (listener, _, _)) in all.iter_mut().enumerate() {
             match listener {
                 Listener::Tcp(l) => poll.registry().register(l, Token(i), Interest::READABLE)?,
                 Listener::Unix(l) => poll.registry().register(l, Token(i), Interest::READABLE)?,
@@ -279,7 +286,15 @@ impl Server {
                     None => {}
                 }
             })?;
-        Ok(Server { addr, addrs, resp_addr, admin_addr, shared, acceptor: Some(acceptor) })
+        Ok(Server {
+            addr,
+            addrs,
+            resp_addr,
+            admin_addr,
+            tls_addr,
+            shared,
+            acceptor: Some(acceptor),
+        })
     }
 
     /// The main port's (first) address; `0.0.0.0:0` when only a unix socket is open.
@@ -295,6 +310,11 @@ impl Server {
     /// The RESP-only port's address, if one was opened.
     pub fn resp_addr(&self) -> Option<SocketAddr> {
         self.resp_addr
+    }
+
+    /// The TLS port's address, if one was opened (`crate::tls`).
+    pub fn tls_addr(&self) -> Option<SocketAddr> {
+        self.tls_addr
     }
 
     /// A handle that describes the server's life so far in one line (the shutdown log's
@@ -373,7 +393,7 @@ impl Listener {
 
 fn accept_loop(
     mut poll: Poll,
-    listeners: &[(Listener, Protocol)],
+    listeners: &[(Listener, Protocol, bool)],
     workers: &[WorkerSender],
     shared: &Shared,
 ) {
@@ -390,8 +410,9 @@ fn accept_loop(
             return;
         }
         for event in &events {
-            let Some((listener, protocol)) = listeners.get(event.token().0) else { continue };
+            let Some((listener, protocol, tls)) = listeners.get(event.token().0) else { continue };
             let protocol = *protocol;
+            let tls = shared.tls.as_ref().filter(|_| *tls);
             loop {
                 let (stream, peer, local) = match listener.accept() {
                     Ok(s) => s,
@@ -421,6 +442,21 @@ fn accept_loop(
                     shared.connections.fetch_add(1, Ordering::Relaxed);
                     shared.total_connections.fetch_add(1, Ordering::Relaxed);
                 }
+                let stream = match (tls, stream) {
+                    (Some(tls), Stream::Tcp(tcp)) => match tls.accept(tcp) {
+                        Ok(s) => Stream::Tls(Box::new(s)),
+                        Err(e) => {
+                            log::error!("fridge: cannot begin TLS with {peer}: {e}");
+                            if reject {
+                                shared.rejecting.fetch_sub(1, Ordering::Relaxed);
+                            } else {
+                                shared.connections.fetch_sub(1, Ordering::Relaxed);
+                            }
+                            continue;
+                        }
+                    },
+                    (_, stream) => stream,
+                };
                 let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
                 let (tx, waker) = &workers[next % workers.len()];
                 next = next.wrapping_add(1);

@@ -111,6 +111,10 @@ pub(crate) struct Shared {
     pub wakers: Mutex<Vec<Arc<Waker>>>,
     pub main_port: u16,
     pub resp_port: Option<u16>,
+    /// The TLS port, if one is open.
+    pub tls_port: Option<u16>,
+    /// The certificates and TLS counters, when a port speaks TLS (`crate::tls`).
+    pub tls: Option<Arc<crate::tls::Tls>>,
     /// Tenant names and ids; locked on reload only.
     pub registry: Mutex<tenants::Registry>,
     /// The current tenants snapshot; workers copy the `Arc` when the generation changes.
@@ -184,25 +188,40 @@ impl Shared {
     /// let clients in without a password where the running configuration makes them log in
     /// ([`tenants::check_reload`]).
     ///
-    /// In cluster mode the cluster-config file is reread first (with or without `--config`),
-    /// and the keys of slots this server no longer serves are dropped
-    /// ([`crate::cluster::Cluster::reload`]).
+    /// With TLS on, the certificate files are read again first (`crate::tls`): new handshakes
+    /// use them, open connections keep theirs, and a file that does not load leaves the
+    /// certificates in use (the error is returned, the rest still reloaded). In cluster mode
+    /// the cluster-config file is reread too, and the keys of slots this server no longer
+    /// serves are dropped ([`crate::cluster::Cluster::reload`]). Without `--config`, a TLS or
+    /// cluster server's reload is its certificates and its map alone.
     pub(crate) fn reload(&self) -> Result<Arc<tenants::Tenants>, String> {
-        let result = match &self.cluster {
-            Some(c) => c
-                .reload(&self.engine, TenantId(0), self.config.databases)
-                .map(|dropped| {
-                    log::info!(
-                        "fridge: cluster config reloaded: {} slots served here, {dropped} keys \
-                         of slots no longer served dropped",
-                        c.with(SlotMap::served)
-                    );
-                })
-                .and_then(|()| match self.config.config_file {
-                    Some(_) => self.try_reload(),
-                    None => Ok(self.tenants()),
-                }),
-            None => self.try_reload(),
+        let certificates = match &self.tls {
+            Some(tls) => tls.reload().map_err(|e| format!("certificates not reloaded: {e}")),
+            None => Ok(()),
+        };
+        let map = match &self.cluster {
+            Some(c) => c.reload(&self.engine, TenantId(0), self.config.databases).map(|dropped| {
+                log::info!(
+                    "fridge: cluster config reloaded: {} slots served here, {dropped} keys of \
+                     slots no longer served dropped",
+                    c.with(SlotMap::served)
+                );
+            }),
+            None => Ok(()),
+        };
+        let file_only = self.tls.is_some() || self.cluster.is_some();
+        let tenants = match file_only && self.config.config_file.is_none() {
+            true => Ok(self.tenants()),
+            false => self.try_reload(),
+        };
+        let errors: Vec<String> =
+            [tenants.as_ref().err().cloned(), map.err(), certificates.err()]
+                .into_iter()
+                .flatten()
+                .collect();
+        let result = match errors.is_empty() {
+            true => tenants,
+            false => Err(errors.join("; ")),
         };
         if result.is_err() {
             self.reload_failures.fetch_add(1, Ordering::Relaxed);

@@ -235,6 +235,8 @@ struct Figures {
     total_connections: u64,
     rejected_connections: u64,
     reload_failures: u64,
+    /// TLS handshakes completed and failed (`crate::tls`; 0 without TLS).
+    tls_handshakes: (u64, u64),
     /// Hashes registered for active field expiry, and registrations dropped for its budget
     /// (`crate::field_expiry`).
     field_deadlines: (u64, u64),
@@ -274,6 +276,10 @@ impl Figures {
                     base.rejected_connections,
                 ),
                 reload_failures: load(&shared.reload_failures),
+                tls_handshakes: shared
+                    .tls
+                    .as_ref()
+                    .map_or((0, 0), |tls| (load(&tls.handshakes), load(&tls.handshake_errors))),
                 field_deadlines: (
                     shared.field_deadlines.len() as u64,
                     shared.field_deadlines.dropped(),
@@ -293,6 +299,7 @@ impl Figures {
             total_connections: 0,
             rejected_connections: 0,
             reload_failures: 0,
+            tls_handshakes: (0, 0),
             field_deadlines: (0, 0),
             client_memory: 0,
             cpu: (0.0, 0.0),
@@ -382,6 +389,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("auth_errors", t.auth_errors);
     num("auth_refused", t.auth_refused);
     num("reload_failures", f.reload_failures);
+    num("tls_handshakes", f.tls_handshakes.0);
+    num("tls_handshake_errors", f.tls_handshakes.1);
     num("hash_field_deadlines", f.field_deadlines.0);
     num("hash_field_deadlines_dropped", f.field_deadlines.1);
     num("bytes_read", t.bytes_read);
@@ -493,6 +502,23 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     text(out, "binding_protocol", b"ascii");
     num(out, "item_size_max", c.max_item_size.0);
     num(out, "idle_timeout", c.idle_timeout);
+    // memcached's TLS settings that fridge has (`crate::tls`): PEM keys, TLS 1.2 at least,
+    // rustls's session cache; its ciphers, buffer size and kernel TLS are not settable.
+    let tls = c.tls_port.is_some() || c.enable_ssl;
+    text(out, "ssl_enabled", if tls { b"yes" } else { b"no" });
+    let path = |p: &Option<std::path::PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    text(out, "ssl_chain_cert", path(&c.tls_cert_file).as_deref().unwrap_or("NULL").as_bytes());
+    text(out, "ssl_key", path(&c.tls_key_file).as_deref().unwrap_or("NULL").as_bytes());
+    let verify = match c.tls_client_auth() {
+        crate::config::TlsAuthClients::No => 0,
+        crate::config::TlsAuthClients::Optional => 1,
+        crate::config::TlsAuthClients::Yes => 2,
+    };
+    num(out, "ssl_verify_mode", verify);
+    num(out, "ssl_keyformat", 1);
+    text(out, "ssl_ca_cert", path(&c.tls_ca_cert_file).as_deref().unwrap_or("NULL").as_bytes());
+    text(out, "ssl_session_cache", if tls { b"yes" } else { b"no" });
+    text(out, "ssl_min_version", b"tlsv1.2");
     num(out, "key_max_len", c.max_key_len as u64);
     num(out, "write_chunk", c.write_chunk.0);
     num(out, "segment_size", c.engine_segment_size() as u64);

@@ -87,11 +87,21 @@ fn config_params(ctx: &Ctx<'_>, tenant: TenantId) -> Vec<(&'static str, String)>
         ("latency-tracking-info-percentiles", ctx.shared.latency_tracking.percentiles_text()),
         ("loglevel", crate::logging::redis_level_name().into()),
         ("hotkeys-top-k", ctx.shared.hot_top_k.load(Relaxed).to_string()),
+        ("tls-port", ctx.shared.tls_port.unwrap_or(0).to_string()),
+        ("tls-cert-file", path_text(&c.tls_cert_file)),
+        ("tls-key-file", path_text(&c.tls_key_file)),
+        ("tls-ca-cert-file", path_text(&c.tls_ca_cert_file)),
+        ("tls-auth-clients", c.tls_client_auth().name().into()),
         (
             "hotkeys-window-seconds",
             (ctx.shared.engine.hot_window().unwrap_or(DEFAULT_HOT_WINDOW_MS) / 1000).to_string(),
         ),
     ]
+}
+
+/// A file setting as `CONFIG GET` shows it: the path, or empty when unset.
+fn path_text(path: &Option<std::path::PathBuf>) -> String {
+    path.as_ref().map_or(String::new(), |p| p.display().to_string())
 }
 
 /// An integer setting's value for `CONFIG SET`, in `min..=max`; otherwise writes Redis's
@@ -259,6 +269,14 @@ fn config_set(cmd: &Command<'_>, out: &mut Vec<u8>, ctx: &mut Ctx<'_>) {
                 );
                 return;
             }
+        } else if p.get(..4).is_some_and(|t| t.eq_ignore_ascii_case(b"tls-")) {
+            // Redis changes its TLS settings at run time; fridge rereads the same files.
+            out.extend_from_slice(b"-ERR CONFIG SET failed (possibly related to argument '");
+            out.extend_from_slice(p);
+            return out.extend_from_slice(
+                b"') - fridge reads TLS settings at start; SIGHUP or CONFIG RELOAD rereads the \
+                  certificate files\r\n",
+            );
         } else {
             out.extend_from_slice(b"-ERR Unknown option or number of arguments for CONFIG SET - '");
             out.extend_from_slice(p);

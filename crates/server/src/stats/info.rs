@@ -383,6 +383,7 @@ fn write_stats(
          total_writes_processed:0\r\nio_threaded_reads_processed:0\r\n\
          io_threaded_writes_processed:0\r\nreply_buffer_shrinks:0\r\nreply_buffer_expands:0\r\n\
          total_writes:{}\r\nacl_access_denied_auth:{}\r\nauth_refused:{}\r\nreload_failures:{}\r\n\
+         tls_handshakes:{}\r\ntls_handshake_errors:{}\r\n\
          client_output_buffer_limit_disconnections:{}\r\nkeyspace_events_dropped:{}\r\n\r\n",
         f.total_connections,
         t.commands,
@@ -405,6 +406,8 @@ fn write_stats(
         t.auth_errors,
         t.auth_refused,
         f.reload_failures,
+        f.tls_handshakes.0,
+        f.tls_handshakes.1,
         if view.admin { shared.pubsub.disconnections.load(Ordering::Relaxed) } else { 0 },
         if view.admin { shared.engine.key_events_dropped() } else { 0 },
     );

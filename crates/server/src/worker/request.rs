@@ -10,9 +10,11 @@ use fridge_proto::{binary, memcache, resp};
 
 use super::{Conn, Step, WATCH_OUTPUT, Wire};
 use crate::auth::{self, McLogin};
+use crate::listen::Stream;
 use crate::session::{Ctx, Resume};
 use crate::shared::{OUTPUT_SOFT_LIMIT, READ_BUDGET, Shared};
 use crate::stats::{self, WorkerStats};
+use crate::tls::Handshake;
 
 /// The limits a step runs under (the configuration's, looked up once per turn).
 pub(super) struct Limits<'a> {
@@ -29,6 +31,19 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
     if c.readable && !c.peer_closed && c.pending_out() < OUTPUT_SOFT_LIMIT {
         if let Err(()) = read_some(c, ctx, limits.query) {
             return Step::Close;
+        }
+        if let Stream::Tls(tls) = &mut c.stream {
+            match tls.handshake() {
+                Handshake::Told => {}
+                // Half a handshake is half a request: the partial-request timeout applies.
+                Handshake::Going => c.waiting_since(ctx),
+                Handshake::Done(name) => {
+                    c.partial_since_ms = 0;
+                    if let Some(name) = name {
+                        auth::certificate_login(&mut c.session, ctx, &name);
+                    }
+                }
+            }
         }
     }
     if c.draining {
@@ -66,6 +81,15 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
         }
     }
     // 3. Write.
+    if c.writable && c.stream.wants_write() {
+        // TLS records a full socket left behind go before anything else.
+        match c.stream.flush() {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => c.writable = false,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Step::Close,
+        }
+    }
     if c.pending_out() > 0 && c.writable {
         let mut budget = limits.write_chunk;
         while c.pending_out() > 0 && budget > 0 {
@@ -113,10 +137,11 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
     sync_memory(c, ctx.shared, ctx.stats);
     publish_figures(c);
     let out = c.pending_out();
-    if out == 0 && (c.session.closing || c.peer_closed) {
+    let records = c.stream.wants_write();
+    if out == 0 && !records && (c.session.closing || c.peer_closed) {
         return Step::Close;
     }
-    let can_write = out > 0 && c.writable;
+    let can_write = (out > 0 || records) && c.writable;
     // A parked connection reads on its events only: with its input full it must not spin.
     let can_read = c.readable
         && !c.peer_closed
@@ -213,7 +238,7 @@ fn read_some(c: &mut Conn, ctx: &mut Ctx<'_>, query_limit: usize) -> Result<(), 
                 budget -= n;
                 c.last_active_ms = ctx.shared.now_ms();
                 stats::add(&ctx.stats.bytes_read, n as u64);
-                if n < room {
+                if n < room && !c.stream.read_pending() {
                     // A short read drained the socket; with edge-triggered events, any later
                     // data raises a new event. Saves a read that would return WouldBlock.
                     c.readable = false;
