@@ -214,11 +214,10 @@ impl Shared {
             true => Ok(self.tenants()),
             false => self.try_reload(),
         };
-        let errors: Vec<String> =
-            [tenants.as_ref().err().cloned(), map.err(), certificates.err()]
-                .into_iter()
-                .flatten()
-                .collect();
+        let errors: Vec<String> = [tenants.as_ref().err().cloned(), map.err(), certificates.err()]
+            .into_iter()
+            .flatten()
+            .collect();
         let result = match errors.is_empty() {
             true => tenants,
             false => Err(errors.join("; ")),
