@@ -137,6 +137,8 @@ const SUBCOMMANDS: [(&str, i64); 27] = [
     ("slots", 2),
 ];
 
+/// `CLUSTER <subcommand> [argument …]`: Redis's arity check per subcommand, then the
+/// subcommand (or its error).
 pub(super) fn cluster(
     cmd: &Command<'_>,
     out: &mut Vec<u8>,
