@@ -126,6 +126,9 @@ pub(crate) struct Shared {
     /// Recent failed logins per client address and per user name; locked once or twice per
     /// login attempt, never per request.
     pub auth_failures: Mutex<auth::FailureLog>,
+    /// Per tenant: connections logged in, and the shared request buckets
+    /// (`crate::limits`); a login takes a slot, a batch of requests takes tokens.
+    pub limits: crate::limits::TenantLimits,
     /// Reloads refused (SIGHUP or `CONFIG RELOAD`).
     pub reload_failures: AtomicU64,
     /// The counters at the last stats reset; locked by `stats` and its reset only.
@@ -214,11 +217,10 @@ impl Shared {
             true => Ok(self.tenants()),
             false => self.try_reload(),
         };
-        let errors: Vec<String> =
-            [tenants.as_ref().err().cloned(), map.err(), certificates.err()]
-                .into_iter()
-                .flatten()
-                .collect();
+        let errors: Vec<String> = [tenants.as_ref().err().cloned(), map.err(), certificates.err()]
+            .into_iter()
+            .flatten()
+            .collect();
         let result = match errors.is_empty() {
             true => tenants,
             false => Err(errors.join("; ")),
