@@ -171,6 +171,12 @@ def test_request_rate_with_memcache(server):
         s.sendall(b"get k\r\n")
         return read_until(s, b"\r\n") == b"END\r\n"
     eventually(passes)
+    # `quit` is never refused.
+    s.sendall(b"get k\r\n" * 200 + b"quit\r\n")
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    assert MC_THROTTLED in data, "closed after the refusals"
 
 
 def test_request_rate_with_binary(server):

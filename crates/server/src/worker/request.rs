@@ -474,9 +474,10 @@ fn run_memcache(
         match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
             Ok((req, used)) => {
                 // Over its tenant's request rate: refused, not run (`crate::limits`). A
-                // resumed multiget paid when it began.
+                // resumed multiget paid when it began; `quit` always closes.
                 if c.session.rate_limited
                     && !c.session.resume.resuming
+                    && !matches!(req, memcache::Request::Quit)
                     && !crate::limits::admit(&c.session, ctx)
                 {
                     c.wbuf.extend_from_slice(crate::limits::MC_THROTTLED);
