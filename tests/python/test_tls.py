@@ -264,6 +264,33 @@ def test_certificate_names_a_tenant(certs, tmp_path, servers):
     assert mc.get("invoice") == b"42"
 
 
+def test_certificate_logins_count_against_max_connections(certs, tmp_path, servers):
+    metered = certs.client("metered", serial=3201)
+    config = tmp_path / "fridge.toml"
+    crt, key = certs.server("metered-server", serial=1700)
+    tenants = {"default": ("root", []), "metered": ("mpw", ["max_connections = 1"])}
+    config.write_text(
+        f'tls-port = 0\ntls-cert-file = "{crt}"\ntls-key-file = "{key}"\n'
+        f'tls-ca-cert-file = "{certs.ca}"\ntls-auth-clients = "optional"\n'
+        + tenants_toml(tenants, allow_unauthenticated="false")
+    )
+    _, port, tls_port = servers("--config", str(config))
+
+    def client():
+        return redis.Redis(port=tls_port, ssl=True, ssl_ca_certs=certs.ca,
+                           ssl_certfile=metered[0], ssl_keyfile=metered[1])
+
+    first = client()
+    assert first.execute_command("ACL", "WHOAMI") == b"metered"
+    # Past max_connections, the certificate logs nobody in: the connection stays logged out.
+    with pytest.raises(redis.exceptions.AuthenticationError):
+        client().get("k")
+    row = redis.Redis(port=port, password="root").info("tenants")["tenant_metered"]
+    assert row["connections"] == 1
+    assert row["rejected_connections"] >= 1, "each handshake (redis-py retries) is counted"
+    assert first.execute_command("ACL", "WHOAMI") == b"metered", "the first goes on"
+
+
 def serial_of(certs, port):
     with tls_socket(certs, port) as s:
         return int(s.getpeercert()["serialNumber"], 16)

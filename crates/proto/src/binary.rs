@@ -241,6 +241,8 @@ pub enum Status {
     UnknownCommand = 0x0081,
     /// Out of memory.
     OutOfMemory = 0x0082,
+    /// Temporary failure: try again later (memcached's `ETMPFAIL`).
+    TemporaryFailure = 0x0086,
 }
 
 impl Status {
@@ -257,6 +259,7 @@ impl Status {
             Self::AuthError => b"Auth failure.",
             Self::UnknownCommand => b"Unknown command",
             Self::OutOfMemory => b"Out of memory",
+            Self::TemporaryFailure => b"Temporary failure",
         }
     }
 }

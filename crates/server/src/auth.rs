@@ -50,6 +50,7 @@
 //! | `set` with a valid `user password` | `STORED` |
 //! | `set` with a wrong pair or an unknown user | `CLIENT_ERROR authentication failure` |
 //! | `set` past the failure limit (fridge's own: see above) | `CLIENT_ERROR too many failed login attempts` |
+//! | `set` with a valid pair past the tenant's `max_connections` (fridge's own) | `SERVER_ERROR too many connections for this tenant` |
 //! | `set` whose data has fewer than two words | `CLIENT_ERROR bad authentication token format` |
 //! | `set` whose data block does not end in `\r\n` | `CLIENT_ERROR bad command line termination` |
 //! | anything else | `CLIENT_ERROR unauthenticated` |
@@ -84,6 +85,8 @@ const NAME_KEY_LEN: usize = MAX_NAME_LEN + 1;
 
 /// The memcached reply to a refused login.
 pub(crate) const MC_REFUSED: &[u8] = b"CLIENT_ERROR too many failed login attempts\r\n";
+/// The memcached reply to a login past the tenant's `max_connections` (`crate::limits`).
+pub(crate) const MC_FULL: &[u8] = b"SERVER_ERROR too many connections for this tenant\r\n";
 
 /// A token bucket of failed logins, kept as the time it will be full again (GCRA's
 /// "theoretical arrival time"): with one token regained per `interval`, it holds
@@ -250,14 +253,22 @@ fn take_token<K, Q>(
     map.entry(key.to_owned()).or_insert(Bucket::FULL).take(now_ms, limit);
 }
 
-/// A login attempt turned away unchecked: its address, or its user while its address has
-/// failed lately, may fail no more for now.
+/// A login attempt turned away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Refused;
+pub(crate) enum Refused {
+    /// Unchecked: its address, or its user while its address has failed lately, may fail
+    /// no more for now.
+    Failures,
+    /// The credentials were right, but the tenant has `max_connections` connections logged
+    /// in already (`crate::limits`): the connection stays as it was.
+    Full,
+}
 
 /// Runs one login attempt: as `user`, or as `default` for Redis's `AUTH <password>` (`None`).
 /// Refuses it unchecked past the failure limit; otherwise checks the password, records the
-/// login or the failure, and counts the attempt.
+/// login or the failure, and counts the attempt. A right password for a tenant whose
+/// connection slots are all taken is refused too ([`Refused::Full`]), after the check, so
+/// the refusal tells nothing to someone without the password.
 pub(crate) fn attempt(
     s: &mut Session,
     ctx: &Ctx<'_>,
@@ -275,7 +286,7 @@ pub(crate) fn attempt(
             crate::logging::printable(name),
             s.peer
         );
-        return Err(Refused);
+        return Err(Refused::Failures);
     }
     let login = match user {
         Some(user) => ctx.tenants.login(user, password),
@@ -284,7 +295,7 @@ pub(crate) fn attempt(
     match login {
         Login::Ok(t) => {
             stats::count_login(ctx.stats, named, LoginCount::Answered);
-            logged_in(s, ctx, t);
+            logged_in(s, ctx, t)?;
         }
         Login::Denied => {
             stats::count_login(ctx.stats, named, LoginCount::Failed);
@@ -309,7 +320,7 @@ pub(crate) fn malformed(s: &Session, ctx: &Ctx<'_>) -> Result<(), Refused> {
     let now = ctx.shared.now_ms();
     if !failure_log(ctx).admits(s.peer, None, now, ctx.tenants.failure_limit) {
         stats::count_login(ctx.stats, None, LoginCount::Refused);
-        return Err(Refused);
+        return Err(Refused::Failures);
     }
     stats::count_login(ctx.stats, None, LoginCount::Failed);
     failed(s, ctx, None, now);
@@ -335,17 +346,51 @@ pub(crate) fn certificate_login(s: &mut Session, ctx: &Ctx<'_>, name: &str) {
             s.peer,
             crate::logging::printable(name.as_bytes())
         );
-        logged_in(s, ctx, tenant);
+        // Past the tenant's connection limit the connection stays logged out: there is no
+        // request to answer yet, so its first ones get what a logged-out client gets.
+        let _ = logged_in(s, ctx, tenant);
     }
 }
 
-/// Records a successful login: the session now runs as `tenant`.
-fn logged_in(s: &mut Session, ctx: &Ctx<'_>, tenant: TenantId) {
+/// Records a successful login — the session now runs as `tenant` — once it has a connection
+/// slot of the tenant (`crate::limits`): the one it holds already if it was logged in as
+/// `tenant`, else a new one, the slot of the tenant it was logged in as given back. With
+/// every slot taken, nothing changes and the refusal is counted.
+fn logged_in(s: &mut Session, ctx: &Ctx<'_>, tenant: TenantId) -> Result<(), Refused> {
+    if s.user != Some(tenant) {
+        let max = ctx.tenants.entry(tenant).and_then(|e| e.max_connections);
+        if ctx.shared.limits.connect(tenant, max).is_err() {
+            stats::inc(&ctx.stats.tenants.rejected_connections[usize::from(tenant.0)]);
+            log::info!(
+                "fridge: login as {} from {} refused: max_connections reached",
+                ctx.tenants.name(tenant).unwrap_or_default(),
+                s.peer
+            );
+            return Err(Refused::Full);
+        }
+        if let Some(old) = s.user {
+            ctx.shared.limits.disconnect(old);
+        }
+    }
     s.user = Some(tenant);
     s.tenant = tenant;
+    s.refresh_limits(ctx.tenants);
     let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(e) = clients.get_mut(&s.id) {
         e.tenant = tenant;
+    }
+    Ok(())
+}
+
+/// Logs the session out (Redis's `RESET`), giving back its tenant's connection slot.
+pub(crate) fn logged_out(s: &mut Session, ctx: &Ctx<'_>) {
+    if let Some(old) = s.user.take() {
+        ctx.shared.limits.disconnect(old);
+        s.rate_limited = false;
+        let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(e) = clients.get_mut(&s.id) {
+            e.tenant = TenantId(0);
+        }
     }
 }
 
@@ -417,7 +462,7 @@ pub(crate) fn memcache_login(
             let Some((user, password)) = split_credentials(data) else {
                 return out.extend_from_slice(match malformed(s, ctx) {
                     Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
-                    Err(Refused) => MC_REFUSED,
+                    Err(_) => MC_REFUSED,
                 });
             };
             out.extend_from_slice(match attempt(s, ctx, Some(user), password) {
@@ -425,12 +470,13 @@ pub(crate) fn memcache_login(
                 Ok(Login::Denied | Login::NoDefaultPassword) => {
                     b"CLIENT_ERROR authentication failure\r\n"
                 }
-                Err(Refused) => MC_REFUSED,
+                Err(Refused::Failures) => MC_REFUSED,
+                Err(Refused::Full) => MC_FULL,
             });
         }
         McLogin::TooLarge(_) => out.extend_from_slice(match malformed(s, ctx) {
             Ok(()) => b"CLIENT_ERROR bad authentication token format\r\n",
-            Err(Refused) => MC_REFUSED,
+            Err(_) => MC_REFUSED,
         }),
         McLogin::BadTermination => {
             out.extend_from_slice(b"CLIENT_ERROR bad command line termination\r\n");

@@ -16,7 +16,10 @@
 //! no data answers "continue" and the credentials may follow in a STEP; a STEP is checked the
 //! same way whether or not an AUTH came before it (memcached refuses a STEP without one). A
 //! login refused by the failed-login limit (see the `auth` module) is `Auth failure.` with
-//! the body `Too many failed login attempts.`.
+//! the body `Too many failed login attempts.`; a right one past the tenant's
+//! `max_connections` is status `0x86` (temporary failure) with the body `Too many
+//! connections for this tenant.`, and so is a request over the tenant's request rate with
+//! `Too many requests per second for this tenant.` (`crate::limits`).
 //!
 //! # Differences
 //! - CAS values in replies to storage commands and INCR/DECR are read back just after the
@@ -44,6 +47,8 @@ use crate::tenants::Login;
 const MECHANISM: &[u8] = b"PLAIN";
 /// The body of a failed login refused by the failure limit.
 const REFUSED: &[u8] = b"Too many failed login attempts.";
+/// The body of a login past the tenant's `max_connections` (`crate::limits`).
+const TENANT_FULL: &[u8] = b"Too many connections for this tenant.";
 
 /// A memcached exptime as the binary protocol carries it (unsigned): up to `i32::MAX` as the
 /// text protocol reads it, beyond that an absolute Unix time.
@@ -122,6 +127,11 @@ pub(crate) fn execute(
     if s.must_login(ctx.tenants) && !sasl && req.opcode != Opcode::Version {
         r.error(Status::AuthError);
         s.closing = true;
+        return 0;
+    }
+    // Over its tenant's request rate: refused, not run (`crate::limits`).
+    if s.rate_limited && !crate::limits::admit(s, ctx) {
+        r.error_body(Status::TemporaryFailure, crate::limits::BINARY_THROTTLED);
         return 0;
     }
     let t = match s.user {
@@ -483,7 +493,7 @@ fn sasl_auth(r: &mut Reply<'_>, mechanism: &[u8], data: &[u8], s: &mut Session, 
     let Some((user, password)) = credentials else {
         return match auth::malformed(s, ctx) {
             Ok(()) => r.error(Status::AuthError),
-            Err(Refused) => r.error_body(Status::AuthError, REFUSED),
+            Err(_) => r.error_body(Status::AuthError, REFUSED),
         };
     };
     match auth::attempt(s, ctx, Some(user), password) {
@@ -501,6 +511,7 @@ fn sasl_auth(r: &mut Reply<'_>, mechanism: &[u8], data: &[u8], s: &mut Session, 
             );
         }
         Ok(Login::Denied | Login::NoDefaultPassword) => r.error(Status::AuthError),
-        Err(Refused) => r.error_body(Status::AuthError, REFUSED),
+        Err(Refused::Failures) => r.error_body(Status::AuthError, REFUSED),
+        Err(Refused::Full) => r.error_body(Status::TemporaryFailure, TENANT_FULL),
     }
 }

@@ -725,6 +725,11 @@ pub struct TenantConfig {
     /// Keys starting with one of these go to this tenant when an unauthenticated client sends
     /// them (for clients that cannot authenticate; needs `allow_unauthenticated`).
     pub key_prefixes: Vec<String>,
+    /// Connections logged in as the tenant at once (`crate::limits`); none when absent.
+    pub max_connections: Option<u32>,
+    /// Requests a second of the tenant's connections, one second's worth at once
+    /// (`crate::limits`); none when absent.
+    pub max_requests_per_second: Option<u32>,
 }
 
 impl Default for TenantConfig {
@@ -739,6 +744,8 @@ impl Default for TenantConfig {
             idle_tax: None,
             hard_cap: None,
             key_prefixes: Vec::new(),
+            max_connections: None,
+            max_requests_per_second: None,
         }
     }
 }
@@ -793,6 +800,18 @@ pub(crate) fn validate_tenants(config: &Config) -> Result<(), String> {
             if cap.0 < t.reserved.0 {
                 return Err(format!("tenant {name:?}: hard_cap is below reserved"));
             }
+        }
+        let limited = t.max_connections.is_some() || t.max_requests_per_second.is_some();
+        if name == DEFAULT_TENANT && limited {
+            return Err("the default tenant is the admin, which is never limited; \
+                        max_connections and max_requests_per_second do not apply to it"
+                .into());
+        }
+        if t.max_connections == Some(0) || t.max_requests_per_second == Some(0) {
+            return Err(format!(
+                "tenant {name:?}: max_connections and max_requests_per_second must be at least 1 \
+                 (leave one out for no limit)"
+            ));
         }
         if name == DEFAULT_TENANT && !t.key_prefixes.is_empty() {
             return Err("the default tenant takes every key no other tenant's prefix matches; \
@@ -974,6 +993,30 @@ mod tests {
     #[test]
     fn defaults_validate() {
         Config::default().validate().unwrap();
+    }
+
+    #[test]
+    fn tenant_limits_parse_and_are_checked() {
+        let hash = PasswordHash::new(b"s", b"pw");
+        let file = |name: &str, extra: &str| {
+            format!("[[tenants]]\nname = \"{name}\"\npassword_sha256 = \"{hash}\"\n{extra}\n")
+        };
+        let c: Config =
+            toml::from_str(&file("a", "max_connections = 100\nmax_requests_per_second = 50000"))
+                .unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.tenants[0].max_connections, Some(100));
+        assert_eq!(c.tenants[0].max_requests_per_second, Some(50_000));
+        assert_eq!(TenantConfig::default().max_connections, None, "no limit by default");
+        for zero in ["max_connections = 0", "max_requests_per_second = 0"] {
+            let c: Config = toml::from_str(&file("a", zero)).unwrap();
+            let err = c.validate().unwrap_err();
+            assert!(err.contains("must be at least 1"), "{err}");
+        }
+        assert!(toml::from_str::<Config>(&file("a", "max_connections = -1")).is_err());
+        let admin: Config = toml::from_str(&file("default", "max_connections = 5")).unwrap();
+        let err = admin.validate().unwrap_err();
+        assert!(err.contains("admin, which is never limited"), "{err}");
     }
 
     /// `config/example.toml` lists every key with its default, and its commented tenant table

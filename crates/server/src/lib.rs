@@ -90,6 +90,7 @@ mod hotkeys;
 mod keyspace;
 mod latency;
 mod latencystats;
+mod limits;
 mod listen;
 pub mod logging;
 mod mc_admin;

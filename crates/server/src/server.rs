@@ -150,6 +150,7 @@ impl Server {
             tenants: RwLock::new(table),
             registry: Mutex::new(registry),
             auth_failures: Mutex::new(auth::FailureLog::default()),
+            limits: crate::limits::TenantLimits::default(),
             reload_failures: AtomicU64::new(0),
             stats_baseline: Mutex::default(),
             memory_peak: AtomicU64::new(0),

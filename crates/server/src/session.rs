@@ -37,8 +37,13 @@ pub(crate) struct Session {
     /// The tenant the request being run uses: the logged-in tenant, or for a client that has
     /// not logged in, `default` or the tenant its key's prefix routes to.
     pub tenant: TenantId,
-    /// The tenant the connection logged in as.
+    /// The tenant the connection logged in as (it holds one of the tenant's connection
+    /// slots, `crate::limits`, until it logs out or closes).
     pub user: Option<TenantId>,
+    /// Its tenant has a request rate (`crate::limits`): each request spends a token. Set at
+    /// login and on reload ([`Session::refresh_limits`]), so a tenant without a rate pays
+    /// one branch per request.
+    pub rate_limited: bool,
     /// The database it selected (Redis `SELECT`; logical, see `crate::databases`). Always 0
     /// for memcached.
     pub db: u8,
@@ -181,7 +186,8 @@ impl Session {
         self.pubsub.as_ref().is_some_and(|p| !p.is_empty())
     }
 
-    /// Notices a reload: a connection whose tenant was removed is closed.
+    /// Notices a reload: a connection whose tenant was removed is closed, and a changed
+    /// request rate applies.
     #[inline]
     pub fn check_generation(&mut self, tenants: &Tenants) {
         if self.generation != tenants.generation {
@@ -189,7 +195,14 @@ impl Session {
             if self.user.is_some_and(|t| !tenants.is_live(t)) {
                 self.closing = true;
             }
+            self.refresh_limits(tenants);
         }
+    }
+
+    /// Whether its requests spend tokens, by the tenant it logged in as.
+    #[inline]
+    pub fn refresh_limits(&mut self, tenants: &Tenants) {
+        self.rate_limited = self.user.is_some_and(|t| tenants.rate(t).is_some());
     }
 }
 
@@ -210,6 +223,8 @@ pub(crate) struct Ctx<'a> {
     pub keys: &'a mut Vec<Vec<u8>>,
     /// The tenants snapshot in force (replaced by `CONFIG RELOAD`).
     pub tenants: &'a mut Arc<Tenants>,
+    /// The worker's request tokens per tenant (`crate::limits`).
+    pub tokens: &'a mut crate::limits::LocalTokens,
     /// A command whose reply can be long suspends once the write buffer is this long (its
     /// unsent bytes at [`OUTPUT_SOFT_LIMIT`](crate::shared::OUTPUT_SOFT_LIMIT)); see
     /// [`Session::suspend`].

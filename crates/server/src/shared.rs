@@ -126,6 +126,9 @@ pub(crate) struct Shared {
     /// Recent failed logins per client address and per user name; locked once or twice per
     /// login attempt, never per request.
     pub auth_failures: Mutex<auth::FailureLog>,
+    /// Per tenant: connections logged in, and the shared request buckets
+    /// (`crate::limits`); a login takes a slot, a batch of requests takes tokens.
+    pub limits: crate::limits::TenantLimits,
     /// Reloads refused (SIGHUP or `CONFIG RELOAD`).
     pub reload_failures: AtomicU64,
     /// The counters at the last stats reset; locked by `stats` and its reset only.

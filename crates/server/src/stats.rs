@@ -92,28 +92,53 @@ impl<'a> View<'a> {
     }
 }
 
-/// One tenant's row: the engine's figures and the server's lookup counts.
+/// One tenant's row: the engine's figures, the server's lookup counts and its limits
+/// (`crate::limits`).
 #[derive(Debug, Clone, Copy)]
 struct Row {
     engine: TenantStats,
     hits: u64,
     misses: u64,
     rank: &'static str,
+    limits: LimitFigures,
 }
 
-fn row(shared: &Shared, tenant: TenantId) -> Row {
+/// A tenant's limits and what they refused; a limit of 0 is none.
+#[derive(Debug, Clone, Copy, Default)]
+struct LimitFigures {
+    connections: u64,
+    max_connections: u64,
+    rejected_connections: u64,
+    max_requests_per_second: u64,
+    throttled_requests: u64,
+}
+
+fn row(shared: &Shared, tenants: &Tenants, tenant: TenantId) -> Row {
     let (hits, misses) = tenant_hits_misses(shared, tenant);
+    let i = usize::from(tenant.0);
+    let sum = |pick: fn(&WorkerStats) -> &[AtomicU64; MAX_TENANTS]| -> u64 {
+        shared.workers.iter().map(|w| pick(w)[i].load(Ordering::Relaxed)).sum()
+    };
+    let entry = tenants.entry(tenant);
     Row {
         engine: shared.engine.tenant_stats(tenant),
         hits,
         misses,
         rank: shared.engine.tenant_policy(tenant).rank.name(),
+        limits: LimitFigures {
+            connections: u64::from(shared.limits.connections(tenant)),
+            max_connections: entry.and_then(|e| e.max_connections).map_or(0, u64::from),
+            rejected_connections: sum(|w| &w.tenants.rejected_connections),
+            max_requests_per_second: entry.and_then(|e| e.rate).map_or(0, |r| r.per_second.into()),
+            throttled_requests: sum(|w| &w.tenants.throttled_requests),
+        },
     }
 }
 
 /// The row's fields, in the order both exports list them.
-fn row_fields(r: &Row) -> [(&'static str, u64); 10] {
+fn row_fields(r: &Row) -> [(&'static str, u64); 15] {
     let e = &r.engine;
+    let l = &r.limits;
     [
         ("reserved", e.reserved),
         ("target", e.target),
@@ -125,6 +150,11 @@ fn row_fields(r: &Row) -> [(&'static str, u64); 10] {
         ("evictions", e.evictions),
         ("credits_gained", e.credits_gained),
         ("credits_lost", e.credits_lost),
+        ("connections", l.connections),
+        ("max_connections", l.max_connections),
+        ("rejected_connections", l.rejected_connections),
+        ("max_requests_per_second", l.max_requests_per_second),
+        ("throttled_requests", l.throttled_requests),
     ]
 }
 
@@ -249,7 +279,7 @@ struct Figures {
 impl Figures {
     /// The admin's figures as they are; anyone else's built from zero (see the module doc).
     fn of(shared: &Shared, view: &View<'_>) -> Figures {
-        let own = row(shared, view.tenant);
+        let own = row(shared, view.tenants, view.tenant);
         let all = shared.engine.stats();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         if view.admin {
@@ -445,7 +475,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
 /// Appends `stats tenants` (without `END`): `STAT <name>:<field> <value>` per visible tenant.
 pub(crate) fn write_memcache_tenants(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
     for (id, name) in view.rows() {
-        let r = row(shared, id);
+        let r = row(shared, view.tenants, id);
         memcache::write_stat_u64(out, format!("{name}:id").as_bytes(), u64::from(id.0));
         memcache::write_stat(out, format!("{name}:rank").as_bytes(), r.rank.as_bytes());
         for (field, n) in row_fields(&r) {

@@ -10,7 +10,8 @@
 //!   reservation drops to zero, so the arbiter can hand its memory to others);
 //! - an immutable `Tenants` snapshot that workers read without locks: credentials, names,
 //!   the key-prefix routes of unauthenticated clients, whether those clients are the admin,
-//!   and the limit on failed logins. A reload builds a new snapshot with a higher
+//!   the limit on failed logins, and each tenant's limits on connections and requests per
+//!   second (enforced by `crate::limits`). A reload builds a new snapshot with a higher
 //!   generation; each worker picks it up at its next turn.
 //!
 //! A reload fails closed: besides everything a start checks (among it, that somebody can log
@@ -31,6 +32,7 @@ use fridge_engine::{Engine, TenantId, TenantPolicy};
 
 use crate::config::Config;
 pub use crate::config::{DEFAULT_TENANT, IdleTaxConfig, RankName, TenantConfig};
+use crate::limits::Rate;
 pub use crate::password::PasswordHash;
 
 /// How many failed logins an address, or a user name, is allowed.
@@ -85,6 +87,10 @@ pub(crate) struct Entry {
     pub name: String,
     pub password: Option<PasswordHash>,
     pub policy: TenantPolicy,
+    /// Connections logged in as it at once (`crate::limits`); `None`: no limit.
+    pub max_connections: Option<u32>,
+    /// Its requests per second (`crate::limits`); `None`: no limit.
+    pub rate: Option<Rate>,
 }
 
 /// What a login attempt found.
@@ -128,6 +134,12 @@ impl Tenants {
 
     pub fn entry(&self, id: TenantId) -> Option<&Entry> {
         self.entries.get(usize::from(id.0)).and_then(Option::as_ref)
+    }
+
+    /// The request rate of the live tenant `id`, if it has one (`crate::limits`).
+    #[inline]
+    pub fn rate(&self, id: TenantId) -> Option<Rate> {
+        self.entry(id).and_then(|e| e.rate)
     }
 
     /// Whether `id` names a configured (not removed) tenant.
@@ -254,6 +266,8 @@ impl Registry {
                 name: t.name.clone(),
                 password: t.password_sha256.clone(),
                 policy: t.policy(),
+                max_connections: t.max_connections,
+                rate: t.max_requests_per_second.map(|per_second| Rate { per_second }),
             });
         }
         if !default_seen {
@@ -261,6 +275,8 @@ impl Registry {
                 name: DEFAULT_TENANT.into(),
                 password: None,
                 policy: TenantPolicy::default(),
+                max_connections: None,
+                rate: None,
             });
         }
         prefixes.sort_by_key(|p: &(Box<[u8]>, TenantId)| std::cmp::Reverse(p.0.len()));
@@ -357,9 +373,17 @@ mod tests {
         a.rank = RankName(RankKind::Lru);
         a.idle_tax = Some(IdleTaxConfig { rate: 0.25, idle_time: Millis(30_000) });
         a.hard_cap = Some(Size(2 << 20));
+        a.max_connections = Some(3);
+        a.max_requests_per_second = Some(40);
         let c = Config { tenants: vec![a.clone()], ..Config::default() };
-        reg.apply(&c, &engine).unwrap();
+        let t = reg.apply(&c, &engine).unwrap();
         assert_eq!(engine.tenant_policy(TenantId(1)), a.policy());
+        let e = t.entry(TenantId(1)).unwrap();
+        assert_eq!(
+            (e.max_connections, t.rate(TenantId(1))),
+            (Some(3), Some(Rate { per_second: 40 }))
+        );
+        assert_eq!(t.rate(TenantId(0)), None, "the admin has none");
         reg.apply(&Config::default(), &engine).unwrap();
         assert_eq!(engine.tenant_policy(TenantId(1)).reserved, 0);
     }

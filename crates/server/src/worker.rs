@@ -124,6 +124,8 @@ struct Loop {
     scratch: Vec<u8>,
     keys: Vec<Vec<u8>>,
     tenants: Arc<Tenants>,
+    /// Request tokens taken from the tenants' buckets, not yet spent (`crate::limits`).
+    tokens: crate::limits::LocalTokens,
     /// Pub/sub deliveries taken from the mailbox (the buffer is reused).
     mail: Vec<crate::pubsub::Delivery>,
     /// Deliveries for connections in the middle of a reply written in steps.
@@ -173,6 +175,7 @@ pub(crate) fn run(
         scratch: Vec::new(),
         keys: Vec::new(),
         tenants: shared.tenants(),
+        tokens: crate::limits::LocalTokens::default(),
         watching: Vec::new(),
         parked: Vec::new(),
         parked_generation: 0,
@@ -307,6 +310,7 @@ impl Loop {
             scratch: &mut self.scratch,
             keys: &mut self.keys,
             tenants: &mut self.tenants,
+            tokens: &mut self.tokens,
             out_limit: OUTPUT_SOFT_LIMIT,
             fd: -1,
         };
@@ -389,6 +393,7 @@ impl Loop {
                     port: peer.port(),
                     tenant: TenantId(0),
                     user: None,
+                    rate_limited: false,
                     db: 0,
                     generation: self.tenants.generation,
                     version: resp::Version::Resp2,
@@ -452,6 +457,9 @@ impl Loop {
             shared.blocking.leave(c.session.id, |w| shared.wake(w));
         }
         self.forget(c.reject, c.session.id, c.memory);
+        if let Some(tenant) = c.session.user {
+            self.shared.limits.disconnect(tenant);
+        }
         self.free.push(t);
         if let Some(w) = c.session.watcher.take() {
             self.shared.watch.remove(&w);
@@ -500,6 +508,7 @@ impl Loop {
                         scratch: &mut self.scratch,
                         keys: &mut self.keys,
                         tenants: &mut self.tenants,
+                        tokens: &mut self.tokens,
                         out_limit: OUTPUT_SOFT_LIMIT,
                         fd: c.session.fd,
                     };

@@ -175,6 +175,11 @@ pub struct TenantCounters {
     pub auth_errors: [AtomicU64; MAX_TENANTS],
     /// Of those, refused unchecked.
     pub auth_refused: [AtomicU64; MAX_TENANTS],
+    /// Logins with the right password refused: the tenant's `max_connections` were all
+    /// logged in (`crate::limits`).
+    pub rejected_connections: [AtomicU64; MAX_TENANTS],
+    /// Requests refused over the tenant's `max_requests_per_second` (`crate::limits`).
+    pub throttled_requests: [AtomicU64; MAX_TENANTS],
 }
 
 impl Default for TenantCounters {
@@ -186,6 +191,8 @@ impl Default for TenantCounters {
             auth_cmds: zeros(),
             auth_errors: zeros(),
             auth_refused: zeros(),
+            rejected_connections: zeros(),
+            throttled_requests: zeros(),
         }
     }
 }

@@ -1,6 +1,5 @@
 //! Connection commands: PING, ECHO, QUIT, HELLO, AUTH, ACL WHOAMI and RESET.
 
-use fridge_engine::TenantId;
 use fridge_proto::resp::{
     Command, Version, write_array_header, write_bulk, write_error, write_integer, write_map_header,
     write_simple, write_wrong_arity,
@@ -14,6 +13,9 @@ const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is d
 /// A login refused unchecked (see `auth`). Deliberately not `WRONGPASS`: nothing was checked,
 /// and clients (redis-py) raise a plain error for it rather than an authentication failure.
 const REFUSED: &[u8] = b"ERR too many failed login attempts; try again later";
+/// A right password for a tenant whose `max_connections` are all logged in
+/// (`crate::limits`); after Redis's `-ERR max number of clients reached`.
+const TENANT_FULL: &[u8] = b"ERR max number of clients reached for this tenant";
 const NO_DEFAULT_PASSWORD: &[u8] = b"ERR AUTH <password> called without any password configured \
     for the default user. Are you sure your configuration is correct?";
 const HELLO_NOAUTH: &[u8] = b"NOAUTH HELLO must be called with the client already \
@@ -71,7 +73,8 @@ pub(super) fn auth(
         Ok(Login::Ok(_)) => write_simple(out, b"OK"),
         Ok(Login::Denied) => write_error(out, WRONGPASS),
         Ok(Login::NoDefaultPassword) => write_error(out, NO_DEFAULT_PASSWORD),
-        Err(crate::auth::Refused) => write_error(out, REFUSED),
+        Err(crate::auth::Refused::Failures) => write_error(out, REFUSED),
+        Err(crate::auth::Refused::Full) => write_error(out, TENANT_FULL),
     }
 }
 
@@ -116,13 +119,7 @@ pub(super) fn reset(
         ctx.shared.tracking.disable(s.id);
         crate::notify::update_engine_events(ctx.shared);
     }
-    if s.user.is_some() {
-        s.user = None;
-        let mut clients = ctx.shared.clients.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(e) = clients.get_mut(&s.id) {
-            e.tenant = TenantId(0);
-        }
-    }
+    crate::auth::logged_out(s, ctx);
     write_simple(out, b"RESET");
 }
 
@@ -167,7 +164,8 @@ pub(super) fn hello(
         Some((user, password)) => match crate::auth::attempt(s, ctx, Some(user), password) {
             Ok(Login::Ok(_)) => {}
             Ok(Login::Denied | Login::NoDefaultPassword) => return write_error(out, WRONGPASS),
-            Err(crate::auth::Refused) => return write_error(out, REFUSED),
+            Err(crate::auth::Refused::Failures) => return write_error(out, REFUSED),
+            Err(crate::auth::Refused::Full) => return write_error(out, TENANT_FULL),
         },
         None if s.must_login(ctx.tenants) => return write_error(out, HELLO_NOAUTH),
         None => {}

@@ -450,6 +450,19 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     }
 }
 
+/// Answers a command with `error` (a whole `-…\r\n` line) instead of running it — one over
+/// its tenant's request rate (`crate::limits`) — counted and dropped as [`execute`] counts
+/// and drops an error reply.
+pub(crate) fn refuse(error: &[u8], out: &mut Vec<u8>, s: &mut Session, ctx: &Ctx<'_>) {
+    ctx.stats.commands_by_row.error(error);
+    if !(s.reply_off || s.reply_skip == 1) {
+        out.extend_from_slice(error);
+    }
+    if s.reply_skip > 0 {
+        s.reply_skip -= 1;
+    }
+}
+
 /// Stores the connection's subscription counts where `CLIENT LIST` reads them: three relaxed
 /// loads, and stores only when a count changed.
 #[inline]

@@ -462,7 +462,7 @@ fn write_tenants(out: &mut Vec<u8>, shared: &Shared, view: &View<'_>) {
     let name = view.tenants.name(view.tenant).unwrap_or_default();
     let _ = write!(out, "tenant:{name}\r\ntenant_id:{}\r\n", view.tenant.0);
     for (id, name) in view.rows() {
-        let r = row(shared, id);
+        let r = row(shared, view.tenants, id);
         let _ = write!(out, "tenant_{name}:id={},rank={}", id.0, r.rank);
         for (field, n) in row_fields(&r) {
             let _ = write!(out, ",{field}={n}");

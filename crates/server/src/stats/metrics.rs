@@ -154,6 +154,11 @@ fn tenant_help(field: &str) -> &'static str {
         }
         "evictions" => "the tenant's items evicted",
         "credits_gained" | "credits_lost" => "bytes of memory credit the arbiter gave / took",
+        "connections" => "connections logged in as the tenant",
+        "max_connections" => "the tenant's max_connections (0: no limit)",
+        "rejected_connections" => "logins refused because max_connections were logged in",
+        "max_requests_per_second" => "the tenant's max_requests_per_second (0: no limit)",
+        "throttled_requests" => "requests refused over max_requests_per_second",
         _ => "a `stats tenants` field",
     }
 }
@@ -162,7 +167,14 @@ fn tenant_help(field: &str) -> &'static str {
 fn tenant_counter(field: &str) -> bool {
     matches!(
         field,
-        "hits" | "misses" | "shadow_hits" | "evictions" | "credits_gained" | "credits_lost"
+        "hits"
+            | "misses"
+            | "shadow_hits"
+            | "evictions"
+            | "credits_gained"
+            | "credits_lost"
+            | "rejected_connections"
+            | "throttled_requests"
     )
 }
 

@@ -473,6 +473,16 @@ fn run_memcache(
     } else {
         match memcache::parse_request_resumable(buf, limits.mc, &mut c.scanned) {
             Ok((req, used)) => {
+                // Over its tenant's request rate: refused, not run (`crate::limits`). A
+                // resumed multiget paid when it began; `quit` always closes.
+                if c.session.rate_limited
+                    && !c.session.resume.resuming
+                    && !matches!(req, memcache::Request::Quit)
+                    && !crate::limits::admit(&c.session, ctx)
+                {
+                    c.wbuf.extend_from_slice(crate::limits::MC_THROTTLED);
+                    return Ran::Used(used);
+                }
                 if !c.session.resume.resuming {
                     stats::inc(&ctx.stats.commands);
                     c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
@@ -574,6 +584,14 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
                     stats::inc(&ctx.stats.commands);
                     c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
                     let cmd = c.args.command(buf);
+                    // Over its tenant's request rate: refused, not run (`crate::limits`).
+                    if c.session.rate_limited
+                        && !crate::limits::admit_resp(&cmd, &mut c.session, ctx)
+                    {
+                        let error = crate::limits::RESP_THROTTLED;
+                        crate::resp::refuse(error, &mut c.wbuf, &mut c.session, ctx);
+                        return Ran::Used(used);
+                    }
                     crate::resp::execute(&cmd, &mut c.wbuf, &mut c.session, ctx);
                     if c.session.keep_for_later() {
                         c.resume_used = used;
