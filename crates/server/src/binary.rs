@@ -130,7 +130,7 @@ pub(crate) fn execute(
         return 0;
     }
     // Over its tenant's request rate: refused, not run (`crate::limits`).
-    if s.rate_limited && !crate::limits::admit(s, ctx) {
+    if s.rate_limited && !s.admit(ctx) {
         r.error_body(Status::TemporaryFailure, crate::limits::BINARY_THROTTLED);
         return 0;
     }

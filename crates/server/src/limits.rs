@@ -43,10 +43,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use fridge_engine::TenantId;
 use fridge_engine::item::MAX_TENANTS;
-use fridge_proto::resp;
-
-use crate::session::{Ctx, Session};
-use crate::stats;
 
 /// The most tokens a worker takes from a tenant's bucket at once.
 pub(crate) const MAX_BATCH: u32 = 64;
@@ -225,39 +221,6 @@ pub(crate) const MC_THROTTLED: &[u8] =
     b"SERVER_ERROR too many requests per second for this tenant\r\n";
 /// The body of the binary protocol's reply (status `0x86`, temporary failure).
 pub(crate) const BINARY_THROTTLED: &[u8] = b"Too many requests per second for this tenant.";
-
-/// Whether the request at hand may run: a token of the session's tenant is spent. Called
-/// only for sessions whose tenant has a rate (`Session::rate_limited`). A refusal is
-/// counted in the tenant's `throttled_requests`; the caller answers it with the protocol's
-/// error and does not run the request.
-#[inline]
-pub(crate) fn admit(s: &Session, ctx: &mut Ctx<'_>) -> bool {
-    let Some(tenant) = s.user else { return true };
-    let Some(rate) = ctx.tenants.rate(tenant) else { return true };
-    let now = now_ns(ctx.shared.now_ms());
-    if ctx.tokens.admit(&ctx.shared.limits, tenant, rate, now) {
-        return true;
-    }
-    stats::inc(&ctx.stats.tenants.throttled_requests[usize::from(tenant.0)]);
-    false
-}
-
-/// [`admit`] for a RESP command. `MULTI`, `EXEC` and `DISCARD` pay nothing: each command of
-/// a transaction pays when it is queued, and a transaction can always begin and end (a
-/// refused `MULTI` would leave the commands after it to run one by one). A command refused
-/// while queueing fails the transaction (`EXEC` answers `EXECABORT`), as Redis does for a
-/// command it refuses before queueing.
-pub(crate) fn admit_resp(cmd: &resp::Command<'_>, s: &mut Session, ctx: &mut Ctx<'_>) -> bool {
-    let name = cmd.get(0).unwrap_or_default();
-    let free = [&b"multi"[..], b"exec", b"discard"];
-    if free.iter().any(|f| name.eq_ignore_ascii_case(f)) || admit(s, ctx) {
-        return true;
-    }
-    if let Some(tx) = s.tx.as_mut().filter(|t| t.open) {
-        tx.failed = true;
-    }
-    false
-}
 
 /// The server clock in nanoseconds, as the buckets read it.
 pub(crate) fn now_ns(now_ms: u64) -> u64 {

@@ -204,6 +204,22 @@ impl Session {
     pub fn refresh_limits(&mut self, tenants: &Tenants) {
         self.rate_limited = self.user.is_some_and(|t| tenants.rate(t).is_some());
     }
+
+    /// Whether the request at hand may run: a token of the tenant it logged in as is spent
+    /// (`crate::limits`). Called only where [`Session::rate_limited`] holds. A refusal is
+    /// counted in the tenant's `throttled_requests`; the caller answers it with the
+    /// protocol's error and does not run the request.
+    #[inline]
+    pub(crate) fn admit(&self, ctx: &mut Ctx<'_>) -> bool {
+        let Some(tenant) = self.user else { return true };
+        let Some(rate) = ctx.tenants.rate(tenant) else { return true };
+        let now = crate::limits::now_ns(ctx.shared.now_ms());
+        if ctx.tokens.admit(&ctx.shared.limits, tenant, rate, now) {
+            return true;
+        }
+        crate::stats::inc(&ctx.stats.tenants.throttled_requests[usize::from(tenant.0)]);
+        false
+    }
 }
 
 /// Everything a dispatcher needs from the worker besides the connection.

@@ -450,6 +450,23 @@ pub(crate) fn execute(cmd: &Command<'_>, out: &mut Vec<u8>, s: &mut Session, ctx
     }
 }
 
+/// [`Session::admit`] for a RESP command. `MULTI`, `EXEC` and `DISCARD` pay nothing: each
+/// command of a transaction pays when it is queued, and a transaction can always begin and
+/// end (a refused `MULTI` would leave the commands after it to run one by one). A command
+/// refused while queueing fails the transaction (`EXEC` answers `EXECABORT`), as Redis does
+/// for a command it refuses before queueing.
+pub(crate) fn admit(cmd: &Command<'_>, s: &mut Session, ctx: &mut Ctx<'_>) -> bool {
+    let name = cmd.get(0).unwrap_or_default();
+    let free = [&b"multi"[..], b"exec", b"discard"];
+    if free.iter().any(|f| name.eq_ignore_ascii_case(f)) || s.admit(ctx) {
+        return true;
+    }
+    if let Some(tx) = s.tx.as_mut().filter(|t| t.open) {
+        tx.failed = true;
+    }
+    false
+}
+
 /// Answers a command with `error` (a whole `-…\r\n` line) instead of running it — one over
 /// its tenant's request rate (`crate::limits`) — counted and dropped as [`execute`] counts
 /// and drops an error reply.

@@ -478,7 +478,7 @@ fn run_memcache(
                 if c.session.rate_limited
                     && !c.session.resume.resuming
                     && !matches!(req, memcache::Request::Quit)
-                    && !crate::limits::admit(&c.session, ctx)
+                    && !c.session.admit(ctx)
                 {
                     c.wbuf.extend_from_slice(crate::limits::MC_THROTTLED);
                     return Ran::Used(used);
@@ -585,9 +585,7 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
                     c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
                     let cmd = c.args.command(buf);
                     // Over its tenant's request rate: refused, not run (`crate::limits`).
-                    if c.session.rate_limited
-                        && !crate::limits::admit_resp(&cmd, &mut c.session, ctx)
-                    {
+                    if c.session.rate_limited && !crate::resp::admit(&cmd, &mut c.session, ctx) {
                         let error = crate::limits::RESP_THROTTLED;
                         crate::resp::refuse(error, &mut c.wbuf, &mut c.session, ctx);
                         return Ran::Used(used);
