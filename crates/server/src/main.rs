@@ -88,16 +88,24 @@ fn main() {
     let reload = server.reload_handle();
     let notifier = Notifier::from_env();
     let on_signal = notifier.clone();
-    let tls = server.tls_addr().is_some() || config.enable_ssl;
+    // What a reload rereads (`Shared::reload`): the tenants from the configuration file, the
+    // certificates, the cluster map.
+    let reloaded = [
+        (config.config_file.is_some(), "tenants"),
+        (server.tls_addr().is_some() || config.enable_ssl, "certificates"),
+        (config.cluster_config.is_some(), "cluster map"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, what)| *what)
+    .collect::<Vec<_>>()
+    .join(", ");
     std::thread::spawn(move || {
         for signal in signals.forever() {
             if signal == SIGHUP {
                 on_signal.reloading();
                 match reload.reload() {
-                    Ok(()) if tls => {
-                        log::info!("fridge: SIGHUP: tenants and certificates reloaded")
-                    }
-                    Ok(()) => log::info!("fridge: SIGHUP: tenants reloaded"),
+                    Ok(()) => log::info!("fridge: SIGHUP: {reloaded} reloaded"),
                     Err(e) => log::warn!("fridge: SIGHUP: reload failed, tenants unchanged: {e}"),
                 }
                 on_signal.ready("serving");
