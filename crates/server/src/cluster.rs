@@ -20,9 +20,12 @@
 //!
 //! Cost: with no `--cluster-config`, [`crate::shared::Shared::cluster`] is `None` and a RESP
 //! command pays one predictable branch. With it, a command with keys hashes each key (a
-//! table-driven CRC16: one load per byte) and takes the map's read lock once.
+//! table-driven CRC16: one load per byte) and loads the map's generation once: each
+//! connection routes by its own copy of the map, refreshed under the lock only after a reload
+//! ([`Cluster::current`]), so workers do not share a lock's line per command.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use fridge_engine::{Engine, TenantId};
@@ -344,19 +347,33 @@ pub struct Cluster {
     listen: String,
     ports: Vec<u16>,
     map: RwLock<Arc<SlotMap>>,
+    /// Bumped after each map a reload publishes, so a connection's copy ([`Cluster::current`])
+    /// is refreshed without the lock being taken per command.
+    generation: AtomicU64,
 }
+
+/// A connection's copy of the map in force and the generation it was read at
+/// ([`Cluster::current`]).
+pub type CachedMap = Option<(u64, Arc<SlotMap>)>;
 
 impl Cluster {
     /// Reads the map at start.
     pub fn load(path: PathBuf, listen: &str, ports: Vec<u16>) -> Result<Cluster, String> {
         let map = read(&path, listen, &ports)?;
-        Ok(Cluster { path, listen: listen.to_string(), ports, map: RwLock::new(Arc::new(map)) })
+        let map = RwLock::new(Arc::new(map));
+        Ok(Cluster { path, listen: listen.to_string(), ports, map, generation: AtomicU64::new(0) })
     }
 
-    /// The map in force, under its read lock for the time `f` runs.
+    /// The map in force, read through `cached`, a connection's copy: a command pays one load
+    /// of the generation, and the lock is taken only after a reload published a new map.
     #[inline]
-    pub fn with<R>(&self, f: impl FnOnce(&SlotMap) -> R) -> R {
-        f(&self.map.read().unwrap_or_else(|e| e.into_inner()))
+    pub fn current<'a>(&self, cached: &'a mut CachedMap) -> &'a SlotMap {
+        let generation = self.generation.load(Ordering::Acquire);
+        if cached.as_ref().is_some_and(|(seen, _)| *seen != generation) {
+            *cached = None;
+        }
+        // A map read after the generation is at least as new as it says.
+        &cached.get_or_insert_with(|| (generation, self.map())).1
     }
 
     /// The map in force.
@@ -377,6 +394,7 @@ impl Cluster {
             &mut *self.map.write().unwrap_or_else(|e| e.into_inner()),
             Arc::clone(&new),
         );
+        self.generation.fetch_add(1, Ordering::Release);
         let lost = (0..SLOTS as u16).any(|s| old.serves(s) && !new.serves(s));
         if !lost {
             return Ok(0);

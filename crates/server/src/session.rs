@@ -49,6 +49,8 @@ pub(crate) struct Session {
     pub db: u8,
     /// The tenants generation last checked (a removed tenant's connections are closed).
     pub generation: u64,
+    /// Cluster mode: the slot map this connection routes by (`crate::cluster::Cluster::current`).
+    pub cluster_map: crate::cluster::CachedMap,
     pub version: resp::Version,
     /// Close once the pending replies are written (`quit`, protocol errors, `CLIENT KILL`).
     pub closing: bool,

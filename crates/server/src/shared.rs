@@ -12,7 +12,6 @@ use std::time::Duration;
 use fridge_engine::{Clock, Engine, SystemClock, TenantId};
 use mio::Waker;
 
-use crate::cluster::SlotMap;
 use crate::config::{Config, Protocol};
 use crate::listen::Stream;
 use crate::worker_stats::{Baseline, WorkerStats};
@@ -207,7 +206,7 @@ impl Shared {
                 log::info!(
                     "fridge: cluster config reloaded: {} slots served here, {dropped} keys of \
                      slots no longer served dropped",
-                    c.with(SlotMap::served)
+                    c.map().served()
                 );
             }),
             None => Ok(()),

@@ -396,6 +396,7 @@ impl Loop {
                     rate_limited: false,
                     db: 0,
                     generation: self.tenants.generation,
+                    cluster_map: None,
                     version: resp::Version::Resp2,
                     closing: false,
                     resume: Resume::default(),

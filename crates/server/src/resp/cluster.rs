@@ -34,7 +34,10 @@ pub(super) fn refused(
     cluster: &Cluster,
     out: &mut Vec<u8>,
 ) -> bool {
-    cluster.with(|map| {
+    // The connection's copy of the map, out of the session while the session is used.
+    let mut cached = s.cluster_map.take();
+    let refused = {
+        let map = cluster.current(&mut cached);
         let mut slots = Slots::default();
         let result = if c.name == "exec" && multi::queueing(s) {
             match s.tx.as_ref() {
@@ -62,7 +65,9 @@ pub(super) fn refused(
                 false
             }
         }
-    })
+    };
+    s.cluster_map = cached;
+    refused
 }
 
 /// Adds the slots of `cmd`'s keys: by the row's key positions where they say it all, else by
