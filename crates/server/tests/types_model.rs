@@ -443,12 +443,17 @@ fn set_op(rng: &mut Rng, key: &[u8]) -> Op {
 fn zset_op(rng: &mut Rng, key: &[u8]) -> Op {
     let m = b(format!("m{}", rng.below(10)));
     let score = rng.below(200) as i64 - 100;
+    zset_op_of(rng.below(4), key, m, score)
+}
+
+/// ZADD (0), ZINCRBY (1), ZREM (2) or ZPOPMIN (3) of member `m` with `score`.
+fn zset_op_of(which: u64, key: &[u8], m: Vec<u8>, score: i64) -> Op {
     let zset = |v: Option<Value>| match v {
         Some(Value::Zset(z)) => z,
         _ => BTreeMap::new(),
     };
     let mm = m.clone();
-    match rng.below(4) {
+    match which {
         0 => Op {
             args: vec![b("ZADD"), b(key), b(score.to_string()), m],
             apply: Box::new(move |v, _| {
@@ -496,8 +501,80 @@ fn zset_op(rng: &mut Rng, key: &[u8]) -> Op {
     }
 }
 
+/// Random ZADD, ZINCRBY, ZREM, ZSCORE, ZRANK and ZPOPMIN on a sorted set of up to 400
+/// members, mostly growing it: large enough to carry an index (from 128 members).
+fn large_zset_op(rng: &mut Rng, key: &[u8]) -> Op {
+    let m = b(format!("member:{:04}", rng.below(400)));
+    let score = rng.below(2000) as i64 - 1000;
+    let zset = |v: Option<Value>| match v {
+        Some(Value::Zset(z)) => z,
+        _ => BTreeMap::new(),
+    };
+    let mm = m.clone();
+    match rng.below(20) {
+        0..=7 => zset_op_of(0, key, m, score),
+        8..=10 => zset_op_of(1, key, m, score),
+        11..=12 => zset_op_of(2, key, m, score),
+        13 => zset_op_of(3, key, m, score),
+        14..=16 => Op {
+            args: vec![b("ZSCORE"), b(key), m],
+            apply: Box::new(move |v, _| {
+                let reply = match zset(v.clone()).get(&mm) {
+                    Some(s) => Reply::Bulk(s.to_string().into_bytes()),
+                    None => Reply::Nil,
+                };
+                (reply, v)
+            }),
+        },
+        _ => Op {
+            args: vec![b("ZRANK"), b(key), m],
+            apply: Box::new(move |v, _| {
+                let mut by_score: Vec<(i64, Vec<u8>)> =
+                    zset(v.clone()).into_iter().map(|(m, s)| (s, m)).collect();
+                by_score.sort();
+                let reply = match by_score.iter().position(|(_, m)| *m == mm) {
+                    Some(r) => Reply::Int(r as i64),
+                    None => Reply::Nil,
+                };
+                (reply, v)
+            }),
+        },
+    }
+}
+
 #[test]
 fn every_type_agrees_with_its_model_while_the_cleaner_evicts_and_relocates() {
+    // Enough keys that each is touched seldom: some go with the strings.
+    let names: Vec<Vec<u8>> =
+        "hlsz".bytes().flat_map(|t| (0..6).map(move |i| vec![t, b'0' + i])).collect();
+    let pick = |rng: &mut Rng, key: &[u8]| match key[0] {
+        b'h' => hash_op(rng, key),
+        b'l' => list_op(rng, key),
+        b's' => set_op(rng, key),
+        _ => zset_op(rng, key),
+    };
+    let (evicted_keys, _) = agree_with_models(&names, 6000, pick);
+    // Collections went with the strings: the model's tolerance was exercised.
+    assert!(evicted_keys > 0, "no collection was evicted");
+}
+
+#[test]
+fn large_sorted_sets_agree_with_their_model_while_the_cleaner_evicts_and_relocates() {
+    // Two sets growing to hundreds of members, read and written through their index (one
+    // member's write edits it, the others' rebuild it).
+    let names = vec![b("Z0"), b("Z1")];
+    let (_, largest) = agree_with_models(&names, 4000, large_zset_op);
+    assert!(largest >= 250, "the sets grew past the index's threshold: {largest}");
+}
+
+/// Runs `steps` random commands (`pick` chooses one for a key of `names`) against a server and
+/// the model, strings written beside them keeping the cleaner evicting and relocating: how
+/// often a key was found evicted, and the most members or fields a key's state had.
+fn agree_with_models(
+    names: &[Vec<u8>],
+    steps: usize,
+    pick: impl Fn(&mut Rng, &[u8]) -> Op,
+) -> (usize, usize) {
     let config = Config {
         port: 0,
         memory: Size(16 << 20),
@@ -510,14 +587,11 @@ fn every_type_agrees_with_its_model_while_the_cleaner_evicts_and_relocates() {
     let stream = TcpStream::connect(server.local_addr()).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut c = Client { stream, buf: Vec::new() };
-    // Enough keys that each is touched seldom: some go with the strings.
-    let names: Vec<Vec<u8>> =
-        "hlsz".bytes().flat_map(|t| (0..6).map(move |i| vec![t, b'0' + i])).collect();
     let keys: Vec<&[u8]> = names.iter().map(Vec::as_slice).collect();
     let mut model: BTreeMap<Vec<u8>, Value> = BTreeMap::new();
     let mut rng = Rng(0x5EED_CAFE_F00D_1234);
-    let (mut evicted_keys, mut fillers) = (0, 0u64);
-    for step in 0..6000 {
+    let (mut evicted_keys, mut fillers, mut largest) = (0, 0u64, 0);
+    for step in 0..steps {
         // Strings beside the collections keep memory full: the cleaner evicts and relocates.
         if rng.below(2) == 0 {
             let filler = vec![b'x'; 20_000 + rng.below(60_000) as usize];
@@ -529,12 +603,7 @@ fn every_type_agrees_with_its_model_while_the_cleaner_evicts_and_relocates() {
             clock.advance(rng.below(60));
         }
         let key = keys[rng.below(keys.len() as u64) as usize];
-        let op = match key[0] {
-            b'h' => hash_op(&mut rng, key),
-            b'l' => list_op(&mut rng, key),
-            b's' => set_op(&mut rng, key),
-            _ => zset_op(&mut rng, key),
-        };
+        let op = pick(&mut rng, key);
         let now = clock.now_ms();
         let before = model.get(key).cloned();
         let lived = (op.apply)(before.clone(), now);
@@ -542,6 +611,7 @@ fn every_type_agrees_with_its_model_while_the_cleaner_evicts_and_relocates() {
         let args: Vec<&[u8]> = op.args.iter().map(Vec::as_slice).collect();
         let reply = c.call(&args);
         let state = server_state(&mut c, key);
+        largest = largest.max(state.as_ref().map_or(0, |(_, content)| content.len() / 2));
         let matches = |(r, v): &(Reply, Option<Value>)| {
             *r == reply && (state == state_of(v.as_ref(), now) || state.is_none())
         };
@@ -566,7 +636,6 @@ fn every_type_agrees_with_its_model_while_the_cleaner_evicts_and_relocates() {
     let stats = server.engine().stats();
     assert!(stats.relocated_items > 0, "the cleaner relocated items: {stats:?}");
     assert!(stats.evictions > 0, "the cleaner evicted items: {stats:?}");
-    // Collections went with the strings: the model's tolerance was exercised.
-    assert!(evicted_keys > 0, "no collection was evicted");
     server.shutdown();
+    (evicted_keys, largest)
 }

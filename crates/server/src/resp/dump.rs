@@ -179,7 +179,9 @@ fn pack_zset(mut members: Vec<(Vec<u8>, f64)>) -> Option<Vec<u8>> {
             deadline: 0,
         });
     }
-    b.finish();
+    if b.finish() as usize >= crate::types::index::MIN_ENTRIES {
+        crate::types::index::append(&mut buf);
+    }
     Some(buf)
 }
 

@@ -3,14 +3,16 @@
 //! WITHSCORES) and its older forms, ZRANGESTORE, ZREMRANGEBYRANK/SCORE/LEX, ZPOPMIN, ZPOPMAX,
 //! ZMPOP, ZRANDMEMBER, ZSCAN, ZUNION, ZINTER, ZDIFF (and their STOREs), ZINTERCARD.
 //!
-//! A sorted set is packed as a hash of members and their scores ([`PackedScore`])
-//! kept in the order of (score, member), so a range by rank or by score is a walk from the
-//! start, and a write builds the new order in one pass over the old (`types::ZSET`).
+//! A sorted set is packed as a hash of members and their scores ([`PackedScore`]) kept in the
+//! order of (score, member), so a range by rank or by score is a walk from the start, and a
+//! write builds the new order in one pass over the old (`types::ZSET`). From
+//! [`index::MIN_ENTRIES`] members on it carries an index (`types::index`): a member, its rank
+//! and the place of a score are found without a pass.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
-use fridge_engine::{Condition, EngineError, Expiry, Store, TenantId, Update};
+use fridge_engine::{Condition, EngineError, Expiry, Splice, Store, TenantId, Update};
 use fridge_proto::number::{parse_redis_f64, write_g17};
 use fridge_proto::resp::{
     Command, Version, write_array_header, write_bulk, write_error, write_integer, write_null,
@@ -22,7 +24,7 @@ use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, ZSET as ZSET_EVENTS};
 use crate::session::{Ctx, Session};
 use crate::types::hash::{Builder, Entry, Hash};
-use crate::types::{SET, ZSET};
+use crate::types::{SET, ZSET, index};
 
 const TOO_LARGE: &[u8] = b"ERR sorted set would exceed the item size limit (max-item-size)";
 const NOT_FLOAT: &[u8] = b"ERR value is not a valid float";
@@ -112,13 +114,18 @@ fn members<'a>(h: &Hash<'a>) -> Vec<Scored<'a>> {
     h.iter().map(|e| Scored { member: e.field, score: score_of(&e) }).collect()
 }
 
-/// Packs `entries` (in order) into `buf`: their number.
+/// Packs `entries` (in order) into `buf`, with an index from [`index::MIN_ENTRIES`] on: their
+/// number.
 fn pack(buf: &mut Vec<u8>, entries: &[Scored<'_>]) -> u32 {
     let mut b = Builder::new(buf, false);
     for e in entries {
         b.push(Entry { field: e.member, value: PackedScore::of(e.score).bytes(), deadline: 0 });
     }
-    b.finish()
+    let n = b.finish();
+    if n as usize >= index::MIN_ENTRIES {
+        index::append(buf);
+    }
+    n
 }
 
 /// Whether Redis would keep this sorted set as a listpack.
@@ -339,9 +346,8 @@ struct Flags {
 /// (INCR's reply; `None` where nothing was done).
 type Added = (usize, usize, Option<f64>);
 
-/// ZADD of one member, the common case: its old entry found by a scan, the new one inserted
-/// at its place while the runs of members around it are copied whole (no decoding of the
-/// others). Sets `failed` for a NaN score.
+/// ZADD of one member, the common case: [`add_to`] as the engine's update. Sets `failed` for
+/// a NaN score.
 fn add_one(
     ctx: &mut Ctx<'_>,
     t: TenantId,
@@ -354,85 +360,157 @@ fn add_one(
         if cur.is_none() && f.xx {
             return Ok(Update::Done(None));
         }
-        let bytes = cur.map_or(&[][..], |c| c.value);
-        let old = Hash::new(bytes);
-        // The new place: before the first entry that orders after the new one. Where the new
-        // score is known already (no INCR), one pass finds it and the old entry, stopping
-        // once it has both; it reads only scores and, on a tie, members.
-        let mut place = None;
-        let found = if f.incr {
-            old.find(a.member)
-        } else {
-            let (found, at) = old.find_and_first_where(a.member, |member, value| {
-                order(&a, &Scored { member, score: score_from(value) }).is_lt()
-            });
-            place = Some(at);
-            found
-        };
-        // The old entry, by where it starts.
-        let found = found.map(|(span, e)| (span, score_of(&e)));
-        let score = match found {
-            Some(_) if f.nx => return Ok(Update::Done(Some(((0, 0, None), false)))),
-            Some((_, old)) => {
-                let new = if f.incr { old + a.score } else { a.score };
-                if new.is_nan() {
-                    *failed = true;
-                    return Ok(Update::Done(None));
-                }
-                if (f.gt && new <= old) || (f.lt && new >= old) {
-                    return Ok(Update::Done(Some(((0, 0, None), false))));
-                }
-                if new == old {
-                    return Ok(Update::Done(Some(((0, 0, Some(new)), false))));
-                }
-                new
+        Ok(match add_to(cur.map_or(&[][..], |c| c.value), a, f, buf, splice) {
+            One::Unchanged(r) => Update::Done(r.map(|r| (r, false))),
+            One::Nan => {
+                *failed = true;
+                Update::Done(None)
             }
-            None if f.xx => return Ok(Update::Done(Some(((0, 0, None), false)))),
-            None => a.score,
-        };
-        let new = Scored { member: a.member, score };
-        // INCR's new place, now that its score is known: a pass that stops there.
-        let (at, before) = place.unwrap_or_else(|| {
-            old.first_where(|member, value| {
-                order(&new, &Scored { member, score: score_from(value) }).is_lt()
-            })
-            .unwrap_or((bytes.len(), old.len()))
-        });
-        let packed = PackedScore::of(new.score);
-        let entry = Entry { field: new.member, value: packed.bytes(), deadline: 0 };
-        let (start, end) = (crate::types::pack::HEADER_LEN.min(bytes.len()), bytes.len());
-        let mut b = Builder::spliced(buf, splice, bytes, false);
-        // Unchanged runs are copied whole, once: the entries before the new place and those after
-        // it, less the old entry (the two runs around it count the entries they hold between
-        // them).
-        match found.as_ref().map(|(span, _)| span.clone()) {
-            None => {
-                b.copy(old.raw(start..at), before as u32);
-                b.push(entry);
-                b.copy(old.raw(at..end), (old.len() - before) as u32);
-            }
-            Some(span) if span.start < at => {
-                b.copy(old.raw(start..span.start), before as u32 - 1);
-                b.copy(old.raw(span.end..at), 0);
-                b.push(entry);
-                b.copy(old.raw(at..end), (old.len() - before) as u32);
-            }
-            Some(span) => {
-                b.copy(old.raw(start..at), before as u32);
-                b.push(entry);
-                b.copy(old.raw(at..span.start), (old.len() - before - 1) as u32);
-                b.copy(old.raw(span.end..end), 0);
-            }
-        }
-        b.finish();
-        let added = usize::from(found.is_none());
-        let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
-        Ok(Update::Write {
-            flags: 0,
-            expires_at_ms,
-            result: Some(((added, 1 - added, Some(score)), false)),
+            One::Written(r) => Update::Write {
+                flags: 0,
+                expires_at_ms: cur.and_then(|c| c.expires_at_ms),
+                result: Some((r, false)),
+            },
         })
     })
+}
+
+/// What [`add_to`] made of a sorted set.
+#[derive(Debug, PartialEq)]
+enum One {
+    /// Nothing to write; ZADD's result (`None`: nothing done).
+    Unchanged(Option<Added>),
+    /// The new score is NaN: nothing changes.
+    Nan,
+    /// The new set is given in the buffer and the splice.
+    Written(Added),
+}
+
+/// Whether an entry (member, packed score) orders after `new`: false, then true along a set.
+fn after<'n>(new: Scored<'n>) -> impl Fn(&[u8], &[u8]) -> bool + 'n {
+    move |member, value| order(&new, &Scored { member, score: score_from(value) }).is_lt()
+}
+
+/// ZADD of one member to the packed sorted set `bytes` (empty for none), the new set given
+/// in `buf` and `splice` (for `Worker::update_kind_spliced`): the old entry and the new place
+/// found — through the index of a large set (a probe and a binary search), else by one pass
+/// that stops once it has both — and the new entry inserted at its place while the runs of
+/// members around it are copied whole, once (no decoding of the others); a large set's index
+/// rewritten by [`index::write_edited`].
+fn add_to(bytes: &[u8], a: Scored<'_>, f: Flags, buf: &mut Vec<u8>, splice: &mut Splice) -> One {
+    add_in(Hash::new(bytes), bytes, a, f, buf, splice)
+}
+
+/// [`add_to`] of the set `old` read from `bytes`.
+fn add_in(
+    old: Hash<'_>,
+    bytes: &[u8],
+    a: Scored<'_>,
+    f: Flags,
+    buf: &mut Vec<u8>,
+    splice: &mut Splice,
+) -> One {
+    // The new place: before the first entry that orders after the new one. Where the new
+    // score is known already (no INCR), it is found with the old entry.
+    let mut place = None;
+    let found = if old.index().is_some() {
+        if !f.incr {
+            place = Some(old.partition_point(after(a)));
+        }
+        old.find_ranked(a.member)
+    } else if f.incr {
+        old.find(a.member).map(|found| (found, None))
+    } else {
+        let (found, at) = old.find_and_first_where(a.member, after(a));
+        place = Some(at);
+        found.map(|found| (found, None))
+    };
+    // The old entry: where it lies, its rank (through an index), its score.
+    let found = found.map(|((span, e), slot)| (span, slot, score_of(&e)));
+    let score = match found {
+        Some(_) if f.nx => return One::Unchanged(Some((0, 0, None))),
+        Some((_, _, old)) => {
+            let new = if f.incr { old + a.score } else { a.score };
+            if new.is_nan() {
+                return One::Nan;
+            }
+            if (f.gt && new <= old) || (f.lt && new >= old) {
+                return One::Unchanged(Some((0, 0, None)));
+            }
+            if new == old {
+                return One::Unchanged(Some((0, 0, Some(new))));
+            }
+            new
+        }
+        None if f.xx => return One::Unchanged(Some((0, 0, None))),
+        None => a.score,
+    };
+    let new = Scored { member: a.member, score };
+    // INCR's new place, now that its score is known.
+    let (at, before) = place.unwrap_or_else(|| old.partition_point(after(new)));
+    let (start, end) = (crate::types::pack::HEADER_LEN.min(bytes.len()), old.end());
+    // An index that does not agree with its entries (a damaged value) is passed over: the
+    // entries decide, and the set is written with an index built anew.
+    let sound = (start..=end).contains(&at)
+        && before <= old.len()
+        && found.as_ref().is_none_or(|(span, _, _)| {
+            start <= span.start
+                && span.end <= end
+                && before < old.len()
+                && (if span.start < at { span.end <= at && before >= 1 } else { true })
+        });
+    if !sound && old.index().is_some() {
+        return add_in(old.without_index(), bytes, a, f, buf, splice);
+    }
+    let packed = PackedScore::of(new.score);
+    let entry = Entry { field: new.member, value: packed.bytes(), deadline: 0 };
+    let count = old.len() + usize::from(found.is_none());
+    // A set that reaches the size of an index without one is written whole and indexed anew;
+    // any other as a splice (an indexed one with its index edited).
+    let fresh_index = old.index().is_none() && count >= index::MIN_ENTRIES;
+    let mut b = if fresh_index {
+        splice.clear();
+        Builder::new(buf, false)
+    } else {
+        Builder::spliced(buf, splice, bytes, false)
+    };
+    // Unchanged runs are copied whole, once: the entries before the new place and those after
+    // it, less the old entry (the two runs around it count the entries they hold between
+    // them).
+    let len = match found.as_ref().map(|(span, _, _)| span.clone()) {
+        None => {
+            b.copy(old.raw(start..at), before as u32);
+            let len = b.push_len(entry);
+            b.copy(old.raw(at..end), (old.len() - before) as u32);
+            len
+        }
+        Some(span) if span.start < at => {
+            b.copy(old.raw(start..span.start), before as u32 - 1);
+            b.copy(old.raw(span.end..at), 0);
+            let len = b.push_len(entry);
+            b.copy(old.raw(at..end), (old.len() - before) as u32);
+            len
+        }
+        Some(span) => {
+            b.copy(old.raw(start..at), before as u32);
+            let len = b.push_len(entry);
+            b.copy(old.raw(at..span.start), (old.len() - before - 1) as u32);
+            b.copy(old.raw(span.end..end), 0);
+            len
+        }
+    };
+    if let Some(ix) = old.index() {
+        let removed = found.as_ref().and_then(|(span, rank, _)| Some((span.clone(), (*rank)?)));
+        let edit = index::Edit { removed, at, before, len, tag: index::tag(new.member) };
+        b.mark_indexed();
+        index::write_edited(b.trailer(), &old, ix, &edit);
+    }
+    b.finish();
+    if fresh_index {
+        index::append(buf);
+    }
+    let added = usize::from(found.is_none());
+    One::Written((added, 1 - added, Some(score)))
 }
 
 /// `ZINCRBY key increment member`.
@@ -445,29 +523,18 @@ pub(super) fn zincrby(
 ) {
     let (t, key, m, v) = (s.tenant, arg(cmd, 1), arg(cmd, 3), s.version);
     let Some(delta) = parse_redis_f64(arg(cmd, 2)) else { return write_error(out, NOT_FLOAT) };
-    let r = edit_zset(ctx, t, key, true, |_, mut all| {
-        let new = match all.iter_mut().find(|e| e.member == m) {
-            Some(e) => {
-                e.score += delta;
-                e.score
+    // ZADD's INCR (as Redis runs it): an increment of 0 changes nothing and tells no one.
+    let flags = Flags { nx: false, xx: false, gt: false, lt: false, incr: true };
+    let mut failed = false;
+    match add_one(ctx, t, key, Scored { member: m, score: delta }, flags, &mut failed) {
+        Ok(_) if failed => write_error(out, b"ERR resulting score is not a number (NaN)"),
+        Ok(Some(((added, changed, Some(score)), _))) => {
+            if added + changed > 0 {
+                notify(ctx, t, ZSET_EVENTS, "zincr", key);
             }
-            None => {
-                all.push(Scored { member: m, score: delta });
-                delta
-            }
-        };
-        if new.is_nan() {
-            // Nothing changes.
-            return None;
-        }
-        Some((all, new))
-    });
-    match r {
-        Ok(Some((score, _))) => {
-            notify(ctx, t, ZSET_EVENTS, "zincr", key);
             write_score(out, v, score);
         }
-        Ok(_) => write_error(out, b"ERR resulting score is not a number (NaN)"),
+        Ok(_) => write_null(out, v),
         Err(e) => write_failed(out, e),
     }
 }
@@ -558,7 +625,8 @@ pub(super) fn zscore(
             if multi {
                 write_array_header(out, n);
             }
-            let map: Option<HashMap<&[u8], f64>> = (n > super::packed::FEW)
+            // A large set without an index: one map instead of a pass per member.
+            let map: Option<HashMap<&[u8], f64>> = (n > super::packed::FEW && h.index().is_none())
                 .then(|| h.iter().map(|e| (e.field, score_of(&e))).collect());
             for i in 2..cmd.len() {
                 let m = arg(cmd, i);
@@ -597,7 +665,7 @@ pub(super) fn zrank(
         ctx,
         s.tenant,
         arg(cmd, 1),
-        |out, h| match h.iter().position(|e| e.field == m) {
+        |out, h| match h.rank(m) {
             Some(r) => write_integer(out, (if rev { h.len() - 1 - r } else { r }) as i64),
             None => write_null(out, v),
         },
@@ -1432,8 +1500,143 @@ pub(super) fn zunion(
 
 #[cfg(test)]
 mod tests {
-    use super::{PackedScore, score_of};
-    use crate::types::hash::Entry;
+    use std::collections::BTreeMap;
+
+    use fridge_engine::Splice;
+
+    use super::{Flags, One, PackedScore, Scored, add_to, order, pack, score_of};
+    use crate::types::hash::{Entry, Hash};
+    use crate::types::{index, xorshift};
+
+    /// The set `value` holds, in its order.
+    fn entries(value: &[u8]) -> Vec<(Vec<u8>, f64)> {
+        Hash::new(value).iter().map(|e| (e.field.to_vec(), score_of(&e))).collect()
+    }
+
+    /// The model's set in a sorted set's order.
+    fn sorted(model: &BTreeMap<Vec<u8>, f64>) -> Vec<(Vec<u8>, f64)> {
+        let mut all: Vec<_> = model.iter().map(|(m, s)| (m.clone(), *s)).collect();
+        all.sort_by(|a, b| {
+            let (a, b) = (Scored { member: &a.0, score: a.1 }, Scored { member: &b.0, score: b.1 });
+            order(&a, &b)
+        });
+        all
+    }
+
+    #[test]
+    fn one_member_writes_agree_with_a_model_and_keep_a_large_sets_index_exact() {
+        // Random one-member ZADDs (every flag, INCR, new and present members, ties of score)
+        // on a set that grows from nothing past the index's threshold and through several
+        // doublings of its table, with members now and then removed by a rebuild (ZREM's and
+        // ZPOPMIN's path, which drops the set below the threshold at times): after every
+        // step the set is the model's, in order, and its index describes it exactly.
+        let mut next = xorshift(0x2545_F491_4F6C_DD1D);
+        let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+        let mut value: Vec<u8> = Vec::new();
+        let (mut indexed, mut buf, mut joined, mut splice) =
+            (0, Vec::new(), Vec::new(), Splice::default());
+        for step in 0..12_000u64 {
+            let universe = if step < 8_000 { 1 + step / 16 } else { 500 };
+            let member = format!("member:{:05}", next() % universe).into_bytes();
+            let score = match next() % 3 {
+                0 => (next() % 50) as f64,
+                1 => (next() % 4000) as f64 / 4.0 - 300.0,
+                _ => next() as f64,
+            };
+            let bits = next();
+            let (nx, xx, incr) = (bits & 7 == 0, bits & 7 == 1, bits & 24 == 0);
+            let (gt, lt) = if nx { (false, false) } else { (bits & 96 == 32, bits & 96 == 64) };
+            let f = Flags { nx, xx, gt, lt, incr };
+            // What Redis does.
+            let want = match model.get(&member).copied() {
+                Some(_) if nx => One::Unchanged(Some((0, 0, None))),
+                Some(old) => {
+                    let new = if incr { old + score } else { score };
+                    if (gt && new <= old) || (lt && new >= old) {
+                        One::Unchanged(Some((0, 0, None)))
+                    } else if new == old {
+                        One::Unchanged(Some((0, 0, Some(new))))
+                    } else {
+                        model.insert(member.clone(), new);
+                        One::Written((0, 1, Some(new)))
+                    }
+                }
+                None if xx => One::Unchanged(Some((0, 0, None))),
+                None => {
+                    model.insert(member.clone(), score);
+                    One::Written((1, 0, Some(score)))
+                }
+            };
+            let got = add_to(&value, Scored { member: &member, score }, f, &mut buf, &mut splice);
+            assert_eq!(got, want, "step {step}");
+            if let One::Written(_) = got {
+                if splice.is_empty() {
+                    value = buf.clone();
+                } else {
+                    splice.join(&value, &buf, &mut joined);
+                    std::mem::swap(&mut value, &mut joined);
+                }
+            }
+            if next() % 400 == 0 {
+                // A rebuild without some members.
+                model.retain(|_, _| next() % 4 != 0);
+                let all = sorted(&model);
+                let scored: Vec<Scored<'_>> =
+                    all.iter().map(|(m, s)| Scored { member: m, score: *s }).collect();
+                pack(&mut buf, &scored);
+                value = buf.clone();
+            }
+            index::validate(&value);
+            let h = Hash::new(&value);
+            indexed += usize::from(h.index().is_some());
+            assert_eq!(h.index().is_some(), model.len() >= index::MIN_ENTRIES, "step {step}");
+            let all = sorted(&model);
+            assert_eq!(entries(&value), all, "step {step}");
+            let rank = all.iter().position(|(m, _)| *m == member);
+            assert_eq!(h.rank(&member), rank, "step {step}");
+        }
+        assert!(indexed > 6_000, "the index was exercised: {indexed} steps");
+    }
+
+    #[test]
+    fn damaged_indexed_sets_read_and_write_without_a_panic() {
+        // An indexed set with random bytes changed anywhere (entries, table, starts, trailer,
+        // header): every read stays within the bytes, and a one-member write either passes
+        // over the index or rebuilds it.
+        let members: Vec<Vec<u8>> = (0..300).map(|i| format!("m{i:04}").into_bytes()).collect();
+        let scored: Vec<Scored<'_>> = members
+            .iter()
+            .enumerate()
+            .map(|(i, m)| Scored { member: m, score: i as f64 })
+            .collect();
+        let mut valid = Vec::new();
+        pack(&mut valid, &scored);
+        assert!(Hash::new(&valid).index().is_some());
+        let mut next = xorshift(0xDEAD_BEEF_CAFE_F00D);
+        let (mut buf, mut splice, mut joined) = (Vec::new(), Splice::default(), Vec::new());
+        for _ in 0..6_000 {
+            let mut v = valid.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % v.len() as u64) as usize;
+                v[at] = next() as u8;
+            }
+            let h = Hash::new(&v);
+            let m = &members[(next() % 300) as usize];
+            assert!(h.find(m).is_none_or(|(span, _)| span.end <= v.len()));
+            assert!(h.rank(m).is_none_or(|r| r < h.len()));
+            assert!(h.offset_of((next() % 310) as usize) <= v.len());
+            let (at, _) = h.partition_point(super::after(Scored { member: m, score: 7.5 }));
+            assert!(at <= v.len());
+            let bits = next();
+            let f = Flags { nx: false, xx: false, gt: false, lt: false, incr: bits & 1 == 0 };
+            let a = Scored { member: m, score: (bits % 1000) as f64 };
+            if let One::Written(_) = add_to(&v, a, f, &mut buf, &mut splice) {
+                if !splice.is_empty() {
+                    splice.join(&v, &buf, &mut joined);
+                }
+            }
+        }
+    }
 
     #[test]
     fn packed_scores_read_back_exactly_and_small_integers_take_few_bytes() {

@@ -3,12 +3,15 @@
 //! them (so `HGETALL` of a small hash answers in Redis's order). A field is replaced where
 //! it stands; new fields go at the end.
 //!
-//! Lookups walk the entries (no index): `HGET` costs a scan of the fields before the one it
-//! finds, an update copies the whole hash (`docs/design.md`, "Value types").
+//! Lookups walk the entries: `HGET` costs a scan of the fields before the one it finds, an
+//! update copies the whole hash (`docs/design.md`, "Value types"). A value may carry an index
+//! after its entries ([`super::index`], large sorted sets): then [`Hash::find`] and
+//! [`Hash::offset_of`] read it instead of walking, and everything else sees only the entries.
 
 use fridge_engine::Splice;
 
-use super::pack::{self, Reader, TIMED};
+use super::index::{self, Index};
+use super::pack::{self, INDEXED, Reader, TIMED};
 
 /// Whether two fields are equal: lengths first, then (for 8 bytes and more) their last 8 bytes
 /// as one word, so the fields of a large hash, often of one length and one prefix, are told
@@ -50,16 +53,82 @@ pub(crate) type Found<'a> = (std::ops::Range<usize>, Entry<'a>);
 /// A packed hash, borrowed from the engine's memory.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Hash<'a> {
+    /// The header and the entries (an index, if any, left out).
     bytes: &'a [u8],
     timed: bool,
     count: u32,
+    index: Option<Index<'a>>,
 }
 
 impl<'a> Hash<'a> {
     /// The hash packed in `value`.
     pub(crate) fn new(value: &'a [u8]) -> Hash<'a> {
         let (format, count) = pack::header(value);
-        Hash { bytes: value, timed: format & TIMED != 0, count }
+        let (bytes, index) = index::split(value);
+        Hash { bytes, timed: format & TIMED != 0, count, index }
+    }
+
+    /// The value's index, if it has one ([`super::index`]).
+    pub(crate) fn index(&self) -> Option<&Index<'a>> {
+        self.index.as_ref()
+    }
+
+    /// This hash read without its index (where the index is not to be trusted).
+    pub(crate) fn without_index(self) -> Hash<'a> {
+        Hash { index: None, ..self }
+    }
+
+    /// Where the entries end (an index, if any, starts there).
+    pub(crate) fn end(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// The entry starting at `start` and its span, if one can be read there.
+    pub(crate) fn entry_at(&self, start: usize) -> Option<Found<'a>> {
+        let mut r = Reader::new(self.bytes);
+        r.skip(start.checked_sub(pack::HEADER_LEN)?)?;
+        let e = read_entry(&mut r, self.timed)?;
+        Some((start..r.pos(), e))
+    }
+
+    /// [`Hash::find`] through the index: the entry and its rank.
+    fn find_indexed(&self, index: &Index<'a>, field: &[u8]) -> Option<(Found<'a>, usize)> {
+        for rank in index.candidates(index::tag(field)) {
+            let (span, e) = self.entry_at(self.offset_of_rank(rank)?)?;
+            if same(e.field, field) {
+                return Some(((span, e), rank));
+            }
+        }
+        None
+    }
+
+    /// [`Hash::find`], with the entry's rank where there is an index.
+    pub(crate) fn find_ranked(&self, field: &[u8]) -> Option<(Found<'a>, Option<usize>)> {
+        match &self.index {
+            Some(index) => self.find_indexed(index, field).map(|(f, rank)| (f, Some(rank))),
+            None => self.find(field).map(|f| (f, None)),
+        }
+    }
+
+    /// Where the entry of rank `rank` starts, through the index: its block's mark, then the
+    /// entries before it in the block skipped (`None` without an index, or where the bytes
+    /// end first).
+    pub(crate) fn offset_of_rank(&self, rank: usize) -> Option<usize> {
+        let index = self.index.as_ref()?;
+        if rank >= self.len() {
+            return None;
+        }
+        let (offset, q) = index.mark_before(rank);
+        let mut r = Reader::new(self.bytes);
+        r.skip(offset.checked_sub(pack::HEADER_LEN)?)?;
+        for _ in q..rank {
+            r.skip_str()?;
+            r.skip_str()?;
+            if self.timed {
+                r.skip(8)?;
+            }
+        }
+        Some(r.pos())
     }
 
     /// The number of entries, expired fields not yet removed included.
@@ -118,6 +187,9 @@ impl<'a> Hash<'a> {
     /// compares lengths before bytes, skips values unread and builds an entry only for the one
     /// it returns (the lookup every single-field command makes).
     pub(crate) fn find(&self, field: &[u8]) -> Option<Found<'a>> {
+        if let Some(index) = &self.index {
+            return self.find_indexed(index, field).map(|(found, _)| found);
+        }
         let b = self.bytes;
         let extra = if self.timed { 8 } else { 0 };
         // The common case first: runs of entries of one shape ([`run_of_shape`]), read
@@ -234,6 +306,9 @@ impl<'a> Hash<'a> {
         if index >= self.len() {
             return self.bytes.len();
         }
+        if self.index.is_some() {
+            return self.offset_of_rank(index).unwrap_or(self.bytes.len());
+        }
         let b = self.bytes;
         let extra = if self.timed { 8 } else { 0 };
         // The common case first: runs of entries of one shape ([`run_of_shape`]), read
@@ -286,6 +361,55 @@ impl<'a> Hash<'a> {
         Some((r.pos(), self.len()))
     }
 
+    /// The rank of `field`'s entry, if the hash has it (with an index, without a pass).
+    pub(crate) fn rank(&self, field: &[u8]) -> Option<usize> {
+        match &self.index {
+            Some(index) => self.find_indexed(index, field).map(|(_, rank)| rank),
+            None => self.iter().position(|e| e.field == field),
+        }
+    }
+
+    /// [`Hash::first_where`] for an `after` that holds from some entry on and not before (a
+    /// sorted set's place of a score): with an index a binary search of the marks, then a
+    /// pass within one block; else the pass. Where an entry cannot be read, the end.
+    pub(crate) fn partition_point(
+        &self,
+        mut after: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> (usize, usize) {
+        let end = (self.bytes.len(), self.len());
+        let Some(index) = &self.index else {
+            return self.first_where(after).unwrap_or(end);
+        };
+        // The first mark whose entry orders after: the place is in the block before it.
+        let (mut lo, mut hi) = (0, index.marks());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let Some((_, e)) = self.entry_at(index.mark(mid).0) else { return end };
+            if after(e.field, e.value) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        if lo == 0 {
+            return (self.offset_of(0), 0);
+        }
+        let (offset, rank) = index.mark(lo - 1);
+        let stop = if lo < index.marks() { index.mark(lo).1 } else { self.len() };
+        let mut r = Reader::new(self.bytes);
+        if offset.checked_sub(pack::HEADER_LEN).and_then(|n| r.skip(n)).is_none() {
+            return end;
+        }
+        for i in rank..stop {
+            let start = r.pos();
+            let Some(e) = read_entry(&mut r, self.timed) else { return end };
+            if after(e.field, e.value) {
+                return (start, i);
+            }
+        }
+        (r.pos(), stop)
+    }
+
     /// Writes into `buf` this hash with `e` appended: one copy and the new entry.
     pub(crate) fn with_appended(&self, e: Entry<'_>, buf: &mut Vec<u8>) {
         if self.bytes.len() < pack::HEADER_LEN {
@@ -293,6 +417,7 @@ impl<'a> Hash<'a> {
         } else {
             buf.clear();
             buf.extend_from_slice(self.bytes);
+            buf[0] &= !INDEXED;
         }
         push_entry(buf, e, self.timed);
         pack::set_count(buf, self.count + 1);
@@ -399,6 +524,24 @@ impl<'b> Builder<'b> {
     pub(crate) fn push(&mut self, e: Entry<'_>) {
         push_entry(self.buf, e, self.timed);
         self.count += 1;
+    }
+
+    /// [`Builder::push`], answering the entry's length in bytes.
+    pub(crate) fn push_len(&mut self, e: Entry<'_>) -> usize {
+        let before = self.buf.len();
+        self.push(e);
+        self.buf.len() - before
+    }
+
+    /// Marks the value as carrying an index, which the caller appends after the last entry
+    /// ([`Builder::trailer`]).
+    pub(crate) fn mark_indexed(&mut self) {
+        self.buf[0] |= INDEXED;
+    }
+
+    /// The buffer, to append what follows the entries (an index) once the last is in.
+    pub(crate) fn trailer(&mut self) -> &mut Vec<u8> {
+        self.buf
     }
 
     /// Whether the entries carry deadlines.

@@ -12,6 +12,7 @@
 pub(crate) mod encoded;
 pub(crate) mod hash;
 pub(crate) mod hll;
+pub(crate) mod index;
 pub(crate) mod pack;
 
 use fridge_engine::Kind;

@@ -6,6 +6,7 @@
 //!
 //!  format (u8): bit 0 TIMED: every entry ends with a deadline (u64 LE, ms since the Unix
 //!               epoch; 0 for none) — a hash's field expiry
+//!               bit 1 INDEXED: an index follows the entries (`super::index`)
 //!  count (u32 LE): number of entries
 //!  a string inside an entry: its length (LEB128: one byte up to 127), then its bytes
 //! ```
@@ -18,6 +19,8 @@
 pub(crate) const HEADER_LEN: usize = 5;
 /// Format bit: each entry ends with a deadline.
 pub(crate) const TIMED: u8 = 1;
+/// Format bit: an index follows the entries.
+pub(crate) const INDEXED: u8 = 2;
 
 /// The header of a packed value: `(format, count)`; a value too short for one is an empty
 /// collection.

@@ -1,0 +1,315 @@
+//! The index of a large packed value: a sorted set of [`MIN_ENTRIES`] members or more finds a
+//! member, its rank and the place of a new score without a pass over its entries — what
+//! Redis's dict and skiplist give its large sorted sets — while adding about 1.5 bytes per
+//! member, so that a write, which copies the whole set into a new item of the log, copies
+//! little more than the entries. It follows the entries, in the same item:
+//!
+//! ```text
+//!  header │ entries … │ tags: count × u8 │ marks: m × (offset u32, rank u32) │ m: u32 │ entries_end: u32
+//!
+//!  header's format: INDEXED set
+//!  tags:  one byte of each entry's field's hash (xxh3's top byte), in entry order
+//!  marks: where some entries start, with their ranks, both ascending: the first is the first
+//!         entry (rank 0), and no more than MAX_BLOCK entries lie from one mark to the next
+//!         (or to the end) — a block
+//!  all u32 little-endian; entries_end: where the entries end (the tags' start)
+//! ```
+//!
+//! A lookup scans the tags for the field's (a byte compare per entry, in vector registers),
+//! and for each entry whose tag matches — one in 256 of the others — finds where it starts
+//! from its block's mark (at most `MAX_BLOCK - 1` entries skipped) and compares the field;
+//! the rank comes with it. A place by score is a binary search of the marks, then a pass
+//! within one block. A one-member change rewrites the index in one pass ([`write_edited`]):
+//! the tags with one removed and one inserted, each mark's offset moved by the bytes removed
+//! and inserted before it and its rank by the entries; a block that grows past
+//! [`MAX_BLOCK`] gets a mark in its middle.
+//!
+//! Writers that rebuild a set from its members append a new index ([`append`]); readers never
+//! trust it further than the bytes: an index whose sizes do not add up to its value is
+//! ignored, and every offset is read through the bounds-checked reader
+//! ([`super::hash::Hash`]), so a damaged value reads as a damaged collection, never a panic.
+
+use super::hash::Hash;
+use super::pack::{self, INDEXED};
+
+/// Entries from which a sorted set carries an index (Redis's `zset-max-listpack-entries`:
+/// where Redis leaves its listpack for a skiplist).
+pub(crate) const MIN_ENTRIES: usize = 128;
+
+/// Entries between marks when an index is built.
+const BLOCK: usize = 16;
+
+/// The most entries from one mark to the next.
+pub(crate) const MAX_BLOCK: usize = 32;
+
+/// Bytes of the trailer: `m`, `entries_end`.
+const TRAILER: usize = 8;
+
+/// The tag of a field: its hash's top byte.
+#[inline]
+pub(crate) fn tag(field: &[u8]) -> u8 {
+    (xxhash_rust::xxh3::xxh3_64(field) >> 56) as u8
+}
+
+/// The u32 at `i` of `words` (little-endian), 0 past the end.
+#[inline]
+fn word(words: &[u8], i: usize) -> u32 {
+    match words.get(4 * i..4 * i + 4) {
+        Some(w) => u32::from_le_bytes([w[0], w[1], w[2], w[3]]),
+        None => 0,
+    }
+}
+
+/// An index, borrowed from its value.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Index<'a> {
+    tags: &'a [u8],
+    marks: &'a [u8],
+}
+
+/// Splits a packed value into its header and entries, and its index if it has a well-formed
+/// one (the format says so, the sizes add up to the value's length, and a set with entries
+/// has a first mark).
+pub(crate) fn split(value: &[u8]) -> (&[u8], Option<Index<'_>>) {
+    let (format, count) = pack::header(value);
+    if format & INDEXED == 0 {
+        return (value, None);
+    }
+    let parsed = (|| {
+        let tail = value.len().checked_sub(TRAILER)?;
+        let marks = word(&value[tail..], 0) as usize;
+        let end = word(&value[tail..], 1) as usize;
+        let marks_len = marks.checked_mul(8)?;
+        let ok = end >= pack::HEADER_LEN
+            && (marks > 0 || count == 0)
+            && end.checked_add(count as usize)?.checked_add(marks_len)? == tail;
+        ok.then(|| {
+            let (tags, marks) = value[end..tail].split_at(count as usize);
+            (end, Index { tags, marks })
+        })
+    })();
+    match parsed {
+        Some((end, index)) => (&value[..end], Some(index)),
+        None => (value, None),
+    }
+}
+
+impl<'a> Index<'a> {
+    /// Marks.
+    pub(crate) fn marks(&self) -> usize {
+        self.marks.len() / 8
+    }
+
+    /// Mark `k`: where its entry starts, and its rank.
+    #[inline]
+    pub(crate) fn mark(&self, k: usize) -> (usize, usize) {
+        (word(self.marks, 2 * k) as usize, word(self.marks, 2 * k + 1) as usize)
+    }
+
+    /// The last mark at or before rank `rank` (a binary search of the marks' ranks).
+    pub(crate) fn mark_before(&self, rank: usize) -> (usize, usize) {
+        let (mut lo, mut hi) = (0, self.marks());
+        while hi - lo > 1 {
+            let mid = (lo + hi) / 2;
+            if self.mark(mid).1 <= rank {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        self.mark(lo)
+    }
+
+    /// The ranks of the entries whose tag is `t`, ascending: 32 tags compared at a time, into
+    /// a bit mask.
+    pub(crate) fn candidates(&self, t: u8) -> impl Iterator<Item = usize> + 'a {
+        let mut chunks = self.tags.chunks(32).enumerate();
+        let (mut base, mut mask) = (0usize, 0u32);
+        std::iter::from_fn(move || {
+            loop {
+                if mask != 0 {
+                    let bit = mask.trailing_zeros() as usize;
+                    mask &= mask - 1;
+                    return Some(base + bit);
+                }
+                let (i, chunk) = chunks.next()?;
+                base = 32 * i;
+                mask = chunk.iter().enumerate().fold(0u32, |m, (j, &b)| m | u32::from(b == t) << j);
+            }
+        })
+    }
+}
+
+/// Appends an index to the packed value in `buf`, which has none, and marks its format.
+pub(crate) fn append(buf: &mut Vec<u8>) {
+    let end = buf.len();
+    let h = Hash::new(buf);
+    // Each entry takes at least two bytes: a count beyond that is not believed.
+    let count = h.len().min(end / 2);
+    let mut tags = Vec::with_capacity(count);
+    let mut marks = Vec::with_capacity(count / BLOCK + 1);
+    for (i, (span, e)) in h.spans().enumerate() {
+        tags.push(tag(e.field));
+        if i % BLOCK == 0 {
+            marks.push((span.start as u32, i as u32));
+        }
+    }
+    if tags.len() != h.len() {
+        // Malformed entries: no index (readers then pass over the entries).
+        return;
+    }
+    buf.extend_from_slice(&tags);
+    write_marks(buf, &marks, end);
+    buf[0] |= INDEXED;
+}
+
+/// Appends the marks and the trailer.
+fn write_marks(buf: &mut Vec<u8>, marks: &[(u32, u32)], end: usize) {
+    buf.reserve(8 * marks.len() + TRAILER);
+    for &(offset, rank) in marks {
+        buf.extend_from_slice(&offset.to_le_bytes());
+        buf.extend_from_slice(&rank.to_le_bytes());
+    }
+    buf.extend_from_slice(&(marks.len() as u32).to_le_bytes());
+    buf.extend_from_slice(&(end as u32).to_le_bytes());
+}
+
+/// A one-entry change of an indexed value: the entry at `removed` (its span and rank) goes,
+/// if any, and a new entry of `len` bytes whose field has tag `tag` goes in where the entry
+/// at `at` started (the entries' end for the last place), before the old entries' `before`
+/// first ones — offsets and ranks of the old value.
+#[derive(Debug, Clone)]
+pub(crate) struct Edit {
+    pub removed: Option<(std::ops::Range<usize>, usize)>,
+    pub at: usize,
+    pub before: usize,
+    pub len: usize,
+    pub tag: u8,
+}
+
+/// Appends to `buf` the index of the value `edit` makes of `old` (indexed by `index`): the
+/// tags with the removed entry's taken out and the new one's put in at its rank; each mark
+/// moved by the bytes and entries removed and inserted before it (a mark of the removed entry
+/// then marks what takes its place); a first mark where a new first entry went in; and, where
+/// the new entry's block grew past [`MAX_BLOCK`], a mark in its middle.
+pub(crate) fn write_edited(buf: &mut Vec<u8>, old: &Hash<'_>, index: &Index<'_>, edit: &Edit) {
+    let (removed_len, removed_end) = match &edit.removed {
+        Some((span, _)) => (span.len(), span.end),
+        None => (0, usize::MAX),
+    };
+    let (at, len) = (edit.at, edit.len);
+    // Where an old entry starting at `x` starts now (none starts inside the removed one).
+    let moved = |x: usize| {
+        x - if x >= removed_end { removed_len } else { 0 } + if x >= at { len } else { 0 }
+    };
+    let new_start = moved(at) - len;
+    let new_end = moved(old.end());
+    let removed = edit.removed.as_ref().map(|(_, d)| *d);
+    let count = old.len() + 1 - usize::from(removed.is_some());
+    let rank = edit.before - usize::from(removed.is_some_and(|d| d < edit.before));
+    // Tags: the old ones but the removed, with the new one at `rank`.
+    let base = buf.len();
+    match removed {
+        Some(d) => {
+            let kept = [&index.tags[..d], &index.tags[d + 1..]];
+            let (mut left, mut put) = (rank, false);
+            for part in kept {
+                if !put && left <= part.len() {
+                    buf.extend_from_slice(&part[..left]);
+                    buf.push(edit.tag);
+                    buf.extend_from_slice(&part[left..]);
+                    put = true;
+                } else {
+                    buf.extend_from_slice(part);
+                    left -= part.len().min(left);
+                }
+            }
+        }
+        None => {
+            buf.extend_from_slice(&index.tags[..rank]);
+            buf.push(edit.tag);
+            buf.extend_from_slice(&index.tags[rank..]);
+        }
+    }
+    debug_assert_eq!(buf.len() - base, count);
+    // Marks: each moved; one of the removed entry marks what now starts there, at its rank;
+    // the first entry always marked; none past the end.
+    let marks = || {
+        let moved_marks = (0..index.marks()).map(|k| {
+            let (offset, q) = index.mark(k);
+            let offset = moved(offset);
+            let q = q - usize::from(removed.is_some_and(|d| d < q));
+            (offset, q + usize::from(new_start < offset))
+        });
+        let mut last = 0;
+        std::iter::once((pack::HEADER_LEN, 0)).chain(moved_marks).filter(move |&(offset, _)| {
+            let keep = offset > last && offset < new_end;
+            last = last.max(offset);
+            keep
+        })
+    };
+    // The new entry's block: where it starts and where the next begins; past MAX_BLOCK, a
+    // mark goes in its middle, at the entry now of that rank (the new one, or an old one by
+    // its old rank).
+    let (first, next) =
+        marks().fold(
+            (0, count),
+            |(first, next), (_, q)| {
+                if q <= rank { (q, next) } else { (first, next.min(q)) }
+            },
+        );
+    let middle = (next - first > MAX_BLOCK).then(|| first + (next - first) / 2);
+    let middle = middle.and_then(|middle| {
+        if middle == rank {
+            return Some((new_start, middle));
+        }
+        let o = middle - usize::from(middle > rank);
+        let o = o + usize::from(removed.is_some_and(|d| d <= o));
+        old.offset_of_rank(o).map(|offset| (moved(offset), middle))
+    });
+    let mut m = 0u32;
+    for (offset, q) in marks() {
+        for (offset, q) in std::iter::once((offset, q)).chain(middle.filter(|_| q == first)) {
+            buf.extend_from_slice(&(offset as u32).to_le_bytes());
+            buf.extend_from_slice(&(q as u32).to_le_bytes());
+            m += 1;
+        }
+    }
+    buf.extend_from_slice(&m.to_le_bytes());
+    buf.extend_from_slice(&(new_end as u32).to_le_bytes());
+}
+
+/// Checks that `value`'s index, if it says it has one, describes its entries exactly: it is
+/// well formed, each tag is its entry's, and each mark gives where the entry of its rank
+/// starts, the first at rank 0, ranks and offsets ascending, blocks no longer than
+/// [`MAX_BLOCK`]. Panics otherwise (for tests, after every step of a model).
+#[cfg(test)]
+pub(crate) fn validate(value: &[u8]) {
+    let (format, count) = pack::header(value);
+    if format & INDEXED == 0 {
+        return;
+    }
+    let (_, index) = split(value);
+    let index = index.expect("an index that fits its value");
+    let h = Hash::new(value);
+    let spans: Vec<_> = h.spans().collect();
+    assert_eq!(spans.len(), count as usize, "entries readable");
+    let tags: Vec<u8> = spans.iter().map(|(_, e)| tag(e.field)).collect();
+    assert_eq!(index.tags, &tags[..], "tags");
+    let mut last: Option<(usize, usize)> = None;
+    for k in 0..index.marks() {
+        let (offset, rank) = index.mark(k);
+        assert_eq!(spans[rank].0.start, offset, "mark {k} gives its entry's start");
+        match last {
+            None => assert_eq!(rank, 0, "the first mark is the first entry"),
+            Some((o, q)) => {
+                assert!(o < offset && q < rank, "marks ascend");
+                assert!(rank - q <= MAX_BLOCK, "block of {}", rank - q);
+            }
+        }
+        last = Some((offset, rank));
+    }
+    if let Some((_, q)) = last {
+        assert!(spans.len() - q <= MAX_BLOCK, "last block of {}", spans.len() - q);
+    }
+}
