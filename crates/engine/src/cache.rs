@@ -175,11 +175,24 @@ impl Inner {
 
     /// Accounts for a live item at `loc` becoming unreachable.
     pub(crate) fn unlinked(&self, guard: &Guard<'_>, loc: Loc) {
+        self.unlinked_item(guard, loc, true);
+    }
+
+    /// Accounts for a live item at `loc` replaced by a new item of its key, which
+    /// [`Inner::linked`] accounts with `new_key` false: the tenant's key count stays as it
+    /// is (it neither dips, which would let a new key elsewhere past `max_keys`, nor rises).
+    pub(crate) fn replaced(&self, guard: &Guard<'_>, loc: Loc) {
+        self.unlinked_item(guard, loc, false);
+    }
+
+    fn unlinked_item(&self, guard: &Guard<'_>, loc: Loc, key_gone: bool) {
         let rec = self.record(guard, loc);
         let size = rec.size() as u64;
         self.segments.header(loc.segment).add_dead(size as usize);
         let t = &self.tenants[usize::from(rec.tenant())];
-        t.items.fetch_sub(1, Ordering::Relaxed);
+        if key_gone {
+            t.items.fetch_sub(1, Ordering::Relaxed);
+        }
         t.bytes.fetch_sub(size, Ordering::Relaxed);
         if rec.has_expiry() {
             t.expiring.fetch_sub(1, Ordering::Relaxed);
@@ -187,15 +200,30 @@ impl Inner {
         t.db_unlinked(rec.db(), self.expires_at(&rec, loc));
     }
 
-    /// Accounts for a new item of database `db` just published (under its root's lock).
-    pub(crate) fn linked(&self, tenant: TenantId, db: u8, size: usize, expires_at_ms: Option<u64>) {
+    /// Accounts for a new item of database `db` being published (under its root's lock).
+    /// A `new_key` (no item of the key is replaced) is counted against the tenant's
+    /// `max_keys` first: where the tenant holds that many, nothing is accounted and the
+    /// answer is false (the caller must not publish). An item that replaces another of its
+    /// key leaves the key count alone (the replaced one goes by [`Inner::replaced`]).
+    #[must_use]
+    pub(crate) fn linked(
+        &self,
+        tenant: TenantId,
+        db: u8,
+        size: usize,
+        expires_at_ms: Option<u64>,
+        new_key: bool,
+    ) -> bool {
         let t = &self.tenants[usize::from(tenant.0)];
-        t.items.fetch_add(1, Ordering::Relaxed);
+        if new_key && !t.count_new_key() {
+            return false;
+        }
         t.bytes.fetch_add(size as u64, Ordering::Relaxed);
         if expires_at_ms.is_some() {
             t.expiring.fetch_add(1, Ordering::Relaxed);
         }
         t.db_linked(db, expires_at_ms);
+        true
     }
 
     /// Tells the expiry sweep about an item published with an expiry (stored, or copied by

@@ -18,6 +18,9 @@ pub enum EngineError {
     /// The key holds a value of another [`Kind`](crate::item::Kind) than the operation works
     /// on (Redis's `WRONGTYPE`). Nothing was changed.
     WrongKind,
+    /// The write would add a key to a tenant that holds its `max_keys` keys
+    /// ([`crate::TenantPolicy::max_keys`]). Nothing was changed.
+    KeyLimit,
 }
 
 impl std::fmt::Display for EngineError {
@@ -28,6 +31,7 @@ impl std::fmt::Display for EngineError {
             EngineError::OutOfMemory => "out of memory",
             EngineError::TooManyWorkers => "too many worker handles",
             EngineError::WrongKind => "the key holds a value of another kind",
+            EngineError::KeyLimit => "the tenant holds its max_keys keys",
         })
     }
 }

@@ -50,6 +50,10 @@ pub struct TenantPolicy {
     pub idle_tax: Option<IdleTax>,
     /// Bytes the tenant may never exceed, if set.
     pub hard_cap: Option<u64>,
+    /// Keys (live items, all databases) the tenant may hold, if set: a write that would add
+    /// a key past it is refused with [`crate::EngineError::KeyLimit`]; overwrites and
+    /// deletes always work.
+    pub max_keys: Option<u64>,
 }
 
 impl Default for TenantPolicy {
@@ -60,6 +64,7 @@ impl Default for TenantPolicy {
             rank: RankKind::Hitmap,
             idle_tax: None,
             hard_cap: None,
+            max_keys: None,
         }
     }
 }
@@ -81,6 +86,8 @@ pub struct TenantStats {
     pub shadow_hits: u64,
     /// Items evicted to make room.
     pub evictions: u64,
+    /// Writes of new keys refused because the tenant held `max_keys` keys.
+    pub rejected_keys: u64,
     /// Credits this tenant gained.
     pub credits_gained: u64,
     /// Credits taken from this tenant.
@@ -91,6 +98,9 @@ pub struct TenantStats {
 #[derive(Debug)]
 pub(crate) struct TenantState {
     pub items: AtomicU64,
+    /// The most keys `items` may reach by new keys, or [`NONE`]. Next to `items`, which
+    /// every new key writes anyway, so that reading it costs no other cache line.
+    pub max_keys: AtomicU64,
     pub bytes: AtomicU64,
     /// Live items with an expiry (next to `items`: the same cache line is written).
     pub expiring: AtomicU64,
@@ -109,6 +119,8 @@ pub(crate) struct TenantState {
     pub pooled: AtomicU64,
     pub shadow_hits: AtomicU64,
     pub evictions: AtomicU64,
+    /// Writes of new keys refused by `max_keys`.
+    pub rejected_keys: AtomicU64,
     pub credits_gained: AtomicU64,
     pub credits_lost: AtomicU64,
     /// Estimated fraction of this tenant's bytes not read within its idle time, in ppm.
@@ -164,6 +176,7 @@ impl Default for TenantState {
     fn default() -> Self {
         let state = TenantState {
             items: AtomicU64::new(0),
+            max_keys: AtomicU64::new(NONE),
             bytes: AtomicU64::new(0),
             expiring: AtomicU64::new(0),
             expiry_secs: AtomicU64::new(0),
@@ -177,6 +190,7 @@ impl Default for TenantState {
             pooled: AtomicU64::new(0),
             shadow_hits: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            rejected_keys: AtomicU64::new(0),
             credits_gained: AtomicU64::new(0),
             credits_lost: AtomicU64::new(0),
             idle_ppm: AtomicU64::new(0),
@@ -258,11 +272,13 @@ impl TenantState {
         self.tax_ppm.store(ppm, Ordering::Relaxed);
         self.idle_ms.store(idle, Ordering::Relaxed);
         self.hard_cap.store(p.hard_cap.unwrap_or(NONE), Ordering::Relaxed);
+        self.max_keys.store(p.max_keys.unwrap_or(NONE), Ordering::Relaxed);
     }
 
     pub fn policy(&self) -> TenantPolicy {
         let ppm = self.tax_ppm.load(Ordering::Relaxed);
         let cap = self.hard_cap.load(Ordering::Relaxed);
+        let max_keys = self.max_keys.load(Ordering::Relaxed);
         TenantPolicy {
             reserved: self.reserved.load(Ordering::Relaxed),
             credit: self.credit.load(Ordering::Relaxed),
@@ -272,7 +288,38 @@ impl TenantState {
                 idle_ms: self.idle_ms.load(Ordering::Relaxed),
             }),
             hard_cap: (cap != NONE).then_some(cap),
+            max_keys: (max_keys != NONE).then_some(max_keys),
         }
+    }
+
+    /// Counts a new key against `max_keys`: adds it to `items` and returns true, or, where
+    /// the tenant holds `max_keys` keys already, counts a refusal and returns false. A
+    /// tenant without a cap pays one load (of the line `items` is on) and the add it always
+    /// paid; one with a cap, a compare-and-swap instead of the add, so that no two writers
+    /// can both take the last place: `items` never passes `max_keys` by new keys.
+    #[inline]
+    pub fn count_new_key(&self) -> bool {
+        let max = self.max_keys.load(Ordering::Relaxed);
+        if max == NONE {
+            self.items.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
+        let counted = self
+            .items
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < max).then_some(n + 1))
+            .is_ok();
+        if !counted {
+            self.rejected_keys.fetch_add(1, Ordering::Relaxed);
+        }
+        counted
+    }
+
+    /// Whether a new key would be refused now (a hint for refusing before writing anything;
+    /// [`TenantState::count_new_key`] decides).
+    #[inline]
+    pub fn at_max_keys(&self) -> bool {
+        let max = self.max_keys.load(Ordering::Relaxed);
+        max != NONE && self.items.load(Ordering::Relaxed) >= max
     }
 
     #[inline]
@@ -291,6 +338,7 @@ impl TenantState {
             target: self.target(),
             shadow_hits: load(&self.shadow_hits),
             evictions: load(&self.evictions),
+            rejected_keys: load(&self.rejected_keys),
             credits_gained: load(&self.credits_gained),
             credits_lost: load(&self.credits_lost),
         }
@@ -342,6 +390,7 @@ mod tests {
             rank: RankKind::Slru,
             idle_tax: Some(IdleTax { rate: 0.5, idle_ms: 60_000 }),
             hard_cap: Some(20 << 20),
+            max_keys: Some(1000),
         };
         state.set_policy(&p);
         assert_eq!(state.policy(), p);

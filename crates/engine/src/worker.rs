@@ -247,6 +247,9 @@ impl Worker {
         if let Some(outcome) = self.precheck(req, hash) {
             return Ok(outcome);
         }
+        if self.refuses_new_key(req.tenant, hash, req.key) {
+            return Err(EngineError::KeyLimit);
+        }
         let (tenant, db) = (req.tenant, self.db);
         let item = NewItem {
             tenant: tenant.0,
@@ -290,10 +293,30 @@ impl Worker {
             return Ok(outcome);
         }
         let replaced_expired = found.is_some() && live.is_none();
-        self.last_cas = item.cas;
         let space = (tenant, db);
-        publish(inner, &guard, locked, found, new, replaced_expired, space, size, expires_at_ms);
+        publish(inner, &guard, locked, found, new, replaced_expired, space, size, expires_at_ms)?;
+        self.last_cas = item.cas;
         Ok(StoreOutcome::Stored)
+    }
+
+    /// Whether a write of `key` is refused before anything is written: `tenant` holds its
+    /// `max_keys` keys and the key has no slot (a write over an expired item of the key
+    /// replaces it, and so adds no key). Counted as a refusal. A tenant without a cap pays
+    /// one load; [`publish`] decides for writes this lets through.
+    fn refuses_new_key(&mut self, tenant: TenantId, hash: u64, key: &[u8]) -> bool {
+        let (inner, db) = (&*self.inner, self.db);
+        let t = &inner.tenants[usize::from(tenant.0)];
+        if !t.at_max_keys() {
+            return false;
+        }
+        let guard = inner.epochs.pin(&self.slot);
+        let found =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key));
+        if found.is_some() {
+            return false;
+        }
+        t.rejected_keys.fetch_add(1, Ordering::Relaxed);
+        true
     }
 
     /// Answers conditional stores whose condition already fails, without writing.
@@ -484,6 +507,15 @@ impl Worker {
             let spliced = !splice.is_empty()
                 && matches!(step, Update::Write { .. } | Update::WriteWith { .. });
             let step = Step::of(step, current, access.kind(), &mut buf);
+            if seen.is_none() && matches!(step, Step::Write { .. }) {
+                // A new key: refused before anything is written where the tenant holds its
+                // `max_keys` keys (`publish` decides for writes this lets through).
+                let t = &inner.tenants[usize::from(tenant.0)];
+                if t.at_max_keys() {
+                    t.rejected_keys.fetch_add(1, Ordering::Relaxed);
+                    break Err(EngineError::KeyLimit);
+                }
+            }
             // A spliced value is written now, while the current item its runs come from is
             // pinned, if the head segment has room (appending waits for nothing); otherwise
             // its pieces are joined into one buffer, written below as any other value.
@@ -590,8 +622,7 @@ impl Worker {
                 // claimed meanwhile) carry over; the new record is not yet visible.
                 inner.record(&guard, new).set_state(inner.record(&guard, old).state() & carry);
             }
-            self.last_cas = cas;
-            publish(
+            let published = publish(
                 &inner,
                 &guard,
                 locked,
@@ -602,6 +633,10 @@ impl Worker {
                 size,
                 expires_at_ms,
             );
+            if let Err(e) = published {
+                break Err(e);
+            }
+            self.last_cas = cas;
             break Ok(result);
         };
         self.scratch = buf;
@@ -918,6 +953,11 @@ impl<R> Step<R> {
 /// Publishes a written item under its locked root: over the item `found` (counted as an
 /// expiry when `replaced_expired`), or in a new slot (which may evict another); then the
 /// accounting, the CAS bump, and — once the root is unlocked — the expiry bound.
+///
+/// A new slot is a new key of the tenant, counted against its `max_keys` before anything is
+/// published: where the tenant holds that many, the written copy is dead and the answer is
+/// [`EngineError::KeyLimit`]. An overwrite leaves the tenant's key count as it is (it
+/// never dips meanwhile, so a new key elsewhere cannot take the place this key holds).
 #[expect(clippy::too_many_arguments, reason = "one publish step, called from two writers")]
 fn publish(
     inner: &Inner,
@@ -929,8 +969,14 @@ fn publish(
     (tenant, db): (TenantId, u8),
     size: usize,
     expires_at_ms: Option<u64>,
-) {
+) -> Result<(), EngineError> {
     let mut index_evicted = None;
+    let counted = inner.linked(tenant, db, size, expires_at_ms, found.is_none());
+    if !counted {
+        drop(locked);
+        inner.segments.header(new.segment).add_dead(size);
+        return Err(EngineError::KeyLimit);
+    }
     match found {
         Some((slot, old_loc)) => {
             if replaced_expired {
@@ -946,7 +992,7 @@ fn publish(
             if !replaced_expired {
                 inner.carry_reads(guard, old_loc, new);
             }
-            inner.unlinked(guard, old_loc);
+            inner.replaced(guard, old_loc);
             locked.replace(slot, new);
         }
         None => {
@@ -964,7 +1010,6 @@ fn publish(
             }
         }
     }
-    inner.linked(tenant, db, size, expires_at_ms);
     locked.bump_cas();
     drop(locked);
     inner.note_expiry(expires_at_ms);
@@ -972,6 +1017,7 @@ fn publish(
         // Outside the root's lock; the record stays readable while pinned.
         inner.observe_eviction(guard, evicted);
     }
+    Ok(())
 }
 
 fn current_was_expired(inner: &Inner, guard: &Guard<'_>, loc: Loc) -> bool {

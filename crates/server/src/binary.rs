@@ -107,6 +107,10 @@ impl Reply<'_> {
             EngineError::OutOfMemory | EngineError::TooManyWorkers => Status::OutOfMemory,
             // A Redis collection under the key: memcached's commands do not change it.
             EngineError::WrongKind => Status::NotStored,
+            // memcached's status for a store it has no room for, with the tenant's reason.
+            EngineError::KeyLimit => {
+                return self.error_body(Status::OutOfMemory, b"Too many keys for this tenant.");
+            }
         });
     }
 }

@@ -722,6 +722,9 @@ pub struct TenantConfig {
     pub idle_tax: Option<IdleTaxConfig>,
     /// Memory the tenant may never exceed.
     pub hard_cap: Option<Size>,
+    /// Keys (live items, all databases) the tenant may hold: a write that would add one
+    /// more is refused; none when absent.
+    pub max_keys: Option<u64>,
     /// Keys starting with one of these go to this tenant when an unauthenticated client sends
     /// them (for clients that cannot authenticate; needs `allow_unauthenticated`).
     pub key_prefixes: Vec<String>,
@@ -743,6 +746,7 @@ impl Default for TenantConfig {
             rank: RankName(p.rank),
             idle_tax: None,
             hard_cap: None,
+            max_keys: None,
             key_prefixes: Vec::new(),
             max_connections: None,
             max_requests_per_second: None,
@@ -762,6 +766,7 @@ impl TenantConfig {
                 .as_ref()
                 .map(|t| IdleTax { rate: t.rate, idle_ms: t.idle_time.0 }),
             hard_cap: self.hard_cap.map(|c| c.0),
+            max_keys: self.max_keys,
         }
     }
 }
@@ -800,6 +805,11 @@ pub(crate) fn validate_tenants(config: &Config) -> Result<(), String> {
             if cap.0 < t.reserved.0 {
                 return Err(format!("tenant {name:?}: hard_cap is below reserved"));
             }
+        }
+        if t.max_keys == Some(0) {
+            return Err(format!(
+                "tenant {name:?}: max_keys must be at least 1 (leave it out for no limit)"
+            ));
         }
         let limited = t.max_connections.is_some() || t.max_requests_per_second.is_some();
         if name == DEFAULT_TENANT && limited {
@@ -1017,6 +1027,28 @@ mod tests {
         let admin: Config = toml::from_str(&file("default", "max_connections = 5")).unwrap();
         let err = admin.validate().unwrap_err();
         assert!(err.contains("admin, which is never limited"), "{err}");
+    }
+
+    #[test]
+    fn max_keys_parses_and_is_checked() {
+        let hash = PasswordHash::new(b"s", b"pw");
+        let file = |name: &str, extra: &str| {
+            format!("[[tenants]]\nname = \"{name}\"\npassword_sha256 = \"{hash}\"\n{extra}\n")
+        };
+        let c: Config = toml::from_str(&file("a", "max_keys = 1000000")).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.tenants[0].max_keys, Some(1_000_000));
+        assert_eq!(c.tenants[0].policy().max_keys, Some(1_000_000), "it reaches the engine");
+        assert_eq!(TenantConfig::default().policy().max_keys, None, "no cap by default");
+        let zero: Config = toml::from_str(&file("a", "max_keys = 0")).unwrap();
+        let err = zero.validate().unwrap_err();
+        assert_eq!(err, "tenant \"a\": max_keys must be at least 1 (leave it out for no limit)");
+        for bad in ["max_keys = -1", "max_keys = \"1k\"", "max_keys = 1.5", "max_key = 5"] {
+            assert!(toml::from_str::<Config>(&file("a", bad)).is_err(), "{bad} is refused");
+        }
+        // A storage quota, like hard_cap: the default tenant may have one too.
+        let admin: Config = toml::from_str(&file("default", "max_keys = 5")).unwrap();
+        admin.validate().unwrap();
     }
 
     /// `config/example.toml` lists every key with its default, and its commented tenant table

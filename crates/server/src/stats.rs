@@ -100,6 +100,8 @@ struct Row {
     hits: u64,
     misses: u64,
     rank: &'static str,
+    /// The tenant's `max_keys`, 0 for none.
+    max_keys: u64,
     limits: LimitFigures,
 }
 
@@ -120,11 +122,13 @@ fn row(shared: &Shared, tenants: &Tenants, tenant: TenantId) -> Row {
         shared.workers.iter().map(|w| pick(w)[i].load(Ordering::Relaxed)).sum()
     };
     let entry = tenants.entry(tenant);
+    let policy = shared.engine.tenant_policy(tenant);
     Row {
         engine: shared.engine.tenant_stats(tenant),
         hits,
         misses,
-        rank: shared.engine.tenant_policy(tenant).rank.name(),
+        rank: policy.rank.name(),
+        max_keys: policy.max_keys.unwrap_or(0),
         limits: LimitFigures {
             connections: u64::from(shared.limits.connections(tenant)),
             max_connections: entry.and_then(|e| e.max_connections).map_or(0, u64::from),
@@ -136,7 +140,7 @@ fn row(shared: &Shared, tenants: &Tenants, tenant: TenantId) -> Row {
 }
 
 /// The row's fields, in the order both exports list them.
-fn row_fields(r: &Row) -> [(&'static str, u64); 15] {
+fn row_fields(r: &Row) -> [(&'static str, u64); 17] {
     let e = &r.engine;
     let l = &r.limits;
     [
@@ -155,6 +159,8 @@ fn row_fields(r: &Row) -> [(&'static str, u64); 15] {
         ("rejected_connections", l.rejected_connections),
         ("max_requests_per_second", l.max_requests_per_second),
         ("throttled_requests", l.throttled_requests),
+        ("max_keys", r.max_keys),
+        ("rejected_keys", e.rejected_keys),
     ]
 }
 

@@ -373,6 +373,7 @@ mod tests {
         a.rank = RankName(RankKind::Lru);
         a.idle_tax = Some(IdleTaxConfig { rate: 0.25, idle_time: Millis(30_000) });
         a.hard_cap = Some(Size(2 << 20));
+        a.max_keys = Some(10);
         a.max_connections = Some(3);
         a.max_requests_per_second = Some(40);
         let c = Config { tenants: vec![a.clone()], ..Config::default() };
@@ -384,6 +385,12 @@ mod tests {
             (Some(3), Some(Rate { per_second: 40 }))
         );
         assert_eq!(t.rate(TenantId(0)), None, "the admin has none");
+        // A reload changes the key cap in place, both ways.
+        for max_keys in [Some(4), Some(40), None] {
+            let changed = TenantConfig { max_keys, ..a.clone() };
+            reg.apply(&Config { tenants: vec![changed], ..Config::default() }, &engine).unwrap();
+            assert_eq!(engine.tenant_policy(TenantId(1)).max_keys, max_keys);
+        }
         reg.apply(&Config::default(), &engine).unwrap();
         assert_eq!(engine.tenant_policy(TenantId(1)).reserved, 0);
     }

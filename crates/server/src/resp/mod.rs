@@ -816,9 +816,16 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
                 b"OOM command not allowed when used memory > 'maxmemory'."
             }
             EngineError::WrongKind => WRONGTYPE,
+            EngineError::KeyLimit => KEY_LIMIT,
         },
     );
 }
+
+/// The reply to a write that would add a key to a tenant holding its `max_keys` keys
+/// (`docs/tenants.md`, "Limits"): Redis's `OOM` error class, which clients treat as a
+/// refused write, with the tenant's limit for the reason.
+pub(crate) const KEY_LIMIT: &[u8] =
+    b"OOM command not allowed when the tenant holds 'max_keys' keys.";
 
 fn counter_error(out: &mut Vec<u8>, e: CounterError) {
     let reason: &[u8] = match e {

@@ -159,6 +159,8 @@ fn tenant_help(field: &str) -> &'static str {
         "rejected_connections" => "logins refused because max_connections were logged in",
         "max_requests_per_second" => "the tenant's max_requests_per_second (0: no limit)",
         "throttled_requests" => "requests refused over max_requests_per_second",
+        "max_keys" => "the tenant's max_keys (0: no limit)",
+        "rejected_keys" => "writes refused because they would add a key past max_keys",
         _ => "a `stats tenants` field",
     }
 }
@@ -175,6 +177,7 @@ fn tenant_counter(field: &str) -> bool {
             | "credits_lost"
             | "rejected_connections"
             | "throttled_requests"
+            | "rejected_keys"
     )
 }
 
