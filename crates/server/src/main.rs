@@ -106,7 +106,7 @@ fn main() {
                 on_signal.reloading();
                 match reload.reload() {
                     Ok(()) => log::info!("fridge: SIGHUP: {reloaded} reloaded"),
-                    Err(e) => log::warn!("fridge: SIGHUP: reload failed, tenants unchanged: {e}"),
+                    Err(e) => log::warn!("fridge: SIGHUP: reload failed: {e}"),
                 }
                 on_signal.ready("serving");
             } else {

@@ -210,11 +210,12 @@ impl Shared {
                 );
             }),
             None => Ok(()),
-        };
+        }
+        .map_err(|e| format!("cluster map unchanged: {e}"));
         let file_only = self.tls.is_some() || self.cluster.is_some();
         let tenants = match file_only && self.config.config_file.is_none() {
             true => Ok(self.tenants()),
-            false => self.try_reload(),
+            false => self.try_reload().map_err(|e| format!("tenants unchanged: {e}")),
         };
         let errors: Vec<String> = [tenants.as_ref().err().cloned(), map.err(), certificates.err()]
             .into_iter()
