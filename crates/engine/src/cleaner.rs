@@ -558,7 +558,7 @@ fn need_of(t: &TenantState) -> Need {
 /// Items that would take a tenant over its hard cap are marked for eviction.
 fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<Served>) {
     // Only the tenants with survivors in this pass take part: per-pass work is
-    // O(survivors × tenants present), not O(every tenant id).
+    // O(survivors × log tenants present), not O(every tenant id).
     let mut local = [u16::MAX; item::MAX_TENANTS];
     let mut present: Vec<usize> = Vec::new();
     for s in survivors {
@@ -580,30 +580,80 @@ fn by_need(inner: &Inner, survivors: &[Survivor], order: &mut Vec<Served>) {
     let target: Vec<u64> = (0..present.len()).map(|t| tenant(t).target()).collect();
     let cap: Vec<u64> =
         (0..present.len()).map(|t| tenant(t).policy().hard_cap.unwrap_or(u64::MAX)).collect();
-    let need = |t: usize, actual: &[u64]| Need { target: target[t], actual: actual[t] };
+    let sizes = |i: usize| u64::from(survivors[i].size);
     order.reserve(survivors.len());
-    let mut active: Vec<usize> = (0..present.len()).collect();
-    while !active.is_empty() {
-        // Highest need; ties go to the lower tenant id (deterministic).
-        let (pos, &t) = active
-            .iter()
-            .enumerate()
-            .max_by(|a, b| {
-                need(*a.1, &actual)
-                    .cmp(&need(*b.1, &actual))
-                    .then(present[*b.1].cmp(&present[*a.1]))
-            })
-            .expect("non-empty");
-        let i = queues[t].pop_front().expect("active tenants have items");
-        let size = u64::from(survivors[i].size);
-        let needy = actual[t] < target[t];
-        let within_cap = actual[t] + size <= cap[t];
+    serve_by_need(
+        Tenants { ids: &present, target: &target, cap: &cap },
+        actual,
+        queues,
+        sizes,
+        order,
+    );
+}
+
+/// The tenants of one pass, by their index in it: their ids, targets and hard caps.
+struct Tenants<'a> {
+    ids: &'a [usize],
+    target: &'a [u64],
+    cap: &'a [u64],
+}
+
+/// A tenant waiting to be served, by its need when it went into the heap: the highest need
+/// first, ties to the lower tenant id (deterministic).
+struct Waiting {
+    need: Need,
+    id: usize,
+    t: usize,
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Waiting {}
+
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Waiting {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.need.cmp(&other.need).then(other.id.cmp(&self.id))
+    }
+}
+
+/// Algorithm 1's loop: serves, item by item, the tenant of highest need its best remaining
+/// item (`queues[t]`, best first; `size(i)` its bytes), counting what it keeps in `actual`,
+/// and appends each to `order` — marked over its hard cap where keeping it would pass it (its
+/// bytes then do not count). A heap of the tenants keyed by need: only the tenant served
+/// changes its need, so each item costs O(log tenants), not a scan of every tenant.
+fn serve_by_need(
+    tenants: Tenants<'_>,
+    mut actual: Vec<u64>,
+    mut queues: Vec<VecDeque<usize>>,
+    size: impl Fn(usize) -> u64,
+    order: &mut Vec<Served>,
+) {
+    let need = |t: usize, actual: &[u64]| Need { target: tenants.target[t], actual: actual[t] };
+    let mut heap: std::collections::BinaryHeap<Waiting> = (0..queues.len())
+        .filter(|&t| !queues[t].is_empty())
+        .map(|t| Waiting { need: need(t, &actual), id: tenants.ids[t], t })
+        .collect();
+    while let Some(Waiting { t, id, .. }) = heap.pop() {
+        let Some(i) = queues[t].pop_front() else { continue };
+        let size = size(i);
+        let needy = actual[t] < tenants.target[t];
+        let within_cap = actual[t] + size <= tenants.cap[t];
         if within_cap {
             actual[t] += size;
         }
         order.push(Served { index: i, within_cap, needy });
-        if queues[t].is_empty() {
-            active.swap_remove(pos);
+        if !queues[t].is_empty() {
+            heap.push(Waiting { need: need(t, &actual), id, t });
         }
     }
 }
@@ -740,9 +790,68 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::VecDeque;
     use std::sync::Arc;
 
+    use super::{Tenants, serve_by_need};
+    use crate::arbiter::Need;
     use crate::{CleanerMode, Engine, EngineConfig, ManualClock, Store, TenantId};
+
+    #[test]
+    fn the_heap_serves_survivors_in_algorithm_1s_order() {
+        // Random passes (1–300 tenants, targets, caps, empty tenants, ties of need and of
+        // size): the heap's order of service is the one a scan of every tenant per item
+        // gives (the highest need, ties to the lower id), with the same cap marks.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n.max(1)
+        };
+        for _ in 0..300 {
+            let n = 1 + next(300) as usize;
+            let ids: Vec<usize> = (0..n).map(|t| (t * 7919) % 1000).collect();
+            let target: Vec<u64> = (0..n).map(|_| next(4) * 1000).collect();
+            let cap: Vec<u64> =
+                (0..n).map(|_| if next(3) == 0 { next(5000) } else { u64::MAX }).collect();
+            let actual: Vec<u64> = (0..n).map(|_| next(3) * 1000).collect();
+            let sizes: Vec<u64> = (0..1 + next(2000)).map(|_| 100 * (1 + next(10))).collect();
+            let mut queues = vec![VecDeque::new(); n];
+            for i in 0..sizes.len() {
+                queues[next(n as u64) as usize].push_back(i);
+            }
+            let mut got = Vec::new();
+            let tenants = Tenants { ids: &ids, target: &target, cap: &cap };
+            serve_by_need(tenants, actual.clone(), queues.clone(), |i| sizes[i], &mut got);
+            // The scan.
+            let (mut actual, mut want) = (actual, Vec::new());
+            let need = |t: usize, a: &[u64]| Need { target: target[t], actual: a[t] };
+            let mut active: Vec<usize> = (0..n).filter(|&t| !queues[t].is_empty()).collect();
+            while !active.is_empty() {
+                let (pos, &t) = active
+                    .iter()
+                    .enumerate()
+                    .max_by(|a, b| {
+                        need(*a.1, &actual)
+                            .cmp(&need(*b.1, &actual))
+                            .then(ids[*b.1].cmp(&ids[*a.1]))
+                    })
+                    .unwrap();
+                let i = queues[t].pop_front().unwrap();
+                let within_cap = actual[t] + sizes[i] <= cap[t];
+                if within_cap {
+                    actual[t] += sizes[i];
+                }
+                want.push((i, within_cap));
+                if queues[t].is_empty() {
+                    active.swap_remove(pos);
+                }
+            }
+            let got: Vec<(usize, bool)> = got.iter().map(|s| (s.index, s.within_cap)).collect();
+            assert_eq!(got, want);
+        }
+    }
 
     #[test]
     fn fifo_eviction_drops_the_oldest_segment_whole() {
