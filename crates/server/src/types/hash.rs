@@ -5,8 +5,10 @@
 //!
 //! Lookups walk the entries: `HGET` costs a scan of the fields before the one it finds, an
 //! update copies the whole hash (`docs/design.md`, "Value types"). A value may carry an index
-//! after its entries ([`super::index`], large sorted sets): then [`Hash::find`] and
-//! [`Hash::offset_of`] read it instead of walking, and everything else sees only the entries.
+//! after its entries ([`super::index`], large sorted sets): then the lookups of one field, a
+//! rank or a place ([`Hash::find`], [`Hash::rank`], [`Hash::offset_of`],
+//! [`Hash::partition_point`]) read it instead of walking, and everything else sees only the
+//! entries.
 
 use fridge_engine::Splice;
 
