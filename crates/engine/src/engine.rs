@@ -246,6 +246,13 @@ impl Engine {
         self.inner.stats()
     }
 
+    /// Where the arena's segments are and how full, right now: free, open heads, and each
+    /// queue's sealed segments with the bytes written into them. For reports (the simulator's
+    /// capacity columns); it reads every segment header under the lists' mutex.
+    pub fn segment_usage(&self) -> crate::stats::SegmentUsage {
+        self.inner.segments.usage()
+    }
+
     /// Live items of `tenant` (expired items not yet reclaimed included, as Redis's DBSIZE).
     pub fn item_count(&self, tenant: TenantId) -> u64 {
         self.inner.tenants[usize::from(tenant.0)].items.load(Ordering::Relaxed)

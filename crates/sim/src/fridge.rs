@@ -289,6 +289,11 @@ impl FridgeCache {
         self.engine.stats()
     }
 
+    /// Where the arena's segments are and how full (free, open heads, each queue).
+    pub fn segment_usage(&self) -> fridge_engine::SegmentUsage {
+        self.engine.segment_usage()
+    }
+
     /// Objects refused because their item exceeds a segment (misses never admitted).
     pub fn refused(&self) -> u64 {
         self.refused
