@@ -41,7 +41,7 @@ pub struct EngineConfig {
     /// Segments per cleaning pass (`n`).
     pub cleaner_candidates: usize,
     /// Free segments below which the cleaner runs; 0 = max(1% of segments, 2 × workers_hint,
-    /// 3).
+    /// 2 with S3-FIFO's queues or 3 with Memshare's pass).
     pub free_watermark: usize,
     /// Expected writer threads (sizes the default watermark).
     pub workers_hint: usize,

@@ -60,7 +60,17 @@ impl Engine {
         let watermark = if config.free_watermark > 0 {
             config.free_watermark
         } else {
-            (segment_count / 100).max(2 * config.workers_hint).max(CLEANER_RESERVE + 1)
+            // At least the cleaner's reserve, so that writers leave it free. Memshare's pass
+            // needs one more: with one writer and a watermark of 2, its compactions found no
+            // room and passes evicted live data while it fit in memory (240 items of 600 in
+            // `overwrites_never_evict_while_live_data_fits` with `workers_hint: 1`). A queue
+            // pass needs only its outputs, and a free segment less is 1–2% more items in a
+            // cache of 50–200 segments (`docs/design.md`, "Eviction: S3-FIFO's queues").
+            let floor = match config.eviction {
+                crate::config::Eviction::Queues(_) => CLEANER_RESERVE,
+                crate::config::Eviction::Memshare => CLEANER_RESERVE + 1,
+            };
+            (segment_count / 100).max(2 * config.workers_hint).max(floor)
         };
         let initial_buckets = if config.index_buckets > 0 {
             config.index_buckets
@@ -244,6 +254,13 @@ impl Engine {
     /// A snapshot of the engine's statistics.
     pub fn stats(&self) -> EngineStats {
         self.inner.stats()
+    }
+
+    /// Where the arena's segments are and how full, right now: free, open heads, and each
+    /// queue's sealed segments with the bytes written into them. For reports (the simulator's
+    /// capacity columns); it reads every segment header under the lists' mutex.
+    pub fn segment_usage(&self) -> crate::stats::SegmentUsage {
+        self.inner.segments.usage()
     }
 
     /// Live items of `tenant` (expired items not yet reclaimed included, as Redis's DBSIZE).

@@ -85,7 +85,7 @@ pub use observe::{Evicted, EvictionObserver};
 pub use ops::{Condition, Current, Expiry, Item, Splice, Store, StoreOutcome, Update};
 pub use pin::ValuePin;
 pub use rank::{Rank, RankInput, RankKind, Recency};
-pub use stats::EngineStats;
+pub use stats::{EngineStats, QueueUsage, SegmentUsage};
 pub use tenant::{DbStats, IdleTax, TenantId, TenantPolicy, TenantStats};
 pub use worker::inspect::{INDEX_SLOT_BYTES, ItemInfo};
 pub use worker::walk::ItemMeta;

@@ -229,6 +229,55 @@ impl Segments {
         }
     }
 
+    /// Where the segments are and how full, right now ([`crate::Engine::segment_usage`]). A
+    /// segment on no list is some writer's or the cleaner's open head (or a pass's candidate,
+    /// while one runs). Takes the lists' mutex and reads every header: for reports, not for
+    /// the hot path.
+    pub fn usage(&self) -> crate::stats::SegmentUsage {
+        use crate::stats::{QueueUsage, SegmentUsage};
+        let lists = self.lists();
+        let mut listed = vec![false; self.count()];
+        let others = lists
+            .retired
+            .iter()
+            .map(|&(_, id)| id)
+            .chain(lists.held.iter().chain(&lists.lent).chain(&lists.withheld).copied());
+        let mut other = 0;
+        for id in others {
+            listed[id as usize] = true;
+            other += 1;
+        }
+        for &id in &lists.free {
+            listed[id as usize] = true;
+        }
+        let queue = |list: &VecDeque<u32>, listed: &mut [bool]| {
+            let mut q = QueueUsage::default();
+            for &id in list {
+                listed[id as usize] = true;
+                let h = self.header(id);
+                q.segments += 1;
+                q.used_bytes += h.used_bytes(self.segment_size);
+                q.dead_bytes += h.dead_bytes.load(Ordering::Relaxed) as usize;
+            }
+            q
+        };
+        let small = queue(&lists.small, &mut listed);
+        let main = queue(&lists.sealed, &mut listed);
+        let open = queue(
+            &(0..self.count() as u32).filter(|&id| !listed[id as usize]).collect(),
+            &mut listed,
+        );
+        SegmentUsage {
+            segments: self.count(),
+            segment_size: self.segment_size,
+            free: lists.free.len(),
+            open,
+            small,
+            main,
+            other,
+        }
+    }
+
     /// Sealed segments of `queue` right now (with queues; O(1)).
     pub fn queue_count(&self, queue: u8) -> usize {
         let lists = self.lists();

@@ -113,3 +113,44 @@ pub struct EngineStats {
     /// The eviction metadata (hitmap).
     pub metadata: crate::metadata::MetadataStats,
 }
+
+/// Where the arena's segments are and how full ([`crate::Engine::segment_usage`]): what
+/// part of `max_memory` holds items, and where the rest goes (free segments kept for the
+/// cleaner, the unused end of open heads and of sealed segments, dead versions).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SegmentUsage {
+    /// All segments of the arena.
+    pub segments: usize,
+    /// Bytes per segment.
+    pub segment_size: usize,
+    /// Free segments (the cleaner's watermark and reserve).
+    pub free: usize,
+    /// Open heads: segments a writer or the cleaner is filling (with the inline cleaner, no
+    /// pass is under way between requests, so these are all heads).
+    pub open: QueueUsage,
+    /// Sealed segments of the small queue (with [`crate::Eviction::Queues`]).
+    pub small: QueueUsage,
+    /// Sealed segments of the main queue; with Memshare's pass, every sealed segment.
+    pub main: QueueUsage,
+    /// Retired, pinned, lent or withheld segments.
+    pub other: usize,
+}
+
+/// Segments of one kind and their bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueueUsage {
+    /// Segments.
+    pub segments: usize,
+    /// Bytes written into them (records and values, live or dead).
+    pub used_bytes: usize,
+    /// Of which bytes of items no longer reachable (overwritten, deleted).
+    pub dead_bytes: usize,
+}
+
+impl QueueUsage {
+    /// Bytes at the segments' ends that hold nothing (room a head has left; a sealed
+    /// segment's tail that the next item did not fit in).
+    pub fn unused_bytes(&self, segment_size: usize) -> usize {
+        (self.segments * segment_size).saturating_sub(self.used_bytes)
+    }
+}

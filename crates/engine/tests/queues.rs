@@ -255,3 +255,43 @@ fn a_main_segment_read_through_gets_another_lap_without_copying() {
     assert!(copies < 1_000 + u64::from(A) / 2, "A lapped rather than copied: {copies} copies");
     engine.validate();
 }
+
+#[test]
+fn with_one_writer_the_queues_keep_one_free_segment_fewer_than_memshares_pass() {
+    // 48 segments of 4 KiB, one writer: the watermark is the floor, 2 free segments with the
+    // queues (the cleaner's reserve), 3 with Memshare's pass. Cleaning runs when a writer
+    // needs a segment and no more than the watermark are free, until one more is (then the
+    // writer takes it).
+    for (eviction, watermark) in [(Eviction::Queues(Queues::default()), 2), (Eviction::Memshare, 3)]
+    {
+        let clock = fridge_engine::ManualClock::new(0);
+        let config = fridge_engine::EngineConfig {
+            max_memory: 192 << 10,
+            segment_size: 4 << 10,
+            max_item_size: 4 << 10,
+            cleaner: fridge_engine::CleanerMode::Inline,
+            workers_hint: 1,
+            eviction,
+            ..fridge_engine::EngineConfig::default()
+        };
+        let engine = Engine::with_clock(config, std::sync::Arc::new(clock)).unwrap();
+        let mut w = engine.worker().unwrap();
+        let mut free = Vec::new();
+        for i in 0..20_000 {
+            put(&mut w, i);
+            if i >= 5_000 {
+                let u = engine.segment_usage();
+                // Every segment is free, open, sealed in a queue, or waiting to be freed.
+                assert_eq!(
+                    u.free + u.open.segments + u.small.segments + u.main.segments + u.other,
+                    48
+                );
+                free.push(u.free);
+            }
+        }
+        let (min, max) = (*free.iter().min().unwrap(), *free.iter().max().unwrap());
+        assert_eq!(min, watermark, "{eviction:?}");
+        assert!(max <= watermark + 1, "{eviction:?}: {max} free");
+        engine.validate();
+    }
+}

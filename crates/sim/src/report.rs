@@ -20,7 +20,10 @@ engine_overhead_bytes,engine_index_bytes,engine_items,engine_item_bytes,engine_e
 engine_expired,engine_cleaner_passes,engine_relocated_items,engine_fifo_evictions,\
 engine_refused,engine_store_errors,engine_rank,engine_hitmap_bits_per_item,\
 engine_hitmap_items,engine_digests,engine_digests_applied,engine_compactions,\
-engine_pools_dropped,engine_hitmap_bytes,engine_hitmap_bits_per_resident_item,engine_zones";
+engine_pools_dropped,engine_hitmap_bytes,engine_hitmap_bits_per_resident_item,engine_zones,\
+engine_segments,engine_free_segments,engine_open_segments,engine_open_unused_bytes,\
+engine_small_segments,engine_small_used_bytes,engine_main_segments,engine_main_used_bytes,\
+engine_sealed_unused_bytes,engine_dead_bytes";
 
 /// `results.csv`: one line per row.
 pub fn csv(report: &Report) -> String {
@@ -79,8 +82,23 @@ pub fn csv(report: &Report) -> String {
                     m.bits_per_resident_item,
                     zones.join(";")
                 );
+                let c = &e.capacity;
+                let _ = write!(
+                    out,
+                    ",{},{},{},{},{},{},{},{},{},{}",
+                    c.segments,
+                    c.free_segments,
+                    c.open_segments,
+                    c.open_unused_bytes,
+                    c.small_segments,
+                    c.small_used_bytes,
+                    c.main_segments,
+                    c.main_used_bytes,
+                    c.sealed_unused_bytes,
+                    c.dead_bytes
+                );
             }
-            None => out.push_str(&",".repeat(22)),
+            None => out.push_str(&",".repeat(32)),
         }
         out.push('\n');
     }

@@ -78,6 +78,35 @@ pub struct EngineRow {
     pub store_errors: u64,
     /// Eviction metadata (the hitmap).
     pub metadata: MetadataRow,
+    /// Where the arena's segments were at the end.
+    pub capacity: CapacityRow,
+}
+
+/// Where the engine's arena was at the end of a run (`fridge_engine::SegmentUsage`): the
+/// segments that held items and the room lost to free segments, open heads' and sealed
+/// segments' unused ends and dead versions.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CapacityRow {
+    /// Segments of the arena.
+    pub segments: usize,
+    /// Free segments (the cleaner's watermark and reserve).
+    pub free_segments: usize,
+    /// Open head segments (writers' and the cleaner's).
+    pub open_segments: usize,
+    /// Bytes the open heads have not filled yet.
+    pub open_unused_bytes: usize,
+    /// Sealed segments of the small queue (0 with Memshare's pass).
+    pub small_segments: usize,
+    /// Bytes written into them.
+    pub small_used_bytes: usize,
+    /// Sealed segments of the main queue (every sealed segment with Memshare's pass).
+    pub main_segments: usize,
+    /// Bytes written into them.
+    pub main_used_bytes: usize,
+    /// Bytes at the ends of sealed segments that the next item did not fit in.
+    pub sealed_unused_bytes: usize,
+    /// Bytes of dead versions (overwritten, deleted) in sealed and open segments.
+    pub dead_bytes: usize,
 }
 
 /// The engine's eviction metadata at the end of a run.

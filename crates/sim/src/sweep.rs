@@ -72,8 +72,8 @@ use crate::source::Source;
 
 /// The result types live in [`crate::results`]; re-exported next to [`simulate`], which returns them.
 pub use crate::results::{
-    CapacityUnit, EngineRow, MetadataRow, OpsMode, Profile, Report, Row, TenantProfile, TimePoint,
-    Timing,
+    CapacityRow, CapacityUnit, EngineRow, MetadataRow, OpsMode, Profile, Report, Row,
+    TenantProfile, TimePoint, Timing,
 };
 
 /// Memcached automove window, in requests.
@@ -932,6 +932,20 @@ fn collect(mut r: Runner, size: u64, unit: CapacityUnit, profile: &Profile) -> J
     let engine = match &mut r.built.cache {
         Cache::Fridge(f, options) => {
             let s = f.stats();
+            let u = f.segment_usage();
+            let capacity = CapacityRow {
+                segments: u.segments,
+                free_segments: u.free,
+                open_segments: u.open.segments,
+                open_unused_bytes: u.open.unused_bytes(u.segment_size),
+                small_segments: u.small.segments,
+                small_used_bytes: u.small.used_bytes,
+                main_segments: u.main.segments,
+                main_used_bytes: u.main.used_bytes,
+                sealed_unused_bytes: u.small.unused_bytes(u.segment_size)
+                    + u.main.unused_bytes(u.segment_size),
+                dead_bytes: u.open.dead_bytes + u.small.dead_bytes + u.main.dead_bytes,
+            };
             let m = &s.metadata;
             let metadata = MetadataRow {
                 bits_per_item: options.hitmap_bits_per_item,
@@ -963,6 +977,7 @@ fn collect(mut r: Runner, size: u64, unit: CapacityUnit, profile: &Profile) -> J
                 refused: f.refused(),
                 store_errors: f.store_errors(),
                 metadata,
+                capacity,
             })
         }
         Cache::Reference(_) => None,
