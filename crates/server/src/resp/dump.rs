@@ -180,7 +180,7 @@ fn pack_zset(mut members: Vec<(Vec<u8>, f64)>) -> Option<Vec<u8>> {
         });
     }
     if b.finish() as usize >= crate::types::index::MIN_ENTRIES {
-        crate::types::index::append(&mut buf);
+        crate::types::hash::append_index(&mut buf);
     }
     Some(buf)
 }

@@ -123,7 +123,7 @@ fn pack(buf: &mut Vec<u8>, entries: &[Scored<'_>]) -> u32 {
     }
     let n = b.finish();
     if n as usize >= index::MIN_ENTRIES {
-        index::append(buf);
+        crate::types::hash::append_index(buf);
     }
     n
 }
@@ -503,11 +503,11 @@ fn add_in(
         let removed = found.as_ref().and_then(|(span, rank, _)| Some((span.clone(), (*rank)?)));
         let edit = index::Edit { removed, at, before, len, tag: index::tag(new.member) };
         b.mark_indexed();
-        index::write_edited(b.trailer(), &old, ix, &edit);
+        old.write_edited_index(b.trailer(), ix, &edit);
     }
     b.finish();
     if fresh_index {
-        index::append(buf);
+        crate::types::hash::append_index(buf);
     }
     let added = usize::from(found.is_none());
     One::Written((added, 1 - added, Some(score)))
@@ -1586,7 +1586,7 @@ mod tests {
                 pack(&mut buf, &scored);
                 value = buf.clone();
             }
-            index::validate(&value);
+            Hash::validate_index(&value);
             let h = Hash::new(&value);
             indexed += usize::from(h.index().is_some());
             assert_eq!(h.index().is_some(), model.len() >= index::MIN_ENTRIES, "step {step}");

@@ -133,6 +133,14 @@ impl<'a> Hash<'a> {
         Some(r.pos())
     }
 
+    /// Checks the value's index against its entries ([`index::validate`]; for tests).
+    #[cfg(test)]
+    pub(crate) fn validate_index(value: &[u8]) {
+        let h = Hash::new(value);
+        let entries: Vec<(usize, &[u8])> = h.spans().map(|(s, e)| (s.start, e.field)).collect();
+        index::validate(value, &entries);
+    }
+
     /// The number of entries, expired fields not yet removed included.
     pub(crate) fn len(&self) -> usize {
         self.count as usize
@@ -412,6 +420,22 @@ impl<'a> Hash<'a> {
         (r.pos(), stop)
     }
 
+    /// Writes the index of this value's entries after it ([`index::write_edited`]): `self` is
+    /// the value before `edit`.
+    pub(crate) fn write_edited_index(
+        &self,
+        buf: &mut Vec<u8>,
+        index: &Index<'_>,
+        edit: &index::Edit,
+    ) {
+        let old = index::Old {
+            end: self.end(),
+            len: self.len(),
+            offset_of_rank: |r| self.offset_of_rank(r),
+        };
+        index::write_edited(buf, old, index, edit);
+    }
+
     /// Writes into `buf` this hash with `e` appended: one copy and the new entry.
     pub(crate) fn with_appended(&self, e: Entry<'_>, buf: &mut Vec<u8>) {
         if self.bytes.len() < pack::HEADER_LEN {
@@ -423,6 +447,16 @@ impl<'a> Hash<'a> {
         }
         push_entry(buf, e, self.timed);
         pack::set_count(buf, self.count + 1);
+    }
+}
+
+/// Appends an index to the packed value in `buf` (which has none) and marks its format, where
+/// its entries can all be read ([`index::build`]).
+pub(crate) fn append_index(buf: &mut Vec<u8>) {
+    let h = Hash::new(buf);
+    let entries = h.spans().map(|(span, e)| (span.start, e.field));
+    if let Some(built) = index::build(entries, h.len(), buf.len()) {
+        index::write(buf, built);
     }
 }
 

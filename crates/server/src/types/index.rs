@@ -24,12 +24,12 @@
 //! and inserted before it and its rank by the entries; a block that grows past
 //! [`MAX_BLOCK`] gets a mark in its middle.
 //!
-//! Writers that rebuild a set from its members append a new index ([`append`]); readers never
+//! Writers that rebuild a set from its members append a new index ([`build`], [`write`]);
+//! readers never
 //! trust it further than the bytes: an index whose sizes do not add up to its value is
 //! ignored, and every offset is read through the bounds-checked reader
 //! ([`super::hash::Hash`]), so a damaged value reads as a damaged collection, never a panic.
 
-use super::hash::Hash;
 use super::pack::{self, INDEXED};
 
 /// Entries from which a sorted set carries an index (Redis's `zset-max-listpack-entries`:
@@ -140,26 +140,39 @@ impl<'a> Index<'a> {
     }
 }
 
-/// Appends an index to the packed value in `buf`, which has none, and marks its format.
-pub(crate) fn append(buf: &mut Vec<u8>) {
-    let end = buf.len();
-    let h = Hash::new(buf);
+/// A new index, built from a value's entries ([`build`]) to be appended to it ([`write`]).
+#[derive(Debug)]
+pub(crate) struct Built {
+    tags: Vec<u8>,
+    marks: Vec<(u32, u32)>,
+}
+
+/// The index of `count` entries given as (where each starts, its field), in order; `None`
+/// where fewer can be read (malformed entries get no index: readers then pass over them).
+pub(crate) fn build<'f>(
+    entries: impl Iterator<Item = (usize, &'f [u8])>,
+    count: usize,
+    end: usize,
+) -> Option<Built> {
     // Each entry takes at least two bytes: a count beyond that is not believed.
-    let count = h.len().min(end / 2);
-    let mut tags = Vec::with_capacity(count);
-    let mut marks = Vec::with_capacity(count / BLOCK + 1);
-    for (i, (span, e)) in h.spans().enumerate() {
-        tags.push(tag(e.field));
+    let count_max = count.min(end / 2);
+    let mut tags = Vec::with_capacity(count_max);
+    let mut marks = Vec::with_capacity(count_max / BLOCK + 1);
+    for (i, (start, field)) in entries.enumerate() {
+        tags.push(tag(field));
         if i % BLOCK == 0 {
-            marks.push((span.start as u32, i as u32));
+            marks.push((start as u32, i as u32));
         }
     }
-    if tags.len() != h.len() {
-        // Malformed entries: no index (readers then pass over the entries).
-        return;
-    }
-    buf.extend_from_slice(&tags);
-    write_marks(buf, &marks, end);
+    (tags.len() == count).then_some(Built { tags, marks })
+}
+
+/// Appends `built` to the packed value in `buf` (whose entries it was built from, ending at
+/// the buffer's end) and marks its format.
+pub(crate) fn write(buf: &mut Vec<u8>, built: Built) {
+    let end = buf.len();
+    buf.extend_from_slice(&built.tags);
+    write_marks(buf, &built.marks, end);
     buf[0] |= INDEXED;
 }
 
@@ -187,12 +200,25 @@ pub(crate) struct Edit {
     pub tag: u8,
 }
 
+/// The value an index's edit starts from: where its entries end, how many there are, and
+/// where the entry of a rank starts (through `index`).
+pub(crate) struct Old<F: Fn(usize) -> Option<usize>> {
+    pub end: usize,
+    pub len: usize,
+    pub offset_of_rank: F,
+}
+
 /// Appends to `buf` the index of the value `edit` makes of `old` (indexed by `index`): the
 /// tags with the removed entry's taken out and the new one's put in at its rank; each mark
 /// moved by the bytes and entries removed and inserted before it (a mark of the removed entry
 /// then marks what takes its place); a first mark where a new first entry went in; and, where
 /// the new entry's block grew past [`MAX_BLOCK`], a mark in its middle.
-pub(crate) fn write_edited(buf: &mut Vec<u8>, old: &Hash<'_>, index: &Index<'_>, edit: &Edit) {
+pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
+    buf: &mut Vec<u8>,
+    old: Old<F>,
+    index: &Index<'_>,
+    edit: &Edit,
+) {
     let (removed_len, removed_end) = match &edit.removed {
         Some((span, _)) => (span.len(), span.end),
         None => (0, usize::MAX),
@@ -203,9 +229,9 @@ pub(crate) fn write_edited(buf: &mut Vec<u8>, old: &Hash<'_>, index: &Index<'_>,
         x - if x >= removed_end { removed_len } else { 0 } + if x >= at { len } else { 0 }
     };
     let new_start = moved(at) - len;
-    let new_end = moved(old.end());
+    let new_end = moved(old.end);
     let removed = edit.removed.as_ref().map(|(_, d)| *d);
-    let count = old.len() + 1 - usize::from(removed.is_some());
+    let count = old.len + 1 - usize::from(removed.is_some());
     let rank = edit.before - usize::from(removed.is_some_and(|d| d < edit.before));
     // Tags: the old ones but the removed, with the new one at `rank`.
     let base = buf.len();
@@ -265,7 +291,7 @@ pub(crate) fn write_edited(buf: &mut Vec<u8>, old: &Hash<'_>, index: &Index<'_>,
         }
         let o = middle - usize::from(middle > rank);
         let o = o + usize::from(removed.is_some_and(|d| d <= o));
-        old.offset_of_rank(o).map(|offset| (moved(offset), middle))
+        (old.offset_of_rank)(o).map(|offset| (moved(offset), middle))
     });
     let mut m = 0u32;
     for (offset, q) in marks() {
@@ -279,27 +305,26 @@ pub(crate) fn write_edited(buf: &mut Vec<u8>, old: &Hash<'_>, index: &Index<'_>,
     buf.extend_from_slice(&(new_end as u32).to_le_bytes());
 }
 
-/// Checks that `value`'s index, if it says it has one, describes its entries exactly: it is
-/// well formed, each tag is its entry's, and each mark gives where the entry of its rank
-/// starts, the first at rank 0, ranks and offsets ascending, blocks no longer than
-/// [`MAX_BLOCK`]. Panics otherwise (for tests, after every step of a model).
+/// Checks that `value`'s index, if it says it has one, describes its entries — given as
+/// (where each starts, its field), in order — exactly: it is well formed, each tag is its
+/// entry's, and each mark gives where the entry of its rank starts, the first at rank 0, ranks
+/// and offsets ascending, blocks no longer than [`MAX_BLOCK`]. Panics otherwise (for tests,
+/// after every step of a model).
 #[cfg(test)]
-pub(crate) fn validate(value: &[u8]) {
+pub(crate) fn validate(value: &[u8], entries: &[(usize, &[u8])]) {
     let (format, count) = pack::header(value);
     if format & INDEXED == 0 {
         return;
     }
     let (_, index) = split(value);
     let index = index.expect("an index that fits its value");
-    let h = Hash::new(value);
-    let spans: Vec<_> = h.spans().collect();
-    assert_eq!(spans.len(), count as usize, "entries readable");
-    let tags: Vec<u8> = spans.iter().map(|(_, e)| tag(e.field)).collect();
+    assert_eq!(entries.len(), count as usize, "entries readable");
+    let tags: Vec<u8> = entries.iter().map(|(_, field)| tag(field)).collect();
     assert_eq!(index.tags, &tags[..], "tags");
     let mut last: Option<(usize, usize)> = None;
     for k in 0..index.marks() {
         let (offset, rank) = index.mark(k);
-        assert_eq!(spans[rank].0.start, offset, "mark {k} gives its entry's start");
+        assert_eq!(entries[rank].0, offset, "mark {k} gives its entry's start");
         match last {
             None => assert_eq!(rank, 0, "the first mark is the first entry"),
             Some((o, q)) => {
@@ -310,6 +335,6 @@ pub(crate) fn validate(value: &[u8]) {
         last = Some((offset, rank));
     }
     if let Some((_, q)) = last {
-        assert!(spans.len() - q <= MAX_BLOCK, "last block of {}", spans.len() - q);
+        assert!(entries.len() - q <= MAX_BLOCK, "last block of {}", entries.len() - q);
     }
 }
