@@ -295,3 +295,37 @@ fn with_one_writer_the_queues_keep_one_free_segment_fewer_than_memshares_pass() 
         engine.validate();
     }
 }
+
+#[test]
+fn overwrites_never_evict_while_live_data_fits_with_queues() {
+    // As basics.rs's test for Memshare's pass: 1 MiB of 16 KiB segments, about 600 KB live,
+    // overwritten at random: the dead versions must be reclaimed by compaction, not by
+    // evicting live items. Items of at most half a segment, as the server sizes segments (the
+    // next power of two above its item limit): a compaction keeps one item's worth of slack
+    // per output head, and with items as large as a segment that slack takes all the room a
+    // compaction has, so the queues' passes evict instead (4,025 live items here).
+    let config = fridge_engine::EngineConfig {
+        max_memory: 1 << 20,
+        segment_size: 16 << 10,
+        max_item_size: 8 << 10,
+        cleaner: fridge_engine::CleanerMode::Inline,
+        eviction: Eviction::Queues(Queues::default()),
+        ..fridge_engine::EngineConfig::default()
+    };
+    let clock = std::sync::Arc::new(fridge_engine::ManualClock::new(1_700_000_000_000));
+    let engine = Engine::with_clock(config, clock).unwrap();
+    let mut w = engine.worker().unwrap();
+    let value = [3u8; 1000];
+    let mut x = 12345u64;
+    for _ in 0..30_000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let k = (x % 600).to_le_bytes();
+        w.store(Store::new(TenantId(0), &k, &value)).unwrap();
+    }
+    let s = engine.stats();
+    assert!(s.cleaner_passes > 100, "the cleaner ran: {s:?}");
+    assert_eq!(s.evictions + s.index_evictions, 0, "nothing live was evicted: {s:?}");
+    engine.validate();
+}
