@@ -644,7 +644,7 @@ fn serve_by_need(
         .map(|t| Waiting { need: need(t, &actual), id: tenants.ids[t], t })
         .collect();
     while let Some(Waiting { t, id, .. }) = heap.pop() {
-        let Some(i) = queues[t].pop_front() else { continue };
+        let i = queues[t].pop_front().expect("a tenant waits only while it has items");
         let size = size(i);
         let needy = actual[t] < tenants.target[t];
         let within_cap = actual[t] + size <= tenants.cap[t];

@@ -369,15 +369,7 @@ fn overwrites_never_evict_while_live_data_fits() {
     // must reclaim by compaction alone.
     let (engine, _) = small_engine(1 << 20, 16 << 10);
     let mut w = engine.worker().unwrap();
-    let value = [3u8; 1000];
-    let mut x = 12345u64;
-    for _ in 0..30_000 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let k = (x % 600).to_le_bytes();
-        w.store(Store::new(T, &k, &value)).unwrap();
-    }
+    common::overwrite_at_random(&mut w, 600, 30_000);
     let s = engine.stats();
     assert!(s.cleaner_passes > 100, "the cleaner ran: {s:?}");
     assert_eq!(s.evictions + s.index_evictions, 0, "nothing live was evicted: {s:?}");

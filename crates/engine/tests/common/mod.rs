@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use fridge_engine::{CleanerMode, Engine, EngineConfig, Eviction, ManualClock};
+use fridge_engine::{
+    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, Store, TenantId, Worker,
+};
 
 /// A small engine with an inline cleaner on a manual clock, so that the cleaner runs often
 /// and everything is deterministic.
@@ -45,4 +47,18 @@ pub fn small_engine_evicting(
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
     (engine, clock)
+}
+
+/// Stores a 1,000-byte value `stores` times under keys drawn at random (xorshift, a fixed seed)
+/// from `keys` little-endian ids, for tenant 0: a working set overwritten in place.
+pub fn overwrite_at_random(w: &mut Worker, keys: u64, stores: usize) {
+    let value = [3u8; 1000];
+    let mut x = 12345u64;
+    for _ in 0..stores {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let k = (x % keys).to_le_bytes();
+        w.store(Store::new(TenantId(0), &k, &value)).unwrap();
+    }
 }

@@ -233,30 +233,15 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
     let removed = edit.removed.as_ref().map(|(_, d)| *d);
     let count = old.len + 1 - usize::from(removed.is_some());
     let rank = edit.before - usize::from(removed.is_some_and(|d| d < edit.before));
-    // Tags: the old ones but the removed, with the new one at `rank`.
+    // Tags: the old ones but the removed, with the new one at `rank` (of the ones kept).
+    let (tags, new) = (index.tags, &[edit.tag][..]);
+    let pieces: [&[u8]; 4] = match removed {
+        None => [&tags[..rank], new, &tags[rank..], &[]],
+        Some(d) if rank <= d => [&tags[..rank], new, &tags[rank..d], &tags[d + 1..]],
+        Some(d) => [&tags[..d], &tags[d + 1..=rank], new, &tags[rank + 1..]],
+    };
     let base = buf.len();
-    match removed {
-        Some(d) => {
-            let kept = [&index.tags[..d], &index.tags[d + 1..]];
-            let (mut left, mut put) = (rank, false);
-            for part in kept {
-                if !put && left <= part.len() {
-                    buf.extend_from_slice(&part[..left]);
-                    buf.push(edit.tag);
-                    buf.extend_from_slice(&part[left..]);
-                    put = true;
-                } else {
-                    buf.extend_from_slice(part);
-                    left -= part.len().min(left);
-                }
-            }
-        }
-        None => {
-            buf.extend_from_slice(&index.tags[..rank]);
-            buf.push(edit.tag);
-            buf.extend_from_slice(&index.tags[rank..]);
-        }
-    }
+    pieces.iter().for_each(|piece| buf.extend_from_slice(piece));
     debug_assert_eq!(buf.len() - base, count);
     // Marks: each moved; one of the removed entry marks what now starts there, at its rank;
     // the first entry always marked; none past the end.
