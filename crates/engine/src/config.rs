@@ -63,6 +63,10 @@ pub struct EngineConfig {
     pub memory_includes_index: bool,
     /// How a pass that must evict chooses its segments and what it keeps.
     pub eviction: Eviction,
+    /// Bytes of the search lookaside buffer's cache table in front of the index (SLB §3; 0 =
+    /// none): rounded down to a power of two of 64-byte buckets, at most 4 MiB; its admission
+    /// log takes four times as much. Counted in the index's bytes.
+    pub slb_bytes: usize,
 }
 
 /// How the cleaner evicts once memory is full of live data.
@@ -124,6 +128,7 @@ impl Default for EngineConfig {
             hitmap_items: 0,
             memory_includes_index: false,
             eviction: Eviction::Queues(Queues::default()),
+            slb_bytes: 0,
         }
     }
 }
@@ -162,6 +167,13 @@ impl EngineConfig {
         }
         if self.cleaner_candidates == 0 {
             return Err(ConfigError("cleaner_candidates must be at least 1".into()));
+        }
+        if self.slb_bytes != 0 && !(64..=index::SLB_MAX_BYTES).contains(&self.slb_bytes) {
+            return Err(ConfigError(format!(
+                "slb_bytes must be 0 or from 64 to {}, not {}",
+                index::SLB_MAX_BYTES,
+                self.slb_bytes
+            )));
         }
         Ok(())
     }

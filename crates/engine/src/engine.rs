@@ -85,8 +85,11 @@ impl Engine {
         };
         let ghost_bytes = ghost.as_ref().map_or(0, Ghost::bytes);
         let fixed_overhead = fixed_overhead(segment_count, metadata.bytes()) + ghost_bytes;
-        let index = Index::new(initial_buckets, config.max_memory / 64)
+        let mut index = Index::new(initial_buckets, config.max_memory / 64)
             .map_err(|e| ConfigError(format!("cannot map the index: {e}")))?;
+        if config.slb_bytes > 0 && !index.enable_slb(config.slb_bytes) {
+            return Err(ConfigError(format!("cannot map an SLB of {} bytes", config.slb_bytes)));
+        }
         // The tenants share the arena less what is lent at the start (the index's growth
         // later is not taken off).
         let scratch_allowance = if config.memory_includes_index {
@@ -251,6 +254,14 @@ impl Engine {
         self.inner.cas.0.load(Ordering::Relaxed)
     }
 
+    /// Whether lookups consult the SLB (`slb_bytes`; on from the start when it is
+    /// configured). Off, reads go straight to the index and admit nothing, while every write
+    /// still keeps the SLB's entries true, so turning it on again is safe at any time: an A/B
+    /// switch on one engine, its memory and layout unchanged (the `slb` benchmark).
+    pub fn use_slb(&self, on: bool) {
+        self.inner.index.use_slb(on);
+    }
+
     /// A snapshot of the engine's statistics.
     pub fn stats(&self) -> EngineStats {
         self.inner.stats()
@@ -401,6 +412,9 @@ impl Inner {
             index_resizes: index.resizes,
             index_evictions: index.evictions,
             index_growth_failures: index.growth_failures,
+            slb_bytes: index.slb_bytes,
+            slb_hits: self.epochs.sum(|c| &c.slb_hits),
+            slb_admissions: index.slb_admissions,
             items: self.tenants.iter().map(|t| load(&t.items)).sum(),
             item_bytes: self.tenants.iter().map(|t| load(&t.bytes)).sum(),
             gets: self.epochs.sum(|c| &c.gets),
@@ -482,6 +496,7 @@ impl Inner {
                 );
             }
         });
+        self.index.validate_slb(guard, &rehash);
         // The bound may be above a live item's expiry only while a pass is under way.
         if !self.sweep.lock().unwrap_or_else(|e| e.into_inner()).in_pass() {
             assert!(

@@ -25,6 +25,8 @@ pub struct LocalCounters {
     pub hits: AtomicU64,
     /// Store operations.
     pub sets: AtomicU64,
+    /// Lookups the SLB answered.
+    pub slb_hits: AtomicU64,
 }
 
 /// Adds one to a counter that only its owning participant writes: a plain load and store,

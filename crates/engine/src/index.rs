@@ -57,7 +57,12 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+mod slb;
 mod walk;
+
+pub use slb::{MAX_BYTES as SLB_MAX_BYTES, SlbProbe};
+
+use slb::Slb;
 
 use crate::arena::Mapping;
 use crate::epoch::{Epochs, Guard};
@@ -337,6 +342,10 @@ pub struct IndexStats {
     /// Growths given up because their new table could not be mapped (out of memory): the
     /// index went on in its current table, evicting from full paths.
     pub growth_failures: u64,
+    /// Bytes of the SLB's tables (0: no SLB), included in `bytes`.
+    pub slb_bytes: usize,
+    /// Keys the SLB admitted.
+    pub slb_admissions: u64,
 }
 
 /// Maintenance steps without a growth attempt after a growth could not map its table.
@@ -397,6 +406,10 @@ pub struct Index {
     /// its table (so an out-of-memory system is not asked for a mapping on every write).
     growth_backoff: AtomicU32,
     memory: MemoryBudget,
+    /// The search lookaside buffer, if enabled ([`Index::enable_slb`]).
+    slb: Option<Slb>,
+    /// Whether lookups consult it ([`Index::use_slb`]).
+    slb_lookups: AtomicBool,
 }
 
 // SAFETY: the raw table pointers are owned by the index (created from Box, freed once) and
@@ -416,6 +429,8 @@ pub struct Locked<'g> {
     prune_path: bool,
     evictions: &'g AtomicU64,
     memory: &'g MemoryBudget,
+    /// The SLB, kept true for every slot this lock changes (`slb.rs`, "Consistency").
+    slb: Option<&'g Slb>,
 }
 
 impl Drop for Locked<'_> {
@@ -446,7 +461,12 @@ impl<'g> Locked<'g> {
 
     /// Points a found slot at a new location.
     pub fn replace(&self, slot: &AtomicU64, loc: Loc) {
-        slot.store(loc.pack(self.tag), Ordering::Release);
+        let new = loc.pack(self.tag);
+        let taken = self.slb.and_then(|slb| slb.take(slot.load(Ordering::Relaxed)));
+        slot.store(new, Ordering::Release);
+        if let (Some(slb), Some(taken)) = (self.slb, taken) {
+            slb.put_back(taken, new);
+        }
     }
 
     /// Empties a found slot. If the slot is in the root and the tree has sub-buckets, the
@@ -459,6 +479,9 @@ impl<'g> Locked<'g> {
     /// group that is given back and reused by another root sees only other keys' valid slots
     /// (which fail the key comparison) and stops within the depth limit.
     pub fn remove(&self, slot: &AtomicU64) {
+        if let Some(slb) = self.slb {
+            slb.take(slot.load(Ordering::Relaxed));
+        }
         slot.store(0, Ordering::Release);
         if !self.prune_path {
             return;
@@ -503,8 +526,14 @@ impl<'g> Locked<'g> {
     /// Adds a slot for `loc`. Returns the location of an item the index had to drop to make
     /// room (see the module doc), if any.
     pub fn insert(&self, loc: Loc) -> Option<Loc> {
-        let evicted =
-            insert_locked(self.table, self.root, self.tag, loc.pack(self.tag), self.memory);
+        let evicted = insert_locked(
+            self.table,
+            self.root,
+            self.tag,
+            loc.pack(self.tag),
+            self.memory,
+            self.slb,
+        );
         if evicted.is_some() {
             self.evictions.fetch_add(1, Ordering::Relaxed);
         }
@@ -541,6 +570,7 @@ fn insert_locked(
     tag: u16,
     packed: u64,
     memory: &MemoryBudget,
+    slb: Option<&Slb>,
 ) -> Option<Loc> {
     let mut bucket = root;
     let mut depth = 0;
@@ -566,7 +596,11 @@ fn insert_locked(
                 }
                 None => {
                     let first = &bucket.slots()[0];
-                    let old = first.swap(packed, Ordering::AcqRel);
+                    let old = first.load(Ordering::Relaxed);
+                    if let Some(slb) = slb {
+                        slb.take(old);
+                    }
+                    first.store(packed, Ordering::Release);
                     return Some(Loc::unpack(old));
                 }
             }
@@ -601,6 +635,8 @@ impl Index {
             growth_failures: AtomicU64::new(0),
             growth_backoff: AtomicU32::new(0),
             memory,
+            slb: None,
+            slb_lookups: AtomicBool::new(false),
         })
     }
 
@@ -635,6 +671,102 @@ impl Index {
             }
         }
         find_in(current, current.root(hash), hash, &mut is_key)
+    }
+
+    /// [`Index::find`] through the SLB when it is enabled: a key the SLB holds is found
+    /// there (counted in `slb_hits`) without reading its index bucket; one found in the index
+    /// is noted as a sighting, which may admit it (`slb.rs`, "Admission"). `probe` is the
+    /// caller's own SLB state: its sampling, and whether the SLB pays for its lookups
+    /// ([`SlbProbe`]; a reader whose lookups rarely hit goes to the index directly).
+    #[inline]
+    pub fn find_hot(
+        &self,
+        guard: &Guard<'_>,
+        hash: u64,
+        mut is_key: impl FnMut(Loc) -> bool,
+        probe: &mut SlbProbe,
+        slb_hits: &AtomicU64,
+    ) -> Option<Loc> {
+        let Some(slb) = self
+            .slb
+            .as_ref()
+            .filter(|_| self.slb_lookups.load(Ordering::Relaxed) && probe.consults())
+        else {
+            return self.find(guard, hash, is_key);
+        };
+        if let Some(loc) = slb.find(hash, &mut is_key) {
+            crate::epoch::bump(slb_hits);
+            probe.counted(true);
+            return Some(loc);
+        }
+        // A lookup of an absent key pays for the SLB as much as one the index then finds.
+        probe.counted(false);
+        let loc = self.find(guard, hash, &mut is_key)?;
+        if slb.sighted(hash, probe) {
+            self.admit(guard, hash, loc);
+        }
+        Some(loc)
+    }
+
+    /// Caches `loc` for `hash`'s key in the SLB if the index still maps the key to it, seen
+    /// under the key's root lock (the SLB's invariant, `slb.rs`). Not while a growth is
+    /// under way (locking would first migrate the root; admissions can wait).
+    fn admit(&self, guard: &Guard<'_>, hash: u64, loc: Loc) {
+        let (Some(slb), (current, None)) = (&self.slb, self.tables(guard)) else {
+            return;
+        };
+        let root = current.root(hash);
+        lock_root(root);
+        let locked = Locked {
+            table: current,
+            root,
+            tag: tag_of(hash),
+            prune_path: true,
+            evictions: &self.evictions,
+            memory: &self.memory,
+            slb: Some(slb),
+        };
+        // A root that migrated meanwhile no longer holds its keys' slots.
+        if root.header() & MIGRATED_BIT == 0 && locked.find(|l| l == loc).is_some() {
+            slb.insert(hash, loc);
+        }
+    }
+
+    /// Puts a search lookaside buffer of `bytes` of cache table (at most 2¹⁶ 64-byte
+    /// buckets; `slb.rs`) in front of the index, counted in its
+    /// resident bytes. Returns whether it was made (0 bytes, or tables that cannot be
+    /// mapped, leave the index without one).
+    pub fn enable_slb(&mut self, bytes: usize) -> bool {
+        self.slb = Slb::new(bytes);
+        self.slb_lookups.store(true, Ordering::Relaxed);
+        if let Some(slb) = &self.slb {
+            self.memory.resident.fetch_add(slb.bytes(), Ordering::Relaxed);
+        }
+        self.slb.is_some()
+    }
+
+    /// Checks the SLB's invariant (`slb.rs`, "Consistency"): every cached location is
+    /// indexed, for a key whose hash (`rehash`) chooses the entry's bucket and discriminant.
+    /// For audits of a quiet engine.
+    ///
+    /// # Panics
+    /// If an entry breaks it.
+    pub fn validate_slb(&self, guard: &Guard<'_>, rehash: &impl Fn(Loc) -> u64) {
+        let Some(slb) = &self.slb else { return };
+        slb.for_each_entry(|fits, loc| {
+            let hash = rehash(loc);
+            assert!(fits(hash), "SLB entry {loc:?} is in the wrong bucket for its key");
+            assert_eq!(
+                self.find(guard, hash, |l| l == loc),
+                Some(loc),
+                "SLB entry {loc:?} names a location the index does not hold"
+            );
+        });
+    }
+
+    /// Whether [`Index::find_hot`] consults the SLB. Slot changes keep it true either way.
+    pub fn use_slb(&self, on: bool) {
+        self.slb_lookups.store(on && self.slb.is_some(), Ordering::Relaxed);
     }
 
     /// Starts loading the root bucket for `hash` into the CPU cache (batched lookups issue this
@@ -711,6 +843,7 @@ impl Index {
                 prune_path: true,
                 evictions: &self.evictions,
                 memory: &self.memory,
+                slb: self.slb.as_ref(),
             };
         }
     }
@@ -751,7 +884,8 @@ impl Index {
                 let hash = rehash(Loc::unpack(s));
                 let r = new.root(hash);
                 lock_root(r);
-                if let Some(evicted) = insert_locked(new, r, tag_of(hash), s, &self.memory) {
+                let slb = self.slb.as_ref();
+                if let Some(evicted) = insert_locked(new, r, tag_of(hash), s, &self.memory, slb) {
                     self.evictions.fetch_add(1, Ordering::Relaxed);
                     on_evict(evicted);
                 }
@@ -923,6 +1057,8 @@ impl Index {
             resizes: self.resizes.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             growth_failures: self.growth_failures.load(Ordering::Relaxed),
+            slb_bytes: self.slb.as_ref().map_or(0, Slb::bytes),
+            slb_admissions: self.slb.as_ref().map_or(0, Slb::admissions),
         }
     }
 }

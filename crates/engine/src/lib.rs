@@ -79,6 +79,7 @@ pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};
 pub use hotkeys::{HotKey, HotKeys, TopK};
+pub use index::SLB_MAX_BYTES;
 pub use item::Kind;
 pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
 pub use observe::{Evicted, EvictionObserver};

@@ -78,6 +78,12 @@ pub struct EngineStats {
     pub index_evictions: u64,
     /// Index growths given up because the new table could not be mapped (out of memory).
     pub index_growth_failures: u64,
+    /// Bytes of the SLB's tables (0: no SLB); included in `index_bytes`.
+    pub slb_bytes: usize,
+    /// Lookups the SLB answered without reading the index.
+    pub slb_hits: u64,
+    /// Keys the SLB admitted.
+    pub slb_admissions: u64,
     /// Live items, all tenants.
     pub items: u64,
     /// Bytes of live items (records and values), all tenants.

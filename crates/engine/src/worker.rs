@@ -24,7 +24,7 @@ use crate::epoch::{self, Guard, Slot};
 use crate::error::EngineError;
 use crate::hash::{digest_of, key_hash_in};
 use crate::hotkeys::{self, NAMES_PER_POOL, SAMPLE_EVERY};
-use crate::index::{Loc, Locked};
+use crate::index::{Loc, Locked, SlbProbe};
 use crate::item::{self, Kind, NewItem};
 use crate::metadata::POOL_LEN;
 use crate::ops::{Condition, Current, Expiry, Item, Splice, Store, StoreOutcome, Update};
@@ -61,6 +61,8 @@ pub struct Worker {
     names: Vec<u8>,
     /// Xorshift state choosing the references that are named.
     sampler: u32,
+    /// This reader's SLB state.
+    slb: SlbProbe,
     /// The CAS value of the last item this handle published.
     last_cas: u64,
     /// The database every key operation names ([`Worker::select`]).
@@ -80,6 +82,7 @@ impl Worker {
             refs: Vec::with_capacity(POOL_LEN),
             names: Vec::with_capacity(NAMES_PER_POOL),
             sampler: 0x9e37_79b9,
+            slb: SlbProbe::default(),
             last_cas: 0,
             db: 0,
         }

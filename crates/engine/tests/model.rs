@@ -13,10 +13,10 @@ mod common;
 
 use std::collections::HashMap;
 
-use common::small_engine_evicting;
+use common::{small_config, small_engine_from};
 use fridge_engine::{
-    Clock, Condition, Engine, EngineError, Eviction, Expiry, ManualClock, Queues, Store,
-    StoreOutcome, TenantId, Update, Worker,
+    Clock, Condition, Engine, EngineConfig, EngineError, Eviction, Expiry, ManualClock, Queues,
+    Store, StoreOutcome, TenantId, Update, Worker,
 };
 use proptest::prelude::*;
 
@@ -199,7 +199,19 @@ fn presence(model: &mut Model, t: u8, k: u8, engine_present: bool) {
 }
 
 fn run(ops: &[Op], max_memory: usize, inline_value_max: usize, eviction: Eviction) {
-    let (engine, clock) = small_engine_evicting(max_memory, 4 << 10, inline_value_max, eviction);
+    run_with_slb(ops, max_memory, inline_value_max, eviction, 0);
+}
+
+/// [`run`] with an SLB of `slb_bytes` in front of the index.
+fn run_with_slb(
+    ops: &[Op],
+    max_memory: usize,
+    inline_value_max: usize,
+    eviction: Eviction,
+    slb_bytes: usize,
+) {
+    let config = small_config(max_memory, 4 << 10, inline_value_max, eviction);
+    let (engine, clock) = small_engine_from(EngineConfig { slb_bytes, ..config });
     let mut w: Worker = engine.worker().unwrap();
     let mut model = Model {
         items: HashMap::new(),
@@ -385,6 +397,15 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..2500)
     ) {
         run(&ops, 64 << 10, 400, Eviction::Queues(Queues::default()));
+    }
+
+    /// With an SLB of 8 buckets (56 entries) in front of the index: overwrites, deletes,
+    /// flushes, expiry, the cleaner's relocations and evictions, and the index's own moves
+    /// all change slots it may cache; every read must still be exact, and `validate()`
+    /// checks after each step that every cached location is still indexed.
+    #[test]
+    fn engine_agrees_with_model_with_an_slb(ops in proptest::collection::vec(op(), 1..2500)) {
+        run_with_slb(&ops, 64 << 10, 400, Eviction::Queues(Queues::default()), 8 * 64);
     }
 }
 

@@ -48,18 +48,27 @@ fn check_value(key: u64, v: &[u8]) {
 
 #[test]
 fn concurrent_readers_and_writers_never_see_torn_values() {
-    readers_and_writers(Eviction::Memshare);
+    readers_and_writers(Eviction::Memshare, 0);
 }
 
 /// The same with S3-FIFO's queues: promotions, reinsertions and the ghost's admissions race
 /// with readers and writers.
 #[test]
 fn concurrent_readers_and_writers_never_see_torn_values_with_queues() {
-    readers_and_writers(Eviction::Queues(Queues::default()));
+    readers_and_writers(Eviction::Queues(Queues::default()), 0);
 }
 
-fn readers_and_writers(eviction: Eviction) {
+/// The same with a small SLB in front of the index (64 buckets for 3,000 keys, so entries are
+/// replaced all the time): a location cached while its item is overwritten, deleted,
+/// relocated or evicted and its segment reused would show as a foreign or torn value.
+#[test]
+fn concurrent_readers_and_writers_never_see_torn_values_with_an_slb() {
+    readers_and_writers(Eviction::Queues(Queues::default()), 64 * 64);
+}
+
+fn readers_and_writers(eviction: Eviction, slb_bytes: usize) {
     let config = EngineConfig {
+        slb_bytes,
         eviction,
         max_memory: 8 << 20,
         segment_size: 64 << 10,
@@ -116,6 +125,7 @@ fn readers_and_writers(eviction: Eviction) {
     assert!(s.cleaner_passes > 0 && s.relocated_items > 0, "the cleaner must have run: {s:?}");
     assert!(s.index_resizes > 0, "the index must have grown under load: {s:?}");
     assert!(hits.load(Ordering::Relaxed) > 0);
+    assert_eq!(s.slb_hits > 0, slb_bytes > 0, "the SLB answers lookups iff it is on: {s:?}");
     engine.validate();
 }
 
@@ -123,8 +133,20 @@ fn readers_and_writers(eviction: Eviction) {
 /// churn through the same bucket trees (deletes move items up the trees) and the index grows.
 #[test]
 fn stable_keys_are_never_missed_while_others_churn() {
+    stable_keys_while_others_churn(0);
+}
+
+/// The same with an SLB: the stable keys are hot and cached, while the churn moves slots
+/// around their trees and migrates them to new tables.
+#[test]
+fn stable_keys_are_never_missed_while_others_churn_with_an_slb() {
+    stable_keys_while_others_churn(256 * 64);
+}
+
+fn stable_keys_while_others_churn(slb_bytes: usize) {
     const STABLE: u64 = 2_000;
     let config = EngineConfig {
+        slb_bytes,
         max_memory: 64 << 20,
         segment_size: 256 << 10,
         max_item_size: 256 << 10,
@@ -173,6 +195,7 @@ fn stable_keys_are_never_missed_while_others_churn() {
     let s = engine.stats();
     assert_eq!(s.evictions + s.index_evictions, 0, "nothing may be evicted here: {s:?}");
     assert!(s.index_resizes > 0, "the index grew during the test: {s:?}");
+    assert_eq!(s.slb_hits > 0, slb_bytes > 0, "the SLB answers lookups iff it is on: {s:?}");
     engine.validate();
 }
 

@@ -240,6 +240,10 @@ pub struct Cli {
     /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32].
     #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
     pub hitmap_bits_per_item: Option<usize>,
+    /// Search lookaside buffer in front of the index: bytes of its cache table, up to 4MiB,
+    /// 0 = none [default: 0].
+    #[arg(long, env = "FRIDGE_SLB_SIZE", value_name = "SIZE")]
+    pub slb_size: Option<Size>,
     /// How the engine evicts: queues (S3-FIFO's small and main queues), memshare (a sample of
     /// segments, best-ranked items kept) or auto (queues without tenants, memshare with
     /// them) [default: auto].
@@ -334,6 +338,7 @@ impl Cli {
             write_chunk,
             segment_size,
             hitmap_bits_per_item,
+            slb_size,
             eviction,
             auth_failure_rate,
             auth_failure_burst

@@ -195,6 +195,10 @@ pub struct Config {
     pub segment_size: Size,
     /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off.
     pub hitmap_bits_per_item: usize,
+    /// Bytes of the search lookaside buffer's cache table in front of the index (rounded down
+    /// to a power of two of 64-byte buckets, at most 4 MiB; its admission log takes four times
+    /// as much); 0, the default, for none (`docs/design.md`, "The SLB").
+    pub slb_size: Size,
     /// How the engine evicts.
     pub eviction: EvictionChoice,
     /// Whether clients that have not authenticated may use the cache (as tenant `default`, or
@@ -269,6 +273,7 @@ impl Default for Config {
             write_chunk: Size(128 << 10),
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
+            slb_size: Size(0),
             eviction: EvictionChoice::default(),
             allow_unauthenticated: None,
             auth_failure_rate: 1.0,
@@ -342,7 +347,7 @@ impl Config {
         format!(
             "listen={} port={} resp_port={} udp_port={} unix_socket={} protocol={} memory={} \
              memory_includes_index={} workers={} max_connections={} max_item_size={} \
-             eviction={} hitmap_bits_per_item={} databases={} idle_timeout={}s \
+             eviction={} hitmap_bits_per_item={} slb_size={} databases={} idle_timeout={}s \
              allow_unauthenticated={} tenants=[{}] admin_port={} admin_address={} log_level={} \
              log_format={} tls={}",
             self.listen,
@@ -358,6 +363,7 @@ impl Config {
             self.max_item_size,
             format!("{:?}", self.eviction).to_lowercase(),
             self.hitmap_bits_per_item,
+            self.slb_size,
             self.databases,
             self.idle_timeout,
             self.unauthenticated_allowed(),
@@ -509,6 +515,7 @@ impl Config {
             },
             max_participants: self.worker_count() + 16,
             hitmap_bits_per_item: self.hitmap_bits_per_item,
+            slb_bytes: self.slb_size.bytes(),
             memory_includes_index: self.memory_includes_index,
             eviction: match self.eviction {
                 EvictionChoice::Auto if self.tenants.iter().any(|t| t.name != DEFAULT_TENANT) => {
@@ -580,6 +587,13 @@ impl Config {
         }
         if self.max_connections == 0 {
             return Err("max_connections must be at least 1".into());
+        }
+        let slb = self.slb_size.bytes();
+        if slb != 0 && !(64..=fridge_engine::SLB_MAX_BYTES).contains(&slb) {
+            return Err(format!(
+                "slb_size must be 0 (none) or from 64B to {}B, not {slb}B",
+                fridge_engine::SLB_MAX_BYTES
+            ));
         }
         if !(1..=fridge_engine::item::MAX_DBS).contains(&usize::from(self.databases)) {
             return Err(format!(
@@ -903,6 +917,19 @@ mod tests {
         let c: Config = toml::from_str("memory = \"64MiB\"\nport = 1234\nworkers = 2").unwrap();
         assert_eq!((c.memory, c.port, c.workers), (Size(64 << 20), 1234, 2));
         assert!(toml::from_str::<Config>("memroy = 1").is_err(), "unknown keys are refused");
+    }
+
+    #[test]
+    fn the_slb_size_reaches_the_engine_within_its_bounds() {
+        let c: Config = toml::from_str("slb_size = \"256KiB\"\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.engine().slb_bytes, 256 << 10);
+        assert_eq!(Config::default().engine().slb_bytes, 0, "none by default");
+        for bad in ["slb_size = 32", "slb_size = \"8MiB\""] {
+            let c: Config = toml::from_str(bad).unwrap();
+            let e = c.validate().unwrap_err();
+            assert!(e.contains("slb_size must be 0 (none) or from 64B to 4194304B"), "{bad}: {e}");
+        }
     }
 
     #[test]

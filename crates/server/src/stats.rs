@@ -463,6 +463,9 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
     num("index_bytes", e.index_bytes as u64);
+    num("slb_bytes", e.slb_bytes as u64);
+    num("slb_hits", e.slb_hits);
+    num("slb_admissions", e.slb_admissions);
     num("segments_lent", e.segments_lent as u64);
     num("value_pins", e.value_pins as u64);
     num("segments_held", e.segments_held as u64);
@@ -559,6 +562,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num(out, "write_chunk", c.write_chunk.0);
     num(out, "segment_size", c.engine_segment_size() as u64);
     num(out, "hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
+    num(out, "slb_size", c.slb_size.0);
     num(out, "auth_failure_burst", u64::from(tenants.failure_limit.burst));
     let rate = tenants.failure_limit.rate.to_string();
     text(out, "auth_failure_rate", rate.as_bytes());

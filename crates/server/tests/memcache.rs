@@ -336,3 +336,52 @@ fn long_ttls_are_exact() {
     c.roundtrip(format!("set k 0 {max} 1\r\nx\r\n").as_bytes(), b"STORED\r\n")
         .roundtrip(b"mg k t\r\n", format!("HD t{}\r\n", max - now).as_bytes());
 }
+
+/// `stats` as name → value.
+fn stats(c: &mut Conn) -> std::collections::HashMap<String, String> {
+    c.send(b"stats\r\n");
+    let mut all = std::collections::HashMap::new();
+    loop {
+        let line = c.line();
+        if line == "END" {
+            return all;
+        }
+        let mut parts = line.splitn(3, ' ').skip(1);
+        let (name, value) = (parts.next().unwrap(), parts.next().unwrap_or(""));
+        all.insert(name.to_string(), value.to_string());
+    }
+}
+
+/// With a search lookaside buffer (`--slb-size`), a key read again is answered from it, and
+/// every kind of write — overwrite, append, incr, touch, delete, flush — keeps it true: the
+/// replies are those of a server without one.
+#[test]
+fn an_slb_answers_hot_keys_and_every_write_keeps_it_true() {
+    let config = fridge_server::Config { slb_size: fridge_server::Size(64 << 10), ..config() };
+    let server = common::start_with(config);
+    let mut c = Conn::open(server.local_addr());
+    let s = stats(&mut c);
+    assert_eq!(s["slb_bytes"], (5 * (64 << 10)).to_string(), "cache and log tables");
+    c.roundtrip(b"set k 0 0 2\r\nv1\r\n", b"STORED\r\n");
+    for _ in 0..3 {
+        c.roundtrip(b"get k\r\n", b"VALUE k 0 2\r\nv1\r\nEND\r\n");
+    }
+    assert!(stats(&mut c)["slb_hits"].parse::<u64>().unwrap() >= 2, "read from the SLB");
+    c.roundtrip(b"set k 0 0 2\r\nv2\r\n", b"STORED\r\n")
+        .roundtrip(b"get k\r\n", b"VALUE k 0 2\r\nv2\r\nEND\r\n")
+        .roundtrip(b"append k 0 0 1\r\nx\r\n", b"STORED\r\n")
+        .roundtrip(b"get k\r\n", b"VALUE k 0 3\r\nv2x\r\nEND\r\n")
+        .roundtrip(b"set n 0 0 1\r\n7\r\n", b"STORED\r\n")
+        .roundtrip(b"get n\r\n", b"VALUE n 0 1\r\n7\r\nEND\r\n")
+        .roundtrip(b"incr n 5\r\n", b"12\r\n")
+        .roundtrip(b"get n\r\n", b"VALUE n 0 2\r\n12\r\nEND\r\n")
+        .roundtrip(b"touch n 100\r\n", b"TOUCHED\r\n")
+        .roundtrip(b"get n\r\n", b"VALUE n 0 2\r\n12\r\nEND\r\n")
+        .roundtrip(b"delete k\r\n", b"DELETED\r\n")
+        .roundtrip(b"get k\r\n", b"END\r\n")
+        .roundtrip(b"flush_all\r\n", b"OK\r\n")
+        .roundtrip(b"get n\r\n", b"END\r\n");
+    let s = stats(&mut c);
+    assert!(s["slb_hits"].parse::<u64>().unwrap() >= 6, "{s:?}");
+    assert!(s["slb_admissions"].parse::<u64>().unwrap() >= 2, "{s:?}");
+}

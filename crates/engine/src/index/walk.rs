@@ -121,6 +121,7 @@ impl Index {
                     prune_path: false,
                     evictions: &self.evictions,
                     memory: &self.memory,
+                    slb: self.slb.as_ref(),
                 };
                 locked.for_each_slot(|slot, loc| visit(&locked, slot, loc));
             }

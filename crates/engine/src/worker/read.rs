@@ -83,8 +83,13 @@ impl Worker {
         let hash = key_hash_in(tenant, db, key);
         inner.check_flush(&self.slot, tenant);
         let guard = inner.epochs.pin(&self.slot);
-        let loc =
-            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))?;
+        let loc = inner.index.find_hot(
+            &guard,
+            hash,
+            |l| inner.key_matches(&guard, l, tenant, db, key),
+            &mut self.slb,
+            &inner.epochs.counters(&self.slot).slb_hits,
+        )?;
         let rec = inner.record(&guard, loc);
         (!is_expired(inner.expires_at(&rec, loc), || inner.now_ms())).then(|| rec.kind())
     }
@@ -99,9 +104,13 @@ impl Worker {
         let (inner, db) = (&*self.inner, self.db);
         inner.check_flush(&self.slot, tenant);
         let guard = inner.epochs.pin(&self.slot);
-        let Some(loc) =
-            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))
-        else {
+        let Some(loc) = inner.index.find_hot(
+            &guard,
+            hash,
+            |l| inner.key_matches(&guard, l, tenant, db, key),
+            &mut self.slb,
+            &inner.epochs.counters(&self.slot).slb_hits,
+        ) else {
             return false;
         };
         let rec = inner.record(&guard, loc);
@@ -193,9 +202,13 @@ impl Worker {
             for j in 0..ring_len[slot] {
                 epoch::bump(&counters.gets);
                 let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
-                let Some(loc) =
-                    inner.index.find(&guard, h, |l| inner.key_matches(&guard, l, tenant, db, key))
-                else {
+                let Some(loc) = inner.index.find_hot(
+                    &guard,
+                    h,
+                    |l| inner.key_matches(&guard, l, tenant, db, key),
+                    &mut self.slb,
+                    &counters.slb_hits,
+                ) else {
                     inner.missed(tenant, h);
                     continue;
                 };
@@ -246,9 +259,13 @@ impl Worker {
         let counters = inner.epochs.counters(&self.slot);
         epoch::bump(&counters.gets);
         let guard = inner.epochs.pin(&self.slot);
-        let Some(loc) =
-            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key))
-        else {
+        let Some(loc) = inner.index.find_hot(
+            &guard,
+            hash,
+            |l| inner.key_matches(&guard, l, tenant, db, key),
+            &mut self.slb,
+            &counters.slb_hits,
+        ) else {
             inner.missed(tenant, hash);
             return Ok(None);
         };

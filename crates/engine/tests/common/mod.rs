@@ -32,8 +32,18 @@ pub fn small_engine_evicting(
     inline_value_max: usize,
     eviction: Eviction,
 ) -> (Engine, ManualClock) {
-    let clock = ManualClock::new(1_700_000_000_000);
-    let config = EngineConfig {
+    small_engine_from(small_config(max_memory, segment_size, inline_value_max, eviction))
+}
+
+/// The settings of [`small_engine_evicting`], for a test to change before
+/// [`small_engine_from`].
+pub fn small_config(
+    max_memory: usize,
+    segment_size: usize,
+    inline_value_max: usize,
+    eviction: Eviction,
+) -> EngineConfig {
+    EngineConfig {
         max_memory,
         segment_size,
         max_item_size: segment_size,
@@ -44,7 +54,12 @@ pub fn small_engine_evicting(
         inline_value_max,
         eviction,
         ..EngineConfig::default()
-    };
+    }
+}
+
+/// An engine of `config` on a manual clock.
+pub fn small_engine_from(config: EngineConfig) -> (Engine, ManualClock) {
+    let clock = ManualClock::new(1_700_000_000_000);
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
     (engine, clock)
 }
