@@ -694,7 +694,7 @@ impl Index {
         else {
             return self.find(guard, hash, is_key);
         };
-        if let Some(loc) = slb.find(hash, &mut is_key) {
+        if let Some(loc) = slb.find(hash, &mut is_key, probe) {
             crate::epoch::bump(slb_hits);
             probe.counted(true);
             return Some(loc);
