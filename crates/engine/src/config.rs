@@ -1,5 +1,6 @@
 //! The engine's settings, [`EngineConfig`], and their checks.
 
+use crate::arbiter::CreditPolicy;
 use crate::error::ConfigError;
 use crate::{index, item};
 
@@ -67,6 +68,8 @@ pub struct EngineConfig {
     /// none): rounded down to a power of two of 64-byte buckets, at most 4 MiB; its admission
     /// log takes four times as much. Counted in the index's bytes.
     pub slb_bytes: usize,
+    /// Where the arbiter's credits may come from once its pool is all assigned (tenants).
+    pub credit_policy: CreditPolicy,
 }
 
 /// How the cleaner evicts once memory is full of live data.
@@ -129,6 +132,7 @@ impl Default for EngineConfig {
             memory_includes_index: false,
             eviction: Eviction::Queues(Queues::default()),
             slb_bytes: 0,
+            credit_policy: CreditPolicy::default(),
         }
     }
 }

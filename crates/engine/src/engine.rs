@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use crate::arbiter::Arbiter;
+use crate::arbiter::{Arbiter, CreditPolicy};
 use crate::arena::{Arena, HUGE_PAGE};
 use crate::budget::{self, LEND_AHEAD, LimitError};
 use crate::cache::{CasCounter, CleanerState, Inner, SweepState};
@@ -139,6 +139,7 @@ impl Engine {
             clock,
             config,
         });
+        inner.arbiter.set_credit_policy(inner.config.credit_policy);
         if inner.settle_lending(usize::MAX) {
             return Err(ConfigError(format!(
                 "max_memory {} cannot hold the index and the engine's other structures \
@@ -330,6 +331,13 @@ impl Engine {
             // More than the default tenant: shadow queues and need-ordered cleaning start.
             self.inner.arbiter.enable();
         }
+    }
+
+    /// Where the arbiter's credits may come from once the pool is all assigned: tenants
+    /// above their floors ([`CreditPolicy::Floor`], the default) or any holder (Memshare).
+    /// Replaces [`EngineConfig::credit_policy`].
+    pub fn set_credit_policy(&self, policy: CreditPolicy) {
+        self.inner.arbiter.set_credit_policy(policy);
     }
 
     /// `tenant`'s policy in force.

@@ -1,11 +1,13 @@
 //! The arbiter end to end, deterministic (inline cleaner, manual clock): pooled memory flows
-//! to a bursty tenant and back, reservations hold, and the idle tax moves idle memory to an
-//! active tenant (Memshare Algorithms 1–3).
+//! to a bursty tenant and back (Memshare's credits), or only as far as the others' floors
+//! (the default), reservations hold, and the idle tax moves idle memory to an active tenant
+//! (Memshare Algorithms 1–3).
 
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, IdleTax, ManualClock, Store, TenantId, TenantPolicy, Worker,
+    CleanerMode, CreditPolicy, Engine, EngineConfig, IdleTax, ManualClock, Store, TenantId,
+    TenantPolicy, Worker,
 };
 
 const MEMORY: usize = 8 << 20;
@@ -49,8 +51,28 @@ fn next(rng: &mut u64) -> u64 {
 
 #[test]
 fn a_bursty_tenant_borrows_pooled_memory_and_gives_it_back() {
+    bursty_tenant(CreditPolicy::Memshare);
+}
+
+/// With floors, the burst takes what is unassigned or above the others' floors (here, a third
+/// of the pooled memory each), and nothing of the memory the others keep using.
+#[test]
+fn with_floors_a_bursty_tenant_never_takes_the_others_below_their_share() {
+    bursty_tenant(CreditPolicy::default());
+}
+
+fn bursty_tenant(credits: CreditPolicy) {
     let clock = ManualClock::new(1_000);
     let engine = engine(&clock);
+    engine.set_credit_policy(credits);
+    let credit = TenantPolicy::default().credit;
+    // With floors, no steady tenant's target goes below a third of all targets (which add up
+    // to the memory the tenants share once the pool is all won) by more than a credit.
+    let floors_hold = || {
+        let targets: Vec<u64> = (1..=3).map(|t| engine.tenant_stats(TenantId(t)).target).collect();
+        let share = targets.iter().sum::<u64>() / 3;
+        targets[..2].iter().all(|&t| t + credit >= share)
+    };
     let usable = MEMORY as u64 * 9 / 10;
     let reserved = usable / 4; // three tenants, 75% reserved, 25% pooled
     for t in 1..=3 {
@@ -91,6 +113,16 @@ fn a_bursty_tenant_borrows_pooled_memory_and_gives_it_back() {
     // Tenant 3 bursts: a working set of all memory, most of the requests.
     round("burst", 600_000, keys(usable), 80);
     let burst = engine.tenant_stats(TenantId(3));
+    if credits != CreditPolicy::Memshare {
+        assert!(floors_hold(), "the burst took a steady tenant below its share");
+        // The steady tenants use their shares: the burst gets no more than its own.
+        let targets: Vec<u64> = (1..=3).map(|t| engine.tenant_stats(TenantId(t)).target).collect();
+        let share = targets.iter().sum::<u64>() / 3;
+        assert!(targets[2] <= share + credit, "the burst borrowed: {targets:?}");
+        engine.validate();
+        return;
+    }
+    assert!(!floors_hold(), "Memshare's credits take the steady tenants below their shares");
     assert!(burst.credits_gained > before.credits_gained, "{burst:?}");
     assert!(
         burst.bytes > reserved + SLACK && burst.target > reserved,

@@ -244,6 +244,10 @@ pub struct Cli {
     /// 0 = none [default: 0].
     #[arg(long, env = "FRIDGE_SLB_SIZE", value_name = "SIZE")]
     pub slb_size: Option<Size>,
+    /// With tenants: credits of pooled memory come only from tenants above this percentage of
+    /// their share; 0 = from any tenant holding one (Memshare) [default: 100].
+    #[arg(long, env = "FRIDGE_CREDIT_FLOOR", value_name = "PERCENT")]
+    pub credit_floor: Option<u8>,
     /// How the engine evicts: queues (S3-FIFO's small and main queues), memshare (a sample of
     /// segments, best-ranked items kept) or auto (queues without tenants, memshare with
     /// them) [default: auto].
@@ -339,6 +343,7 @@ impl Cli {
             segment_size,
             hitmap_bits_per_item,
             slb_size,
+            credit_floor,
             eviction,
             auth_failure_rate,
             auth_failure_burst

@@ -199,6 +199,10 @@ pub struct Config {
     /// to a power of two of 64-byte buckets, at most 4 MiB; its admission log takes four times
     /// as much); 0, the default, for none (`docs/design.md`, "The SLB").
     pub slb_size: Size,
+    /// With tenants: once the pooled memory is all won, credits come only from tenants above
+    /// this percentage of their share of memory (in proportion to their reservations); 0
+    /// takes them from any tenant holding one, as Memshare's Algorithm 2 (`docs/tenants.md`).
+    pub credit_floor: u8,
     /// How the engine evicts.
     pub eviction: EvictionChoice,
     /// Whether clients that have not authenticated may use the cache (as tenant `default`, or
@@ -274,6 +278,7 @@ impl Default for Config {
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
             slb_size: Size(0),
+            credit_floor: 100,
             eviction: EvictionChoice::default(),
             allow_unauthenticated: None,
             auth_failure_rate: 1.0,
@@ -516,6 +521,10 @@ impl Config {
             max_participants: self.worker_count() + 16,
             hitmap_bits_per_item: self.hitmap_bits_per_item,
             slb_bytes: self.slb_size.bytes(),
+            credit_policy: match self.credit_floor {
+                0 => fridge_engine::CreditPolicy::Memshare,
+                percent => fridge_engine::CreditPolicy::Floor { percent },
+            },
             memory_includes_index: self.memory_includes_index,
             eviction: match self.eviction {
                 EvictionChoice::Auto if self.tenants.iter().any(|t| t.name != DEFAULT_TENANT) => {
@@ -587,6 +596,12 @@ impl Config {
         }
         if self.max_connections == 0 {
             return Err("max_connections must be at least 1".into());
+        }
+        if self.credit_floor > 100 {
+            return Err(format!(
+                "credit_floor is a percentage of a tenant's share: 0 to 100, not {}",
+                self.credit_floor
+            ));
         }
         let slb = self.slb_size.bytes();
         if slb != 0 && !(64..=fridge_engine::SLB_MAX_BYTES).contains(&slb) {
@@ -917,6 +932,19 @@ mod tests {
         let c: Config = toml::from_str("memory = \"64MiB\"\nport = 1234\nworkers = 2").unwrap();
         assert_eq!((c.memory, c.port, c.workers), (Size(64 << 20), 1234, 2));
         assert!(toml::from_str::<Config>("memroy = 1").is_err(), "unknown keys are refused");
+    }
+
+    #[test]
+    fn the_credit_floor_chooses_the_arbiters_credit_policy() {
+        use fridge_engine::CreditPolicy;
+        assert_eq!(Config::default().engine().credit_policy, CreditPolicy::Floor { percent: 100 });
+        let c: Config = toml::from_str("credit_floor = 90\n").unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.engine().credit_policy, CreditPolicy::Floor { percent: 90 });
+        let c: Config = toml::from_str("credit_floor = 0\n").unwrap();
+        assert_eq!(c.engine().credit_policy, CreditPolicy::Memshare);
+        let c: Config = toml::from_str("credit_floor = 101\n").unwrap();
+        assert!(c.validate().unwrap_err().contains("credit_floor is a percentage"));
     }
 
     #[test]

@@ -563,6 +563,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num(out, "segment_size", c.engine_segment_size() as u64);
     num(out, "hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
     num(out, "slb_size", c.slb_size.0);
+    num(out, "credit_floor", u64::from(c.credit_floor));
     num(out, "auth_failure_burst", u64::from(tenants.failure_limit.burst));
     let rate = tenants.failure_limit.rate.to_string();
     text(out, "auth_failure_rate", rate.as_bytes());

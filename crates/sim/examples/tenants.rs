@@ -17,6 +17,10 @@
 //! - `pooled LRU`: one exact LRU over all tenants' objects;
 //! - `fridge R% reserved`: the engine with every tenant reserving R% of its share, the rest
 //!   pooled and handed out by shadow-queue hits (Algorithm 2);
+//! - `fridge R%, floors at 90%`: the same, with credits taken from tenants above 90% of their
+//!   partition instead of 100% (the default, [`CreditPolicy::Floor`]);
+//! - `fridge R%, Memshare's credits`: the same, credits taken from any holder (Memshare
+//!   Algorithm 2) instead of only from tenants above their floors;
 //! - `fridge 75% + idle tax`: the same with a 50% idle tax on items unread for `idle ms`
 //!   (default 250 ms of trace time: the cache turns over about every half second, so a
 //!   longer idle time finds no idle items).
@@ -30,8 +34,8 @@
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, Eviction, Expiry, IdleTax, ManualClock, Queues, Store,
-    TenantId, TenantPolicy, Worker,
+    CleanerMode, CreditPolicy, Engine, EngineConfig, Eviction, Expiry, IdleTax, ManualClock,
+    Queues, Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_sim::fridge::{DEFAULT_TARGET_SEGMENTS, auto_segment_size};
 use fridge_sim::policy::{Access, Automove, Lru, Memcached, Policy, SlabConfig};
@@ -102,16 +106,20 @@ fn main() {
     rows.push(("static LRU".into(), run_reference(&stream, tenants, |t, a| lrus[t].access(a))));
     let mut lru = Lru::new(memory);
     rows.push(("pooled LRU".into(), run_reference(&stream, tenants, |_, a| lru.access(a))));
-    for (name, reserved, tax) in [
-        ("fridge 100% reserved", 1.0, None),
-        ("fridge 75% reserved", 0.75, None),
-        ("fridge 50% reserved", 0.5, None),
-        ("fridge 75% + idle tax", 0.75, Some(IdleTax { rate: 0.5, idle_ms })),
+    let (floor, memshare) = (CreditPolicy::default(), CreditPolicy::Memshare);
+    let floor_90 = CreditPolicy::Floor { percent: 90 };
+    for (name, reserved, tax, credits) in [
+        ("fridge 100% reserved", 1.0, None, floor),
+        ("fridge 75% reserved", 0.75, None, floor),
+        ("fridge 50% reserved", 0.5, None, floor),
+        ("fridge 75% + idle tax", 0.75, Some(IdleTax { rate: 0.5, idle_ms }), floor),
+        ("fridge 75%, floors at 90%", 0.75, None, floor_90),
+        ("fridge 50%, floors at 90%", 0.5, None, floor_90),
+        ("fridge 75%, Memshare's credits", 0.75, None, memshare),
+        ("fridge 50%, Memshare's credits", 0.5, None, memshare),
     ] {
-        rows.push((
-            name.into(),
-            run_fridge(&stream, tenants, memory, &share, reserved, tax, eviction),
-        ));
+        let tenancy = Tenancy { reserved, idle_tax: tax, credits };
+        rows.push((name.into(), run_fridge(&stream, tenants, memory, &share, tenancy, eviction)));
     }
 
     let combined = |c: &[Count]| {
@@ -182,15 +190,23 @@ fn run_reference(
     counts
 }
 
+/// How the engine's tenants share memory in one row.
+struct Tenancy {
+    /// Share of each tenant's partition it reserves.
+    reserved: f64,
+    idle_tax: Option<IdleTax>,
+    credits: CreditPolicy,
+}
+
 fn run_fridge(
     stream: &[Request],
     tenants: usize,
     memory: u64,
     share: &dyn Fn(usize) -> u64,
-    reserved: f64,
-    idle_tax: Option<IdleTax>,
+    tenancy: Tenancy,
     eviction: Eviction,
 ) -> Vec<Count> {
+    let Tenancy { reserved, idle_tax, credits } = tenancy;
     let largest = stream.iter().map(Request::object_size).max().unwrap_or(0);
     let segment_size = auto_segment_size(memory, 0, largest, DEFAULT_TARGET_SEGMENTS);
     let clock = ManualClock::new(0);
@@ -205,6 +221,7 @@ fn run_fridge(
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
+    engine.set_credit_policy(credits);
     // The arena's usable part (without the cleaner's free-segment watermark) is what the
     // reservations divide.
     let usable = engine.stats().max_memory as f64 * 0.97;
