@@ -68,8 +68,8 @@
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Eviction, Expiry, ManualClock,
-    RankKind, Store, TenantId, TenantPolicy, Worker,
+    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Eviction, Expiry, LookupLines,
+    ManualClock, RankKind, Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_workload::Request;
 
@@ -250,6 +250,31 @@ impl FridgeCache {
         }
         self.store(r, Expiry::Never);
         false
+    }
+
+    /// Where a GET of `r`'s key would read, without reading it (no access counted, no
+    /// recency touched): `out` gets the index buckets, the key records compared and the value
+    /// (`fridge_engine::Worker::lookup_lines`). Returns whether the key has a live item.
+    pub fn lookup_lines(&mut self, r: &Request, out: &mut LookupLines) -> bool {
+        self.tick(r.time_ms);
+        self.worker.lookup_lines(TenantId(r.tenant as u8), &r.key.to_le_bytes(), out)
+    }
+
+    /// [`FridgeCache::get`], reading one byte of each 64 of a hit's value (as a server
+    /// copying the value out would touch every line of it); returns the hit and the bytes'
+    /// sum, for a caller to keep. For runs under cachegrind (`fridge-memsim --engine-only`).
+    pub fn get_reading(&mut self, r: &Request) -> (bool, u64) {
+        self.tick(r.time_ms);
+        let key = r.key.to_le_bytes();
+        let tenant = TenantId(r.tenant as u8);
+        let read = |item: fridge_engine::Item<'_>| {
+            item.value.iter().step_by(64).map(|&b| u64::from(b)).sum::<u64>()
+        };
+        if let Some(sum) = self.worker.get(tenant, &key, read) {
+            return (true, sum);
+        }
+        self.store(r, Expiry::Never);
+        (false, 0)
     }
 
     /// A SET-like request: stores the object, with the request's TTL if it has one.

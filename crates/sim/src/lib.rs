@@ -51,6 +51,7 @@
 
 pub mod error;
 pub mod fridge;
+pub mod memory;
 pub mod plot;
 pub mod policy;
 pub mod progress;
