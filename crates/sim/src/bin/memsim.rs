@@ -9,6 +9,7 @@
 //! fridge-memsim --generate thesis --keys 4000 --memory-model dram-direct,dram-direct-priority \
 //!     --dram-size 16MiB,32MiB,48MiB
 //! fridge-memsim --engine-only ...    # the engine alone, reading values: for cachegrind
+//! fridge-memsim --workload-only ...  # the requests alone: what to subtract from it
 //! ```
 
 use std::process::ExitCode;
@@ -81,10 +82,18 @@ struct Cli {
     /// (wait plus service) per class.
     #[arg(long)]
     arrival_ns: Option<f64>,
+    /// Copy each hit's value into a ring of this many bytes (0: off), as a kernel copies
+    /// replies into socket buffers: non-priority traffic beside the engine's own lines.
+    #[arg(long, default_value = "0")]
+    reply_ring: Size,
     /// Run the engine alone, GETs reading one byte of each 64 of their values, and print the
     /// number of GETs: for `valgrind --tool=cachegrind`, to compare with the model.
     #[arg(long)]
     engine_only: bool,
+    /// Generate the requests and nothing else (what `--engine-only` costs besides the engine,
+    /// to subtract under cachegrind).
+    #[arg(long, conflicts_with = "engine_only")]
+    workload_only: bool,
 }
 
 fn workload(cli: &Cli) -> Result<Workload, String> {
@@ -109,6 +118,15 @@ fn run(cli: &Cli) -> Result<(), String> {
     let segment = auto_segment_size(memory, mean, max, DEFAULT_TARGET_SEGMENTS);
     let mut cache = FridgeCache::new(FridgeOptions::new(memory, segment))?;
     let start = Instant::now();
+    if cli.workload_only {
+        let (mut gets, mut sum) = (0u64, 0u64);
+        for r in requests(cli)? {
+            gets += u64::from(r.op.is_read());
+            sum = sum.wrapping_add(r.key ^ u64::from(r.value_size));
+        }
+        println!("GETs: {gets} (request sum {sum})");
+        return Ok(());
+    }
     if cli.engine_only {
         let (mut gets, mut sum) = (0u64, 0u64);
         for r in requests(cli)? {
@@ -150,6 +168,7 @@ fn run(cli: &Cli) -> Result<(), String> {
         warmup: cli.warmup.unwrap_or(cli.requests / 5),
         arrival_ns: cli.arrival_ns,
         seed: cli.seed,
+        reply_ring: cli.reply_ring.0,
     };
     let mut replay = Replay::new(options);
     for r in requests(cli)? {

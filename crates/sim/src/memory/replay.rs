@@ -13,6 +13,12 @@
 //! that mean gap at one server that serves them in order (Redis, as the thesis ran it, is
 //! single-threaded; §3.2 explains its small values' gains by waiting behind large ones), and
 //! a request's *response* time is its wait plus its service (Lindley's recursion).
+//!
+//! **Reply copies.** With [`ReplayOptions::reply_ring`], a hit's value is also copied, as a
+//! kernel copies a reply into socket buffers, into the next bytes of a ring of that size at
+//! addresses of its own (never priority lines): non-priority traffic in proportion to the
+//! values served, which fridge's own lines (small index and records) do not provide. The
+//! copy is one more step of the GET, and its lines count as the GET's.
 
 use fridge_engine::LookupLines;
 use fridge_workload::{Op, Request, Rng};
@@ -84,7 +90,12 @@ pub struct ReplayOptions {
     pub arrival_ns: Option<f64>,
     /// Seed of the arrivals.
     pub seed: u64,
+    /// Bytes of the ring a hit's value is copied into (0: no copies).
+    pub reply_ring: u64,
 }
+
+/// Where the reply ring's addresses start: far above any address the engine's mappings get.
+const REPLY_RING_BASE: u64 = 1 << 46;
 
 /// Statistics of one value-size class in one hierarchy.
 #[derive(Debug, Clone, Default)]
@@ -130,6 +141,8 @@ pub struct Replay {
     seen: u64,
     /// Service time of the previous request per hierarchy (for Lindley's recursion).
     previous: Vec<f64>,
+    /// Offset of the reply ring's next copy.
+    ring_at: u64,
 }
 
 impl Replay {
@@ -147,7 +160,15 @@ impl Replay {
             .collect();
         let previous = vec![0.0; options.models.len()];
         let rng = Rng::new(options.seed);
-        Replay { options, models, lines: LookupLines::default(), rng, seen: 0, previous }
+        Replay {
+            options,
+            models,
+            lines: LookupLines::default(),
+            rng,
+            seen: 0,
+            previous,
+            ring_at: 0,
+        }
     }
 
     fn class_of(&self, value_size: u64) -> usize {
@@ -179,9 +200,22 @@ impl Replay {
         let lines = &self.lines;
         let (touched, clf) = counts_of(lines);
         let priority = lines.value.is_some_and(|v| v.len >= self.options.priority_min);
+        let ring = self.options.reply_ring;
+        let reply = match lines.value {
+            Some(v) if ring > 0 && hit => {
+                let len = v.len as u64;
+                if self.ring_at + len > ring {
+                    self.ring_at = 0;
+                }
+                let at = REPLY_RING_BASE + self.ring_at;
+                self.ring_at += len;
+                Some((at as usize, v.len))
+            }
+            _ => None,
+        };
         for (i, (h, stats, wait)) in self.models.iter_mut().enumerate() {
             let mut levels = LevelCounts::default();
-            let ns = replay_get(h, lines, priority, &mut levels);
+            let ns = replay_get(h, lines, priority, reply, &mut levels);
             if self.options.arrival_ns.is_some() {
                 *wait = (*wait + self.previous[i] - gap).max(0.0);
                 self.previous[i] = ns;
@@ -251,6 +285,7 @@ fn replay_get(
     h: &mut Hierarchy,
     lines: &LookupLines,
     priority: bool,
+    reply: Option<(usize, usize)>,
     levels: &mut LevelCounts,
 ) -> f64 {
     let mut ns = 0.0;
@@ -267,6 +302,9 @@ fn replay_get(
     }
     if let Some(v) = lines.value {
         ns += h.range(v.addr, v.len, priority, levels);
+    }
+    if let Some((at, len)) = reply {
+        ns += h.range(at, len, false, levels);
     }
     ns
 }
@@ -395,6 +433,7 @@ mod tests {
             warmup: 1,
             arrival_ns: None,
             seed: 1,
+            reply_ring: 0,
         };
         let mut replay = Replay::new(options);
         let r = Request::get(7, 1_000);
