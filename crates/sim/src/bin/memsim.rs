@@ -174,6 +174,7 @@ fn run(cli: &Cli) -> Result<(), String> {
     for r in requests(cli)? {
         replay.request(&mut cache, &r);
     }
+    let path = replay.path();
     let results = replay.finish();
     println!(
         "{} over {} keys, Zipf {}, {} requests ({} warm-up); engine {} MiB in {} KiB segments; \
@@ -192,6 +193,13 @@ fn run(cli: &Cli) -> Result<(), String> {
     );
     println!();
     print!("{}", report(&results, &classes, cli.arrival_ns.is_some()));
+    let per = |n: u64| n as f64 / path.gets.max(1) as f64;
+    println!(
+        "per GET: {:.3} index buckets, {:.3} key records compared; {:.4} of GETs compared another key's record",
+        per(path.buckets),
+        per(path.records),
+        per(path.collisions)
+    );
     for m in &results {
         if m.spec.dram.is_some_and(|d| d.2) {
             println!(

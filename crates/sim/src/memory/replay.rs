@@ -143,6 +143,21 @@ pub struct Replay {
     previous: Vec<f64>,
     /// Offset of the reply ring's next copy.
     ring_at: u64,
+    /// GETs counted, index buckets and key records they read (the same in every hierarchy).
+    path: PathCounts,
+}
+
+/// What the counted GETs read of the index, whatever the hierarchy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PathCounts {
+    /// GETs counted.
+    pub gets: u64,
+    /// Index buckets they read.
+    pub buckets: u64,
+    /// Key records they compared (their own and tag collisions).
+    pub records: u64,
+    /// GETs that compared a record other than their key's (a tag collision).
+    pub collisions: u64,
 }
 
 impl Replay {
@@ -168,6 +183,7 @@ impl Replay {
             seen: 0,
             previous,
             ring_at: 0,
+            path: PathCounts::default(),
         }
     }
 
@@ -199,6 +215,13 @@ impl Replay {
         let class = self.class_of(u64::from(r.value_size));
         let lines = &self.lines;
         let (touched, clf) = counts_of(lines);
+        if counted {
+            self.path.gets += 1;
+            self.path.buckets += lines.buckets.len() as u64;
+            self.path.records += lines.records.len() as u64;
+            let own = usize::from(lines.value.is_some());
+            self.path.collisions += u64::from(lines.records.len() > own);
+        }
         let priority = lines.value.is_some_and(|v| v.len >= self.options.priority_min);
         let ring = self.options.reply_ring;
         let reply = match lines.value {
@@ -234,6 +257,11 @@ impl Replay {
             }
         }
         cache.get(r);
+    }
+
+    /// What the counted GETs read of the index so far.
+    pub fn path(&self) -> PathCounts {
+        self.path
     }
 
     /// The results, each class's times sorted.
@@ -333,13 +361,13 @@ pub fn class_names(bounds: &[u64]) -> Vec<String> {
 pub fn report(results: &[ModelResult], bounds: &[u64], queueing: bool) -> String {
     let names = class_names(bounds);
     let mut out = String::from(
-        "| model | values | GETs | engine hit | L2 hit | L3 hit | DRAM$ hit | lines/GET | Cavast CLF/GET | memory fetches/GET | p50 ns | p90 ns | p99 ns |",
+        "| model | values | GETs | engine hit | L2 hit | L3 hit | DRAM$ hit | lines/GET | Cavast CLF/GET | memory fetches/GET | mean ns | p50 ns | p90 ns | p99 ns |",
     );
     if queueing {
         out.push_str(" p90 response ns |");
     }
     out.push('\n');
-    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    out.push_str("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     if queueing {
         out.push_str("---:|");
     }
@@ -375,7 +403,7 @@ fn row(spec: &ModelSpec, c: &ClassStats, name: &str, queueing: bool) -> String {
         "–".to_string()
     };
     let mut s = format!(
-        "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {:.1} | {:.1} | {:.2} | {:.0} | {:.0} | {:.0} |",
+        "| {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {:.1} | {:.1} | {:.2} | {:.0} | {:.0} | {:.0} | {:.0} |",
         spec.label(),
         name,
         c.gets,
@@ -386,6 +414,7 @@ fn row(spec: &ModelSpec, c: &ClassStats, name: &str, queueing: bool) -> String {
         per(c.touched),
         per(c.cavast_clf),
         per(l.memory),
+        c.service.iter().map(|&x| f64::from(x)).sum::<f64>() / c.gets.max(1) as f64,
         percentile(&c.service, 0.5),
         percentile(&c.service, 0.9),
         percentile(&c.service, 0.99),
