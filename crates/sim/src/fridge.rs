@@ -120,8 +120,9 @@ pub fn auto_segment_size(max_memory: u64, mean_object: u64, max_object: u64, tar
 }
 
 /// Items a cache of `max_memory` bytes holds when full of objects of `mean_object_size`
-/// bytes (key + value): `max_memory / (max(mean_object_size, 8) + 12)`, at least 1. The
-/// simulator sizes the hitmap for this many items (see the module docs).
+/// bytes (key + value): `max_memory / (max(mean_object_size, 8) + 25)` (25: the record
+/// header, [`RECORD_HEADER`]), at least 1. The simulator sizes the hitmap for this many items
+/// (see the module docs).
 pub fn hitmap_items(max_memory: u64, mean_object_size: u64) -> usize {
     let item = mean_object_size.max(KEY_LEN as u64) + RECORD_HEADER;
     usize::try_from(max_memory / item).unwrap_or(usize::MAX).max(1)

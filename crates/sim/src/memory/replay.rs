@@ -18,7 +18,8 @@
 //! kernel copies a reply into socket buffers, into the next bytes of a ring of that size at
 //! addresses of its own (never priority lines): non-priority traffic in proportion to the
 //! values served, which fridge's own lines (small index and records) do not provide. The
-//! copy is one more step of the GET, and its lines count as the GET's.
+//! copy is one more step of the GET; its lines count in the levels' hits and the memory
+//! fetches, not in the lines the GET reads of the engine.
 
 use fridge_engine::LookupLines;
 use fridge_workload::{Op, Request, Rng};
@@ -480,5 +481,35 @@ mod tests {
         // The warm-up's miss read the bucket: the first counted GET fetches the rest.
         assert_eq!(large.levels.memory, large.touched / 3 - 1, "only the first GET fetches");
         assert_eq!(large.levels.l2, large.touched - large.levels.memory);
+    }
+
+    #[test]
+    fn a_reply_copy_reads_the_value_again_elsewhere() {
+        let mut plain = FridgeCache::new(crate::fridge::FridgeOptions::new(8 << 20, 64 << 10))
+            .expect("a small engine");
+        let mut copying = FridgeCache::new(crate::fridge::FridgeOptions::new(8 << 20, 64 << 10))
+            .expect("a small engine");
+        let options = |reply_ring| ReplayOptions {
+            models: vec![ModelSpec { dram: None }],
+            cpu: CpuCaches::default(),
+            latency: Latency::default(),
+            priority_min: 1 << 16,
+            classes: vec![],
+            warmup: 1,
+            arrival_ns: None,
+            seed: 1,
+            reply_ring,
+        };
+        let (mut a, mut b) = (Replay::new(options(0)), Replay::new(options(4096)));
+        let r = Request::get(7, 1_000);
+        for _ in 0..2 {
+            a.request(&mut plain, &r);
+            b.request(&mut copying, &r);
+        }
+        let (a, b) = (&a.finish()[0].classes[0], &b.finish()[0].classes[0]);
+        // The copy's 1,000 bytes at the ring's start: 16 lines, from memory the first time.
+        assert_eq!(b.levels.total(), a.levels.total() + 16);
+        assert_eq!(b.levels.memory, a.levels.memory + 16);
+        assert_eq!(b.touched, a.touched, "lines/GET counts the engine's lines only");
     }
 }
