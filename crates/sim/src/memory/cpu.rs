@@ -94,12 +94,22 @@ impl SetAssoc {
         let tag = line + 1;
         let start = self.set_of(line) as usize * self.ways;
         let set = &mut self.slots[start..start + self.ways];
-        if let Some(i) = set.iter().position(|&w| w & !PRIORITY_BIT == tag) {
-            set[..=i].rotate_right(1);
-            return Outcome::Hit;
+        // Empty ways are always a set's last (fills go to the front, hits move a prefix), so
+        // one scan finds the line, or the first empty way, or that the set is full.
+        let mut empty = None;
+        for i in 0..set.len() {
+            let w = set[i];
+            if w == 0 {
+                empty = Some(i);
+                break;
+            }
+            if w & !PRIORITY_BIT == tag {
+                set[..=i].rotate_right(1);
+                return Outcome::Hit;
+            }
         }
         let is_priority = priority == Some(true);
-        let victim = match set.iter().position(|&w| w == 0) {
+        let victim = match empty {
             Some(empty) => empty,
             None if priority == Some(false) => {
                 match set.iter().rposition(|&w| w & PRIORITY_BIT == 0) {
@@ -107,7 +117,7 @@ impl SetAssoc {
                     None => return Outcome::Bypassed,
                 }
             }
-            None => self.ways - 1,
+            None => set.len() - 1,
         };
         set[..=victim].rotate_right(1);
         set[0] = if is_priority { tag | PRIORITY_BIT } else { tag };
