@@ -15,8 +15,9 @@
 //! A value of at most `inline_value_max` bytes follows its key record directly
 //! ([`LookupLines::inline`]); a larger one lies at the segment's high end (Cavast §4.2's
 //! head-to-head layout). Not reported: the worker's own lines (epoch slot, counters,
-//! reference pool), which a busy worker keeps in its private caches, and the eviction
-//! metadata, applied in batches of 1,024 accesses away from the request.
+//! reference pool), which a busy worker keeps in its private caches, the eviction metadata,
+//! applied in batches of 1,024 accesses away from the request, and the search lookaside
+//! buffer (off by default): the path is reported as a lookup without it reads it.
 
 use super::Worker;
 use crate::cache::is_expired;
