@@ -57,6 +57,7 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
+mod lines;
 mod slb;
 mod walk;
 

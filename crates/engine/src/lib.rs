@@ -90,5 +90,6 @@ pub use rank::{Rank, RankInput, RankKind, Recency};
 pub use stats::{EngineStats, QueueUsage, SegmentUsage};
 pub use tenant::{DbStats, IdleTax, TenantId, TenantPolicy, TenantStats};
 pub use worker::inspect::{INDEX_SLOT_BYTES, ItemInfo};
+pub use worker::lines::{LookupLines, Span};
 pub use worker::walk::ItemMeta;
 pub use worker::{BATCH, Worker};

@@ -33,6 +33,7 @@ use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
 
 pub(crate) mod inspect;
+pub(crate) mod lines;
 mod read;
 pub(crate) mod walk;
 

@@ -68,8 +68,8 @@
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Eviction, Expiry, ManualClock,
-    RankKind, Store, TenantId, TenantPolicy, Worker,
+    CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Eviction, Expiry, LookupLines,
+    ManualClock, RankKind, Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_workload::Request;
 
@@ -120,8 +120,9 @@ pub fn auto_segment_size(max_memory: u64, mean_object: u64, max_object: u64, tar
 }
 
 /// Items a cache of `max_memory` bytes holds when full of objects of `mean_object_size`
-/// bytes (key + value): `max_memory / (max(mean_object_size, 8) + 12)`, at least 1. The
-/// simulator sizes the hitmap for this many items (see the module docs).
+/// bytes (key + value): `max_memory / (max(mean_object_size, 8) + 25)` (25: the record
+/// header, [`RECORD_HEADER`]), at least 1. The simulator sizes the hitmap for this many items
+/// (see the module docs).
 pub fn hitmap_items(max_memory: u64, mean_object_size: u64) -> usize {
     let item = mean_object_size.max(KEY_LEN as u64) + RECORD_HEADER;
     usize::try_from(max_memory / item).unwrap_or(usize::MAX).max(1)
@@ -250,6 +251,31 @@ impl FridgeCache {
         }
         self.store(r, Expiry::Never);
         false
+    }
+
+    /// Where a GET of `r`'s key would read, without reading it (no access counted, no
+    /// recency touched): `out` gets the index buckets, the key records compared and the value
+    /// (`fridge_engine::Worker::lookup_lines`). Returns whether the key has a live item.
+    pub fn lookup_lines(&mut self, r: &Request, out: &mut LookupLines) -> bool {
+        self.tick(r.time_ms);
+        self.worker.lookup_lines(TenantId(r.tenant as u8), &r.key.to_le_bytes(), out)
+    }
+
+    /// [`FridgeCache::get`], reading one byte of each 64 of a hit's value (as a server
+    /// copying the value out would touch every line of it); returns the hit and the bytes'
+    /// sum, for a caller to keep. For runs under cachegrind (`fridge-memsim --engine-only`).
+    pub fn get_reading(&mut self, r: &Request) -> (bool, u64) {
+        self.tick(r.time_ms);
+        let key = r.key.to_le_bytes();
+        let tenant = TenantId(r.tenant as u8);
+        let read = |item: fridge_engine::Item<'_>| {
+            item.value.iter().step_by(64).map(|&b| u64::from(b)).sum::<u64>()
+        };
+        if let Some(sum) = self.worker.get(tenant, &key, read) {
+            return (true, sum);
+        }
+        self.store(r, Expiry::Never);
+        (false, 0)
     }
 
     /// A SET-like request: stores the object, with the request's TTL if it has one.

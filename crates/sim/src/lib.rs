@@ -28,6 +28,9 @@
 //!   the driver and the writers so that neither imports the other.
 //! - [`report`] and [`plot`]: CSV/JSON/text reports, PNG miss-ratio curves and miss ratio
 //!   over time.
+//! - [`memory`]: a model of the memory hierarchy under the engine (L2, L3, a DRAM cache with
+//!   or without the stacked-DRAM thesis's priority lines, latencies), fed the lines each GET
+//!   reads; the `fridge-memsim` binary runs it (`docs/memory-model.md`).
 //! - [`progress`]: a progress bar on stderr.
 //! - [`policy`]: the reference policies (exact LRU, FIFO, CLOCK, S3-FIFO, SIEVE, Redis's sampled
 //!   LRU, a memcached slab + LRU model with and without slab automove, static per-tenant
@@ -51,6 +54,7 @@
 
 pub mod error;
 pub mod fridge;
+pub mod memory;
 pub mod plot;
 pub mod policy;
 pub mod progress;

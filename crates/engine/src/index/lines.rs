@@ -1,0 +1,71 @@
+//! The memory a lookup reads, reported instead of used: the addresses of the 64-byte buckets
+//! on a key's path and the locations whose tags match, in the order [`Index::find`] visits
+//! them (for the simulator's memory-hierarchy model; Cavast §4.3 counts these as one
+//! cache-line fetch per bucket).
+
+use std::sync::atomic::Ordering;
+
+use super::{Bucket, Index, Loc, MAX_DEPTH, MIGRATED_BIT, Table, header_child, slot_tag};
+use crate::epoch::Guard;
+use crate::hash::tag_of;
+
+impl Index {
+    /// Walks `hash`'s path as [`Index::find`] does, appending to `buckets` the address of each
+    /// bucket it reads (root first, then any sub-bucket) and to `candidates` each location
+    /// whose tag matches, up to and including the one `is_key` accepts, which is returned.
+    /// During a growth the old table's path comes first when its root has not moved, as in
+    /// a lookup. Reads slots only: no lock, no write, nothing counted. A lookup that races a
+    /// change may retry ([`Index::find`]); this walks once.
+    pub fn path(
+        &self,
+        guard: &Guard<'_>,
+        hash: u64,
+        mut is_key: impl FnMut(Loc) -> bool,
+        buckets: &mut Vec<usize>,
+        candidates: &mut Vec<Loc>,
+    ) -> Option<Loc> {
+        let (current, old) = self.tables(guard);
+        if let Some(old) = old {
+            let root = old.root(hash);
+            if root.header() & MIGRATED_BIT == 0 {
+                let found = path_in(old, root, hash, &mut is_key, buckets, candidates);
+                if found.is_some() || root.header() & MIGRATED_BIT == 0 {
+                    return found;
+                }
+            }
+        }
+        path_in(current, current.root(hash), hash, &mut is_key, buckets, candidates)
+    }
+}
+
+/// One table's part of [`Index::path`].
+fn path_in(
+    table: &Table,
+    root: &Bucket,
+    hash: u64,
+    is_key: &mut impl FnMut(Loc) -> bool,
+    buckets: &mut Vec<usize>,
+    candidates: &mut Vec<Loc>,
+) -> Option<Loc> {
+    let tag = tag_of(hash);
+    let mut bucket = root;
+    for depth in 0..=MAX_DEPTH {
+        buckets.push(std::ptr::from_ref(bucket) as usize);
+        for slot in bucket.slots() {
+            let s = slot.load(Ordering::Acquire);
+            if s != 0 && slot_tag(s) == tag {
+                let loc = Loc::unpack(s);
+                candidates.push(loc);
+                if is_key(loc) {
+                    return Some(loc);
+                }
+            }
+        }
+        let child = header_child(bucket.header());
+        if child == 0 {
+            break;
+        }
+        bucket = table.child(child, tag, depth);
+    }
+    None
+}
