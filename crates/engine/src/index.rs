@@ -765,6 +765,11 @@ impl Index {
         });
     }
 
+    /// Whether [`Index::find_hot`] consults the SLB (there is one, and lookups use it).
+    pub fn slb_consulted(&self) -> bool {
+        self.slb.is_some() && self.slb_lookups.load(Ordering::Relaxed)
+    }
+
     /// Whether [`Index::find_hot`] consults the SLB. Slot changes keep it true either way.
     pub fn use_slb(&self, on: bool) {
         self.slb_lookups.store(on && self.slb.is_some(), Ordering::Relaxed);

@@ -71,3 +71,25 @@ fn lines_are_stable_and_count_nothing() {
     // A miss reads its path; the records it compares are other keys' (tag collisions).
     assert!(missing.records.len() <= missing.buckets.len() * 7);
 }
+
+/// With an SLB, its bucket is the first line a lookup reads, and a key it holds is reported
+/// from there without the index's buckets; a key it does not hold reads both.
+#[test]
+fn with_an_slb_its_bucket_comes_first_and_a_cached_key_skips_the_index() {
+    let config = common::small_config(8 << 20, 64 << 10, 64, fridge_engine::Eviction::Memshare);
+    let (engine, _clock) =
+        common::small_engine_from(fridge_engine::EngineConfig { slb_bytes: 64 << 10, ..config });
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"hot", b"value")).unwrap();
+    let mut lines = LookupLines::default();
+    assert!(w.lookup_lines(T, b"hot", &mut lines));
+    assert_eq!(lines.buckets.len(), 2, "not cached yet: the SLB's bucket, then the root");
+    let slb_bucket = lines.buckets[0];
+    // A GET admits the key (its bucket has room), and the next lookup stops at the SLB.
+    assert!(w.get(T, b"hot", |_| ()).is_some());
+    assert_eq!(engine.stats().slb_admissions, 1);
+    assert!(w.lookup_lines(T, b"hot", &mut lines));
+    assert_eq!(lines.buckets, vec![slb_bucket], "the SLB's bucket alone");
+    assert_eq!(lines.value.unwrap().addr, value_addr(&mut w, b"hot"));
+    assert_eq!(engine.stats().slb_hits, 1, "reporting warmed nothing and counted nothing");
+}

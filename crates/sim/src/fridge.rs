@@ -153,6 +153,9 @@ pub struct FridgeOptions {
     pub free_watermark: usize,
     /// How the engine evicts.
     pub eviction: Eviction,
+    /// Bytes of the SLB's cache table in front of the index (0: none; the engine's
+    /// `slb_bytes`).
+    pub slb_bytes: usize,
 }
 
 impl FridgeOptions {
@@ -171,6 +174,7 @@ impl FridgeOptions {
             cleaner_candidates: defaults.cleaner_candidates,
             free_watermark: defaults.free_watermark,
             eviction: defaults.eviction,
+            slb_bytes: 0,
         }
     }
 }
@@ -213,6 +217,7 @@ impl FridgeCache {
             eviction: options.eviction,
             // Nobody reads the simulator's values: lay them out, do not copy them.
             copy_values: false,
+            slb_bytes: options.slb_bytes,
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);

@@ -800,6 +800,7 @@ fn build(
                 } else {
                     Eviction::Memshare
                 },
+                slb_bytes: 0,
             };
             let cache = FridgeCache::new(options)?;
             let mut detail = format!(

@@ -14,16 +14,29 @@ impl Index {
     /// bucket it reads (root first, then any sub-bucket) and to `candidates` each location
     /// whose tag matches, up to and including the one `is_key` accepts, which is returned.
     /// During a growth the old table's path comes first when its root has not moved, as in
-    /// a lookup. Reads slots only: no lock, no write, nothing counted. A lookup that races a
-    /// change may retry ([`Index::find`]); this walks once.
+    /// a lookup. With `through_slb` (a reader that consults the SLB, [`Index::find_hot`]) the
+    /// SLB's bucket comes first, and a key the SLB holds ends the walk there. Reads slots
+    /// only: no lock, no write, nothing counted (an SLB hit warms nothing). A lookup that
+    /// races a change may retry ([`Index::find`]); this walks once.
     pub fn path(
         &self,
         guard: &Guard<'_>,
         hash: u64,
         mut is_key: impl FnMut(Loc) -> bool,
+        through_slb: bool,
         buckets: &mut Vec<usize>,
         candidates: &mut Vec<Loc>,
     ) -> Option<Loc> {
+        if let Some(slb) = self.slb.as_ref().filter(|_| through_slb && self.slb_consulted()) {
+            buckets.push(slb.bucket_addr(hash));
+            let found = slb.peek(hash, &mut |loc| {
+                candidates.push(loc);
+                is_key(loc)
+            });
+            if found.is_some() {
+                return found;
+            }
+        }
         let (current, old) = self.tables(guard);
         if let Some(old) = old {
             let root = old.root(hash);

@@ -140,8 +140,7 @@ impl SlbProbe {
         }
     }
 
-    /// Whether this reader goes to the index directly (tests).
-    #[cfg(test)]
+    /// Whether this reader goes to the index directly, but for its sampled lookups.
     pub(crate) fn bypassing(&self) -> bool {
         self.bypass
     }
@@ -259,6 +258,21 @@ impl Slb {
             }
         }
         None
+    }
+
+    /// [`Slb::find`] without warming: what a lookup would find (the simulator's memory
+    /// model).
+    pub(crate) fn peek(&self, hash: u64, is_key: &mut impl FnMut(Loc) -> bool) -> Option<Loc> {
+        let bucket = self.bucket(tag_of(hash));
+        let disc = discriminant(hash);
+        bucket.slots.iter().map(|slot| slot.load(Ordering::Acquire)).find_map(|s| {
+            (s != 0 && s >> TAG_SHIFT == disc && is_key(Loc::unpack(s))).then(|| Loc::unpack(s))
+        })
+    }
+
+    /// The address of the cache bucket a lookup of `hash` reads.
+    pub(crate) fn bucket_addr(&self, hash: u64) -> usize {
+        std::ptr::from_ref(self.bucket(tag_of(hash))) as usize
     }
 
     /// Notes an index hit on `hash`'s key that the SLB missed; returns whether the key is to

@@ -16,8 +16,10 @@
 //! ([`LookupLines::inline`]); a larger one lies at the segment's high end (Cavast §4.2's
 //! head-to-head layout). Not reported: the worker's own lines (epoch slot, counters,
 //! reference pool), which a busy worker keeps in its private caches, the eviction metadata,
-//! applied in batches of 1,024 accesses away from the request, and the search lookaside
-//! buffer (off by default): the path is reported as a lookup without it reads it.
+//! applied in batches of 1,024 accesses away from the request. With a search lookaside
+//! buffer (off by default), its bucket is the first line reported, and a key it holds is
+//! reported from there without the index's buckets (a reader that bypasses it, as a lookup
+//! would, reports the index path alone).
 
 use super::Worker;
 use crate::cache::is_expired;
@@ -38,7 +40,8 @@ pub struct Span {
 /// calls (the vectors keep their capacity).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LookupLines {
-    /// Addresses of the 64-byte index buckets read, root first.
+    /// Addresses of the 64-byte buckets read: the SLB's first when the lookup goes through
+    /// one, then the index's, root first (none when the SLB holds the key).
     pub buckets: Vec<usize>,
     /// Key records compared, in order: every record whose tag matched, the key's own last
     /// when it was found.
@@ -78,6 +81,7 @@ impl Worker {
             &guard,
             hash,
             |l| inner.key_matches(&guard, l, tenant, db, key),
+            !self.slb.bypassing(),
             &mut out.buckets,
             &mut candidates,
         );

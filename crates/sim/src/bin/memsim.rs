@@ -49,6 +49,10 @@ struct Cli {
     /// The engine's item memory (`max_memory`); values are laid out, not written.
     #[arg(long, default_value = "1GiB")]
     memory: Size,
+    /// A search lookaside buffer of this many bytes of cache table in front of the index (the
+    /// server's `--slb-size`; 0: none). Its bucket line is then read first on every lookup.
+    #[arg(long, default_value = "0")]
+    slb_size: Size,
     /// Hierarchies, comma-separated: `cpu` (L2, L3, memory), `dram-direct` (an Alloy-style
     /// direct-mapped DRAM cache in front of memory), `dram-Nway` (N-way set-associative),
     /// each DRAM cache with `-priority` for the thesis's priority lines; every `dram-*`
@@ -116,7 +120,9 @@ fn run(cli: &Cli) -> Result<(), String> {
     let max = 1_000_000 + u64::from(MAX_KEY_SIZE);
     let memory = cli.memory.0;
     let segment = auto_segment_size(memory, mean, max, DEFAULT_TARGET_SEGMENTS);
-    let mut cache = FridgeCache::new(FridgeOptions::new(memory, segment))?;
+    let options =
+        FridgeOptions { slb_bytes: cli.slb_size.bytes(), ..FridgeOptions::new(memory, segment) };
+    let mut cache = FridgeCache::new(options)?;
     let start = Instant::now();
     if cli.workload_only {
         let (mut gets, mut sum) = (0u64, 0u64);
