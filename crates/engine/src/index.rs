@@ -718,15 +718,7 @@ impl Index {
         };
         let root = current.root(hash);
         lock_root(root);
-        let locked = Locked {
-            table: current,
-            root,
-            tag: tag_of(hash),
-            prune_path: true,
-            evictions: &self.evictions,
-            memory: &self.memory,
-            slb: Some(slb),
-        };
+        let locked = self.locked(current, root, tag_of(hash), true);
         // A root that migrated meanwhile no longer holds its keys' slots.
         if root.header() & MIGRATED_BIT == 0 && locked.find(|l| l == loc).is_some() {
             slb.insert(hash, loc);
@@ -842,15 +834,27 @@ impl Index {
                 unlock_root(root);
                 continue;
             }
-            return Locked {
-                table: current,
-                root,
-                tag: tag_of(hash),
-                prune_path: true,
-                evictions: &self.evictions,
-                memory: &self.memory,
-                slb: self.slb.as_ref(),
-            };
+            return self.locked(current, root, tag_of(hash), true);
+        }
+    }
+
+    /// The change rights over `root`'s tree, which the caller has just locked (unlocked when
+    /// they drop); `prune_path`: whether `tag` names the path of the slots to change.
+    fn locked<'g>(
+        &'g self,
+        table: &'g Table,
+        root: &'g Bucket,
+        tag: u16,
+        prune_path: bool,
+    ) -> Locked<'g> {
+        Locked {
+            table,
+            root,
+            tag,
+            prune_path,
+            evictions: &self.evictions,
+            memory: &self.memory,
+            slb: self.slb.as_ref(),
         }
     }
 
@@ -1099,22 +1103,8 @@ fn find_in(
     let tag = tag_of(hash);
     loop {
         let before = header_cas(root.header());
-        let mut bucket = root;
-        for depth in 0..=MAX_DEPTH {
-            for slot in bucket.slots() {
-                let s = slot.load(Ordering::Acquire);
-                if s != 0 && slot_tag(s) == tag {
-                    let loc = Loc::unpack(s);
-                    if is_key(loc) {
-                        return Some(loc);
-                    }
-                }
-            }
-            let child = header_child(bucket.header());
-            if child == 0 {
-                break;
-            }
-            bucket = table.child(child, tag, depth);
+        if let Some(loc) = walk_path(table, root, tag, |_| {}, is_key) {
+            return Some(loc);
         }
         // A miss is an answer only if no item moved up the tree meanwhile (see
         // `Locked::remove`): otherwise look again.
@@ -1122,6 +1112,37 @@ fn find_in(
             return None;
         }
     }
+}
+
+/// One pass down `tag`'s path from `root`: `visit` sees each bucket read, `is_key` each
+/// location whose tag matches, until it accepts one.
+#[inline]
+fn walk_path(
+    table: &Table,
+    root: &Bucket,
+    tag: u16,
+    mut visit: impl FnMut(&Bucket),
+    is_key: &mut impl FnMut(Loc) -> bool,
+) -> Option<Loc> {
+    let mut bucket = root;
+    for depth in 0..=MAX_DEPTH {
+        visit(bucket);
+        for slot in bucket.slots() {
+            let s = slot.load(Ordering::Acquire);
+            if s != 0 && slot_tag(s) == tag {
+                let loc = Loc::unpack(s);
+                if is_key(loc) {
+                    return Some(loc);
+                }
+            }
+        }
+        let child = header_child(bucket.header());
+        if child == 0 {
+            break;
+        }
+        bucket = table.child(child, tag, depth);
+    }
+    None
 }
 
 impl Drop for Index {

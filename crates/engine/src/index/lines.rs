@@ -3,9 +3,7 @@
 //! them (for the simulator's memory-hierarchy model; Cavast §4.3 counts these as one
 //! cache-line fetch per bucket).
 
-use std::sync::atomic::Ordering;
-
-use super::{Bucket, Index, Loc, MAX_DEPTH, MIGRATED_BIT, Table, header_child, slot_tag};
+use super::{Bucket, Index, Loc, MIGRATED_BIT, Table, walk_path};
 use crate::epoch::Guard;
 use crate::hash::tag_of;
 
@@ -60,25 +58,9 @@ fn path_in(
     buckets: &mut Vec<usize>,
     candidates: &mut Vec<Loc>,
 ) -> Option<Loc> {
-    let tag = tag_of(hash);
-    let mut bucket = root;
-    for depth in 0..=MAX_DEPTH {
-        buckets.push(std::ptr::from_ref(bucket) as usize);
-        for slot in bucket.slots() {
-            let s = slot.load(Ordering::Acquire);
-            if s != 0 && slot_tag(s) == tag {
-                let loc = Loc::unpack(s);
-                candidates.push(loc);
-                if is_key(loc) {
-                    return Some(loc);
-                }
-            }
-        }
-        let child = header_child(bucket.header());
-        if child == 0 {
-            break;
-        }
-        bucket = table.child(child, tag, depth);
-    }
-    None
+    let visit = |bucket: &Bucket| buckets.push(std::ptr::from_ref(bucket) as usize);
+    walk_path(table, root, tag_of(hash), visit, &mut |loc| {
+        candidates.push(loc);
+        is_key(loc)
+    })
 }

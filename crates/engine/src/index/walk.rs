@@ -114,15 +114,7 @@ impl Index {
                     continue 'retry;
                 }
                 // `tag` is unused: visitors only read and remove slots.
-                let locked = Locked {
-                    table: current,
-                    root,
-                    tag: 0,
-                    prune_path: false,
-                    evictions: &self.evictions,
-                    memory: &self.memory,
-                    slb: self.slb.as_ref(),
-                };
+                let locked = self.locked(current, root, 0, false);
                 locked.for_each_slot(|slot, loc| visit(&locked, slot, loc));
             }
             return small.mask;
