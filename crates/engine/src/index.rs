@@ -726,12 +726,11 @@ impl Index {
     }
 
     /// Puts a search lookaside buffer of `bytes` of cache table (at most 2¹⁶ 64-byte
-    /// buckets; `slb.rs`) in front of the index, counted in its
-    /// resident bytes. Returns whether it was made (0 bytes, or tables that cannot be
+    /// buckets; `slb.rs`) in front of the index, counted in its resident bytes. Returns whether it was made (0 bytes, or tables that cannot be
     /// mapped, leave the index without one).
     pub fn enable_slb(&mut self, bytes: usize) -> bool {
         self.slb = Slb::new(bytes);
-        self.slb_lookups.store(true, Ordering::Relaxed);
+        self.slb_lookups.store(self.slb.is_some(), Ordering::Relaxed);
         if let Some(slb) = &self.slb {
             self.memory.resident.fetch_add(slb.bytes(), Ordering::Relaxed);
         }
