@@ -533,7 +533,9 @@ impl Worker {
                 for (part, piece) in parts.iter_mut().zip(pieces) {
                     *part = piece.of(cur, &buf).expect("a splice piece within its bytes");
                 }
-                let expired = expires_at_ms.is_some_and(|at| at <= inner.now_ms());
+                // The rule every read uses (`is_expired`): a kept deadline of exactly now is
+                // still live, as Redis's APPEND or INCR finds the key at that millisecond.
+                let expired = is_expired(*expires_at_ms, || inner.now_ms());
                 if pieces.len() <= SPLICE_PARTS && !expired {
                     let item = NewItem {
                         tenant: tenant.0,
@@ -577,7 +579,7 @@ impl Worker {
                             Err(e) => break Err(e),
                         }
                     } else {
-                        if expires_at_ms.is_some_and(|at| at <= inner.now_ms()) {
+                        if is_expired(expires_at_ms, || inner.now_ms()) {
                             if let Some(loc) = seen
                                 && !self.remove_seen(tenant, hash, key, loc, seen_version)
                             {

@@ -209,3 +209,21 @@ fn items_the_cleaner_copies_mid_pass_stay_under_the_bound() {
     assert!(passes > 20, "passes completed: {passes}");
     assert!(w.contains(T, b"early"));
 }
+
+/// At exactly its deadline an item is still live, for reads and for updates that keep its
+/// deadline alike (Redis: `now > when` expires; APPEND or INCR in that millisecond find the
+/// key). An update used to count the kept deadline as passed and deleted the key while
+/// reporting success (found by the model test).
+#[test]
+fn an_update_at_exactly_the_deadline_keeps_the_item() {
+    let (engine, clock) = small_engine(8 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let t = TenantId(0);
+    let at = clock.now_ms() + 1_000;
+    store_with_ttl(&mut w, b"k", Some(at));
+    clock.set(at);
+    assert_eq!(w.append(t, b"k", b"+", false, false).unwrap(), Some(6), "value+");
+    assert_eq!(w.get(t, b"k", |i| i.expires_at_ms), Some(Some(at)), "live, deadline kept");
+    clock.set(at + 1);
+    assert!(w.get(t, b"k", |_| ()).is_none(), "gone a millisecond later");
+}

@@ -17,7 +17,7 @@
 //! Papers: Cavast (Xu et al., VLDB 2020) §4.2–4.3 for the layout being modelled (keys apart
 //! from values, 64-byte tagged buckets) and §6 ("Cache-friendly hash indexing") for its
 //! count of cache-line fetches per request (one per bucket, ⌈item size / 64⌉ per item read:
-//! [`ClassStats::cavast_clf`]); the stacked-DRAM thesis (Penn State, 2015) ch. 3 for priority
+//! [`replay::ClassStats::cavast_clf`]); the stacked-DRAM thesis (Penn State, 2015) ch. 3 for priority
 //! lines and ch. 4 (§4.1.2.2 the 10 B / 300 B / 1 MB mix, §4.3.2 Table 4.4 and the
 //! associativity study) for what it measured. `docs/memory-model.md` says what counts as a
 //! touched line and where the model departs from the papers.
