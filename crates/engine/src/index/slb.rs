@@ -243,30 +243,28 @@ impl Slb {
         is_key: &mut impl FnMut(Loc) -> bool,
         probe: &mut SlbProbe,
     ) -> Option<Loc> {
-        let bucket = self.bucket(tag_of(hash));
-        let disc = discriminant(hash);
-        for (i, slot) in bucket.slots.iter().enumerate() {
-            let s = slot.load(Ordering::Acquire);
-            if s != 0 && s >> TAG_SHIFT == disc {
-                let loc = Loc::unpack(s);
-                if is_key(loc) {
-                    if probe.next_random() % WARM_ONE_IN == 0 {
-                        warm(bucket, i, hash);
-                    }
-                    return Some(loc);
-                }
-            }
+        let (i, loc) = self.slot_of(hash, is_key)?;
+        if probe.next_random() % WARM_ONE_IN == 0 {
+            warm(self.bucket(tag_of(hash)), i, hash);
         }
-        None
+        Some(loc)
     }
 
     /// [`Slb::find`] without warming: what a lookup would find (the simulator's memory
     /// model).
     pub(crate) fn peek(&self, hash: u64, is_key: &mut impl FnMut(Loc) -> bool) -> Option<Loc> {
-        let bucket = self.bucket(tag_of(hash));
+        self.slot_of(hash, is_key).map(|(_, loc)| loc)
+    }
+
+    /// The slot and location of `hash`'s key: the first slot whose discriminant matches and
+    /// whose location `is_key` accepts.
+    #[inline]
+    fn slot_of(&self, hash: u64, is_key: &mut impl FnMut(Loc) -> bool) -> Option<(usize, Loc)> {
         let disc = discriminant(hash);
-        bucket.slots.iter().map(|slot| slot.load(Ordering::Acquire)).find_map(|s| {
-            (s != 0 && s >> TAG_SHIFT == disc && is_key(Loc::unpack(s))).then(|| Loc::unpack(s))
+        self.bucket(tag_of(hash)).slots.iter().enumerate().find_map(|(i, slot)| {
+            let s = slot.load(Ordering::Acquire);
+            (s != 0 && s >> TAG_SHIFT == disc && is_key(Loc::unpack(s)))
+                .then(|| (i, Loc::unpack(s)))
         })
     }
 

@@ -53,6 +53,8 @@ pub struct LookupLines {
     /// Whether the value follows its key record directly (inline) rather than lying at the
     /// segment's high end.
     pub inline: bool,
+    /// The locations behind `records`, kept between calls as the other vectors are.
+    candidates: Vec<Loc>,
 }
 
 impl LookupLines {
@@ -62,6 +64,7 @@ impl LookupLines {
         self.segment_header = None;
         self.value = None;
         self.inline = false;
+        self.candidates.clear();
     }
 }
 
@@ -76,7 +79,7 @@ impl Worker {
         let inner = &*self.inner;
         inner.check_flush(&self.slot, tenant);
         let guard = inner.epochs.pin(&self.slot);
-        let mut candidates: Vec<Loc> = Vec::new();
+        let mut candidates = std::mem::take(&mut out.candidates);
         let found = inner.index.path(
             &guard,
             hash,
@@ -90,6 +93,7 @@ impl Worker {
             let rec = inner.record(&guard, loc);
             out.records.push(Span { addr: base(loc) + loc.offset as usize, len: rec.record_len() });
         }
+        out.candidates = candidates;
         let Some(loc) = found else {
             return false;
         };
