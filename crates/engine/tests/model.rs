@@ -266,6 +266,19 @@ fn run_with_slb(
                             ..Store::new(tenant(t), key(k), &old.value)
                         };
                         assert_eq!(w.store(again), Ok(StoreOutcome::Stored));
+                        if old.expires_at.is_some_and(|at| at <= now) {
+                            // A new deadline at or before now is already past (Redis's
+                            // `checkAlreadyExpired`): the re-store deleted the item, in the
+                            // millisecond that reads still return it.
+                            model.items.remove(&(t, k));
+                            let s = Store {
+                                condition: Condition::IfCas(cas),
+                                ..Store::new(tenant(t), key(k), &v)
+                            };
+                            assert_eq!(w.store(s), Ok(StoreOutcome::NotFound));
+                            engine.validate();
+                            continue;
+                        }
                     }
                     let s = Store {
                         condition: Condition::IfCas(cas),
@@ -475,4 +488,18 @@ fn check_counter(w: &mut Worker, model: &mut Model, t: u8, k: u8, by: u8, create
             (m, r) => panic!("counter: model {m:?}, engine {r:?}"),
         }
     }
+}
+
+/// A stale CAS in the item's last millisecond: the step re-stores the item with its own
+/// deadline, which is now (already expired, Redis's rule for a new deadline), so the re-store
+/// deletes it and the CAS finds nothing.
+#[test]
+fn a_stale_cas_at_the_deadline_finds_nothing() {
+    let ops = [
+        Op::Set { t: 1, k: 2, len: 10, ttl: Some(5), flags: 0 },
+        Op::Advance { ms: 5 },
+        Op::Cas { t: 1, k: 2, stale: true },
+        Op::Get { t: 1, k: 2 },
+    ];
+    run(&ops, 256 << 10, 0, Eviction::Memshare);
 }
