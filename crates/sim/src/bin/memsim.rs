@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
+use fridge_engine::{Eviction, Queues};
 use fridge_sim::fridge::{DEFAULT_TARGET_SEGMENTS, FridgeCache, FridgeOptions, auto_segment_size};
 use fridge_sim::memory::CpuCaches;
 use fridge_sim::memory::latency::Latency;
@@ -53,6 +54,10 @@ struct Cli {
     /// server's `--slb-size`; 0: none). Its bucket line is then read first on every lookup.
     #[arg(long, default_value = "0")]
     slb_size: Size,
+    /// The engine's eviction: `queues` (S3-FIFO's queues in the log, the default) or
+    /// `memshare` (Memshare's ranked pass, which relocates more of what it keeps).
+    #[arg(long, default_value = "queues", value_parser = ["queues", "memshare"])]
+    eviction: String,
     /// Hierarchies, comma-separated: `cpu` (L2, L3, memory), `dram-direct` (an Alloy-style
     /// direct-mapped DRAM cache in front of memory), `dram-Nway` (N-way set-associative),
     /// each DRAM cache with `-priority` for the thesis's priority lines; every `dram-*`
@@ -120,8 +125,15 @@ fn run(cli: &Cli) -> Result<(), String> {
     let max = 1_000_000 + u64::from(MAX_KEY_SIZE);
     let memory = cli.memory.0;
     let segment = auto_segment_size(memory, mean, max, DEFAULT_TARGET_SEGMENTS);
-    let options =
-        FridgeOptions { slb_bytes: cli.slb_size.bytes(), ..FridgeOptions::new(memory, segment) };
+    let eviction = match cli.eviction.as_str() {
+        "memshare" => Eviction::Memshare,
+        _ => Eviction::Queues(Queues::default()),
+    };
+    let options = FridgeOptions {
+        slb_bytes: cli.slb_size.bytes(),
+        eviction,
+        ..FridgeOptions::new(memory, segment)
+    };
     let mut cache = FridgeCache::new(options)?;
     let start = Instant::now();
     if cli.workload_only {
