@@ -171,7 +171,7 @@ struct Args {
     fractions: String,
 
     /// lookaside: every request is a GET that admits on miss (libCacheSim); trace: GETs are
-    /// counted, SETs store, DELETEs delete (engine only).
+    /// counted, SETs store, DELETEs delete (in the engine and the reference policies).
     #[arg(long, default_value = "lookaside")]
     ops: String,
 

@@ -143,7 +143,7 @@ pub fn json(report: &Report) -> Result<String, Error> {
 fn ops_name(ops: OpsMode) -> &'static str {
     match ops {
         OpsMode::Lookaside => "lookaside: every request is a GET that admits on miss",
-        OpsMode::Trace => "trace: GETs counted, SETs store, DELETEs delete (engine only)",
+        OpsMode::Trace => "trace: GETs counted, SETs store, DELETEs delete",
     }
 }
 

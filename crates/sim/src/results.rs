@@ -12,7 +12,7 @@ pub enum OpsMode {
     /// Every request is a lookaside GET.
     #[default]
     Lookaside,
-    /// GETs are counted; SETs store; DELETEs delete (engine only).
+    /// GETs are counted; SETs store; DELETEs delete.
     Trace,
 }
 

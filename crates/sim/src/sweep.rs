@@ -43,8 +43,8 @@
 //!   operation, is a GET that admits the object on a miss. Every request is counted.
 //! - [`OpsMode::Trace`]: GET/GETS are counted lookaside GETs; storage operations store the
 //!   object (the engine with the request's TTL; a reference policy through `access`) and are
-//!   not counted; DELETE deletes in the engine and is ignored by reference policies, which
-//!   have no delete. TTLs exist only in the engine.
+//!   not counted; DELETE deletes, in the engine and in reference policies (`Policy::remove`).
+//!   TTLs exist only in the engine.
 //!
 //! Keys of tenant 0 reach reference policies unchanged (so single-tenant results match
 //! libCacheSim's); other tenants' keys are hashed with the tenant id, because reference
@@ -515,6 +515,8 @@ impl Runner {
                         }
                         p.access(&seen)
                     } else {
+                        // A DELETE (trace mode): gone from the policy as from the engine.
+                        p.remove(a);
                         false
                     }
                 }

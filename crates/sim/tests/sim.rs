@@ -9,6 +9,7 @@ use fridge_sim::report;
 use fridge_sim::source::{self, GeneratorParams, Source};
 use fridge_sim::sweep::{OpsMode, PolicySpec, Report, Settings, SizeSpec, simulate};
 use fridge_workload::trace::{KeyFormat, SizeModel};
+use fridge_workload::{Op, Request};
 
 fn zipf(requests: u64, keys: u64, seed: u64) -> Source {
     let params =
@@ -280,4 +281,33 @@ fn engine_rank_functions_and_hitmap_budget_are_reported() {
     assert!(csv.lines().next().unwrap().ends_with("engine_sealed_unused_bytes,engine_dead_bytes"));
     let md = report::markdown(&r);
     assert!(md.contains("| fridge-lru: hitmap |"), "{md}");
+}
+
+#[test]
+fn a_delete_in_a_trace_makes_the_next_get_miss_for_every_policy() {
+    // SET, GET (a hit), DELETE, GET (a miss), in trace mode: the engine and the reference
+    // policies alike.
+    let dir = std::env::temp_dir().join(format!("fridge-sim-delete-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("delete.csv");
+    let mut w = fridge_workload::trace::CsvWriter::create(&path).unwrap();
+    for (time_ms, op) in [(0, Op::Set), (1, Op::Get), (2, Op::Delete), (3, Op::Get)] {
+        w.write(&Request { time_ms, op, ..Request::get(7, 100) }).unwrap();
+    }
+    w.finish().unwrap();
+    let format = Some(fridge_workload::trace::CsvFormat::fridge());
+    let source = source::trace(path, "csv", format, KeyFormat::Integer, None).unwrap();
+    let settings = Settings {
+        policies: ["fridge", "lru", "s3fifo", "sieve"]
+            .map(|p| PolicySpec::parse(p).unwrap())
+            .into(),
+        sizes: vec![SizeSpec::Bytes(1 << 20)],
+        ops: OpsMode::Trace,
+        ..Settings::default()
+    };
+    let r = simulate(&source, &settings, &mut Progress::hidden()).unwrap();
+    for x in &r.rows {
+        assert_eq!((x.requests, x.hits), (2, 1), "{}", x.policy);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

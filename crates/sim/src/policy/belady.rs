@@ -111,6 +111,13 @@ impl Policy for Belady {
         false
     }
 
+    fn remove(&mut self, a: &Access) -> bool {
+        let Some(o) = self.map.remove(&a.key) else { return false };
+        // Its heap entry goes stale (its stamp no longer matches a resident object).
+        self.used -= u64::from(o.size);
+        true
+    }
+
     fn capacity(&self) -> u64 {
         self.capacity
     }

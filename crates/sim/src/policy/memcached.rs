@@ -360,6 +360,16 @@ impl Policy for Memcached {
         hit
     }
 
+    fn remove(&mut self, a: &Access) -> bool {
+        let Some(idx) = self.map.remove(&a.key) else { return false };
+        // The chunk goes back to its class (the page stays the class's).
+        let c = usize::from(self.arena[idx].tag);
+        self.classes[c].lru.unlink(&mut self.arena, idx);
+        self.used -= u64::from(self.arena[idx].size);
+        self.arena.free(idx);
+        true
+    }
+
     fn capacity(&self) -> u64 {
         self.capacity
     }

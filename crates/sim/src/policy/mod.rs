@@ -105,6 +105,12 @@ pub trait Policy {
     /// policy can ever hold it, after evicting as needed ("get, and on miss set").
     fn access(&mut self, a: &Access) -> bool;
 
+    /// Removes `a.key` (of `a.tenant`, in [`Partitioned`]) if it is resident, as a DELETE
+    /// does: its bytes are free and a later request misses. Returns whether it was resident.
+    /// Changes no other object's place, and remembers nothing of it (a ghost keeps only
+    /// evicted keys).
+    fn remove(&mut self, a: &Access) -> bool;
+
     /// The capacity in bytes of objects (for [`Memcached`]: its memory limit).
     fn capacity(&self) -> u64;
 
@@ -138,6 +144,9 @@ impl<P: Policy + ?Sized> Policy for Box<P> {
     }
     fn access(&mut self, a: &Access) -> bool {
         (**self).access(a)
+    }
+    fn remove(&mut self, a: &Access) -> bool {
+        (**self).remove(a)
     }
     fn capacity(&self) -> u64 {
         (**self).capacity()

@@ -60,6 +60,10 @@ impl<P: Policy> Policy for Partitioned<P> {
         }
     }
 
+    fn remove(&mut self, a: &Access) -> bool {
+        self.parts.get_mut(usize::from(a.tenant)).is_some_and(|p| p.remove(a))
+    }
+
     fn capacity(&self) -> u64 {
         self.parts.iter().map(Policy::capacity).sum()
     }

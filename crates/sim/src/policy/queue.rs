@@ -31,6 +31,10 @@ pub(crate) trait QueueRule: std::fmt::Debug {
     /// metadata on the way as the policy does, and returns it still linked.
     fn victim(&mut self, queue: &mut List, arena: &mut Arena) -> u32;
 
+    /// Called before `idx` is unlinked by a removal (not an eviction), so a rule that points
+    /// at objects (SIEVE's hand) can move off it.
+    fn on_remove(&mut self, _queue: &List, _arena: &Arena, _idx: u32) {}
+
     /// Checks the rule's own state against the queue; panics if broken.
     #[cfg(test)]
     fn validate(&self, _map: &KeyMap<u32>, _arena: &Arena) {}
@@ -85,6 +89,14 @@ impl<R: QueueRule> Policy for QueuePolicy<R> {
         self.queue.push_newest(&mut self.arena, idx);
         self.map.insert(a.key, idx);
         false
+    }
+
+    fn remove(&mut self, a: &Access) -> bool {
+        let Some(idx) = self.map.remove(&a.key) else { return false };
+        self.rule.on_remove(&self.queue, &self.arena, idx);
+        self.queue.unlink(&mut self.arena, idx);
+        self.arena.free(idx);
+        true
     }
 
     fn capacity(&self) -> u64 {

@@ -182,6 +182,13 @@ impl Policy for RedisLru {
         false
     }
 
+    fn remove(&mut self, a: &Access) -> bool {
+        let Some(idx) = self.map.remove(&a.key) else { return false };
+        // A pool entry of the key stays; eviction skips keys no longer in the map.
+        self.remove_at(idx as usize);
+        true
+    }
+
     fn capacity(&self) -> u64 {
         self.capacity
     }

@@ -227,6 +227,16 @@ impl Policy for S3Fifo {
         false
     }
 
+    fn remove(&mut self, a: &Access) -> bool {
+        let Some(idx) = self.map.remove(&a.key) else { return false };
+        match self.arena[idx].tag {
+            SMALL => self.small.unlink(&mut self.arena, idx),
+            _ => self.main.unlink(&mut self.arena, idx),
+        }
+        self.arena.free(idx);
+        true
+    }
+
     fn capacity(&self) -> u64 {
         self.capacity
     }

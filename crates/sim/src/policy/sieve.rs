@@ -41,6 +41,12 @@ impl QueueRule for SieveRule {
         arena[idx].meta = 1;
     }
 
+    fn on_remove(&mut self, _queue: &List, arena: &Arena, idx: u32) {
+        if self.hand == idx {
+            self.hand = arena[idx].newer;
+        }
+    }
+
     fn victim(&mut self, queue: &mut List, arena: &mut Arena) -> u32 {
         let mut idx = if self.hand == NIL { queue.oldest } else { self.hand };
         while arena[idx].meta != 0 {

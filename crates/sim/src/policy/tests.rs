@@ -86,6 +86,38 @@ fn invariants_under_random_traces() {
 }
 
 #[test]
+fn a_removed_key_is_gone_and_its_bytes_free() {
+    // Random traces with one request in five a DELETE of its key, every policy: a removal
+    // reports whether the key was resident, frees exactly its bytes, leaves every other
+    // object resident, and the next request for the key misses.
+    for seed in 0..4 {
+        let trace = random_trace(20_000, 400, seed, |rng| 1 + rng.below(120) as u32);
+        let mut rng = SplitMix64::new(seed + 100);
+        for mut p in all_policies(3_000) {
+            let name = p.name();
+            for (i, a) in trace.iter().enumerate() {
+                if rng.below(5) == 0 {
+                    let size = p.resident_size(a.key);
+                    let (used, len) = (p.used(), p.len());
+                    assert_eq!(p.remove(a), size.is_some(), "{name}: remove at {i}");
+                    assert!(!p.contains(a.key), "{name}: removed key resident at {i}");
+                    let freed = size.map_or(0, u64::from);
+                    assert_eq!(p.used(), used - freed, "{name}: bytes at {i}");
+                    assert_eq!(p.len(), len - usize::from(size.is_some()), "{name}: at {i}");
+                    assert!(!p.access(a), "{name}: a removed key hit at {i}");
+                } else {
+                    p.access(a);
+                }
+                if i % 97 == 0 {
+                    p.validate();
+                }
+            }
+            p.validate();
+        }
+    }
+}
+
+#[test]
 fn always_admitting_policies_admit() {
     // Policies without admission limits hold every missed object right after the miss,
     // objects larger than the cache excepted. (After a hit that grows the object, it may be
