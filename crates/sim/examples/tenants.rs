@@ -27,10 +27,13 @@
 //!
 //! Requests follow the simulator's `--ops trace` semantics: GET/GETS are counted lookaside
 //! reads (a miss stores the object); storage operations store (the engine with the request's
-//! TTL; reference policies through an access) and are not counted; DELETE deletes in the
-//! engine. The engine's memory holds its 25-byte record headers and 8-byte keys; the memcached
-//! model charges its 48-byte headers and chunk rounding; the LRU counts object bytes only.
+//! TTL; reference policies through an access, and removed when next requested after the
+//! deadline) and are not counted; DELETE deletes, in the engine and in the reference
+//! policies (`Policy::remove`). The engine's memory holds its 25-byte record headers and
+//! 8-byte keys; the memcached model charges its 48-byte headers and chunk rounding; the LRU
+//! counts object bytes only.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use fridge_engine::{
@@ -100,12 +103,18 @@ fn main() {
         (0..tenants).map(|t| Memcached::with_config(share(t), slabs, Automove::Off)).collect();
     rows.push((
         "static memcached".into(),
-        run_reference(&stream, tenants, |t, a| parts[t].access(a)),
+        run_reference(&stream, tenants, |t, a, del| serve(&mut parts[t], a, del)),
     ));
     let mut lrus: Vec<Lru> = (0..tenants).map(|t| Lru::new(share(t))).collect();
-    rows.push(("static LRU".into(), run_reference(&stream, tenants, |t, a| lrus[t].access(a))));
+    rows.push((
+        "static LRU".into(),
+        run_reference(&stream, tenants, |t, a, del| serve(&mut lrus[t], a, del)),
+    ));
     let mut lru = Lru::new(memory);
-    rows.push(("pooled LRU".into(), run_reference(&stream, tenants, |_, a| lru.access(a))));
+    rows.push((
+        "pooled LRU".into(),
+        run_reference(&stream, tenants, |_, a, del| serve(&mut lru, a, del)),
+    ));
     let (floor, memshare) = (CreditPolicy::default(), CreditPolicy::Memshare);
     let floor_90 = CreditPolicy::Floor { percent: 90 };
     for (name, reserved, tax, credits) in [
@@ -130,35 +139,51 @@ fn main() {
     let static_misses = combined(&static_row).gets - combined(&static_row).hits;
     let lru_row = rows[1].1.clone();
     let lru_misses = combined(&lru_row).gets - combined(&lru_row).hits;
+    // The largest loss of one tenant's hit ratio against `base`, in points, and whose.
     let worst = |counts: &[Count], base: &[Count]| {
         counts
             .iter()
             .zip(base)
-            .map(|(c, s)| (c.hit_ratio() - s.hit_ratio()) * 100.0)
-            .fold(f64::INFINITY, f64::min)
+            .zip(&mix.tenants)
+            .map(|((c, s), t)| ((c.hit_ratio() - s.hit_ratio()) * 100.0, t.name.as_str()))
+            .fold((f64::INFINITY, ""), |a, b| if b.0 < a.0 { b } else { a })
     };
+    let behind = |counts: &[Count], base: &[Count]| {
+        counts.iter().zip(base).filter(|(c, s)| c.hit_ratio() < s.hit_ratio() - 0.01).count()
+    };
+    // Up to twelve tenants, a column each; more, only the summary.
+    let columns = if tenants <= 12 { tenants } else { 0 };
     print!(
         "| policy | combined hit ratio | misses vs static memcached | worst tenant vs its \
          memcached partition (pts) | misses vs static LRU | worst tenant vs its LRU partition \
-         (pts) |"
+         (pts) | tenants > 1 pt behind their LRU partition |"
     );
-    for t in &mix.tenants {
+    for t in &mix.tenants[..columns] {
         print!(" {} |", t.name);
     }
     println!();
-    println!("|---|---:|---:|---:|---:|---:|{}", "---:|".repeat(tenants));
+    println!("|---|---:|---:|---:|---:|---:|---:|{}", "---:|".repeat(columns));
     for (name, counts) in &rows {
         let c = combined(counts);
         let misses = c.gets - c.hits;
+        let (vs_static, vs_lru) = (worst(counts, &static_row), worst(counts, &lru_row));
+        let named = |(points, who): (f64, &str)| {
+            if points < 0.0 && columns == 0 {
+                format!("{points:+.2} ({who})")
+            } else {
+                format!("{points:+.2}")
+            }
+        };
         print!(
-            "| {name} | {:.4} | {:+.1}% | {:+.2} | {:+.1}% | {:+.2} |",
+            "| {name} | {:.4} | {:+.1}% | {} | {:+.1}% | {} | {} |",
             c.hit_ratio(),
             (misses as f64 / static_misses as f64 - 1.0) * 100.0,
-            worst(counts, &static_row),
+            named(vs_static),
             (misses as f64 / lru_misses as f64 - 1.0) * 100.0,
-            worst(counts, &lru_row),
+            named(vs_lru),
+            behind(counts, &lru_row),
         );
-        for c in counts {
+        for c in &counts[..columns] {
             print!(" {:.4} |", c.hit_ratio());
         }
         println!();
@@ -170,21 +195,42 @@ fn access(r: &Request) -> Access {
     Access { tenant: r.tenant, ..Access::new(key, r.object_size() as u32) }
 }
 
+/// A request to a reference policy: a DELETE removes the key (a later GET misses), anything
+/// else is an access.
+fn serve(p: &mut impl Policy, a: &Access, delete: bool) -> bool {
+    if delete { p.remove(a) } else { p.access(a) }
+}
+
+/// Runs `stream` through a reference policy: `serve(tenant, access, remove)` answers each
+/// request (a hit, for reads) or removes its key. TTLs as the engine keeps them, lazily: a
+/// key stored with a TTL is removed when it is next requested after its deadline (its bytes
+/// stay taken until then, as in memcached without its crawler), so no policy hits an expired
+/// item.
 fn run_reference(
     stream: &[Request],
     tenants: usize,
-    mut serve: impl FnMut(usize, &Access) -> bool,
+    mut serve: impl FnMut(usize, &Access, bool) -> bool,
 ) -> Vec<Count> {
     let mut counts = vec![Count::default(); tenants];
+    let mut deadlines: HashMap<u64, u64> = HashMap::new();
     for r in stream {
         let t = usize::from(r.tenant);
-        if r.op == Op::Delete {
-            continue;
+        let a = access(r);
+        if deadlines.get(&a.key).is_some_and(|&at| r.time_ms > at) {
+            deadlines.remove(&a.key);
+            serve(t, &a, true);
         }
-        let hit = serve(t, &access(r));
+        let hit = serve(t, &a, r.op == Op::Delete);
         if r.op.is_read() {
             counts[t].gets += 1;
             counts[t].hits += u64::from(hit);
+        } else if r.op == Op::Delete {
+            deadlines.remove(&a.key);
+        } else {
+            match r.ttl_s {
+                Some(s) => deadlines.insert(a.key, r.time_ms + u64::from(s) * 1000),
+                None => deadlines.remove(&a.key),
+            };
         }
     }
     counts
@@ -218,6 +264,8 @@ fn run_fridge(
         cleaner: CleanerMode::Inline,
         workers_hint: 1,
         eviction,
+        // Nobody reads the values: lay them out, do not copy them (as `fridge-sim`).
+        copy_values: false,
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
