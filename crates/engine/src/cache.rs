@@ -46,6 +46,11 @@ pub(crate) struct Inner {
     pub(crate) arbiter: Arbiter,
     /// Keys the small queue evicted lately (`Eviction::Queues` only).
     pub(crate) ghost: Option<crate::ghost::Ghost>,
+    /// Keys the main queue evicted lately (`Eviction::Queues` whose small queue adapts).
+    pub(crate) main_ghost: Option<crate::ghost::Ghost>,
+    /// The small queue's target, bytes of its sealed segments (`Eviction::Queues`; see
+    /// [`Inner::adapt_small_queue`]).
+    pub(crate) small_target: AtomicU64,
     /// Clock time (ms) at which each recency tick began, by tick (for idle times).
     pub(crate) tick_ms: Box<[AtomicU64]>,
     /// Coarse recency clock for access stamps; advances as segments are filled.
@@ -487,5 +492,26 @@ impl SweepState {
     /// Whether a pass is under way.
     pub(crate) fn in_pass(&self) -> bool {
         self.in_pass
+    }
+}
+
+impl Inner {
+    /// ARC's adaptation of the small queue's target to a write of `bytes` whose key a ghost
+    /// remembers: the small queue's (`grow`) or the main queue's. Within the configured
+    /// shares; concurrent writers may lose each other's steps (a step is one item's bytes).
+    pub(crate) fn adapt_small_queue(&self, grow: bool, bytes: u64) {
+        let crate::config::Eviction::Queues(q) = self.config.eviction else { return };
+        if self.main_ghost.is_none() {
+            return; // A fixed share.
+        }
+        let total = (self.segments.count() * self.config.segment_size) as u64;
+        let (lo, hi) = (
+            total * u64::from(q.small_min_percent) / 100,
+            total * u64::from(q.small_percent) / 100,
+        );
+        let t = self.small_target.load(Ordering::Relaxed);
+        let new =
+            if grow { t.saturating_add(bytes).min(hi) } else { t.saturating_sub(bytes).max(lo) };
+        self.small_target.store(new, Ordering::Relaxed);
     }
 }

@@ -210,10 +210,11 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     if candidates.is_empty() {
         let outputs_available = free + state.heads.iter().flatten().count();
         if let Some(q) = queues {
-            // S3-FIFO: evict from the small queue while it holds more than its share, else
-            // from the main queue (or from whichever is not empty).
-            let small = inner.segments.queue_count(SMALL);
-            let over = small * 100 > inner.segments.count() * usize::from(q.small_percent);
+            // S3-FIFO: evict from the small queue while it holds more than its share (its
+            // target, which adapts), else from the main queue (or from whichever is not
+            // empty).
+            let small = (inner.segments.queue_count(SMALL) * segment_size) as u64;
+            let over = small > inner.small_target.load(Ordering::Relaxed);
             let first = if over { SMALL } else { MAIN };
             let n = QUEUE_CANDIDATES.min(outputs_available + 1);
             let mut queue = first;
@@ -420,7 +421,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
             None => {
                 if unlink_at(inner, &guard, s.hash, s.loc) {
                     inner.observe_eviction(&guard, s.loc);
-                    if let Some(ghost) = inner.ghost.as_ref().filter(|_| s.queue == SMALL) {
+                    let ghost = if s.queue == SMALL { &inner.ghost } else { &inner.main_ghost };
+                    if let Some(ghost) = ghost {
                         ghost.mark(s.hash, ghost_length);
                     }
                     evicted.push((s.tenant, s.hash, s.size));

@@ -92,21 +92,45 @@ pub enum Eviction {
 /// segments, which it does while earlier evictions pay for the copies (at most one copy per
 /// eviction over the run). The rest are evicted, those from the small queue into the ghost,
 /// which sends their keys straight to the main queue when they are written again.
+///
+/// The small queue's share adapts between `small_min_percent` and `small_percent`, as ARC
+/// adapts its recency target (Megiddo & Modha, FAST '03): a write of a key the small
+/// queue's ghost remembers (evicted before its second read) grows the share by the item's
+/// bytes; one of a key evicted from the main queue — a second ghost of its evictions —
+/// shrinks it by as much and goes straight to the main queue. Measured in `docs/design.md`
+/// ("An adaptive small queue").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Queues {
-    /// The small queue's share of the segments, in percent (S3-FIFO: 10).
+    /// The small queue's share of the segments, in percent (S3-FIFO: 10); with adaptation,
+    /// its largest share and the one it starts at.
     pub small_percent: u8,
+    /// The small queue's smallest share, in percent (1). Equal to `small_percent` (or
+    /// more): a fixed share, and no ghost of main-queue evictions.
+    pub small_min_percent: u8,
     /// Reads in the small queue that earn an item the main queue (S3-FIFO: 2; at most 3).
     pub promote_reads: u8,
     /// Reads since it entered the main queue that keep an item there (S3-FIFO: 1).
     pub keep_reads: u8,
-    /// How many evicted keys the ghost remembers, in percent of the items in memory.
+    /// How many evicted keys each ghost remembers, in percent of the items in memory.
     pub ghost_percent: u16,
+}
+
+impl Queues {
+    /// Whether the small queue's share adapts (a smallest share below the largest).
+    pub fn adapts(&self) -> bool {
+        self.small_min_percent < self.small_percent
+    }
 }
 
 impl Default for Queues {
     fn default() -> Self {
-        Queues { small_percent: 10, promote_reads: 2, keep_reads: 1, ghost_percent: 100 }
+        Queues {
+            small_percent: 10,
+            small_min_percent: 1,
+            promote_reads: 2,
+            keep_reads: 1,
+            ghost_percent: 100,
+        }
     }
 }
 

@@ -83,7 +83,15 @@ impl Engine {
             crate::config::Eviction::Queues(_) => Some(Ghost::new(config.hitmap_capacity())),
             crate::config::Eviction::Memshare => None,
         };
-        let ghost_bytes = ghost.as_ref().map_or(0, Ghost::bytes);
+        let (main_ghost, small_target) = match config.eviction {
+            crate::config::Eviction::Queues(q) => (
+                q.adapts().then(|| Ghost::new(config.hitmap_capacity())),
+                (segment_count * config.segment_size) as u64 * u64::from(q.small_percent) / 100,
+            ),
+            crate::config::Eviction::Memshare => (None, 0),
+        };
+        let ghost_bytes =
+            ghost.as_ref().map_or(0, Ghost::bytes) + main_ghost.as_ref().map_or(0, Ghost::bytes);
         let fixed_overhead = fixed_overhead(segment_count, metadata.bytes()) + ghost_bytes;
         let mut index = Index::new(initial_buckets, config.max_memory / 64)
             .map_err(|e| ConfigError(format!("cannot map the index: {e}")))?;
@@ -122,6 +130,8 @@ impl Engine {
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
             arbiter: Arbiter::new((usable * config.segment_size) as u64, config.seed),
             ghost,
+            main_ghost,
+            small_target: AtomicU64::new(small_target),
             tick_ms: (0..256).map(|_| AtomicU64::new(clock.now_ms())).collect(),
             recency: AtomicU64::new(0),
             segment_fills: AtomicU64::new(0),
@@ -437,6 +447,7 @@ impl Inner {
             relocated_items: load(&c.relocated_items),
             relocated_bytes: load(&c.relocated_bytes),
             fifo_evictions: load(&c.fifo_evictions),
+            small_queue_target: self.small_target.load(Ordering::Relaxed),
             flushed: load(&c.flushed),
             digests: load(&c.digests),
             metadata,

@@ -112,6 +112,9 @@ pub struct EngineStats {
     pub relocated_bytes: u64,
     /// Segments evicted whole, oldest first.
     pub fifo_evictions: u64,
+    /// The small queue's target share of memory, bytes of its sealed segments
+    /// (`Eviction::Queues`; it adapts between `small_min_percent` and `small_percent`).
+    pub small_queue_target: u64,
     /// Items removed by flushes.
     pub flushed: u64,
     /// Access digests produced.

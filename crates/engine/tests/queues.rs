@@ -321,3 +321,69 @@ fn overwrites_never_evict_while_live_data_fits_with_queues() {
     assert_eq!(s.evictions + s.index_evictions, 0, "nothing live was evicted: {s:?}");
     engine.validate();
 }
+
+/// A lookaside read: a miss stores the key (100-byte value).
+fn get_or_put(w: &mut Worker, i: u32) {
+    if !read(w, i) {
+        put(w, i);
+    }
+}
+
+#[test]
+fn the_small_queue_shrinks_when_the_main_queue_drops_keys_that_return_and_grows_back() {
+    let engine = engine();
+    let mut w = engine.worker().unwrap();
+    let total = engine.stats().segments as u64 * (4 << 10);
+    let (lo, hi) = (total / 100, total * 10 / 100);
+    let target = || engine.stats().small_queue_target;
+    assert_eq!(target(), hi, "it starts at S3-FIFO's 10%");
+    // 2,000 keys each read three times in a row (earning the main queue) in rounds: more
+    // than the main queue holds, so it evicts keys that come back the next round.
+    let mut least = hi;
+    for _ in 0..4 {
+        for i in 0..2_000 {
+            for _ in 0..3 {
+                get_or_put(&mut w, i);
+            }
+            least = least.min(target());
+        }
+    }
+    assert!(least < hi / 2, "main-queue ghost hits shrink it: {least}");
+    assert!(least >= lo);
+    // Keys read once a round: the small queue evicts each before a second read, and its
+    // ghost sees them come back.
+    let mut most = 0;
+    for _ in 0..4 {
+        for i in 10_000..11_000 {
+            get_or_put(&mut w, i);
+            most = most.max(target());
+        }
+    }
+    assert_eq!(most, hi, "small-queue ghost hits grow it back to its largest share");
+    engine.validate();
+}
+
+#[test]
+fn a_fixed_small_queue_keeps_its_share_and_no_second_ghost() {
+    let fixed = Queues { small_min_percent: 10, ..Queues::default() };
+    let (engine, _) = small_engine_evicting(192 << 10, 4 << 10, 0, Eviction::Queues(fixed));
+    assert!(
+        engine.stats().overhead_bytes < self::engine().stats().overhead_bytes,
+        "the main queue's ghost is counted only where the share adapts"
+    );
+    let mut w = engine.worker().unwrap();
+    let start = engine.stats().small_queue_target;
+    for i in 0..1_000 {
+        for _ in 0..3 {
+            get_or_put(&mut w, i);
+        }
+    }
+    put_all(&mut w, 100_000..104_000);
+    for round in 0..3 {
+        for i in (0..1_000).chain(10_000 + round * 1_000..11_000 + round * 1_000) {
+            get_or_put(&mut w, i);
+        }
+    }
+    assert_eq!(engine.stats().small_queue_target, start);
+    engine.validate();
+}

@@ -460,6 +460,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("cleaner_relocated", e.relocated_items);
     num("cleaner_relocated_bytes", e.relocated_bytes);
     num("fifo_evictions", e.fifo_evictions);
+    num("small_queue_target", e.small_queue_target);
     num("index_evictions", e.index_evictions);
     num("overhead_bytes", e.overhead_bytes as u64);
     num("index_bytes", e.index_bytes as u64);
