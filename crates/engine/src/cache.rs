@@ -19,7 +19,7 @@ use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
 use crate::metadata::{MetadataBackend, Temperature};
 use crate::observe::{Evicted, EvictionObserver};
-use crate::segment::Segments;
+use crate::segment::{MAIN, SMALL, Segments};
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId, TenantState};
 
@@ -496,10 +496,29 @@ impl SweepState {
 }
 
 impl Inner {
+    /// The queue a new item of key `hash` and `bytes` is written to (`Eviction::Queues`): a
+    /// key a queue evicted lately goes straight to the main queue (S3-FIFO's ghost; with an
+    /// adaptive small queue, also its main-queue ghost) and moves the small queue's target —
+    /// a key the small queue dropped too early grows it, one the main queue dropped shrinks
+    /// it. Any other key starts in the small queue.
+    pub(crate) fn queue_for_write(&self, hash: u64, bytes: u64) -> u8 {
+        let remembers =
+            |g: &Option<crate::ghost::Ghost>| g.as_ref().is_some_and(|g| g.contains(hash));
+        if remembers(&self.ghost) {
+            self.adapt_small_queue(true, bytes);
+            MAIN
+        } else if remembers(&self.main_ghost) {
+            self.adapt_small_queue(false, bytes);
+            MAIN
+        } else {
+            SMALL
+        }
+    }
+
     /// ARC's adaptation of the small queue's target to a write of `bytes` whose key a ghost
     /// remembers: the small queue's (`grow`) or the main queue's. Within the configured
     /// shares; concurrent writers may lose each other's steps (a step is one item's bytes).
-    pub(crate) fn adapt_small_queue(&self, grow: bool, bytes: u64) {
+    fn adapt_small_queue(&self, grow: bool, bytes: u64) {
         let crate::config::Eviction::Queues(q) = self.config.eviction else { return };
         if self.main_ghost.is_none() {
             return; // A fixed share.

@@ -268,22 +268,9 @@ impl Worker {
             freq: 0,
             kind: req.kind,
         };
-        // A key a queue evicted lately goes straight to the main queue (S3-FIFO's ghost; and
-        // with an adaptive small queue its main-queue ghost), and moves the small queue's
-        // target: a key the small queue dropped too early grows it, one the main queue
-        // dropped shrinks it.
-        let inner = &*self.inner;
         let bytes = (req.key.len() + req.value.len()) as u64;
-        let ghost = if inner.ghost.as_ref().is_some_and(|g| g.contains(hash)) {
-            inner.adapt_small_queue(true, bytes);
-            true
-        } else if inner.main_ghost.as_ref().is_some_and(|g| g.contains(hash)) {
-            inner.adapt_small_queue(false, bytes);
-            true
-        } else {
-            false
-        };
-        let (new, size) = self.write_item(&item, &[req.value], if ghost { MAIN } else { SMALL })?;
+        let queue = self.inner.queue_for_write(hash, bytes);
+        let (new, size) = self.write_item(&item, &[req.value], queue)?;
         let inner = &*self.inner;
         let guard = inner.epochs.pin(&self.slot);
         inner.maintain_index(&guard);
