@@ -1,6 +1,6 @@
-//! Digest updates per second of the hitmap on one core (Catalyst §3.2.2, Algorithm 2), with
-//! and without the prefetching of `Hitmap::record_batch`, and the time of one rolling
-//! compaction.
+//! Digest updates per second of the hitmap on one core (Catalyst §3.2.2, Algorithm 2): a pool
+//! as one step (`Hitmap::record_pool`, what the engine applies), one access at a time with and
+//! without the prefetching of `Hitmap::record_batch`, and the time of one rolling compaction.
 //!
 //! ```text
 //! taskset -c 1 cargo bench -p fridge-engine --bench hitmap_update -- [keys] [items] [bits]
@@ -14,9 +14,10 @@
 //! applied in reference pools of 1024, as the engine's metadata worker receives them.
 //!
 //! Each measurement starts from a copy of one warmed hitmap (the whole stream applied once),
-//! so every page is mapped and the fill is a steady state's; `record_batch` (prefetching the
-//! key's block in every level 8 digests ahead) and `record` (one digest at a time) alternate,
-//! three rounds each, and the median is printed.
+//! so every page is mapped and the fill is a steady state's; `record_pool` (zones of the whole
+//! pool first, prefetching 8 ahead, then the pool's keys sorted and marked), `record_batch`
+//! (prefetching the key's block in every level 8 digests ahead) and `record` (one digest at a
+//! time) alternate, three rounds each, and the median is printed.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -45,17 +46,23 @@ fn stream(keys: u64) -> Vec<u32> {
         .collect()
 }
 
+/// How a pool is applied.
+#[derive(Clone, Copy)]
+enum Method {
+    Pool,
+    Batch,
+    Single,
+}
+
 /// Digests per second applying `digests` to a copy of `warm`.
-fn measure(warm: &Hitmap, digests: &[u32], batched: bool) -> f64 {
+fn measure(warm: &Hitmap, digests: &[u32], method: Method) -> f64 {
     let mut h = warm.clone();
     let start = Instant::now();
     for pool in digests.chunks(POOL) {
-        if batched {
-            h.record_batch(pool);
-        } else {
-            for &d in pool {
-                h.record(d);
-            }
+        match method {
+            Method::Pool => h.record_pool(pool),
+            Method::Batch => h.record_batch(pool),
+            Method::Single => pool.iter().for_each(|&d| h.record(d)),
         }
     }
     let s = start.elapsed().as_secs_f64();
@@ -70,7 +77,7 @@ fn main() {
     let digests = stream(keys);
     let mut warm = Hitmap::for_items(items, bits, DEFAULT_LEVELS);
     for pool in digests.chunks(POOL) {
-        warm.record_batch(pool);
+        warm.record_pool(pool);
     }
     let stats = warm.stats();
     let fill: Vec<String> = stats.fill.iter().map(|f| format!("{f:.3}")).collect();
@@ -81,15 +88,17 @@ fn main() {
         stats.bytes >> 20,
         fill.join(" / ")
     );
-    let (mut batch, mut single) = (Vec::new(), Vec::new());
+    let (mut pool, mut batch, mut single) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
-        batch.push(measure(&warm, &digests, true));
-        single.push(measure(&warm, &digests, false));
+        pool.push(measure(&warm, &digests, Method::Pool));
+        batch.push(measure(&warm, &digests, Method::Batch));
+        single.push(measure(&warm, &digests, Method::Single));
     }
-    let (b, s) = (median(batch), median(single));
+    let (p, b, s) = (median(pool), median(batch), median(single));
     println!();
     println!("| method | M digests/s (median of {ROUNDS}) |");
     println!("|---|---:|");
+    println!("| `record_pool` (a pool as one step; the engine's) | {:.2} |", p / 1e6);
     println!("| `record_batch` (prefetch 8 ahead) | {:.2} |", b / 1e6);
     println!("| `record` (one at a time) | {:.2} |", s / 1e6);
     println!("| batch / single | {:.2}x |", b / s);

@@ -42,6 +42,9 @@ pub(crate) struct Inner {
     pub(crate) epochs: Epochs,
     pub(crate) counters: Counters,
     pub(crate) metadata: Box<dyn MetadataBackend>,
+    /// Why the hitmap is not where the configuration preferred it (`MetadataDevice::Auto`
+    /// without a usable GPU), set once at startup.
+    pub(crate) metadata_note: std::sync::OnceLock<String>,
     pub(crate) tenants: Box<[TenantState]>,
     pub(crate) arbiter: Arbiter,
     /// Keys the small queue evicted lately (`Eviction::Queues` only).

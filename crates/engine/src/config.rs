@@ -70,6 +70,33 @@ pub struct EngineConfig {
     pub slb_bytes: usize,
     /// Where the arbiter's credits may come from once its pool is all assigned (tenants).
     pub credit_policy: CreditPolicy,
+    /// Where the hitmap lives: host memory, a GPU, or a GPU where one is usable.
+    pub metadata_device: MetadataDevice,
+}
+
+/// Where the hitmap lives (`--metadata cpu|gpu|auto`; `metadata/gpu.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetadataDevice {
+    /// Host memory (the default).
+    #[default]
+    Cpu,
+    /// GPU 0; the engine fails to start without a usable one.
+    Gpu,
+    /// GPU 0 where the driver, NVRTC and a GPU are present, else host memory (the reason is
+    /// kept for the log: [`crate::Engine::metadata_note`]).
+    Auto,
+}
+
+impl std::str::FromStr for MetadataDevice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<MetadataDevice, String> {
+        match s {
+            "cpu" => Ok(MetadataDevice::Cpu),
+            "gpu" => Ok(MetadataDevice::Gpu),
+            "auto" => Ok(MetadataDevice::Auto),
+            _ => Err(format!("metadata device must be cpu, gpu or auto, not '{s}'")),
+        }
+    }
 }
 
 /// How the cleaner evicts once memory is full of live data.
@@ -157,6 +184,7 @@ impl Default for EngineConfig {
             eviction: Eviction::Queues(Queues::default()),
             slb_bytes: 0,
             credit_policy: CreditPolicy::default(),
+            metadata_device: MetadataDevice::default(),
         }
     }
 }

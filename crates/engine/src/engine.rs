@@ -12,7 +12,7 @@ use crate::budget::{self, LEND_AHEAD, LimitError};
 use crate::cache::{CasCounter, CleanerState, Inner, SweepState};
 use crate::cleaner;
 use crate::clock::Clock;
-use crate::config::{CleanerMode, EngineConfig};
+use crate::config::{CleanerMode, EngineConfig, MetadataDevice};
 use crate::epoch::{Epochs, Guard, Slot};
 use crate::error::{ConfigError, EngineError};
 use crate::expiry;
@@ -127,6 +127,7 @@ impl Engine {
             epochs,
             counters: Counters::default(),
             metadata,
+            metadata_note: std::sync::OnceLock::new(),
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
             arbiter: Arbiter::new((usable * config.segment_size) as u64, config.seed),
             ghost,
@@ -180,20 +181,48 @@ impl Engine {
         Ok(Engine { inner, background })
     }
 
-    /// An engine with the CPU hitmap its configuration asks for: applied inline with the
-    /// inline cleaner (deterministic), by a metadata thread with the background cleaner, or
-    /// none when `hitmap_bits_per_item` is 0.
+    /// An engine with the hitmap its configuration asks for: in host memory or on a GPU
+    /// ([`EngineConfig::metadata_device`]); applied inline with the inline cleaner
+    /// (deterministic), by a metadata thread with the background cleaner; none when
+    /// `hitmap_bits_per_item` is 0.
     pub fn with_clock(config: EngineConfig, clock: Arc<dyn Clock>) -> Result<Engine, ConfigError> {
         let (items, bits) = (config.hitmap_capacity(), config.hitmap_bits_per_item);
-        let metadata: Box<dyn MetadataBackend> = match (bits, config.cleaner) {
+        let inline = config.cleaner == CleanerMode::Inline;
+        let mut note = None;
+        let gpu = match (bits, config.metadata_device) {
+            (0, _) | (_, MetadataDevice::Cpu) => None,
+            (_, MetadataDevice::Gpu) => Some(
+                crate::metadata::open_gpu(items, bits, inline)
+                    .map_err(|e| ConfigError(format!("no GPU hitmap: {e}")))?,
+            ),
+            (_, MetadataDevice::Auto) => match crate::metadata::open_gpu(items, bits, inline) {
+                Ok(gpu) => Some(gpu),
+                Err(e) => {
+                    note = Some(format!("hitmap in host memory: {e}"));
+                    None
+                }
+            },
+        };
+        let metadata: Box<dyn MetadataBackend> = match (bits, gpu) {
             (0, _) => Box::new(NoMetadata),
-            (_, CleanerMode::Inline) => Box::new(CpuHitmap::inline(items, bits)),
-            (_, CleanerMode::Background) => Box::new(
+            (_, Some(gpu)) => gpu,
+            (_, None) if inline => Box::new(CpuHitmap::inline(items, bits)),
+            (_, None) => Box::new(
                 CpuHitmap::threaded(items, bits)
                     .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,
             ),
         };
-        Engine::new(config, clock, metadata)
+        let engine = Engine::new(config, clock, metadata)?;
+        if let Some(note) = note {
+            let _ = engine.inner.metadata_note.set(note);
+        }
+        Ok(engine)
+    }
+
+    /// Why the hitmap is not on the GPU that `MetadataDevice::Auto` preferred (no driver, no
+    /// NVRTC, no GPU, …), for the server's log; `None` where it went where asked.
+    pub fn metadata_note(&self) -> Option<&str> {
+        self.inner.metadata_note.get().map(String::as_str)
     }
 
     /// The hot keys of the last completed window, or of the live one if none has completed

@@ -30,6 +30,15 @@
 //! Hash counters never have false negatives (a marked key stays marked until compaction); they
 //! have false positives, which grow with the fill rate — the reason for compaction.
 //!
+//! **A pool is one step** ([`Hitmap::record_pool`]): the zones of a reference pool's keys
+//! are read before any of its marks are made, and a key that occurs `k` times in the pool
+//! climbs `k` levels from its zone. Every mark is an OR of bits chosen from that snapshot and
+//! from the pool's multiset of keys, so the order of the digests inside a pool cannot change
+//! the result — the property that lets a GPU apply a pool with thousands of threads at once
+//! and still match this code bit for bit (`metadata/gpu.rs`). One access at a time
+//! ([`Hitmap::record`], Algorithm 2 as written) differs only where two keys of one pool share
+//! bits: there a key's mark could raise another's zone within the pool.
+//!
 //! Costs: `M` levels plus the set counter take `2^M` times level 1's bits (16 × for `M` = 4).
 //! An update touches up to `M × 3` bits; a zone query likewise.
 
@@ -131,6 +140,37 @@ pub fn positions(digest: u32) -> [u64; POSITIONS] {
 const BLOCK_SHIFT: u32 = 9;
 const BLOCK_MASK: u64 = (1 << BLOCK_SHIFT) - 1;
 
+/// Level 1's bits as [`Hitmap::new`] rounds them: a power of two, at least one block.
+pub(crate) fn round_level1(bits: usize) -> usize {
+    bits.next_power_of_two().max(1 << BLOCK_SHIFT)
+}
+
+/// The bits [`Hitmap::for_items`] asks level 1 for: the budget over `2^levels` (levels and
+/// set counter together are `2^levels` times level 1).
+pub(crate) fn level1_bits(items: usize, bits_per_item: usize, levels: usize) -> usize {
+    let total_bits = items.max(1).saturating_mul(bits_per_item.max(1));
+    (total_bits >> levels.max(1)).max(64)
+}
+
+/// The fewest set bits of a level 1 of `bits` bits at which fewer than
+/// [`COMPACTION_THRESHOLD`] (5%) of keys test unmarked: `1 − fill³ < 0.05`, i.e.
+/// `20 · ones³ > 19 · bits³`, in exact integers, so that a GPU takes the same decision as
+/// this code (a floating-point cube can round differently where a compiler fuses it).
+pub(crate) fn saturation_ones(bits: u64) -> u64 {
+    let over = |ones: u64| 20 * u128::from(ones).pow(3) > 19 * u128::from(bits).pow(3);
+    // The least `ones` in 0..=bits that is over (`bits` itself is: 20 > 19).
+    let (mut lo, mut hi) = (0u64, bits);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if over(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
 /// The hitmap.
 #[derive(Debug, Clone)]
 pub struct Hitmap {
@@ -140,6 +180,12 @@ pub struct Hitmap {
     compactions: u64,
     /// Set bits in level 1 (kept as they are set, for the fill-rate trigger).
     level1_ones: u64,
+    /// [`Hitmap::saturation_ones`], computed once.
+    saturate_at: u64,
+    /// [`Hitmap::record_pool`]'s table of a pool's keys and its used slots, kept to avoid
+    /// allocating.
+    scratch: Vec<u64>,
+    used: Vec<u32>,
 }
 
 /// A hitmap's footprint and fill.
@@ -157,13 +203,16 @@ impl Hitmap {
     /// A hitmap of `levels` levels whose level 1 has `level1_bits` bits (rounded up to a power
     /// of two, at least one 512-bit block).
     pub fn new(level1_bits: usize, levels: usize) -> Hitmap {
-        let base = level1_bits.next_power_of_two().max(1 << BLOCK_SHIFT);
-        let levels = levels.max(1);
+        let base = round_level1(level1_bits);
+        let levels = levels.clamp(1, 64);
         Hitmap {
+            saturate_at: saturation_ones(base as u64),
             levels: (0..levels).map(|m| Bits::new(base << m)).collect(),
             set_counter: Bits::new(base),
             compactions: 0,
             level1_ones: 0,
+            scratch: Vec::new(),
+            used: Vec::new(),
         }
     }
 
@@ -171,9 +220,7 @@ impl Hitmap {
     /// and the set counter together), with `levels` levels. Level 1 is rounded up to a power
     /// of two, so the footprint is within twice the budget.
     pub fn for_items(items: usize, bits_per_item: usize, levels: usize) -> Hitmap {
-        let total_bits = items.max(1).saturating_mul(bits_per_item.max(1));
-        // Levels and set counter together are 2^levels times level 1.
-        Hitmap::new((total_bits >> levels.max(1)).max(64), levels)
+        Hitmap::new(level1_bits(items, bits_per_item, levels), levels)
     }
 
     /// Number of levels (`M`).
@@ -216,6 +263,73 @@ impl Hitmap {
         }
     }
 
+    /// Records one reference pool as one step, whatever the order of its digests:
+    ///
+    /// 1. every digest's zone `z` is read before any mark is made (a snapshot);
+    /// 2. a key (a digest without its SET bit) that occurs `k` times in the pool is marked in
+    ///    levels `z + 1 ..= min(z + k, M)` — what `k` accesses one at a time would do if no
+    ///    other key of the pool shared its bits;
+    /// 3. a SET of a key whose zone was 0 marks the set counter (its level-1 mark is new).
+    ///
+    /// Level 1's set bits are counted exactly as they are set. Applying the pool then checks
+    /// [`Hitmap::saturated`] once (the caller compacts). A pool's keys are grouped in an
+    /// open-addressing table twice the pool's length (a sort of the pool cost 19% of the
+    /// update rate; the table about 6%: `docs/benchmarks.md`); nothing is allocated after
+    /// the first pool of a size.
+    pub fn record_pool(&mut self, digests: &[u32]) {
+        let slots = (2 * digests.len()).next_power_of_two().max(64);
+        let mut table = std::mem::take(&mut self.scratch);
+        let mut used = std::mem::take(&mut self.used);
+        table.clear();
+        table.resize(slots, 0);
+        used.clear();
+        let shift = 64 - slots.trailing_zeros();
+        // A slot: (key + 1) << 32 | set << 16 | occurrences (at most 255) << 8 | zone.
+        for (i, &d) in digests.iter().enumerate() {
+            if let Some(&ahead) = digests.get(i + PREFETCH_DISTANCE) {
+                let p = positions(ahead)[0];
+                for level in &self.levels {
+                    level.prefetch(p);
+                }
+            }
+            let key = u64::from(d >> 1) + 1;
+            let mut slot = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
+            loop {
+                let entry = table[slot];
+                if entry == 0 {
+                    table[slot] = key << 32 | 1 << 8 | u64::from(self.zone(d));
+                    used.push(slot as u32);
+                    break;
+                }
+                if entry >> 32 == key {
+                    let count = (entry >> 8 & 0xFF).min(254) + 1;
+                    table[slot] = entry & !(0xFF << 8) | count << 8;
+                    break;
+                }
+                slot = (slot + 1) & (slots - 1);
+            }
+            table[slot] |= u64::from(d & 1) << 16;
+        }
+        let top = self.levels.len();
+        for &slot in &used {
+            let entry = table[slot as usize];
+            let p = positions(((entry >> 32) - 1) as u32 * 2);
+            let (zone, count) = ((entry & 0xFF) as usize, (entry >> 8 & 0xFF) as usize);
+            for level in zone..(zone + count).min(top) {
+                if level == 0 {
+                    self.level1_ones += self.levels[0].mark_counting(&p);
+                } else {
+                    self.levels[level].mark(&p);
+                }
+            }
+            if zone == 0 && entry >> 16 & 1 == 1 {
+                self.set_counter.mark(&p);
+            }
+        }
+        self.scratch = table;
+        self.used = used;
+    }
+
     /// The key's temperature zone: how many levels, from level 1 up, mark it (0 = cold).
     pub fn zone(&self, digest: u32) -> u8 {
         let p = positions(digest);
@@ -235,8 +349,12 @@ impl Hitmap {
     /// sample of resident keys (see `docs/design.md`: resident keys were mostly stored
     /// recently, so a sample of them reads as "full" long before false positives matter).
     pub fn saturated(&self) -> bool {
-        let fill = self.level1_ones as f64 / (self.levels[0].words.len() * 64) as f64;
-        1.0 - fill.powi(POSITIONS as i32) < COMPACTION_THRESHOLD
+        self.level1_ones >= self.saturate_at
+    }
+
+    /// The fewest set bits of level 1 at which it is [`saturated`](Hitmap::saturated).
+    pub fn saturation_ones(&self) -> u64 {
+        self.saturate_at
     }
 
     /// Rolling compaction (Algorithm 1, §3.1.5): every level moves one down by folding, the
@@ -265,6 +383,17 @@ impl Hitmap {
     /// the hitmap's lock, many times a minute).
     pub fn shape(&self) -> (usize, u64) {
         (self.levels.len(), self.compactions)
+    }
+
+    /// Level `m`'s words (level 1 is `m` = 0), or the set counter's for `m` = `levels()`
+    /// (comparisons with another backend's copy).
+    pub fn level_words(&self, m: usize) -> &[u64] {
+        self.levels.get(m).unwrap_or(&self.set_counter).words.as_slice()
+    }
+
+    /// Level 1's set bits as counted (what [`Hitmap::saturated`] compares).
+    pub fn level1_count(&self) -> u64 {
+        self.level1_ones
     }
 
     /// Footprint and fill rates (the fill counts every bit: a scan of the whole hitmap, 2 ms
@@ -395,6 +524,86 @@ mod tests {
         batch.record_batch(&stream);
         assert_eq!(one.stats(), batch.stats());
         assert!(stream.iter().all(|&d| one.zone(d) == batch.zone(d)));
+    }
+
+    /// Levels, set counter and counts: everything a pool's application writes.
+    fn state(h: &Hitmap) -> (Vec<Vec<u64>>, u64, u64) {
+        let words = (0..=h.levels()).map(|m| h.level_words(m).to_vec()).collect();
+        (words, h.level1_ones, h.compactions)
+    }
+
+    #[test]
+    fn a_pools_order_does_not_change_what_it_records() {
+        // Dense enough (3,000 keys in 1,024 level-1 bits) that keys share bits, with repeats
+        // and SETs, through compactions.
+        let keys = hashes(3_000, 10);
+        let mut rng = fridge_workload::Rng::new(3);
+        let (mut ordered, mut shuffled) = (Hitmap::new(1 << 10, 4), Hitmap::new(1 << 10, 4));
+        for round in 0..40 {
+            let mut pool: Vec<u32> = (0..1024)
+                .map(|_| {
+                    keys[(rng.next_u64() % (keys.len() as u64)) as usize]
+                        | u32::from((rng.next_u64() % (8)) == 0)
+                })
+                .collect();
+            ordered.record_pool(&pool);
+            // Fisher–Yates.
+            for i in (1..pool.len()).rev() {
+                pool.swap(i, (rng.next_u64() % (i as u64 + 1)) as usize);
+            }
+            shuffled.record_pool(&pool);
+            for h in [&mut ordered, &mut shuffled] {
+                if h.saturated() {
+                    h.compact();
+                }
+            }
+            assert_eq!(state(&ordered), state(&shuffled), "round {round}");
+        }
+        assert!(ordered.compactions >= 2, "{}", ordered.compactions);
+    }
+
+    #[test]
+    fn a_pool_records_what_single_accesses_do_when_keys_share_no_bits() {
+        // 300 keys in 2^20 level-1 bits: no two share a bit, so the snapshot changes nothing.
+        // GETs only: a SET in the pool marks the set counter wherever the key's zone was 0,
+        // one at a time only where it is the key's first access (tested below).
+        let keys = hashes(300, 11);
+        let (mut one, mut pool) = (Hitmap::new(1 << 20, 4), Hitmap::new(1 << 20, 4));
+        let stream: Vec<u32> = (0..3_000).map(|i: usize| keys[i * 7 % (1 + i % 300)]).collect();
+        for chunk in stream.chunks(1024) {
+            chunk.iter().for_each(|&d| one.record(d));
+            pool.record_pool(chunk);
+        }
+        assert_eq!(state(&one), state(&pool));
+        assert!(keys.iter().any(|&k| pool.zone(k) == 4), "some key reached the top");
+    }
+
+    #[test]
+    fn a_repeated_key_climbs_one_level_per_occurrence_from_its_snapshot() {
+        let mut h = Hitmap::new(1 << 16, 4);
+        let [k, other] = [hashes(1, 12)[0], hashes(1, 13)[0]];
+        h.record_pool(&[k, other, k]);
+        assert_eq!((h.zone(k), h.zone(other)), (2, 1));
+        h.record_pool(&[k, k, k, k, k]);
+        assert_eq!(h.zone(k), 4, "capped at the top level");
+        // A SET marks the set counter only where the key's zone was 0.
+        h.record_pool(&[other | 1]);
+        h.compact();
+        assert_eq!(h.zone(other), 1, "level 2 folded down; the set counter added nothing");
+        let fresh = hashes(1, 14)[0];
+        h.record_pool(&[fresh, fresh | 1]);
+        h.compact();
+        assert_eq!(h.zone(fresh), 1, "two accesses, one level lost, the set counter keeps it");
+    }
+
+    #[test]
+    fn the_saturation_point_is_the_least_fill_with_fewer_than_five_percent_unmarked() {
+        for bits in [512u64, 1 << 12, 1 << 20, 1 << 31, 1 << 35] {
+            let at = saturation_ones(bits);
+            let unmarked = |ones: u64| 1.0 - (ones as f64 / bits as f64).powi(3);
+            assert!(unmarked(at) < COMPACTION_THRESHOLD + 1e-9, "{bits}: {at}");
+            assert!(unmarked(at - 1) >= COMPACTION_THRESHOLD - 1e-9, "{bits}: {at}");
+        }
     }
 
     #[test]

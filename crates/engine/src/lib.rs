@@ -75,14 +75,18 @@ mod worker;
 pub use arbiter::CreditPolicy;
 pub use budget::LimitError;
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use config::{CleanerMode, EngineConfig, Eviction, Queues};
+pub use config::{CleanerMode, EngineConfig, Eviction, MetadataDevice, Queues};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};
 pub use hotkeys::{HotKey, HotKeys, TopK};
 pub use index::SLB_MAX_BYTES;
 pub use item::Kind;
-pub use metadata::{CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Temperature};
+pub use metadata::{
+    CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Pooled, Structure, Temperature,
+};
+#[cfg(feature = "gpu")]
+pub use metadata::{GpuHitmap, GpuMemory};
 pub use observe::{Evicted, EvictionObserver};
 pub use ops::{Condition, Current, Expiry, Item, Splice, Store, StoreOutcome, Update};
 pub use pin::ValuePin;

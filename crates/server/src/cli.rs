@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use clap::Parser;
 
 use crate::config::{
-    Config, EvictionChoice, ITEM_OVERHEAD, MIN_OUTPUT_ROOM, Millis, Protocol, Size, TlsAuthClients,
+    Config, EvictionChoice, ITEM_OVERHEAD, MIN_OUTPUT_ROOM, MetadataChoice, Millis, Protocol, Size,
+    TlsAuthClients,
 };
 use crate::extended::{self, Effect};
 
@@ -253,6 +254,10 @@ pub struct Cli {
     /// them) [default: auto].
     #[arg(long, env = "FRIDGE_EVICTION", value_name = "KIND")]
     pub eviction: Option<EvictionChoice>,
+    /// Where the hitmap lives: cpu, gpu (an NVIDIA GPU; fails without one) or auto (a GPU
+    /// where one is usable, else the CPU) [default: cpu].
+    #[arg(long, env = "FRIDGE_METADATA", value_name = "WHERE")]
+    pub metadata: Option<MetadataChoice>,
     /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)
     /// [default: true unless a tenant besides `default` is configured or `default` has a
     /// password].
@@ -345,6 +350,7 @@ impl Cli {
             slb_size,
             credit_floor,
             eviction,
+            metadata,
             auth_failure_rate,
             auth_failure_burst
         );

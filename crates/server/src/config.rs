@@ -50,6 +50,21 @@ pub enum EvictionChoice {
     Queues,
 }
 
+/// Where the hitmap lives (`fridge_engine::MetadataDevice`, `docs/design.md`, "The hitmap on
+/// a GPU").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum MetadataChoice {
+    /// Host memory, applied by a metadata thread.
+    #[default]
+    Cpu,
+    /// GPU 0 (the CUDA driver and NVRTC loaded at run time); the server does not start
+    /// without one.
+    Gpu,
+    /// GPU 0 where one is usable, else host memory; the log says which and why.
+    Auto,
+}
+
 /// Whether TLS clients must show a certificate (Redis's `tls-auth-clients`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -205,6 +220,8 @@ pub struct Config {
     pub credit_floor: u8,
     /// How the engine evicts.
     pub eviction: EvictionChoice,
+    /// Where the hitmap lives.
+    pub metadata: MetadataChoice,
     /// Whether clients that have not authenticated may use the cache (as tenant `default`, or
     /// the tenant whose key prefix matches). Unset: yes only while nothing asks for a password
     /// (no tenant besides `default`, and `default` without a password).
@@ -280,6 +297,7 @@ impl Default for Config {
             slb_size: Size(0),
             credit_floor: 100,
             eviction: EvictionChoice::default(),
+            metadata: MetadataChoice::default(),
             allow_unauthenticated: None,
             auth_failure_rate: 1.0,
             auth_failure_burst: 10,
@@ -352,7 +370,7 @@ impl Config {
         format!(
             "listen={} port={} resp_port={} udp_port={} unix_socket={} protocol={} memory={} \
              memory_includes_index={} workers={} max_connections={} max_item_size={} \
-             eviction={} hitmap_bits_per_item={} slb_size={} databases={} idle_timeout={}s \
+             eviction={} metadata={} hitmap_bits_per_item={} slb_size={} databases={} idle_timeout={}s \
              allow_unauthenticated={} tenants=[{}] admin_port={} admin_address={} log_level={} \
              log_format={} tls={}",
             self.listen,
@@ -367,6 +385,7 @@ impl Config {
             self.max_connections,
             self.max_item_size,
             format!("{:?}", self.eviction).to_lowercase(),
+            format!("{:?}", self.metadata).to_lowercase(),
             self.hitmap_bits_per_item,
             self.slb_size,
             self.databases,
@@ -521,6 +540,11 @@ impl Config {
             max_participants: self.worker_count() + 16,
             hitmap_bits_per_item: self.hitmap_bits_per_item,
             slb_bytes: self.slb_size.bytes(),
+            metadata_device: match self.metadata {
+                MetadataChoice::Cpu => fridge_engine::MetadataDevice::Cpu,
+                MetadataChoice::Gpu => fridge_engine::MetadataDevice::Gpu,
+                MetadataChoice::Auto => fridge_engine::MetadataDevice::Auto,
+            },
             credit_policy: match self.credit_floor {
                 0 => fridge_engine::CreditPolicy::Memshare,
                 percent => fridge_engine::CreditPolicy::Floor { percent },

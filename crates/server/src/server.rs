@@ -129,6 +129,13 @@ impl Server {
 
         let engine = Engine::with_clock(config.engine(), Arc::clone(&clock))
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.0))?;
+        match engine.metadata_note() {
+            Some(note) => log::warn!("fridge: {note}"),
+            None if config.metadata != crate::config::MetadataChoice::Cpu => {
+                log::info!("fridge: hitmap on {}", engine.stats().metadata.device)
+            }
+            None => {}
+        }
         let n = config.worker_count();
         let mut registry = tenants::Registry::new();
         let table = registry.apply(&config, &engine).map_err(invalid)?;

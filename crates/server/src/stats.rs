@@ -169,6 +169,16 @@ fn hitmap_bits_per_item(e: &EngineStats) -> f64 {
     if e.items == 0 { 0.0 } else { e.metadata.bytes as f64 * 8.0 / e.items as f64 }
 }
 
+/// Where the hitmap lives (`cpu`, `gpu`, `none`) and the GPU's name, from
+/// `MetadataStats::device` (`cpu` or `gpu: <name>`, empty without a hitmap).
+pub(crate) fn hitmap_device(device: &str) -> (&str, Option<&str>) {
+    match device.split_once(": ") {
+        Some((kind, name)) => (kind, Some(name)),
+        None if device.is_empty() => ("none", None),
+        None => (device, None),
+    }
+}
+
 /// The eviction metadata's figures as `(name, value)` pairs, zone histogram included.
 fn hitmap_fields(e: &EngineStats) -> Vec<(String, String)> {
     let m = &e.metadata;
@@ -178,8 +188,13 @@ fn hitmap_fields(e: &EngineStats) -> Vec<(String, String)> {
         ("hitmap_compactions".into(), m.compactions.to_string()),
         ("hitmap_bytes".into(), m.bytes.to_string()),
         ("hitmap_levels".into(), m.levels.to_string()),
+        // `cpu`, `gpu` or `none`; the GPU's name, spaces as `_`, only with a GPU.
+        ("hitmap_device".into(), hitmap_device(&m.device).0.to_string()),
         ("hitmap_bits_per_item".into(), format!("{:.2}", hitmap_bits_per_item(e))),
     ];
+    if let (_, Some(name)) = hitmap_device(&m.device) {
+        v.push(("hitmap_gpu".into(), name.replace(' ', "_")));
+    }
     // `zones` holds one count per zone; zone 0 (in no level and not in the set counter) is
     // Catalyst's zombies, also reported under that name.
     for (i, n) in m.zones.iter().enumerate() {

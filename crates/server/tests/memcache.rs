@@ -389,3 +389,44 @@ fn an_slb_answers_hot_keys_and_every_write_keeps_it_true() {
     assert!(s["slb_hits"].parse::<u64>().unwrap() >= 6, "{s:?}");
     assert!(s["slb_admissions"].parse::<u64>().unwrap() >= 2, "{s:?}");
 }
+
+/// `--metadata auto` starts on any machine: the hitmap on a usable GPU, else in host memory;
+/// `stats` and `/metrics`-bound fields say which. `--metadata gpu` without a GPU does not
+/// start, and says why.
+#[test]
+fn the_hitmap_device_is_chosen_and_reported() {
+    use common::start_with;
+    use fridge_server::{Config, MetadataChoice};
+    let stat = |server: &fridge_server::Server, name: &str| {
+        let mut c = Conn::open(server.local_addr());
+        c.send(b"stats\r\n");
+        let mut found = None;
+        loop {
+            let line = c.line();
+            if line == "END" {
+                return found;
+            }
+            let mut parts = line.splitn(3, ' ');
+            parts.next();
+            if parts.next() == Some(name) {
+                found = parts.next().map(str::to_owned);
+            }
+        }
+    };
+    let cpu = start();
+    assert_eq!(stat(&cpu, "hitmap_device").as_deref(), Some("cpu"));
+    assert_eq!(stat(&cpu, "hitmap_gpu"), None);
+    let auto = start_with(Config { metadata: MetadataChoice::Auto, ..config() });
+    let device = stat(&auto, "hitmap_device").unwrap();
+    match device.as_str() {
+        "cpu" => {
+            let gpu = Config { metadata: MetadataChoice::Gpu, ..config() };
+            let Err(err) = fridge_server::Server::start(gpu) else {
+                panic!("no GPU here, yet the server started with one")
+            };
+            assert!(err.to_string().starts_with("no GPU hitmap: "), "{err}");
+        }
+        "gpu" => assert!(stat(&auto, "hitmap_gpu").is_some_and(|n| !n.contains(' '))),
+        other => panic!("hitmap_device {other}"),
+    }
+}

@@ -69,7 +69,7 @@ use std::sync::Arc;
 
 use fridge_engine::{
     CleanerMode, Engine, EngineConfig, EngineError, EngineStats, Eviction, Expiry, LookupLines,
-    ManualClock, RankKind, Store, TenantId, TenantPolicy, Worker,
+    ManualClock, MetadataDevice, RankKind, Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_workload::Request;
 
@@ -156,6 +156,9 @@ pub struct FridgeOptions {
     /// Bytes of the SLB's cache table in front of the index (0: none; the engine's
     /// `slb_bytes`).
     pub slb_bytes: usize,
+    /// Where the hitmap lives (`--metadata`): a GPU's hitmap gives the same results as the
+    /// CPU's, pool for pool (`metadata/gpu.rs` in the engine).
+    pub metadata_device: MetadataDevice,
 }
 
 impl FridgeOptions {
@@ -175,6 +178,7 @@ impl FridgeOptions {
             free_watermark: defaults.free_watermark,
             eviction: defaults.eviction,
             slb_bytes: 0,
+            metadata_device: MetadataDevice::Cpu,
         }
     }
 }
@@ -218,6 +222,7 @@ impl FridgeCache {
             // Nobody reads the simulator's values: lay them out, do not copy them.
             copy_values: false,
             slb_bytes: options.slb_bytes,
+            metadata_device: options.metadata_device,
             ..EngineConfig::default()
         };
         let clock = ManualClock::new(0);

@@ -145,6 +145,11 @@ struct Args {
     #[arg(long, default_value_t = fridge_engine::EngineConfig::default().hitmap_bits_per_item)]
     hitmap_bits: usize,
 
+    /// Where the engine's hitmap lives: cpu, gpu (an NVIDIA GPU; the run fails without one)
+    /// or auto (a GPU where one is usable). Results are the same either way.
+    #[arg(long, default_value = "cpu")]
+    metadata: fridge_engine::MetadataDevice,
+
     /// Items the engine's hitmap is sized for. Default: per cache size, max_memory /
     /// (mean object size of the input + the engine's record header).
     #[arg(long)]
@@ -294,6 +299,7 @@ fn run(args: &Args) -> Result<(), Error> {
             .map(|b| b as usize),
         target_segments: args.target_segments,
         hitmap_bits: args.hitmap_bits,
+        metadata: args.metadata,
         hitmap_items: args.hitmap_items,
         cleaner_candidates: args.cleaner_candidates,
         free_watermark: args.free_watermark,

@@ -344,6 +344,8 @@ pub struct Settings {
     pub target_segments: u64,
     /// Engine hitmap bits per item, for `fridge` policies without their own `@BITS`.
     pub hitmap_bits: usize,
+    /// Where the engine's hitmap lives.
+    pub metadata: fridge_engine::MetadataDevice,
     /// Items the engine's hitmap is sized for; `None` estimates them per cache size with
     /// [`hitmap_items`] from the profile's mean object size.
     pub hitmap_items: Option<usize>,
@@ -371,6 +373,7 @@ impl Default for Settings {
             segment_size: None,
             target_segments: crate::fridge::DEFAULT_TARGET_SEGMENTS,
             hitmap_bits: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
+            metadata: fridge_engine::MetadataDevice::Cpu,
             hitmap_items: None,
             cleaner_candidates: fridge_engine::EngineConfig::default().cleaner_candidates,
             free_watermark: 0,
@@ -803,6 +806,7 @@ fn build(
                     Eviction::Memshare
                 },
                 slb_bytes: 0,
+                metadata_device: settings.metadata,
             };
             let cache = FridgeCache::new(options)?;
             let mut detail = format!(

@@ -18,8 +18,9 @@
 //! one runs, queries answer "unknown" (zone 1 for all) rather than wait, so the
 //! ranks fall back to recency for that pass.
 //!
-//! [`Hitmap`](crate::hitmap::Hitmap) is the CPU backend's structure; another backend (a GPU) takes the same batches
-//! through the same trait.
+//! [`Pooled`] carries pools to a [`Structure`]: [`Hitmap`](crate::hitmap::Hitmap) in host
+//! memory ([`CpuHitmap`]) or the same hitmap in a GPU's memory (`GpuHitmap`, `gpu.rs`, with
+//! the `gpu` feature), which answers the same temperatures for the same pools.
 
 /// Digests per reference pool (4 KiB of `u32`s; Catalyst §3.2.1).
 pub const POOL_LEN: usize = 1024;
@@ -52,6 +53,8 @@ pub struct MetadataStats {
     pub levels: usize,
     /// Items in the last temperature query, per zone (index 0 = zone 0, the zombies).
     pub zones: Vec<u64>,
+    /// Where the hitmap lives: `cpu`, `gpu: <device name>`, or empty without one.
+    pub device: String,
 }
 
 /// Receives access digests and answers temperature queries.
@@ -74,8 +77,9 @@ pub struct MetadataStats {
 ///   compaction when one is due);
 /// - MUST NOT allocate per call in `submit` or `temperatures` (recycle buffers; `out` may
 ///   grow to the largest batch, once);
-/// - MUST NOT wait for a compaction in `temperatures`: while one runs it answers "unknown"
-///   (zone 1 for every digest);
+/// - MUST NOT wait for a compaction in `temperatures`: while one runs on the host it answers
+///   "unknown" (zone 1 for every digest); a GPU's query waits only for the work queued on
+///   its stream before it (one batch and its compaction steps, microseconds on the device);
 /// - MUST write exactly one [`Temperature`] per digest into `out`, in order, after clearing
 ///   it;
 /// - MUST, when applied inline (the submitting thread applies the pool), depend only on the
@@ -112,10 +116,45 @@ pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     }
 }
 
+/// A GPU hitmap (`gpu.rs`) as a backend, inline or threaded; an error naming what is missing
+/// where there is no usable GPU, or where the engine was built without the `gpu` feature. A
+/// panic in the CUDA bindings (a driver too old for a symbol they load) is an error too.
+pub(crate) fn open_gpu(
+    items: usize,
+    bits_per_item: usize,
+    inline: bool,
+) -> Result<Box<dyn MetadataBackend>, String> {
+    #[cfg(feature = "gpu")]
+    {
+        let open = move || -> Result<Box<dyn MetadataBackend>, String> {
+            Ok(if inline {
+                Box::new(GpuHitmap::inline(items, bits_per_item)?)
+            } else {
+                Box::new(GpuHitmap::threaded(items, bits_per_item)?)
+            })
+        };
+        std::panic::catch_unwind(open).unwrap_or_else(|p| {
+            let why = p.downcast_ref::<String>().cloned();
+            let why = why.or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()));
+            Err(format!("CUDA failed: {}", why.unwrap_or_default()))
+        })
+    }
+    #[cfg(not(feature = "gpu"))]
+    {
+        let _ = (items, bits_per_item, inline);
+        Err("built without the gpu feature".into())
+    }
+}
+
 mod cpu;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod none;
+mod pooled;
 
 use crate::hotkeys::HotKeys;
 
-pub use cpu::CpuHitmap;
+#[cfg(feature = "gpu")]
+pub use gpu::{GpuHitmap, GpuMemory};
 pub use none::NoMetadata;
+pub use pooled::{CpuHitmap, Pooled, Structure};

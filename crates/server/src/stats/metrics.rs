@@ -194,7 +194,13 @@ pub(crate) fn write_metrics(out: &mut String, shared: &Shared) {
     let mut stats = Vec::new();
     super::write_memcache_stats(&mut stats, shared, &view);
     let mut zones = Vec::new();
+    let (mut device, mut gpu) = ("none", "");
     for (name, value) in stat_lines(&stats) {
+        match name {
+            "hitmap_device" => device = value,
+            "hitmap_gpu" => gpu = value,
+            _ => {}
+        }
         if skipped(name) || value.parse::<f64>().is_err() {
             continue;
         }
@@ -208,6 +214,9 @@ pub(crate) fn write_metrics(out: &mut String, shared: &Shared) {
         header(out, &metric, &help(name), if counter { "counter" } else { "gauge" });
         let _ = writeln!(out, "{metric} {value}");
     }
+    header(out, "fridge_hitmap_device_info", "where the hitmap lives (cpu, gpu, none)", "gauge");
+    let (device, gpu) = (label(device), label(gpu));
+    let _ = writeln!(out, "fridge_hitmap_device_info{{device=\"{device}\",name=\"{gpu}\"}} 1");
     header(out, "fridge_hitmap_zone_items", "items per hitmap zone (zone 0: zombies)", "gauge");
     for (zone, value) in &zones {
         let _ = writeln!(out, "fridge_hitmap_zone_items{{zone=\"{zone}\"}} {value}");
