@@ -14,6 +14,7 @@ use crate::arena::Arena;
 use crate::clock::Clock;
 use crate::config::EngineConfig;
 use crate::epoch::{Epochs, Guard, Slot};
+use crate::error::EngineError;
 use crate::hash::key_hash_in;
 use crate::index::{Index, Loc, Locked};
 use crate::item::{self, NewItem, Record};
@@ -44,7 +45,7 @@ pub(crate) struct Inner {
     pub(crate) metadata: Box<dyn MetadataBackend>,
     /// Why the hitmap is not where the configuration preferred it (`MetadataDevice::Auto`
     /// without a usable GPU), set once at startup.
-    pub(crate) metadata_note: std::sync::OnceLock<String>,
+    pub(crate) metadata_note: OnceLock<String>,
     pub(crate) tenants: Box<[TenantState]>,
     pub(crate) arbiter: Arbiter,
     /// Keys the small queue evicted lately (`Eviction::Queues` only).
@@ -210,28 +211,33 @@ impl Inner {
 
     /// Accounts for a new item of database `db` being published (under its root's lock).
     /// A `new_key` (no item of the key is replaced) is counted against the tenant's
-    /// `max_keys` first: where the tenant holds that many, nothing is accounted and the
-    /// answer is false (the caller must not publish). An item that replaces another of its
-    /// key leaves the key count alone (the replaced one goes by [`Inner::replaced`]).
-    #[must_use]
+    /// `max_keys` first, then the item's bytes against its `max_bytes` (less `freed`, the
+    /// size of the item it replaces); where either is passed nothing is accounted and the
+    /// answer is the error (the caller must not publish). An item that replaces another of
+    /// its key leaves the key count alone (the replaced one goes by [`Inner::replaced`]).
     pub(crate) fn linked(
         &self,
         tenant: TenantId,
         db: u8,
-        size: usize,
+        (size, freed): (usize, usize),
         expires_at_ms: Option<u64>,
         new_key: bool,
-    ) -> bool {
+    ) -> Result<(), EngineError> {
         let t = &self.tenants[usize::from(tenant.0)];
         if new_key && !t.count_new_key() {
-            return false;
+            return Err(EngineError::KeyLimit);
         }
-        t.bytes.fetch_add(size as u64, Ordering::Relaxed);
+        if !t.count_bytes(size as u64, freed as u64) {
+            if new_key {
+                t.items.fetch_sub(1, Ordering::Relaxed);
+            }
+            return Err(EngineError::ByteLimit);
+        }
         if expires_at_ms.is_some() {
             t.expiring.fetch_add(1, Ordering::Relaxed);
         }
         t.db_linked(db, expires_at_ms);
-        true
+        Ok(())
     }
 
     /// Tells the expiry sweep about an item published with an expiry (stored, or copied by

@@ -21,6 +21,9 @@ pub enum EngineError {
     /// The write would add a key to a tenant that holds its `max_keys` keys
     /// ([`crate::TenantPolicy::max_keys`]). Nothing was changed.
     KeyLimit,
+    /// The write would take a tenant past its `max_bytes`
+    /// ([`crate::TenantPolicy::max_bytes`]). Nothing was changed.
+    ByteLimit,
 }
 
 impl std::fmt::Display for EngineError {
@@ -32,6 +35,7 @@ impl std::fmt::Display for EngineError {
             EngineError::TooManyWorkers => "too many worker handles",
             EngineError::WrongKind => "the key holds a value of another kind",
             EngineError::KeyLimit => "the tenant holds its max_keys keys",
+            EngineError::ByteLimit => "the write would take the tenant past its max_bytes",
         })
     }
 }

@@ -54,6 +54,11 @@ pub struct TenantPolicy {
     /// a key past it is refused with [`crate::EngineError::KeyLimit`]; overwrites and
     /// deletes always work.
     pub max_keys: Option<u64>,
+    /// Bytes of live items (records: header, key and value) the tenant may hold, if set: a
+    /// write that would take it past them is refused with [`crate::EngineError::ByteLimit`];
+    /// deletes, and writes that do not grow the tenant, always work. Unlike `hard_cap`,
+    /// which the cleaner keeps only when memory is short, this is kept at every write.
+    pub max_bytes: Option<u64>,
 }
 
 impl Default for TenantPolicy {
@@ -65,6 +70,7 @@ impl Default for TenantPolicy {
             idle_tax: None,
             hard_cap: None,
             max_keys: None,
+            max_bytes: None,
         }
     }
 }
@@ -88,6 +94,8 @@ pub struct TenantStats {
     pub evictions: u64,
     /// Writes of new keys refused because the tenant held `max_keys` keys.
     pub rejected_keys: u64,
+    /// Writes refused because they would have taken the tenant past `max_bytes`.
+    pub rejected_bytes: u64,
     /// Credits this tenant gained.
     pub credits_gained: u64,
     /// Credits taken from this tenant.
@@ -102,6 +110,9 @@ pub(crate) struct TenantState {
     /// every new key writes anyway, so that reading it costs no other cache line.
     pub max_keys: AtomicU64,
     pub bytes: AtomicU64,
+    /// The most `bytes` may reach by writes, or [`NONE`] (next to `bytes`, which every write
+    /// changes anyway).
+    pub max_bytes: AtomicU64,
     /// Live items with an expiry (next to `items`: the same cache line is written).
     pub expiring: AtomicU64,
     /// The sum of their expiry times in whole seconds ([`expiry_secs`]): with `expiring`,
@@ -121,6 +132,8 @@ pub(crate) struct TenantState {
     pub evictions: AtomicU64,
     /// Writes of new keys refused by `max_keys`.
     pub rejected_keys: AtomicU64,
+    /// Writes refused by `max_bytes`.
+    pub rejected_bytes: AtomicU64,
     pub credits_gained: AtomicU64,
     pub credits_lost: AtomicU64,
     /// Estimated fraction of this tenant's bytes not read within its idle time, in ppm.
@@ -178,6 +191,7 @@ impl Default for TenantState {
             items: AtomicU64::new(0),
             max_keys: AtomicU64::new(NONE),
             bytes: AtomicU64::new(0),
+            max_bytes: AtomicU64::new(NONE),
             expiring: AtomicU64::new(0),
             expiry_secs: AtomicU64::new(0),
             flush_at_ms: AtomicU64::new(NO_FLUSH),
@@ -191,6 +205,7 @@ impl Default for TenantState {
             shadow_hits: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             rejected_keys: AtomicU64::new(0),
+            rejected_bytes: AtomicU64::new(0),
             credits_gained: AtomicU64::new(0),
             credits_lost: AtomicU64::new(0),
             idle_ppm: AtomicU64::new(0),
@@ -273,12 +288,14 @@ impl TenantState {
         self.idle_ms.store(idle, Ordering::Relaxed);
         self.hard_cap.store(p.hard_cap.unwrap_or(NONE), Ordering::Relaxed);
         self.max_keys.store(p.max_keys.unwrap_or(NONE), Ordering::Relaxed);
+        self.max_bytes.store(p.max_bytes.unwrap_or(NONE), Ordering::Relaxed);
     }
 
     pub fn policy(&self) -> TenantPolicy {
         let ppm = self.tax_ppm.load(Ordering::Relaxed);
         let cap = self.hard_cap.load(Ordering::Relaxed);
         let max_keys = self.max_keys.load(Ordering::Relaxed);
+        let max_bytes = self.max_bytes.load(Ordering::Relaxed);
         TenantPolicy {
             reserved: self.reserved.load(Ordering::Relaxed),
             credit: self.credit.load(Ordering::Relaxed),
@@ -289,7 +306,42 @@ impl TenantState {
             }),
             hard_cap: (cap != NONE).then_some(cap),
             max_keys: (max_keys != NONE).then_some(max_keys),
+            max_bytes: (max_bytes != NONE).then_some(max_bytes),
         }
+    }
+
+    /// Counts a write's bytes against `max_bytes`: adds `size` to `bytes` and returns true,
+    /// or, where the tenant's bytes less `freed` (the item the write replaces, which goes
+    /// after) plus `size` would pass `max_bytes`, counts a refusal and returns false. A
+    /// write that does not grow the tenant (`size ≤ freed`) is never refused, so a tenant
+    /// left above its cap by a lowered cap can still shrink. A tenant without a cap pays one
+    /// load and the add it always paid; one with a cap, a compare-and-swap instead of the
+    /// add, so no two writers can both take the last bytes.
+    #[inline]
+    pub fn count_bytes(&self, size: u64, freed: u64) -> bool {
+        let max = self.max_bytes.load(Ordering::Relaxed);
+        if max == NONE || size <= freed {
+            self.bytes.fetch_add(size, Ordering::Relaxed);
+            return true;
+        }
+        let counted = self
+            .bytes
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |b| {
+                (b.saturating_sub(freed) + size <= max).then_some(b + size)
+            })
+            .is_ok();
+        if !counted {
+            self.rejected_bytes.fetch_add(1, Ordering::Relaxed);
+        }
+        counted
+    }
+
+    /// Whether a write of `size` bytes would be refused now by `max_bytes` (a hint for
+    /// refusing before writing anything; [`TenantState::count_bytes`] decides).
+    #[inline]
+    pub fn over_max_bytes(&self, size: u64) -> bool {
+        let max = self.max_bytes.load(Ordering::Relaxed);
+        max != NONE && self.bytes.load(Ordering::Relaxed).saturating_add(size) > max
     }
 
     /// Counts a new key against `max_keys`: adds it to `items` and returns true, or, where
@@ -339,6 +391,7 @@ impl TenantState {
             shadow_hits: load(&self.shadow_hits),
             evictions: load(&self.evictions),
             rejected_keys: load(&self.rejected_keys),
+            rejected_bytes: load(&self.rejected_bytes),
             credits_gained: load(&self.credits_gained),
             credits_lost: load(&self.credits_lost),
         }
@@ -391,6 +444,7 @@ mod tests {
             idle_tax: Some(IdleTax { rate: 0.5, idle_ms: 60_000 }),
             hard_cap: Some(20 << 20),
             max_keys: Some(1000),
+            max_bytes: Some(30 << 20),
         };
         state.set_policy(&p);
         assert_eq!(state.policy(), p);

@@ -254,6 +254,10 @@ impl Worker {
         if self.refuses_new_key(req.tenant, hash, req.key) {
             return Err(EngineError::KeyLimit);
         }
+        let at_least = (item::HEADER_LEN + req.key.len() + req.value.len()) as u64;
+        if self.refuses_bytes(req.tenant, hash, req.key, at_least) {
+            return Err(EngineError::ByteLimit);
+        }
         let (tenant, db) = (req.tenant, self.db);
         let item = NewItem {
             tenant: tenant.0,
@@ -320,6 +324,28 @@ impl Worker {
             return false;
         }
         t.rejected_keys.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Whether a store of at least `size` bytes of `key` is refused before anything is
+    /// written: it would take `tenant` past its `max_bytes`, counting the item of the key it
+    /// would replace as freed. Counted as a refusal. A tenant without a cap, or far enough
+    /// below it, pays one load; [`publish`] decides for writes this lets through (with the
+    /// item's exact size).
+    fn refuses_bytes(&mut self, tenant: TenantId, hash: u64, key: &[u8], size: u64) -> bool {
+        let (inner, db) = (&*self.inner, self.db);
+        let t = &inner.tenants[usize::from(tenant.0)];
+        if !t.over_max_bytes(size) {
+            return false;
+        }
+        let guard = inner.epochs.pin(&self.slot);
+        let found =
+            inner.index.find(&guard, hash, |l| inner.key_matches(&guard, l, tenant, db, key));
+        let freed = found.map_or(0, |l| inner.record(&guard, l).size() as u64);
+        if size <= freed || !t.over_max_bytes(size - freed) {
+            return false;
+        }
+        t.rejected_bytes.fetch_add(1, Ordering::Relaxed);
         true
     }
 
@@ -964,6 +990,8 @@ impl<R> Step<R> {
 /// published: where the tenant holds that many, the written copy is dead and the answer is
 /// [`EngineError::KeyLimit`]. An overwrite leaves the tenant's key count as it is (it
 /// never dips meanwhile, so a new key elsewhere cannot take the place this key holds).
+/// Every write's bytes, less those of the item it replaces, are counted against the
+/// tenant's `max_bytes` the same way ([`EngineError::ByteLimit`]).
 #[expect(clippy::too_many_arguments, reason = "one publish step, called from two writers")]
 fn publish(
     inner: &Inner,
@@ -977,11 +1005,12 @@ fn publish(
     expires_at_ms: Option<u64>,
 ) -> Result<(), EngineError> {
     let mut index_evicted = None;
-    let counted = inner.linked(tenant, db, size, expires_at_ms, found.is_none());
-    if !counted {
+    let freed = found.map_or(0, |(_, old)| inner.record(guard, old).size());
+    let space = (size, freed);
+    if let Err(e) = inner.linked(tenant, db, space, expires_at_ms, found.is_none()) {
         drop(locked);
         inner.segments.header(new.segment).add_dead(size);
-        return Err(EngineError::KeyLimit);
+        return Err(e);
     }
     match found {
         Some((slot, old_loc)) => {

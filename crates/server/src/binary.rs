@@ -111,6 +111,9 @@ impl Reply<'_> {
             EngineError::KeyLimit => {
                 return self.error_body(Status::OutOfMemory, b"Too many keys for this tenant.");
             }
+            EngineError::ByteLimit => {
+                return self.error_body(Status::OutOfMemory, b"Too many bytes for this tenant.");
+            }
         });
     }
 }

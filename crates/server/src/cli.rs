@@ -39,7 +39,7 @@ use crate::extended::{self, Effect};
                   Tenants are configured in the --config file, one [[tenants]] table each: \
                   name, password_sha256 (print one with `fridge hash-password`), reserved, \
                   credit, rank (hitmap, lru, lfu, slru), idle_tax = { rate, idle_time }, \
-                  hard_cap, max_keys, key_prefixes, max_connections, \
+                  hard_cap, max_keys, max_bytes, key_prefixes, max_connections, \
                   max_requests_per_second. Clients log in with AUTH user pass, HELLO 3 AUTH user \
                   pass, or memcached's `set <any> 0 0 <n>` carrying `user pass`. Failed logins \
                   are limited per client address and per user name (--auth-failure-rate, \

@@ -778,6 +778,9 @@ pub struct TenantConfig {
     /// Keys (live items, all databases) the tenant may hold: a write that would add one
     /// more is refused; none when absent.
     pub max_keys: Option<u64>,
+    /// Bytes of live items the tenant may hold: a write that would take it past them is
+    /// refused; none when absent.
+    pub max_bytes: Option<Size>,
     /// Keys starting with one of these go to this tenant when an unauthenticated client sends
     /// them (for clients that cannot authenticate; needs `allow_unauthenticated`).
     pub key_prefixes: Vec<String>,
@@ -800,6 +803,7 @@ impl Default for TenantConfig {
             idle_tax: None,
             hard_cap: None,
             max_keys: None,
+            max_bytes: None,
             key_prefixes: Vec::new(),
             max_connections: None,
             max_requests_per_second: None,
@@ -820,6 +824,7 @@ impl TenantConfig {
                 .map(|t| IdleTax { rate: t.rate, idle_ms: t.idle_time.0 }),
             hard_cap: self.hard_cap.map(|c| c.0),
             max_keys: self.max_keys,
+            max_bytes: self.max_bytes.map(|b| b.0),
         }
     }
 }
@@ -862,6 +867,11 @@ pub(crate) fn validate_tenants(config: &Config) -> Result<(), String> {
         if t.max_keys == Some(0) {
             return Err(format!(
                 "tenant {name:?}: max_keys must be at least 1 (leave it out for no limit)"
+            ));
+        }
+        if t.max_bytes == Some(Size(0)) {
+            return Err(format!(
+                "tenant {name:?}: max_bytes must be at least 1 (leave it out for no limit)"
             ));
         }
         let limited = t.max_connections.is_some() || t.max_requests_per_second.is_some();
@@ -1106,6 +1116,22 @@ mod tests {
         let admin: Config = toml::from_str(&file("default", "max_connections = 5")).unwrap();
         let err = admin.validate().unwrap_err();
         assert!(err.contains("admin, which is never limited"), "{err}");
+    }
+
+    #[test]
+    fn max_bytes_parses_as_a_size_and_is_checked() {
+        let hash = PasswordHash::new(b"s", b"pw");
+        let file = |extra: &str| {
+            format!("[[tenants]]\nname = \"a\"\npassword_sha256 = \"{hash}\"\n{extra}\n")
+        };
+        let c: Config = toml::from_str(&file("max_bytes = \"64MiB\"")).unwrap();
+        c.validate().unwrap();
+        assert_eq!(c.tenants[0].policy().max_bytes, Some(64 << 20), "it reaches the engine");
+        assert_eq!(TenantConfig::default().policy().max_bytes, None, "no quota by default");
+        let zero: Config = toml::from_str(&file("max_bytes = 0")).unwrap();
+        let err = zero.validate().unwrap_err();
+        assert_eq!(err, "tenant \"a\": max_bytes must be at least 1 (leave it out for no limit)");
+        assert!(toml::from_str::<Config>(&file("max_bytes = \"lots\"")).is_err());
     }
 
     #[test]

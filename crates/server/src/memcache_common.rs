@@ -45,12 +45,16 @@ pub(crate) fn engine_error(out: &mut Vec<u8>, e: EngineError) {
         }
         EngineError::WrongKind => mc::write_client_error(out, WRONG_KIND),
         EngineError::KeyLimit => mc::write_server_error(out, TOO_MANY_KEYS),
+        EngineError::ByteLimit => mc::write_server_error(out, TOO_MANY_BYTES),
     }
 }
 
 /// memcached's reply to a write that would add a key to a tenant holding its `max_keys`
 /// keys (`docs/tenants.md`, "Limits"), worded as the other per-tenant limits are.
 pub(crate) const TOO_MANY_KEYS: &[u8] = b"too many keys for this tenant";
+
+/// memcached's reply to a write that would take a tenant past its `max_bytes`.
+pub(crate) const TOO_MANY_BYTES: &[u8] = b"too many bytes for this tenant";
 
 /// The error for a memcached command that would read or change a Redis collection (a hash, a
 /// list…) stored under its key; memcached's reads see such a key as absent.

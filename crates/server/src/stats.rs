@@ -102,6 +102,8 @@ struct Row {
     rank: &'static str,
     /// The tenant's `max_keys`, 0 for none.
     max_keys: u64,
+    /// The tenant's `max_bytes`, 0 for none.
+    max_bytes: u64,
     limits: LimitFigures,
 }
 
@@ -129,6 +131,7 @@ fn row(shared: &Shared, tenants: &Tenants, tenant: TenantId) -> Row {
         misses,
         rank: policy.rank.name(),
         max_keys: policy.max_keys.unwrap_or(0),
+        max_bytes: policy.max_bytes.unwrap_or(0),
         limits: LimitFigures {
             connections: u64::from(shared.limits.connections(tenant)),
             max_connections: entry.and_then(|e| e.max_connections).map_or(0, u64::from),
@@ -140,7 +143,7 @@ fn row(shared: &Shared, tenants: &Tenants, tenant: TenantId) -> Row {
 }
 
 /// The row's fields, in the order both exports list them.
-fn row_fields(r: &Row) -> [(&'static str, u64); 17] {
+fn row_fields(r: &Row) -> [(&'static str, u64); 19] {
     let e = &r.engine;
     let l = &r.limits;
     [
@@ -161,6 +164,8 @@ fn row_fields(r: &Row) -> [(&'static str, u64); 17] {
         ("throttled_requests", l.throttled_requests),
         ("max_keys", r.max_keys),
         ("rejected_keys", e.rejected_keys),
+        ("max_bytes", r.max_bytes),
+        ("rejected_bytes", e.rejected_bytes),
     ]
 }
 

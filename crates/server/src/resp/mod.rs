@@ -817,6 +817,7 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
             }
             EngineError::WrongKind => WRONGTYPE,
             EngineError::KeyLimit => KEY_LIMIT,
+            EngineError::ByteLimit => BYTE_LIMIT,
         },
     );
 }
@@ -826,6 +827,10 @@ fn engine_error(out: &mut Vec<u8>, e: EngineError) {
 /// refused write, with the tenant's limit for the reason.
 pub(crate) const KEY_LIMIT: &[u8] =
     b"OOM command not allowed when the tenant holds 'max_keys' keys.";
+
+/// The reply to a write that would take a tenant past its `max_bytes`: the same class.
+pub(crate) const BYTE_LIMIT: &[u8] =
+    b"OOM command not allowed when the tenant would hold more than 'max_bytes' bytes.";
 
 fn counter_error(out: &mut Vec<u8>, e: CounterError) {
     let reason: &[u8] = match e {

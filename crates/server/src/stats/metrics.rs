@@ -166,6 +166,8 @@ fn tenant_help(field: &str) -> &'static str {
         "throttled_requests" => "requests refused over max_requests_per_second",
         "max_keys" => "the tenant's max_keys (0: no limit)",
         "rejected_keys" => "writes refused because they would add a key past max_keys",
+        "max_bytes" => "the tenant's max_bytes (0: no limit)",
+        "rejected_bytes" => "writes refused because they would take the tenant past max_bytes",
         _ => "a `stats tenants` field",
     }
 }
@@ -183,6 +185,7 @@ fn tenant_counter(field: &str) -> bool {
             | "rejected_connections"
             | "throttled_requests"
             | "rejected_keys"
+            | "rejected_bytes"
     )
 }
 
