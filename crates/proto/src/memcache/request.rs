@@ -360,6 +360,9 @@ pub fn parse_request<'a>(
     limits: &Limits,
 ) -> Result<(Request<'a>, usize), ParseError> {
     let (line, line_len) = read_line(buf, limits)?;
+    if let Some(request) = single_get(line, limits) {
+        return Ok((request, line_len));
+    }
     let t = Tokens::new(line);
     let command = t.get(0);
     let unknown = Err(invalid(ErrorKind::UnknownCommand, line_len, false));
@@ -502,6 +505,19 @@ fn checked_key<'a>(
     } else {
         Ok(key)
     }
+}
+
+/// `get <key>` with one key and single spaces, the commonest request, without the tokenizer:
+/// the same request [`retrieval`] makes of the line, or `None` for every other line (which
+/// the general path parses, errors included).
+#[inline]
+fn single_get<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
+    let key = line.strip_prefix(b"get ")?;
+    if key.is_empty() || key.len() > limits.max_key_len || key.contains(&b' ') {
+        return None;
+    }
+    let keys = Keys::new(key);
+    Some(Request::Retrieval(Retrieval { command: RetrievalCommand::Get, exptime: 0, keys }))
 }
 
 fn retrieval<'a>(
@@ -752,6 +768,44 @@ pub fn oversize_store_key<'a>(buf: &'a [u8], limits: &Limits) -> Option<(&'a [u8
 mod tests {
     use super::super::RequestError;
     use super::*;
+
+    #[test]
+    fn a_single_get_parses_as_the_tokenizer_parses_it() {
+        let limits = Limits::default();
+        let long = [b'k'; 251];
+        let (at_limit, over) =
+            ([&b"get "[..], &long[..250]].concat(), [&b"get "[..], &long[..]].concat());
+        // Each line, and whether the fast path takes it.
+        let lines: [(&[u8], bool); 12] = [
+            (b"get a", true),
+            (b"get a\x01", true),
+            (&at_limit, true),
+            (&over, false),
+            (b"get  a", false),
+            (b"get a ", false),
+            (b"get a b", false),
+            (b"get ", false),
+            (b"get", false),
+            (b"gets a", false),
+            (b"get\ta", false),
+            (b"GET a", false),
+        ];
+        for (line, fast) in lines {
+            let got = single_get(line, &limits);
+            assert_eq!(got.is_some(), fast, "{:?}", line.escape_ascii());
+            if let Some(got) = got {
+                let general = retrieval(RetrievalCommand::Get, &Tokens::new(line), 9, &limits);
+                assert_eq!(Ok(got), general, "{:?}", line.escape_ascii());
+            }
+        }
+        let (fast, used) = parse(b"get key\r\nget key2\r\n").unwrap();
+        assert_eq!(used, 9);
+        let Request::Retrieval(r) = fast else { panic!("{fast:?}") };
+        assert_eq!(
+            (r.command, r.exptime, r.keys.as_bytes()),
+            (RetrievalCommand::Get, 0, &b"key"[..])
+        );
+    }
 
     #[test]
     fn watch_events_from_bits_are_the_nameable_streams() {
