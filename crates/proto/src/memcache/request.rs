@@ -360,7 +360,7 @@ pub fn parse_request<'a>(
     limits: &Limits,
 ) -> Result<(Request<'a>, usize), ParseError> {
     let (line, line_len) = read_line(buf, limits)?;
-    if let Some(request) = single_get(line, limits) {
+    if let Some(request) = fast_retrieval(line, limits) {
         return Ok((request, line_len));
     }
     let t = Tokens::new(line);
@@ -507,17 +507,25 @@ fn checked_key<'a>(
     }
 }
 
-/// `get <key>` with one key and single spaces, the commonest request, without the tokenizer:
-/// the same request [`retrieval`] makes of the line, or `None` for every other line (which
-/// the general path parses, errors included).
+/// `get` and `gets` (the commonest requests) without the tokenizer, which zeroes a table of
+/// spans and splits the whole line into words first: the same request [`retrieval`] makes of
+/// the line, or `None` for every other line and for lines the general path refuses (no key,
+/// a key too long), so that it gives their errors.
 #[inline]
-fn single_get<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
-    let key = line.strip_prefix(b"get ")?;
-    if key.is_empty() || key.len() > limits.max_key_len || key.contains(&b' ') {
+fn fast_retrieval<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
+    let (command, rest) = if let Some(rest) = line.strip_prefix(b"get ") {
+        (RetrievalCommand::Get, rest)
+    } else {
+        (RetrievalCommand::Gets, line.strip_prefix(b"gets ")?)
+    };
+    // What `Tokens::rest(1)` gives: from the first key to the last non-space byte.
+    let first = rest.iter().position(|&c| c != b' ')?;
+    let last = rest.iter().rposition(|&c| c != b' ')?;
+    let keys = Keys::new(&rest[first..=last]);
+    if keys.iter().any(|k| k.len() > limits.max_key_len) {
         return None;
     }
-    let keys = Keys::new(key);
-    Some(Request::Retrieval(Retrieval { command: RetrievalCommand::Get, exptime: 0, keys }))
+    Some(Request::Retrieval(Retrieval { command, exptime: 0, keys }))
 }
 
 fn retrieval<'a>(
@@ -770,32 +778,42 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_single_get_parses_as_the_tokenizer_parses_it() {
+    fn get_and_gets_parse_as_the_tokenizer_parses_them() {
         let limits = Limits::default();
         let long = [b'k'; 251];
-        let (at_limit, over) =
-            ([&b"get "[..], &long[..250]].concat(), [&b"get "[..], &long[..]].concat());
+        let at_limit = [&b"get a "[..], &long[..250]].concat();
+        let over = [&b"gets a "[..], &long[..]].concat();
         // Each line, and whether the fast path takes it.
-        let lines: [(&[u8], bool); 12] = [
+        let lines: [(&[u8], bool); 16] = [
             (b"get a", true),
+            (b"gets a", true),
             (b"get a\x01", true),
+            (b"get  a", true),
+            (b"get a ", true),
+            (b"get a b  c ", true),
             (&at_limit, true),
             (&over, false),
-            (b"get  a", false),
-            (b"get a ", false),
-            (b"get a b", false),
             (b"get ", false),
+            (b"get   ", false),
             (b"get", false),
-            (b"gets a", false),
+            (b" get a", false),
+            (b"gat 0 a", false),
+            (b"getx a", false),
             (b"get\ta", false),
             (b"GET a", false),
         ];
         for (line, fast) in lines {
-            let got = single_get(line, &limits);
+            let got = fast_retrieval(line, &limits);
             assert_eq!(got.is_some(), fast, "{:?}", line.escape_ascii());
-            if let Some(got) = got {
-                let general = retrieval(RetrievalCommand::Get, &Tokens::new(line), 9, &limits);
-                assert_eq!(Ok(got), general, "{:?}", line.escape_ascii());
+            if let Some(Request::Retrieval(r)) = got {
+                let general = retrieval(r.command, &Tokens::new(line), 9, &limits).unwrap();
+                let Request::Retrieval(g) = general else { panic!("{general:?}") };
+                assert_eq!(
+                    (r, r.keys.as_bytes()),
+                    (g, g.keys.as_bytes()),
+                    "{:?}",
+                    line.escape_ascii()
+                );
             }
         }
         let (fast, used) = parse(b"get key\r\nget key2\r\n").unwrap();
