@@ -24,8 +24,8 @@
 //! from the old words the ORs return: a bit counts exactly once whichever thread sets it. The
 //! compaction trigger compares that count with an integer threshold computed on the host
 //! ([`saturation_ones`]). So the state after a batch depends only on the state before it and
-//! the batch's multiset of digests, as the CPU's does (tests below and in
-//! `tests/gpu_hitmap.rs`, which compare every word after every pool).
+//! the batch's multiset of digests, as the CPU's does (the tests below compare every word
+//! after every pool; `examples/gpu_hitmap.rs` does so at scale).
 //!
 //! Inline (the simulator), each pool is one batch, as on the CPU. The metadata worker batches
 //! up to [`BATCH_POOLS`] pools, so a server's GPU hitmap equals a CPU hitmap fed the same batches.
@@ -56,7 +56,7 @@ const STRIDE_BLOCKS: u32 = 2048;
 /// applied 1.3–1.6G digests per second end to end, 64 0.8G, 16 0.3G (`examples/gpu_hitmap.rs`;
 /// `docs/benchmarks.md`). The worker also applies a smaller batch whenever its queue runs
 /// empty, so a lightly loaded server's pools wait for no others.
-pub const BATCH_POOLS: usize = 256;
+const BATCH_POOLS: usize = 256;
 
 /// The hitmap on a GPU, fed with reference pools.
 pub type GpuHitmap = Pooled<GpuMemory>;
