@@ -6,7 +6,7 @@ are unaffected, and the refusals are counted in `INFO tenants` and `stats tenant
 import pytest
 import redis
 from conftest import tenants_toml
-from test_tenant_max_keys import ask, raw_login
+from test_tenant_max_keys import ask, raw_login, refused, row
 from test_tenants import rclient
 
 # redis-py takes Redis's `-OOM …` error class for an OutOfMemoryError, less the prefix.
@@ -23,16 +23,6 @@ TENANTS = {
 @pytest.fixture
 def server(tenant_server):
     return tenant_server(tenants_toml(TENANTS, auth_failure_burst="1000"))
-
-
-def refused(call):
-    with pytest.raises(redis.exceptions.OutOfMemoryError) as e:
-        call()
-    assert str(e.value) == BYTE_LIMIT, str(e.value)
-
-
-def row(server, name):
-    return rclient(server, password="root").info("tenants")[f"tenant_{name}"]
 
 
 def test_writes_past_the_quota_are_refused_and_others_work(server):
@@ -55,10 +45,10 @@ def test_writes_past_the_quota_are_refused_and_others_work(server):
     # At the quota: an overwrite that does not grow works, one that grows past it does not.
     assert small.set("k0", "w" * 100)
     assert small.set("k1", "s")
-    refused(lambda: small.set("k2", "g" * 1000))
+    refused(lambda: small.set("k2", "g" * 1000), BYTE_LIMIT)
     assert small.get("k2") == b"v" * 100, "the old value stays"
-    refused(lambda: small.append("k3", "z" * 1000))
-    refused(lambda: small.hset("h", "f", "v" * 1000))
+    refused(lambda: small.append("k3", "z" * 1000), BYTE_LIMIT)
+    refused(lambda: small.hset("h", "f", "v" * 1000), BYTE_LIMIT)
     # A delete makes room.
     assert small.delete("k4", "k5") == 2
     assert small.set("new", "v" * 100)

@@ -30,10 +30,11 @@ def server(tenant_server):
     return tenant_server(tenants_toml(TENANTS, auth_failure_burst="1000"))
 
 
-def refused(call):
+def refused(call, reason=KEY_LIMIT):
+    """`call` fails with Redis's `-OOM` class and the tenant limit's `reason`."""
     with pytest.raises(redis.exceptions.OutOfMemoryError) as e:
         call()
-    assert str(e.value) == KEY_LIMIT, str(e.value)
+    assert str(e.value) == reason, str(e.value)
 
 
 def row(server, name):

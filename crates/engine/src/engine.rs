@@ -503,11 +503,17 @@ impl Inner {
         r
     }
 
+    /// Holds the expiry sweep's lock and then the cleaner's for the whole check, so that no
+    /// sweep step or cleaning pass (a background thread's, which may still run after the
+    /// caller's writers stopped) drops an item between its count and the counters' (the
+    /// only place both locks are held; nothing takes the sweep's under the cleaner's).
     fn validate(&self) {
-        self.with_guard(|guard| self.validate_pinned(guard));
+        let sweep = self.sweep.lock().unwrap_or_else(|e| e.into_inner());
+        let _pass = self.cleaner.lock().unwrap_or_else(|e| e.into_inner());
+        self.with_guard(|guard| self.validate_pinned(guard, sweep.in_pass()));
     }
 
-    fn validate_pinned(&self, guard: &Guard<'_>) {
+    fn validate_pinned(&self, guard: &Guard<'_>, sweeping: bool) {
         let rehash = |loc| self.rehash(guard, loc);
         let mut on_evict = |loc| self.unlinked(guard, loc);
         let mut items = vec![0u64; item::MAX_TENANTS];
@@ -546,7 +552,7 @@ impl Inner {
         });
         self.index.validate_slb(guard, &rehash);
         // The bound may be above a live item's expiry only while a pass is under way.
-        if !self.sweep.lock().unwrap_or_else(|e| e.into_inner()).in_pass() {
+        if !sweeping {
             assert!(
                 self.next_expiry_ms.load(Ordering::Relaxed) <= earliest,
                 "the expiry bound passes over a live item"
