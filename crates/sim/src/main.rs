@@ -242,7 +242,32 @@ fn main() -> ExitCode {
     }
 }
 
+/// `--metadata gpu` without a usable GPU fails before any input is read, naming why (each
+/// engine point would otherwise be skipped with the same note); `auto` says where the
+/// hitmap went. A small engine is opened to find out.
+fn check_metadata(device: fridge_engine::MetadataDevice) -> Result<(), Error> {
+    use fridge_engine::{CleanerMode, Engine, EngineConfig, ManualClock, MetadataDevice};
+    if device == MetadataDevice::Cpu {
+        return Ok(());
+    }
+    let config = EngineConfig {
+        max_memory: 16 << 20,
+        segment_size: 1 << 20,
+        cleaner: CleanerMode::Inline,
+        metadata_device: device,
+        ..EngineConfig::default()
+    };
+    let engine = Engine::with_clock(config, std::sync::Arc::new(ManualClock::new(0)))
+        .map_err(|e| Error::Config(format!("--metadata: {}", e.0)))?;
+    match engine.metadata_note() {
+        Some(note) => eprintln!("fridge-sim: {note}"),
+        None => eprintln!("fridge-sim: hitmap on {}", engine.stats().metadata.device),
+    }
+    Ok(())
+}
+
 fn run(args: &Args) -> Result<(), Error> {
+    check_metadata(args.metadata)?;
     let spool = match &args.trace {
         Some(p) if p.as_os_str() == "-" => {
             if args.format.is_none() {
