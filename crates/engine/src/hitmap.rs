@@ -180,7 +180,7 @@ pub struct Hitmap {
     compactions: u64,
     /// Set bits in level 1 (kept as they are set, for the fill-rate trigger).
     level1_ones: u64,
-    /// [`Hitmap::saturation_ones`], computed once.
+    /// [`saturation_ones`] of level 1, computed once.
     saturate_at: u64,
     /// [`Hitmap::record_pool`]'s table of a pool's keys and its used slots, kept to avoid
     /// allocating.
@@ -352,11 +352,6 @@ impl Hitmap {
         self.level1_ones >= self.saturate_at
     }
 
-    /// The fewest set bits of level 1 at which it is [`saturated`](Hitmap::saturated).
-    pub fn saturation_ones(&self) -> u64 {
-        self.saturate_at
-    }
-
     /// Rolling compaction (Algorithm 1, §3.1.5): every level moves one down by folding, the
     /// set counter is merged into the new level 1 and cleared, and the top level is cleared.
     pub fn compact(&mut self) {
@@ -389,6 +384,15 @@ impl Hitmap {
     /// (comparisons with another backend's copy).
     pub fn level_words(&self, m: usize) -> &[u64] {
         self.levels.get(m).unwrap_or(&self.set_counter).words.as_slice()
+    }
+
+    /// Every level's words (level 1 first), then the set counter's; level 1's set bits as
+    /// counted; compactions: everything a pool's application writes (tests compare them
+    /// with another copy's).
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> (Vec<Vec<u64>>, u64, u64) {
+        let words = (0..=self.levels()).map(|m| self.level_words(m).to_vec()).collect();
+        (words, self.level1_ones, self.compactions)
     }
 
     /// Level 1's set bits as counted (what [`Hitmap::saturated`] compares).
@@ -526,12 +530,6 @@ mod tests {
         assert!(stream.iter().all(|&d| one.zone(d) == batch.zone(d)));
     }
 
-    /// Levels, set counter and counts: everything a pool's application writes.
-    fn state(h: &Hitmap) -> (Vec<Vec<u64>>, u64, u64) {
-        let words = (0..=h.levels()).map(|m| h.level_words(m).to_vec()).collect();
-        (words, h.level1_ones, h.compactions)
-    }
-
     #[test]
     fn a_pools_order_does_not_change_what_it_records() {
         // Dense enough (3,000 keys in 1,024 level-1 bits) that keys share bits, with repeats
@@ -557,7 +555,7 @@ mod tests {
                     h.compact();
                 }
             }
-            assert_eq!(state(&ordered), state(&shuffled), "round {round}");
+            assert_eq!(ordered.state(), shuffled.state(), "round {round}");
         }
         assert!(ordered.compactions >= 2, "{}", ordered.compactions);
     }
@@ -574,7 +572,7 @@ mod tests {
             chunk.iter().for_each(|&d| one.record(d));
             pool.record_pool(chunk);
         }
-        assert_eq!(state(&one), state(&pool));
+        assert_eq!(one.state(), pool.state());
         assert!(keys.iter().any(|&k| pool.zone(k) == 4), "some key reached the top");
     }
 

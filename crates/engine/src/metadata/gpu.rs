@@ -451,11 +451,6 @@ mod tests {
         }
     }
 
-    fn cpu_state(h: &Hitmap) -> (Vec<Vec<u64>>, u64, u64) {
-        let words = (0..=h.levels()).map(|m| h.level_words(m).to_vec()).collect();
-        (words, h.level1_count(), h.shape().1)
-    }
-
     /// Applies `pools` to both, one batch each, and compares every word, the counts and the
     /// zones of `probe` after each.
     fn agree(items: usize, bits: usize, pools: &[Vec<u32>], probe: &[u32]) {
@@ -468,7 +463,7 @@ mod tests {
             c.append(pool, &never);
             g.append(pool, &never);
             g.flush();
-            assert_eq!(g.download().unwrap(), cpu_state(&c), "pool {i} of {}", pools.len());
+            assert_eq!(g.download().unwrap(), c.state(), "pool {i} of {}", pools.len());
             g.zones(probe, &mut zg);
             c.zones(probe, &mut zc);
             assert_eq!(zg, zc, "zones after pool {i}");
@@ -544,7 +539,7 @@ mod tests {
         for batch in stream.chunks(4 * POOL_LEN) {
             c.append(batch, &never);
         }
-        assert_eq!(g.download().unwrap(), cpu_state(&c));
+        assert_eq!(g.download().unwrap(), c.state());
     }
 
     #[test]

@@ -79,7 +79,8 @@ pub struct MetadataStats {
 ///   grow to the largest batch, once);
 /// - MUST NOT wait for a compaction in `temperatures`: while one runs on the host it answers
 ///   "unknown" (zone 1 for every digest); a GPU's query waits only for the work queued on
-///   its stream before it (one batch and its compaction steps, microseconds on the device);
+///   its stream before it (one batch and its compaction steps: a full 256-pool batch is
+///   about 0.2 ms at the 1.3–1.6G digests/s measured on an H100);
 /// - MUST write exactly one [`Temperature`] per digest into `out`, in order, after clearing
 ///   it;
 /// - MUST, when applied inline (the submitting thread applies the pool), depend only on the

@@ -178,9 +178,15 @@ impl<S: Structure> Shared<S> {
         }
     }
 
-    /// Applies (or stages) one pool, compacting when due; then counts its hot keys.
+    /// Applies (or stages) one pool, compacting when due — inline, where nothing else will
+    /// flush it, applied at once — then counts its hot keys.
     fn apply(&self, digests: &[u32], names: &[u8]) {
-        lock(&self.hitmap).append(digests, &self.compacting);
+        let mut hitmap = lock(&self.hitmap);
+        hitmap.append(digests, &self.compacting);
+        if self.queue.is_none() {
+            hitmap.flush();
+        }
+        drop(hitmap);
         self.applied.fetch_add(digests.len() as u64, Ordering::Relaxed);
         lock(&self.hot).apply(digests, names, self.now_ms());
     }
@@ -232,7 +238,6 @@ impl<S: Structure> MetadataBackend for Pooled<S> {
         let s = &self.shared;
         let Some(q) = &s.queue else {
             s.apply(digests, names);
-            lock(&s.hitmap).flush();
             return;
         };
         let Some(mut pool) = q.free.pop() else {
