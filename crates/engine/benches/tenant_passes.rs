@@ -1,5 +1,5 @@
-//! What the evicting passes cost as tenants grow: the same stream of stores spread over 8, 64
-//! and 255 tenants (each with a reservation, so Memshare's arbiter and need ordering run in
+//! What the evicting passes cost as tenants grow: the same stream of stores spread over 8, 64,
+//! 255 and 1,000 tenants (each with a reservation, so Memshare's arbiter and need ordering run in
 //! every pass), the engine's inline cleaner relocating and evicting, in one run.
 //!
 //! ```text
@@ -41,7 +41,7 @@ fn round(tenants: usize, stores: usize) -> (f64, f64) {
     let reserved = (MEMORY / 2 / tenants) as u64;
     for t in 0..tenants {
         let policy = TenantPolicy { reserved, ..TenantPolicy::default() };
-        engine.set_tenant_policy(TenantId(t as u8), policy);
+        engine.set_tenant_policy(TenantId(t as u16), policy);
     }
     let mut worker = engine.worker().unwrap();
     let mut rng = Rng::new(11);
@@ -49,7 +49,7 @@ fn round(tenants: usize, stores: usize) -> (f64, f64) {
     let mut store = |i: usize, rng: &mut Rng| {
         let key = (rng.next_u64() % KEYS).to_le_bytes();
         let key = [key, key].concat();
-        let t = TenantId((i % tenants) as u8);
+        let t = TenantId((i % tenants) as u16);
         black_box(worker.store(Store::new(t, &key, &value)).unwrap());
     };
     // Fill until the cleaner is evicting.
@@ -73,7 +73,7 @@ fn main() {
     );
     println!("|---:|---:|---:|---:|---:|");
     let mut base = None;
-    for tenants in [8usize, 64, 255] {
+    for tenants in [8usize, 64, 255, 1000] {
         let rounds: Vec<(f64, f64)> = (0..3).map(|_| round(tenants, stores)).collect();
         let ns = median(rounds.iter().map(|r| r.0).collect());
         let relocated = median(rounds.iter().map(|r| r.1).collect());

@@ -163,7 +163,7 @@ impl Arbiter {
     }
 
     /// A GET miss of `tenant` for `hash` (Algorithm 2). Never blocks.
-    pub fn on_miss(&self, tenants: &[TenantState], tenant: u8, hash: u64) {
+    pub fn on_miss(&self, tenants: &[TenantState], tenant: u16, hash: u64) {
         let Ok(mut state) = self.state.try_lock() else { return };
         if !state.shadows[usize::from(tenant)].contains(hash) {
             return;
@@ -209,7 +209,7 @@ impl Arbiter {
     }
 
     /// Items a cleaning pass evicted: (tenant, hash, size). One lock for the batch.
-    pub fn on_evictions(&self, evicted: &[(u8, u64, u32)]) {
+    pub fn on_evictions(&self, evicted: &[(u16, u64, u32)]) {
         if evicted.is_empty() || !self.enabled() {
             return;
         }

@@ -410,7 +410,7 @@ pub(crate) struct CleanerState {
     pub(crate) digests: Vec<u32>,
     pub(crate) temperatures: Vec<Temperature>,
     pub(crate) order: Vec<Served>,
-    pub(crate) evicted: Vec<(u8, u64, u32)>,
+    pub(crate) evicted: Vec<(u16, u64, u32)>,
     /// Items evicted less items relocated, over the run (`Eviction::Queues`; negative after
     /// compactions, which copy without evicting): what a pass may copy beyond its first two
     /// candidates' room.
@@ -440,7 +440,7 @@ impl CleanerState {
             + self.digests.capacity() * size_of::<u32>()
             + self.temperatures.capacity() * size_of::<Temperature>()
             + self.order.capacity() * size_of::<Served>()
-            + self.evicted.capacity() * size_of::<(u8, u64, u32)>()
+            + self.evicted.capacity() * size_of::<(u16, u64, u32)>()
     }
 
     pub(crate) fn next_random(&mut self) -> u64 {
@@ -460,7 +460,7 @@ pub(crate) struct Survivor {
     pub(crate) large: bool,
     pub(crate) age: u8,
     pub(crate) size: u32,
-    pub(crate) tenant: u8,
+    pub(crate) tenant: u16,
     /// Its reads since it entered its queue (`Record::freq`).
     pub(crate) freq: u8,
     /// The reads it needs to be kept (`Eviction::Queues`; 0 otherwise).

@@ -56,7 +56,7 @@ pub(crate) struct KeyEvents {
 impl KeyEvents {
     /// Records that `key` of `tenant`'s database `db` was dropped, if events are on.
     #[inline]
-    pub(crate) fn note(&self, tenant: u8, db: u8, kind: KeyEventKind, key: &[u8]) {
+    pub(crate) fn note(&self, tenant: u16, db: u8, kind: KeyEventKind, key: &[u8]) {
         if !self.on.load(Ordering::Relaxed) {
             return;
         }

@@ -23,7 +23,7 @@ pub fn key_hash(tenant: TenantId, key: &[u8]) -> u64 {
 /// Hashes `key` as seen by `tenant` in database `db`.
 #[inline]
 pub fn key_hash_in(tenant: TenantId, db: u8, key: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(key, u64::from(tenant.0) | u64::from(db) << 8)
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, u64::from(tenant.0) | u64::from(db) << 16)
 }
 
 /// The 16-bit tag stored in index slots: the hash bits that do not choose the bucket.

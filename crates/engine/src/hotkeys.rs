@@ -78,28 +78,32 @@ pub struct HotKeys {
     pub keys: Vec<HotKey>,
 }
 
-/// Appends one name sample to a pool's name buffer: digest (4 bytes, little-endian), tenant,
-/// database, key length, key. Skips keys longer than [`NAME_MAX`] and samples that would
+/// Bytes of a name sample before its key.
+const NAME_HEAD: usize = 8;
+
+/// Appends one name sample to a pool's name buffer: digest (4 bytes, little-endian), tenant
+/// (2 bytes, little-endian), database, key length, key. Skips keys longer than [`NAME_MAX`] and samples that would
 /// take the buffer past [`NAMES_PER_POOL`].
 #[inline]
 pub fn push_name(names: &mut Vec<u8>, digest: u32, tenant: TenantId, db: u8, key: &[u8]) {
-    if key.len() > NAME_MAX || names.len() + 7 + key.len() > NAMES_PER_POOL {
+    if key.len() > NAME_MAX || names.len() + NAME_HEAD + key.len() > NAMES_PER_POOL {
         return;
     }
     names.extend_from_slice(&digest.to_le_bytes());
-    names.extend_from_slice(&[tenant.0, db, key.len() as u8]);
+    names.extend_from_slice(&tenant.0.to_le_bytes());
+    names.extend_from_slice(&[db, key.len() as u8]);
     names.extend_from_slice(key);
 }
 
 /// The samples of a name buffer written by [`push_name`]; stops at a malformed tail.
 fn samples(mut names: &[u8]) -> impl Iterator<Item = (u32, TenantId, u8, &[u8])> {
     std::iter::from_fn(move || {
-        let (head, rest) = names.split_at_checked(7)?;
-        let len = usize::from(head[6]);
+        let (head, rest) = names.split_at_checked(NAME_HEAD)?;
+        let len = usize::from(head[7]);
         let (key, rest) = rest.split_at_checked(len)?;
         names = rest;
         let digest = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
-        Some((digest, TenantId(head[4]), head[5], key))
+        Some((digest, TenantId(u16::from_le_bytes([head[4], head[5]])), head[6], key))
     })
 }
 

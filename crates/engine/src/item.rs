@@ -8,15 +8,15 @@
 //! is:
 //!
 //! ```text
-//!  0             8             16          20       21      22            25
-//!  ├──── word ───┼───── cas ───┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
+//!  0             8                     15        16          20       21      22            25
+//!  ├──── word ───┼───── cas (56 bits) ──┼ TENANT_HI ┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
 //!                                                                          [flags u32]
 //!                                                                          [kind u8]
 //!                                                                          [key len u16] key…
 //!
 //!  word (u64, little-endian):
 //!  │ 63        │ 62       │ 61 ... 54 │  53   │ 52 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
-//!  │ HAS_FLAGS │ LONG_KEY │  TENANT   │ TYPED │  KEY_LEN  │  VALUE_LEN   │ VALUE_OFFSET │
+//!  │ HAS_FLAGS │ LONG_KEY │ TENANT_LO │ TYPED │  KEY_LEN  │  VALUE_LEN   │ VALUE_OFFSET │
 //!  │   1 bit   │  1 bit   │  8 bit    │ 1 bit │  7 bit    │   23 bit     │    23 bit    │
 //!
 //!  expiry (u32): │ 31 30 │ 29 ................ 0 │
@@ -31,6 +31,9 @@
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
 //!   which bounds segments to 8 MiB.
+//! - The tenant id is 16 bits: its low byte in the word (`TENANT_LO`), its high byte in the
+//!   CAS field's top byte (`TENANT_HI`), so ids wider than a byte cost no header byte; CAS
+//!   values are 56 bits ([`MAX_CAS`]).
 //! - `cas` is the item's own CAS value (memcached's "unique"), given when the value is written
 //!   and kept by everything that leaves the value as it is: a TTL change (which rewrites the
 //!   record with the same CAS) and the cleaner's relocation. Values come from one engine-wide
@@ -83,6 +86,11 @@ const SHORT_KEY_MAX: usize = KEY_LEN_MASK as usize;
 const TYPED_BIT: u64 = 1 << 53;
 const TENANT_SHIFT: u32 = 54;
 const TENANT_MASK: u64 = 0xFF;
+/// Where the CAS field's top byte, the tenant id's high byte, sits in the CAS's u64.
+const TENANT_HI_SHIFT: u32 = 56;
+/// The largest CAS value a record holds: 56 bits (the field's top byte is the tenant's high
+/// byte). A counter taking one value per write reaches it after 228 years at 10M writes/s.
+pub const MAX_CAS: u64 = (1 << TENANT_HI_SHIFT) - 1;
 const LONG_KEY_BIT: u64 = 1 << 62;
 const HAS_FLAGS_BIT: u64 = 1 << 63;
 
@@ -90,8 +98,10 @@ const HAS_FLAGS_BIT: u64 = 1 << 63;
 pub const MAX_SEGMENT_SIZE: usize = 1 << VALUE_OFFSET_BITS;
 /// The longest key a record can hold.
 pub const MAX_KEY_LEN: usize = u16::MAX as usize;
-/// Number of distinct tenant ids a record can hold.
-pub const MAX_TENANTS: usize = 256;
+/// Number of distinct tenant ids: ids are below this. A record holds 16 bits of id; the bound
+/// is the size of the per-tenant arrays (the engine's tenant states, the server's counters),
+/// which are indexed by id and allocated whole.
+pub const MAX_TENANTS: usize = 1024;
 
 const CAS_OFFSET: usize = 8;
 const EXPIRY_OFFSET: usize = 16;
@@ -161,15 +171,15 @@ const fn expiry_kind(code: u32) -> u32 {
 /// Everything needed to write one item.
 #[derive(Debug, Clone, Copy)]
 pub struct NewItem<'a> {
-    /// Owning tenant.
-    pub tenant: u8,
+    /// Owning tenant (below [`MAX_TENANTS`]).
+    pub tenant: u16,
     /// Key bytes (1..=[`MAX_KEY_LEN`]).
     pub key: &'a [u8],
     /// Client flags; stored only when non-zero.
     pub flags: u32,
     /// Absolute expiry in ms since the Unix epoch, or `None` for never.
     pub expires_at_ms: Option<u64>,
-    /// The item's CAS value.
+    /// The item's CAS value; bits above [`MAX_CAS`] are dropped.
     pub cas: u64,
     /// Initial access stamp.
     pub access: u8,
@@ -276,7 +286,9 @@ pub unsafe fn write(
     let expiry = encode_expiry(item.expires_at_ms, base_ms);
     let mut header = [0u8; HEADER_LEN];
     header[..CAS_OFFSET].copy_from_slice(&word.to_le_bytes());
-    header[CAS_OFFSET..EXPIRY_OFFSET].copy_from_slice(&item.cas.to_le_bytes());
+    debug_assert!(usize::from(item.tenant) < MAX_TENANTS);
+    let cas = item.cas & MAX_CAS | u64::from(item.tenant >> 8) << TENANT_HI_SHIFT;
+    header[CAS_OFFSET..EXPIRY_OFFSET].copy_from_slice(&cas.to_le_bytes());
     header[EXPIRY_OFFSET..ACCESS_OFFSET].copy_from_slice(&expiry.to_le_bytes());
     header[ACCESS_OFFSET] = item.access;
     debug_assert!(usize::from(item.db) < MAX_DBS);
@@ -375,8 +387,11 @@ impl<'g> Record<'g> {
 
     /// Owning tenant id.
     #[inline]
-    pub fn tenant(&self) -> u8 {
-        ((self.word >> TENANT_SHIFT) & TENANT_MASK) as u8
+    pub fn tenant(&self) -> u16 {
+        // SAFETY: the CAS field's top byte lies inside the published header and is never
+        // written after publication.
+        let high = unsafe { self.record.add(CAS_OFFSET + 7).read() };
+        ((self.word >> TENANT_SHIFT) & TENANT_MASK) as u16 | u16::from(high) << 8
     }
 
     /// Client flags.
@@ -430,7 +445,7 @@ impl<'g> Record<'g> {
         // SAFETY: the CAS lies inside the published header and is never written after
         // publication.
         let b = unsafe { std::ptr::read_unaligned(self.record.add(CAS_OFFSET).cast::<[u8; 8]>()) };
-        u64::from_le_bytes(b)
+        u64::from_le_bytes(b) & MAX_CAS
     }
 
     /// Key bytes.
@@ -715,19 +730,19 @@ mod tests {
     #[test]
     fn record_round_trips() {
         let mut seg = vec![0u8; 4096];
-        for (key, flags, value, kind) in [
-            (&b"k"[..], 0u32, &b"v"[..], Kind::STRING),
-            (&b"flagged"[..], 0xDEAD_BEEF, &b""[..], Kind(3)),
-            (&[7u8; 300][..], 5, &[1u8; 100][..], Kind(255)),
-            (&[8u8; 127][..], 0, &[2u8; 3][..], Kind(1)),
-            (&[9u8; 128][..], 0, &[3u8; 3][..], Kind::STRING),
+        for (key, flags, value, kind, tenant, cas) in [
+            (&b"k"[..], 0u32, &b"v"[..], Kind::STRING, 9, MAX_CAS),
+            (&b"flagged"[..], 0xDEAD_BEEF, &b""[..], Kind(3), 0x100, MAX_CAS - 1),
+            (&[7u8; 300][..], 5, &[1u8; 100][..], Kind(255), MAX_TENANTS as u16 - 1, 1),
+            (&[8u8; 127][..], 0, &[2u8; 3][..], Kind(1), 0x2FF, 0),
+            (&[9u8; 128][..], 0, &[3u8; 3][..], Kind::STRING, 0, 0x00AB_CDEF_0123_4567),
         ] {
             let item = NewItem {
-                tenant: 9,
+                tenant,
                 key,
                 flags,
                 expires_at_ms: Some(1234),
-                cas: u64::MAX - 1,
+                cas,
                 access: 3,
                 state: STATE_STALE,
                 db: 15,
@@ -754,7 +769,7 @@ mod tests {
             assert_eq!(rec.kind(), kind);
             assert_eq!(rec.value(), value);
             assert_eq!(rec.flags(), flags);
-            assert_eq!(rec.tenant(), 9);
+            assert_eq!(rec.tenant(), tenant, "the id's high byte shares the CAS field");
             assert_eq!(rec.access(), 3);
             assert_eq!(rec.state(), STATE_STALE);
             assert_eq!(rec.db(), 15);
@@ -769,7 +784,7 @@ mod tests {
             assert_eq!((rec.touched(), rec.freq()), (0x3F_FFFF, MAX_FREQ), "reads saturate");
             assert_eq!(seconds_since(0x2B_CE00, (0x2B_CE00 + 5) * 1000), 5);
             assert_eq!(seconds_since(TOUCHED_MODULUS - 1, 1000), 2, "wraps");
-            assert_eq!(rec.cas(), u64::MAX - 1);
+            assert_eq!(rec.cas(), cas);
             assert_eq!(rec.expires_at_ms(1000), Some(1234));
             assert!(rec.has_expiry());
             assert_eq!(rec.record_len(), item.record_len(1000));

@@ -83,7 +83,8 @@ pub struct Store<'a> {
     pub expiry: Expiry,
     /// Condition.
     pub condition: Condition,
-    /// The CAS value to give the item: `None` for a new one (memcached meta `E` sets it).
+    /// The CAS value to give the item: `None` for a new one (memcached meta `E` sets it). At
+    /// most [`crate::item::MAX_CAS`] (56 bits): higher bits are dropped.
     pub cas: Option<u64>,
     /// The item's initial state bits (`item::STATE_*`; memcached meta `b` sets
     /// `STATE_KEY_BINARY`).

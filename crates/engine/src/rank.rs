@@ -24,7 +24,7 @@ pub struct RankInput {
     /// Bytes the item occupies.
     pub size: u32,
     /// Owning tenant.
-    pub tenant: u8,
+    pub tenant: u16,
     /// Temperature zone from the hitmap: how many levels mark the key (0 = a zombie, not
     /// read since it was stored, through at least one compaction; Catalyst §3.1.6).
     pub zone: u8,

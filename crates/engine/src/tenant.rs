@@ -15,7 +15,7 @@ use crate::rank::RankKind;
 
 /// A tenant: an application sharing the cache. Tenant 0 is the default tenant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct TenantId(pub u8);
+pub struct TenantId(pub u16);
 
 /// Weight of a new sample in the idle-fraction average, in 1/1024ths.
 const IDLE_SAMPLE_WEIGHT: u64 = 64;

@@ -30,7 +30,7 @@ fn ten_times_max_memory_stays_within_bounds() {
         let len = 16 + (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 52) as usize; // 16..4111 B
         value.resize(len, (i % 251) as u8);
         let key = format!("mem:{}", i % 200_000);
-        w.store(Store::new(TenantId((i % 4) as u8), key.as_bytes(), &value)).unwrap();
+        w.store(Store::new(TenantId((i % 4) as u16), key.as_bytes(), &value)).unwrap();
         written += len + key.len();
         i += 1;
         if i % 50_000 == 0 {

@@ -101,13 +101,13 @@ fn readers_and_writers(eviction: Eviction, slb_bytes: usize) {
                             let len =
                                 if rng % 97 == 0 { 20_000 } else { (rng >> 20) as usize % 3000 };
                             make_value(key, writer, seq, len, &mut buf);
-                            w.store(Store::new(TenantId((key % 3) as u8), &k, &buf)).unwrap();
+                            w.store(Store::new(TenantId((key % 3) as u16), &k, &buf)).unwrap();
                         }
                         6 => {
-                            w.delete(TenantId((key % 3) as u8), &k);
+                            w.delete(TenantId((key % 3) as u16), &k);
                         }
                         _ => {
-                            if w.get(TenantId((key % 3) as u8), &k, |i| check_value(key, i.value))
+                            if w.get(TenantId((key % 3) as u16), &k, |i| check_value(key, i.value))
                                 .is_some()
                             {
                                 hits.fetch_add(1, Ordering::Relaxed);

@@ -31,7 +31,7 @@ fn engine(clock: &ManualClock) -> Engine {
 }
 
 /// A lookaside request: GET, and SET on a miss. Returns whether it hit.
-fn request(w: &mut Worker, tenant: u8, key: u64) -> bool {
+fn request(w: &mut Worker, tenant: u16, key: u64) -> bool {
     let k = key.to_le_bytes();
     let t = TenantId(tenant);
     let hit = w.get(t, &k, |_| ()).is_some();
@@ -84,7 +84,7 @@ fn bursty_tenant(credits: CreditPolicy) {
     let keys = |bytes: u64| bytes / ITEM;
     let steady = keys(reserved * 3 / 2);
     let check = |phase: &str, i: u64| {
-        for t in 1..=3u8 {
+        for t in 1..=3u16 {
             let s = engine.tenant_stats(TenantId(t));
             assert!(
                 s.bytes + SLACK >= reserved,
@@ -99,7 +99,7 @@ fn bursty_tenant(credits: CreditPolicy) {
             let (t, key) = if r % 100 < burst_share {
                 (3, next(&mut rng) % burst_keys)
             } else {
-                (1 + (r % 2) as u8, next(&mut rng) % steady)
+                (1 + (r % 2) as u16, next(&mut rng) % steady)
             };
             request(&mut w, t, key);
             // Reservations hold once memory is full.
@@ -158,7 +158,7 @@ fn the_idle_tax_moves_idle_memory_to_an_active_tenant() {
     // Both active: each fills about its half.
     for _ in 0..200_000 {
         let r = next(&mut rng);
-        request(&mut w, 1 + (r % 2) as u8, next(&mut rng) % keys);
+        request(&mut w, 1 + (r % 2) as u16, next(&mut rng) % keys);
     }
     let both = [1, 2].map(|t| engine.tenant_stats(TenantId(t)));
     // Tenant 2 goes idle; tenant 1 keeps asking for more than its half.

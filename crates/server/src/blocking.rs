@@ -162,7 +162,9 @@ struct Waiter {
 /// A queue's key: the kind, the tenant, the logical database, the key.
 fn queue_key(into: &mut Vec<u8>, wants: Wants, tenant: TenantId, db: u8, key: &[u8]) {
     into.clear();
-    into.extend_from_slice(&[wants as u8, tenant.0, db]);
+    into.push(wants as u8);
+    into.extend_from_slice(&tenant.0.to_le_bytes());
+    into.push(db);
     into.extend_from_slice(key);
 }
 

@@ -570,6 +570,7 @@ impl Config {
             max_value_len: self.max_item_size.bytes(),
             max_line_len: self.max_line_len,
             max_retrieval_line_len: self.max_query_buffer.bytes().max(self.max_line_len),
+            max_cas: fridge_engine::item::MAX_CAS,
         }
     }
 

@@ -33,7 +33,7 @@ use fridge_engine::TenantId;
 pub(crate) const ENTRY_OVERHEAD: usize = 96;
 
 /// A hash's identity: tenant, physical database, key (one allocation, shared by both maps).
-type Id = (u8, u8, Arc<[u8]>);
+type Id = (u16, u8, Arc<[u8]>);
 
 /// The hashes with field deadlines, by their earliest registered deadline (module doc).
 #[derive(Debug)]
@@ -178,7 +178,7 @@ impl FieldDeadlines {
 mod tests {
     use super::*;
 
-    fn due(d: &FieldDeadlines, now: u64) -> Vec<(u8, u8, Vec<u8>)> {
+    fn due(d: &FieldDeadlines, now: u64) -> Vec<(u16, u8, Vec<u8>)> {
         let mut v = Vec::new();
         d.take_due(now, usize::MAX, &mut v);
         v.into_iter().map(|(t, db, k)| (t.0, db, k.to_vec())).collect()
@@ -248,7 +248,7 @@ mod tests {
                 }
             } else {
                 let key = [(x >> 8) as u8 % 64, (x >> 16) as u8 % 2];
-                d.register(TenantId((x >> 24) as u8 % 3), 0, &key, step + (x >> 32) % 500);
+                d.register(TenantId((x >> 24) as u16 % 3), 0, &key, step + (x >> 32) % 500);
             }
             if step % 512 == 0 {
                 d.validate();

@@ -36,14 +36,14 @@
 //!
 //!  header:  │ magic "FRIDGERS" │ version u32 │ body len u32 │ body │ xxh3(magic…body) u64 │
 //!  body:    │ saved at ms u64 │ CAS high u64 │ max_item_size u64 │ databases u8 │
-//!           │ tenants u16 │ { id u8 │ name len u8 │ name } × tenants │
+//!           │ tenants u16 │ { id u16 │ name len u8 │ name } × tenants │
 //!
 //!  block:   │ "BLK1" │ payload len u32 │ records u32 │ xxh3(payload) u64 │ payload │
 //!  payload: │ record │ record │ … │            (about BLOCK_BYTES, at least one record)
 //!
-//!  record:  0        1    2      3       4       8              16      24        28         32
+//!  record:  0        2    3      4       5       9              17      25        29         33
 //!           ├ tenant ┼ db ┼ kind ┼ state ┼ flags ┼─ expires at ─┼─ cas ─┼ key len ┼ value len ┼ key │ value
-//!           │  u8    │ u8 │ u8   │ u8    │ u32   │ u64, 0 never │ u64   │ u32     │ u32       │
+//!           │  u16   │ u8 │ u8   │ u8    │ u32   │ u64, 0 never │ u64   │ u32     │ u32       │
 //!
 //!  trailer: │ "END1" │ 0 u32 │ records u64 │ chain u64 │
 //!           chain = xxh3 of the block checksums in order, seeded by the header's
@@ -53,11 +53,16 @@
 //! and the load finds the tenant of that name now (items of a tenant no longer configured are
 //! dropped). `db` is the logical database.
 //!
+//! Version 1 (written before tenant ids were wider than a byte) is version 2 with every tenant
+//! id one byte: in the header's table and in each record (whose header is then 32 bytes). A
+//! build reads both and writes version 2.
+//!
 //! The load runs before any worker: the calling thread reads blocks and checks them, and one
 //! loader thread per worker (at most [`MAX_LOADERS`]) stores their records through its own
 //! engine handle. A load that meets damage after it has stored items (a bad block further on)
 //! flushes what it stored: the server starts empty, never with part of a damaged file.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -69,14 +74,16 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 use crate::shared::Shared;
 
 const MAGIC: &[u8; 8] = b"FRIDGERS";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
+/// The format whose tenant ids are one byte; still read.
+const VERSION_NARROW_IDS: u32 = 1;
 const BLOCK_TAG: &[u8; 4] = b"BLK1";
 const END_TAG: &[u8; 4] = b"END1";
 /// Payload bytes after which a block is closed (a block holds at least one record, so one
 /// with a large value may be longer).
 const BLOCK_BYTES: usize = 1 << 20;
-/// Bytes of a record before its key.
-const RECORD_HEADER: usize = 32;
+/// Bytes of a record before its key (one less in version 1).
+const RECORD_HEADER: usize = 33;
 /// Bytes of a block's header and of the trailer.
 const BLOCK_HEADER: usize = 20;
 const TRAILER: usize = 24;
@@ -98,13 +105,13 @@ pub(crate) struct Header {
     /// Databases per tenant of that run.
     pub databases: u8,
     /// Tenant ids and names of that run.
-    pub tenants: Vec<(u8, String)>,
+    pub tenants: Vec<(u16, String)>,
 }
 
 /// One item as the file holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Record<'a> {
-    pub tenant: u8,
+    pub tenant: u16,
     pub db: u8,
     pub kind: Kind,
     pub state: u8,
@@ -171,7 +178,7 @@ impl<W: Write> Writer<W> {
         body.extend_from_slice(&(header.tenants.len() as u16).to_le_bytes());
         for (id, name) in &header.tenants {
             let name = &name.as_bytes()[..name.len().min(255)];
-            body.push(*id);
+            body.extend_from_slice(&id.to_le_bytes());
             body.push(name.len() as u8);
             body.extend_from_slice(name);
         }
@@ -193,7 +200,8 @@ impl<W: Write> Writer<W> {
     /// Appends one item.
     pub fn record(&mut self, r: &Record<'_>) -> io::Result<()> {
         let p = &mut self.payload;
-        p.extend_from_slice(&[r.tenant, r.db, r.kind.0, r.state]);
+        p.extend_from_slice(&r.tenant.to_le_bytes());
+        p.extend_from_slice(&[r.db, r.kind.0, r.state]);
         p.extend_from_slice(&r.flags.to_le_bytes());
         p.extend_from_slice(&r.expires_at_ms.unwrap_or(0).to_le_bytes());
         p.extend_from_slice(&r.cas.to_le_bytes());
@@ -247,18 +255,52 @@ impl<W: Write> Writer<W> {
 pub(crate) struct Reader<R: Read> {
     input: R,
     header: Header,
+    ids: Ids,
     chain: u64,
     records: u64,
 }
 
+/// How wide a file's tenant ids are: one byte in version 1, two since.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ids {
+    Narrow,
+    Wide,
+}
+
+impl Ids {
+    fn of(version: u32) -> Option<Ids> {
+        match version {
+            VERSION => Some(Ids::Wide),
+            VERSION_NARROW_IDS => Some(Ids::Narrow),
+            _ => None,
+        }
+    }
+
+    /// Bytes of a tenant id.
+    fn len(self) -> usize {
+        match self {
+            Ids::Narrow => 1,
+            Ids::Wide => 2,
+        }
+    }
+
+    /// The id at the start of `b` (which holds at least [`Ids::len`] bytes).
+    fn read(self, b: &[u8]) -> u16 {
+        match self {
+            Ids::Narrow => u16::from(b[0]),
+            Ids::Wide => u16::from_le_bytes([b[0], b[1]]),
+        }
+    }
+}
+
 /// One block whose checksum and record bounds held: [`Block::records`] reads it.
 #[derive(Debug)]
-pub(crate) struct Block(Vec<u8>);
+pub(crate) struct Block(Vec<u8>, Ids);
 
 impl Block {
     /// The block's records.
     pub fn records(&self) -> Records<'_> {
-        Records { payload: &self.0, at: 0 }
+        Records { payload: &self.0, ids: self.1, at: 0 }
     }
 }
 
@@ -283,11 +325,11 @@ impl<R: Read> Reader<R> {
             return Err(damaged("not a fridge restart file"));
         }
         let version = le_u32(&start[8..]);
-        if version != VERSION {
+        let Some(ids) = Ids::of(version) else {
             return Err(LoadError::Mismatch(format!(
-                "format version {version}, this build reads {VERSION}"
+                "format version {version}, this build reads {VERSION_NARROW_IDS} and {VERSION}"
             )));
-        }
+        };
         let len = le_u32(&start[12..]) as usize;
         if len > MAX_CHUNK {
             return Err(damaged("header length"));
@@ -301,8 +343,8 @@ impl<R: Read> Reader<R> {
         if chain != le_u64(sum) {
             return Err(damaged("header checksum"));
         }
-        let header = parse_header(body).ok_or_else(|| damaged("header fields"))?;
-        Ok(Reader { input, header, chain, records: 0 })
+        let header = parse_header(body, ids).ok_or_else(|| damaged("header fields"))?;
+        Ok(Reader { input, header, ids, chain, records: 0 })
     }
 
     pub fn header(&self) -> &Header {
@@ -346,7 +388,7 @@ impl<R: Read> Reader<R> {
         let mut n = 0u32;
         let mut at = 0;
         while at < len {
-            at = next_record(&payload, at).ok_or_else(|| damaged("record bounds"))?.1;
+            at = next_record(&payload, self.ids, at).ok_or_else(|| damaged("record bounds"))?.1;
             n += 1;
         }
         if n != count {
@@ -354,13 +396,14 @@ impl<R: Read> Reader<R> {
         }
         self.chain = xxh3_64_with_seed(&sum.to_le_bytes(), self.chain);
         self.records += u64::from(count);
-        Ok(Some(Block(payload)))
+        Ok(Some(Block(payload, self.ids)))
     }
 }
 
 /// The records of one checked block.
 pub(crate) struct Records<'a> {
     payload: &'a [u8],
+    ids: Ids,
     at: usize,
 }
 
@@ -368,7 +411,7 @@ impl<'a> Iterator for Records<'a> {
     type Item = Record<'a>;
 
     fn next(&mut self) -> Option<Record<'a>> {
-        let (r, next) = next_record(self.payload, self.at)?;
+        let (r, next) = next_record(self.payload, self.ids, self.at)?;
         self.at = next;
         Some(r)
     }
@@ -376,39 +419,44 @@ impl<'a> Iterator for Records<'a> {
 
 /// The record at `at` of `payload` and where the next begins; `None` past the end or for a
 /// record that does not fit.
-fn next_record(payload: &[u8], at: usize) -> Option<(Record<'_>, usize)> {
-    let h = payload.get(at..at.checked_add(RECORD_HEADER)?)?;
-    let key_len = le_u32(&h[24..]) as usize;
-    let value_len = le_u32(&h[28..]) as usize;
-    let key_at = at + RECORD_HEADER;
+fn next_record(payload: &[u8], ids: Ids, at: usize) -> Option<(Record<'_>, usize)> {
+    let header_len = RECORD_HEADER - 2 + ids.len();
+    let whole = payload.get(at..at.checked_add(header_len)?)?;
+    let tenant = ids.read(whole);
+    // The rest is laid out alike in both versions.
+    let h = &whole[ids.len()..];
+    let key_len = le_u32(&h[23..]) as usize;
+    let value_len = le_u32(&h[27..]) as usize;
+    let key_at = at + header_len;
     let value_at = key_at.checked_add(key_len)?;
     let end = value_at.checked_add(value_len)?;
-    let expires = le_u64(&h[8..]);
+    let expires = le_u64(&h[7..]);
     let r = Record {
-        tenant: h[0],
-        db: h[1],
-        kind: Kind(h[2]),
-        state: h[3],
-        flags: le_u32(&h[4..]),
+        tenant,
+        db: h[0],
+        kind: Kind(h[1]),
+        state: h[2],
+        flags: le_u32(&h[3..]),
         expires_at_ms: (expires != 0).then_some(expires),
-        cas: le_u64(&h[16..]),
+        cas: le_u64(&h[15..]),
         key: payload.get(key_at..value_at)?,
         value: payload.get(value_at..end)?,
     };
     Some((r, end))
 }
 
-fn parse_header(body: &[u8]) -> Option<Header> {
+fn parse_header(body: &[u8], ids: Ids) -> Option<Header> {
     let fixed = body.get(..27)?;
     let count = u16::from_le_bytes([fixed[25], fixed[26]]) as usize;
     let mut tenants = Vec::with_capacity(count);
     let mut at = 27;
     for _ in 0..count {
-        let id = *body.get(at)?;
-        let len = usize::from(*body.get(at + 1)?);
-        let name = body.get(at + 2..at + 2 + len)?;
+        let id = ids.read(body.get(at..at + ids.len())?);
+        at += ids.len();
+        let len = usize::from(*body.get(at)?);
+        let name = body.get(at + 1..at + 1 + len)?;
         tenants.push((id, String::from_utf8(name.to_vec()).ok()?));
-        at += 2 + len;
+        at += 1 + len;
     }
     (at == body.len()).then_some(Header {
         saved_at_ms: le_u64(fixed),
@@ -524,9 +572,12 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
         )));
     }
     let tenants = shared.tenants();
-    let mut ids: [Option<TenantId>; 256] = [None; 256];
+    // The file's tenant id → the id of the tenant of that name now.
+    let mut ids: HashMap<u16, TenantId> = HashMap::new();
     for (id, name) in &header.tenants {
-        ids[usize::from(*id)] = tenants.find(name.as_bytes());
+        if let Some(now) = tenants.find(name.as_bytes()) {
+            ids.insert(*id, now);
+        }
     }
     let engine = &shared.engine;
     let now = shared.clock.now_ms();
@@ -565,8 +616,8 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
     if let Some(e) = failed {
         // Part of a damaged file: drop what was stored of it.
         if let Ok(mut worker) = engine.worker() {
-            for (t, _) in total.touched.iter().enumerate().filter(|(_, t)| **t) {
-                worker.flush(TenantId(t as u8), 0);
+            for &t in &total.touched {
+                worker.flush(t, 0);
             }
         }
         return Err(e);
@@ -584,20 +635,14 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
 const MAX_LOADERS: usize = 8;
 
 /// What one loader did.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Tally {
     records: u64,
     expired: u64,
     unplaced: u64,
     cas_high: u64,
     /// The tenants it stored items of (by id now).
-    touched: [bool; 256],
-}
-
-impl Default for Tally {
-    fn default() -> Self {
-        Tally { records: 0, expired: 0, unplaced: 0, cas_high: 0, touched: [false; 256] }
-    }
+    touched: HashSet<TenantId>,
 }
 
 impl Tally {
@@ -606,9 +651,7 @@ impl Tally {
         self.expired += other.expired;
         self.unplaced += other.unplaced;
         self.cas_high = self.cas_high.max(other.cas_high);
-        for (t, o) in self.touched.iter_mut().zip(other.touched) {
-            *t |= o;
-        }
+        self.touched.extend(&other.touched);
     }
 }
 
@@ -618,7 +661,7 @@ impl Tally {
 /// configured here.
 fn load_blocks(
     shared: &Shared,
-    ids: &[Option<TenantId>; 256],
+    ids: &HashMap<u16, TenantId>,
     blocks: &std::sync::Mutex<std::sync::mpsc::Receiver<Block>>,
     now: u64,
 ) -> io::Result<Tally> {
@@ -633,7 +676,7 @@ fn load_blocks(
         let Ok(block) = next else { return Ok(tally) };
         for r in block.records() {
             tally.records += 1;
-            let Some(tenant) = ids[usize::from(r.tenant)] else {
+            let Some(&tenant) = ids.get(&r.tenant) else {
                 tally.unplaced += 1;
                 continue;
             };
@@ -646,7 +689,7 @@ fn load_blocks(
                 continue;
             }
             tally.cas_high = tally.cas_high.max(r.cas);
-            tally.touched[usize::from(tenant.0)] = true;
+            tally.touched.insert(tenant);
             worker.select(r.db);
             let stored = worker.store(Store {
                 tenant,
@@ -741,7 +784,7 @@ mod tests {
             cas_high: 99,
             max_item_size: 1 << 20,
             databases: 16,
-            tenants: vec![(0, "default".into()), (3, "acme".into())],
+            tenants: vec![(0, "default".into()), (0x203, "acme".into())],
         }
     }
 
@@ -757,7 +800,7 @@ mod tests {
         for i in 0..n {
             let (key, value) = sample(i);
             w.record(&Record {
-                tenant: if i % 2 == 0 { 0 } else { 3 },
+                tenant: if i % 2 == 0 { 0 } else { 0x203 },
                 db: (i % 16) as u8,
                 kind: Kind((i % 5) as u8),
                 state: (i % 16) as u8,
@@ -819,7 +862,7 @@ mod tests {
         let third = block.records().nth(3).unwrap();
         assert_eq!(
             (third.tenant, third.db, third.kind, third.state, third.expires_at_ms),
-            (3, 3, Kind(3), 3, Some(8))
+            (0x203, 3, Kind(3), 3, Some(8))
         );
         assert_eq!(third.flags, 3u32.wrapping_mul(2_654_435_761));
     }
@@ -869,6 +912,60 @@ mod tests {
             Err(LoadError::Damaged(why)) => assert!(why.contains("trailer"), "{why}"),
             other => panic!("a missing block went unnoticed: {:?}", other.map(|r| r.1.len())),
         }
+    }
+
+    /// A version 1 file (one-byte tenant ids), written field by field as that format's
+    /// writer wrote it: tenants 0 and 3, one record of each.
+    fn narrow_file() -> Vec<u8> {
+        let mut body = Vec::new();
+        body.extend_from_slice(&1_700_000_000_000u64.to_le_bytes());
+        body.extend_from_slice(&99u64.to_le_bytes());
+        body.extend_from_slice(&(1u64 << 20).to_le_bytes());
+        body.push(16);
+        body.extend_from_slice(&2u16.to_le_bytes());
+        body.extend_from_slice(b"\x00\x07default\x03\x04acme");
+        let mut out = MAGIC.to_vec();
+        out.extend_from_slice(&VERSION_NARROW_IDS.to_le_bytes());
+        out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+        out.extend_from_slice(&body);
+        let sum = xxh3_64(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
+        let mut payload = Vec::new();
+        for (tenant, db, cas, key, value) in
+            [(0u8, 1u8, 5u64, &b"a"[..], &b"one"[..]), (3, 2, 6, b"bb", b"")]
+        {
+            payload.extend_from_slice(&[tenant, db, 0, 0]);
+            payload.extend_from_slice(&7u32.to_le_bytes());
+            payload.extend_from_slice(&0u64.to_le_bytes());
+            payload.extend_from_slice(&cas.to_le_bytes());
+            payload.extend_from_slice(&(key.len() as u32).to_le_bytes());
+            payload.extend_from_slice(&(value.len() as u32).to_le_bytes());
+            payload.extend_from_slice(key);
+            payload.extend_from_slice(value);
+        }
+        let block_sum = xxh3_64(&payload);
+        out.extend_from_slice(BLOCK_TAG);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&2u32.to_le_bytes());
+        out.extend_from_slice(&block_sum.to_le_bytes());
+        out.extend_from_slice(&payload);
+        out.extend_from_slice(END_TAG);
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&2u64.to_le_bytes());
+        out.extend_from_slice(&xxh3_64_with_seed(&block_sum.to_le_bytes(), sum).to_le_bytes());
+        out
+    }
+
+    #[test]
+    fn a_version_1_snapshot_with_one_byte_ids_still_reads() {
+        let bytes = narrow_file();
+        let mut r = Reader::new(&bytes[..]).unwrap();
+        assert_eq!(r.header().tenants, [(0, "default".to_string()), (3, "acme".to_string())]);
+        let block = r.next_block().unwrap().unwrap();
+        let got: Vec<_> =
+            block.records().map(|r| (r.tenant, r.db, r.flags, r.cas, r.key, r.value)).collect();
+        assert_eq!(got, [(0, 1, 7, 5, &b"a"[..], &b"one"[..]), (3, 2, 7, 6, &b"bb"[..], &b""[..])]);
+        assert!(r.next_block().unwrap().is_none(), "the trailer agrees");
     }
 
     #[test]

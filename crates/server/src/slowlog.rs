@@ -322,7 +322,7 @@ mod tests {
         let admin = Watch { tenant: None, cursor: Cell::new(0), missed: Cell::new(0) };
         let t1 = Watch { tenant: Some(TenantId(1)), cursor: Cell::new(0), missed: Cell::new(0) };
         let push = |t: u8| {
-            let c = Client { tenant: TenantId(t), ..NOBODY };
+            let c = Client { tenant: TenantId(t.into()), ..NOBODY };
             log.push([&[t][..]].into_iter(), 1, c, &[&admin, &t1]);
         };
         let read = |w: &Watch| {

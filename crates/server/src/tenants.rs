@@ -104,6 +104,9 @@ pub(crate) enum Login {
     NoDefaultPassword,
 }
 
+/// Key prefixes of one length and the tenants they route to.
+type Prefixes = HashMap<Box<[u8]>, TenantId>;
+
 /// An immutable view of the tenants, shared by every worker. Replaced whole on reload.
 #[derive(Debug)]
 pub(crate) struct Tenants {
@@ -120,8 +123,11 @@ pub(crate) struct Tenants {
     pub failure_limit: FailureLimit,
     /// Indexed by tenant id.
     entries: Box<[Option<Entry>]>,
-    /// `(prefix, tenant)`, longest prefixes first.
-    prefixes: Vec<(Box<[u8]>, TenantId)>,
+    /// Live tenants by name (a login finds its tenant without a pass over every id).
+    by_name: HashMap<Box<[u8]>, TenantId>,
+    /// Key prefixes by length, longest first, each length's prefixes in a map: routing a key
+    /// costs one lookup per distinct length, however many tenants have prefixes.
+    prefixes: Vec<(usize, Prefixes)>,
     /// Hashed when the user is unknown, so a miss costs what a hit costs.
     decoy: PasswordHash,
 }
@@ -152,7 +158,7 @@ impl Tenants {
         self.entries
             .iter()
             .enumerate()
-            .filter_map(|(i, e)| Some((TenantId(u8::try_from(i).ok()?), e.as_ref()?)))
+            .filter_map(|(i, e)| Some((TenantId(u16::try_from(i).ok()?), e.as_ref()?)))
     }
 
     /// The tenant an unauthenticated client's key belongs to: the one with the longest
@@ -162,7 +168,10 @@ impl Tenants {
         if self.prefixes.is_empty() {
             return TenantId(0);
         }
-        self.prefixes.iter().find(|(p, _)| key.starts_with(p)).map_or(TenantId(0), |(_, t)| *t)
+        self.prefixes
+            .iter()
+            .find_map(|(len, map)| map.get(key.get(..*len)?).copied())
+            .unwrap_or(TenantId(0))
     }
 
     /// Whether unauthenticated clients are routed by key prefix.
@@ -172,7 +181,7 @@ impl Tenants {
 
     /// The live tenant called `user`.
     pub fn find(&self, user: &[u8]) -> Option<TenantId> {
-        self.iter().find(|(_, e)| e.name.as_bytes() == user).map(|(id, _)| id)
+        self.by_name.get(user).copied()
     }
 
     /// Whether some client must log in for something: unauthenticated clients are refused,
@@ -220,7 +229,7 @@ impl Tenants {
 /// touched at start and on reload only.
 #[derive(Debug)]
 pub(crate) struct Registry {
-    ids: HashMap<String, u8>,
+    ids: HashMap<String, u16>,
     generation: u64,
 }
 
@@ -238,13 +247,13 @@ impl Registry {
         let mut ids = self.ids.clone();
         let mut next = ids.values().copied().max().map_or(1, |m| usize::from(m) + 1);
         let mut entries: Vec<Option<Entry>> = (0..MAX_TENANTS).map(|_| None).collect();
-        let mut prefixes = Vec::new();
+        let mut prefixes: Vec<(usize, Prefixes)> = Vec::new();
         let mut default_seen = false;
         for t in &config.tenants {
             let id = match ids.get(&t.name) {
                 Some(&id) => id,
                 None => {
-                    let id = u8::try_from(next).ok().filter(|_| next < MAX_TENANTS).ok_or_else(
+                    let id = u16::try_from(next).ok().filter(|_| next < MAX_TENANTS).ok_or_else(
                         || {
                             format!(
                                 "no tenant id left for {:?}: {MAX_TENANTS} names were used since \
@@ -260,7 +269,14 @@ impl Registry {
             };
             default_seen |= id == 0;
             for p in &t.key_prefixes {
-                prefixes.push((p.as_bytes().into(), TenantId(id)));
+                let at = match prefixes.iter().position(|(len, _)| *len == p.len()) {
+                    Some(at) => at,
+                    None => {
+                        prefixes.push((p.len(), HashMap::new()));
+                        prefixes.len() - 1
+                    }
+                };
+                prefixes[at].1.insert(p.as_bytes().into(), TenantId(id));
             }
             entries[usize::from(id)] = Some(Entry {
                 name: t.name.clone(),
@@ -279,7 +295,7 @@ impl Registry {
                 rate: None,
             });
         }
-        prefixes.sort_by_key(|p: &(Box<[u8]>, TenantId)| std::cmp::Reverse(p.0.len()));
+        prefixes.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
         let allow_unauthenticated = config.unauthenticated_allowed();
         let single_user = entries.iter().skip(1).all(Option::is_none)
             && entries[0].as_ref().is_some_and(|e| e.password.is_none());
@@ -302,6 +318,11 @@ impl Registry {
                 rate: config.auth_failure_rate,
                 burst: config.auth_failure_burst,
             },
+            by_name: entries
+                .iter()
+                .enumerate()
+                .filter_map(|(i, e)| Some((e.as_ref()?.name.as_bytes().into(), TenantId(i as u16))))
+                .collect(),
             entries: entries.into_boxed_slice(),
             prefixes,
             decoy: PasswordHash::new(b"decoy", b""),
@@ -418,6 +439,37 @@ mod tests {
         assert_eq!(t.route(b"x:1"), TenantId(0));
         assert_eq!(t.login(b"default", b"anything"), Login::Ok(TenantId(0)));
         assert_eq!(t.login_default(b"anything"), Login::NoDefaultPassword);
+    }
+
+    #[test]
+    fn the_longest_matching_prefix_routes_a_key() {
+        let engine = engine();
+        let mut reg = Registry::new();
+        let routed = |name: &str, prefixes: &[&str]| TenantConfig {
+            key_prefixes: prefixes.iter().map(|p| p.to_string()).collect(),
+            ..tenant(name, None)
+        };
+        let config = Config {
+            tenants: vec![
+                routed("a", &["a:"]),
+                routed("ab", &["a:b:", "zz"]),
+                routed("c", &["c"]),
+                routed("d", &["d:"]),
+            ],
+            allow_unauthenticated: Some(true),
+            ..Config::default()
+        };
+        let t = reg.apply(&config, &engine).unwrap();
+        let ids = |name: &str| t.find(name.as_bytes()).unwrap();
+        assert_eq!(t.route(b"a:b:1"), ids("ab"), "the longer prefix wins");
+        assert_eq!(t.route(b"a:x"), ids("a"));
+        assert_eq!(t.route(b"a:"), ids("a"), "a key may be its prefix");
+        assert_eq!(t.route(b"a"), TenantId(0), "shorter than every prefix it starts");
+        assert_eq!(t.route(b"c"), ids("c"));
+        assert_eq!(t.route(b"zz9"), ids("ab"));
+        assert_eq!(t.route(b"d:e"), ids("d"));
+        assert_eq!(t.route(b"x"), TenantId(0));
+        assert_eq!(t.route(b""), TenantId(0));
     }
 
     #[test]

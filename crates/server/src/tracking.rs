@@ -96,7 +96,7 @@ struct Table {
 /// `scratch` set to the table's key for `key` of `tenant`.
 fn entry_key<'a>(scratch: &'a mut Vec<u8>, tenant: TenantId, key: &[u8]) -> &'a [u8] {
     scratch.clear();
-    scratch.push(tenant.0);
+    scratch.extend_from_slice(&tenant.0.to_le_bytes());
     scratch.extend_from_slice(key);
     scratch
 }
@@ -230,8 +230,8 @@ impl Tracking {
             while max > 0 && table.keys.len() >= max {
                 let Some(victim) = table.keys.keys().next().cloned() else { break };
                 let ids = table.keys.remove(&victim).unwrap_or_default();
-                let victim_tenant = TenantId(victim[0]);
-                send_keys(&mut table.clients, hub, &ids, victim_tenant, &victim[1..], 0, &wake);
+                let victim_tenant = TenantId(u16::from_le_bytes([victim[0], victim[1]]));
+                send_keys(&mut table.clients, hub, &ids, victim_tenant, &victim[2..], 0, &wake);
             }
             table.keys.insert(k, vec![id]);
         }
@@ -295,7 +295,7 @@ impl Tracking {
             return;
         }
         let mut table = self.lock();
-        table.keys.retain(|k, _| k.first() != Some(&tenant.0));
+        table.keys.retain(|k, _| !k.starts_with(&tenant.0.to_le_bytes()));
         for (id, c) in table.clients.iter_mut().filter(|(_, c)| c.tenant == tenant) {
             if *id == by && c.target.id == by && c.own_resp3 {
                 own.extend_from_slice(b">2\r\n$10\r\ninvalidate\r\n_\r\n");

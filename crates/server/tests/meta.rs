@@ -329,4 +329,13 @@ fn explicit_cas_and_dropping_the_value() {
         .roundtrip(b"ma n N0 J5 E555 c v\r\n", b"VA 1 c555\r\n5\r\n")
         .roundtrip(b"ma n E600 c v\r\n", b"VA 1 c600\r\n6\r\n")
         .roundtrip(b"ma n v\r\n", b"VA 1\r\n7\r\n");
+    // CAS values are 56 bits: the largest is kept whole, one more is a bad token.
+    c.roundtrip(b"ms k 1 E72057594037927935 c\r\nx\r\n", b"HD c72057594037927935\r\n")
+        .roundtrip(b"mg k c\r\n", b"HD c72057594037927935\r\n")
+        .roundtrip(
+            b"ms k 1 E72057594037927936\r\nx\r\n",
+            b"CLIENT_ERROR bad token in command line format\r\n",
+        )
+        .roundtrip(b"md k E72057594037927936\r\n", b"CLIENT_ERROR invalid or duplicate flag\r\n")
+        .roundtrip(b"mg k c v\r\n", b"VA 1 c72057594037927935\r\nx\r\n");
 }

@@ -306,7 +306,8 @@ fn run_fridge(
 
 fn tenant_id(t: usize) -> TenantId {
     // Tenant 0 is the default tenant; the mix's tenants are configured ones.
-    TenantId(u8::try_from(t + 1).expect("at most 255 tenants"))
+    assert!(t + 1 < fridge_engine::item::MAX_TENANTS, "too many tenants for the engine's ids");
+    TenantId((t + 1) as u16)
 }
 
 fn store(w: &mut Worker, r: &Request, zeros: &[u8], expiry: Expiry) {

@@ -228,7 +228,7 @@ impl FridgeCache {
         let clock = ManualClock::new(0);
         let engine = Engine::with_clock(config, Arc::new(clock.clone())).map_err(|e| e.0)?;
         for t in 0..options.tenants.clamp(1, fridge_engine::item::MAX_TENANTS) {
-            let tenant = TenantId(t as u8);
+            let tenant = TenantId(t as u16);
             let policy = TenantPolicy { rank: options.rank, ..engine.tenant_policy(tenant) };
             engine.set_tenant_policy(tenant, policy);
         }
@@ -255,7 +255,7 @@ impl FridgeCache {
     pub fn get(&mut self, r: &Request) -> bool {
         self.tick(r.time_ms);
         let key = r.key.to_le_bytes();
-        let tenant = TenantId(r.tenant as u8);
+        let tenant = TenantId(r.tenant);
         if self.worker.get(tenant, &key, |_| ()).is_some() {
             return true;
         }
@@ -268,7 +268,7 @@ impl FridgeCache {
     /// (`fridge_engine::Worker::lookup_lines`). Returns whether the key has a live item.
     pub fn lookup_lines(&mut self, r: &Request, out: &mut LookupLines) -> bool {
         self.tick(r.time_ms);
-        self.worker.lookup_lines(TenantId(r.tenant as u8), &r.key.to_le_bytes(), out)
+        self.worker.lookup_lines(TenantId(r.tenant), &r.key.to_le_bytes(), out)
     }
 
     /// [`FridgeCache::get`], reading one byte of each 64 of a hit's value (as a server
@@ -277,7 +277,7 @@ impl FridgeCache {
     pub fn get_reading(&mut self, r: &Request) -> (bool, u64) {
         self.tick(r.time_ms);
         let key = r.key.to_le_bytes();
-        let tenant = TenantId(r.tenant as u8);
+        let tenant = TenantId(r.tenant);
         let read = |item: fridge_engine::Item<'_>| {
             item.value.iter().step_by(64).map(|&b| u64::from(b)).sum::<u64>()
         };
@@ -301,7 +301,7 @@ impl FridgeCache {
     /// A DELETE.
     pub fn delete(&mut self, r: &Request) {
         self.tick(r.time_ms);
-        self.worker.delete(TenantId(r.tenant as u8), &r.key.to_le_bytes());
+        self.worker.delete(TenantId(r.tenant), &r.key.to_le_bytes());
     }
 
     fn store(&mut self, r: &Request, expiry: Expiry) {
@@ -315,10 +315,8 @@ impl FridgeCache {
             self.zeros.resize(value_len, 0);
         }
         let key = r.key.to_le_bytes();
-        let store = Store {
-            expiry,
-            ..Store::new(TenantId(r.tenant as u8), &key, &self.zeros[..value_len])
-        };
+        let store =
+            Store { expiry, ..Store::new(TenantId(r.tenant), &key, &self.zeros[..value_len]) };
         match self.worker.store(store) {
             Ok(_) => {}
             Err(EngineError::TooLarge) => self.refused += 1,

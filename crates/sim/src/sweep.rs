@@ -55,6 +55,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
+use fridge_engine::item::MAX_TENANTS;
 use fridge_engine::{Eviction, Queues, RankKind};
 use fridge_workload::{Op, Request, mix64};
 
@@ -762,8 +763,10 @@ fn build(
     let mean = mean_object(profile);
     match spec {
         PolicySpec::Fridge { rank, bits, queues } => {
-            if tenants > 256 {
-                return Err(format!("the engine has 256 tenant ids, the input has {tenants}"));
+            if tenants > MAX_TENANTS {
+                return Err(format!(
+                    "the engine has {MAX_TENANTS} tenant ids, the input has {tenants}"
+                ));
             }
             // In objects, the engine gets room for `size` items of the mean object size: the
             // inverse of `hitmap_items`.

@@ -3,7 +3,7 @@
 
 use super::Worker;
 use crate::cache::is_expired;
-use crate::item::Kind;
+use crate::item::{Kind, MAX_TENANTS};
 use crate::tenant::TenantId;
 
 /// What a walk sees of one live item. Borrowed for the callback only.
@@ -54,7 +54,9 @@ impl Worker {
             Some(t) => inner.check_flush(&self.slot, t),
             // A flush that fell due (memcached `flush_all N`) is applied before any item is
             // seen, as a read of the tenant would: a snapshot must not carry flushed items.
-            None => (0..=u8::MAX).for_each(|t| inner.check_flush(&self.slot, TenantId(t))),
+            None => {
+                (0..MAX_TENANTS as u16).for_each(|t| inner.check_flush(&self.slot, TenantId(t)))
+            }
         }
         let guard = inner.epochs.pin(&self.slot);
         let rehash = |l| inner.rehash(&guard, l);

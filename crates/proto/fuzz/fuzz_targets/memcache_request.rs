@@ -33,6 +33,7 @@ impl FuzzLimits {
             max_value_len: usize::from(self.value),
             max_line_len: usize::from(self.line),
             max_retrieval_line_len: usize::from(self.line) + usize::from(self.retrieval),
+            max_cas: if self.key % 2 == 0 { u64::MAX } else { (1 << 56) - 1 },
         }
     }
 }

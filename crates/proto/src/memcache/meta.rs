@@ -432,6 +432,13 @@ pub(super) fn parse<'a>(
     if flags.opaque().is_some_and(|o| o.len() + 1 > MAX_OPAQUE_LEN) {
         return fail(ErrorKind::OpaqueTooLong);
     }
+    // A CAS value the store cannot hold is refused as one that does not parse.
+    if flags.new_cas().is_some_and(|cas| cas > limits.max_cas) {
+        return fail(match command {
+            MetaCommand::Delete | MetaCommand::Arithmetic => ErrorKind::InvalidOrDuplicateFlag,
+            _ => ErrorKind::BadToken,
+        });
+    }
     match (command, flags.mode()) {
         (MetaCommand::Set, Some(mode)) if !b"EAPRSeaprs".contains(&mode) => {
             return fail(ErrorKind::InvalidSetMode);
@@ -627,6 +634,30 @@ mod tests {
         let mut key = [0u8; 8];
         let n = base64_decode(m.key, &mut key).unwrap();
         assert_eq!(&key[..n], b"foo");
+    }
+
+    #[test]
+    fn a_new_cas_past_the_limit_is_a_bad_token_and_its_data_is_swallowed() {
+        let limits = Limits { max_cas: 1000, ..Limits::default() };
+        let ok = parse_request(b"ms k 1 E1000\r\nx\r\n", &limits);
+        assert!(matches!(ok, Ok((Request::Meta(m), 17)) if m.flags.new_cas() == Some(1000)));
+        for (input, reply) in [
+            (
+                &b"ms k 1 E1001\r\nx\r\n"[..],
+                &b"CLIENT_ERROR bad token in command line format\r\n"[..],
+            ),
+            (b"mg k E1001\r\n", b"CLIENT_ERROR bad token in command line format\r\n"),
+            (b"md k E1001\r\n", b"CLIENT_ERROR invalid or duplicate flag\r\n"),
+            (b"ma k E1001\r\n", b"CLIENT_ERROR invalid or duplicate flag\r\n"),
+        ] {
+            match parse_request(input, &limits) {
+                Err(ParseError::Invalid(e)) => {
+                    assert_eq!(e.kind.reply(), reply, "{}", String::from_utf8_lossy(input));
+                    assert_eq!(e.skip, input.len(), "the line and its data are skipped");
+                }
+                other => panic!("{:?}: {other:?}", String::from_utf8_lossy(input)),
+            }
+        }
     }
 
     #[test]

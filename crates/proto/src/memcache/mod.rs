@@ -110,6 +110,9 @@ pub struct Limits {
     pub max_line_len: usize,
     /// Longest `get`/`gets`/`gat`/`gats` line (multigets carry many keys).
     pub max_retrieval_line_len: usize,
+    /// Largest CAS value a client may give an item (meta `E`); a larger one is a bad token.
+    /// memcached: `u64::MAX`.
+    pub max_cas: u64,
 }
 
 impl Default for Limits {
@@ -119,6 +122,7 @@ impl Default for Limits {
             max_value_len: 1024 * 1024,
             max_line_len: 2048,
             max_retrieval_line_len: 1024 * 1024,
+            max_cas: u64::MAX,
         }
     }
 }
