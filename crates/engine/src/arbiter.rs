@@ -24,7 +24,7 @@
 //! ([`CreditPolicy::Memshare`]) takes credits from a random holder whatever it keeps, and
 //! shadow-queue hits come fastest to the tenants with the most requests, so a low-rate tenant
 //! whose working set is larger than its share lost its pooled memory to them and then hit less
-//! than in a partition of its own (3.0–7.4 points below its static LRU partition on the
+//! than in a partition of its own (2.8–7.9 points below its static LRU partition on the
 //! Twitter-shaped mix, `docs/results.md`). With floors, a tenant that still misses what
 //! more memory would hold takes memory back from tenants above their floors; memory moves
 //! beyond the floors only from tenants whose shadow queues show no use for it.
@@ -38,6 +38,13 @@
 //! Shadow queues exist only once some tenant other than the default has a policy: a
 //! single-tenant cache pays nothing on misses. Misses use `try_lock`, so a request never waits
 //! for the cleaner filling a queue; a busy lock skips the check (Memshare §5.2).
+//!
+//! A credit costs O(1) whatever the number of tenants: the sums of reservations and of pooled
+//! memory are kept as they change, and the tenant a credit comes from is drawn from the list
+//! of tenants holding pooled memory — a few random draws, each accepted if it may give the
+//! credit (uniform over those that may), and a pass over that list only when the draws all
+//! fail. (A pass over every tenant id for each shadow-queue hit cost 2.3 µs per miss with 8
+//! tenants and 3.8 µs with 1,000; `shadow_hits` bench, `docs/benchmarks.md`.)
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -80,10 +87,122 @@ impl Shadow {
     }
 }
 
+/// A set of tenant ids with O(1) insert, remove and uniform draws.
+#[derive(Debug)]
+struct Members {
+    ids: Vec<u16>,
+    /// Each tenant's place in `ids`, or [`ABSENT`].
+    at: Vec<u32>,
+}
+
+/// `Members::at` of a tenant not in the set.
+const ABSENT: u32 = u32::MAX;
+
+impl Members {
+    fn new() -> Members {
+        Members { ids: Vec::new(), at: vec![ABSENT; MAX_TENANTS] }
+    }
+
+    fn set(&mut self, tenant: u16, member: bool) {
+        let at = self.at[usize::from(tenant)];
+        if member && at == ABSENT {
+            self.at[usize::from(tenant)] = self.ids.len() as u32;
+            self.ids.push(tenant);
+        } else if !member && at != ABSENT {
+            self.ids.swap_remove(at as usize);
+            if let Some(&moved) = self.ids.get(at as usize) {
+                self.at[usize::from(moved)] = at;
+            }
+            self.at[usize::from(tenant)] = ABSENT;
+        }
+    }
+}
+
+/// What tenants' floors depend on: usable memory, the sum of reservations and how many times
+/// a policy changed (a reservation or a credit), the floor's percentage (0: no floors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Floors {
+    usable: u64,
+    reserved: u64,
+    changes: u64,
+    percent: u64,
+}
+
+impl Floors {
+    /// How much of `pooled` tenant `t` may give: all of it without floors, else what it holds
+    /// above its floor (its share of usable memory in proportion to its reservation, times
+    /// the percentage), at most `pooled`.
+    fn givable(&self, t: &TenantState, pooled: u64) -> u64 {
+        if self.percent == 0 {
+            return pooled;
+        }
+        let reserved = t.reserved.load(Ordering::Relaxed);
+        let share =
+            u128::from(self.usable) * u128::from(reserved) / u128::from(self.reserved.max(1));
+        let floor = (share * u128::from(self.percent) / 100) as u64;
+        (reserved + pooled).saturating_sub(floor).min(pooled)
+    }
+}
+
 #[derive(Debug)]
 struct State {
     shadows: Vec<Shadow>,
     rng: u64,
+    /// The sum of every tenant's `pooled` (which only [`Arbiter::on_miss`] changes, under
+    /// the lock).
+    pooled: u64,
+    /// Tenants whose `pooled` is not zero.
+    holders: Members,
+    /// Holders that may give a credit of the smallest size any tenant has
+    /// ([`Floors::givable`] at least `min_credit`): the others can give no tenant a credit.
+    givers: Members,
+    min_credit: u64,
+    /// Each tenant's [`Floors::givable`] under `floors`, by id: a dense array the choice of
+    /// a giver reads instead of the tenants' states.
+    givable: Vec<u64>,
+    floors: Floors,
+}
+
+/// Random draws from the givers before a pass over them.
+const DRAWS: usize = 8;
+
+impl State {
+    /// Moves `bytes` of pooled memory to tenant `to` (`from`: the tenant they come from, or
+    /// `None` for the unassigned pool), keeping the sum and the lists.
+    fn transfer(&mut self, tenants: &[TenantState], from: Option<u16>, to: u16, bytes: u64) {
+        match from {
+            Some(from) => {
+                tenants[usize::from(from)].pooled.fetch_sub(bytes, Ordering::Relaxed);
+                self.refresh(tenants, from);
+            }
+            None => self.pooled += bytes,
+        }
+        tenants[usize::from(to)].pooled.fetch_add(bytes, Ordering::Relaxed);
+        self.refresh(tenants, to);
+    }
+
+    /// Puts `tenant` in or out of the lists as its pooled memory and the floors now say.
+    fn refresh(&mut self, tenants: &[TenantState], tenant: u16) {
+        let t = &tenants[usize::from(tenant)];
+        let pooled = t.pooled.load(Ordering::Relaxed);
+        let givable = self.floors.givable(t, pooled);
+        self.givable[usize::from(tenant)] = givable;
+        self.holders.set(tenant, pooled > 0);
+        self.givers.set(tenant, givable >= self.min_credit);
+    }
+
+    /// Recomputes what the holders may give if what floors depend on changed.
+    fn set_floors(&mut self, tenants: &[TenantState], floors: Floors) {
+        if floors != self.floors {
+            self.floors = floors;
+            let credits = tenants.iter().map(|t| t.credit.load(Ordering::Relaxed));
+            self.min_credit = credits.min().unwrap_or(1).max(1);
+            for i in 0..self.holders.ids.len() {
+                let id = self.holders.ids[i];
+                self.refresh(tenants, id);
+            }
+        }
+    }
 }
 
 /// Which tenants a credit may come from once the pool is all assigned.
@@ -116,6 +235,11 @@ pub(crate) struct Arbiter {
     usable: AtomicU64,
     /// The floor in percent of a tenant's share; 0 for none ([`CreditPolicy::Memshare`]).
     floor_percent: AtomicU64,
+    /// The sum of every tenant's reservation ([`Arbiter::policy_changed`]).
+    reserved: AtomicU64,
+    /// How many times a tenant's policy changed (so that floors and the smallest credit are
+    /// recomputed even when the sum of reservations stays).
+    policy_changes: AtomicU64,
     state: Mutex<State>,
 }
 
@@ -125,9 +249,17 @@ impl Arbiter {
             enabled: AtomicBool::new(false),
             usable: AtomicU64::new(usable),
             floor_percent: AtomicU64::new(100),
+            reserved: AtomicU64::new(0),
+            policy_changes: AtomicU64::new(0),
             state: Mutex::new(State {
                 shadows: (0..MAX_TENANTS).map(|_| Shadow::default()).collect(),
                 rng: seed | 1,
+                pooled: 0,
+                holders: Members::new(),
+                givers: Members::new(),
+                givable: vec![0; MAX_TENANTS],
+                min_credit: 1,
+                floors: Floors::default(),
             }),
         }
     }
@@ -155,11 +287,18 @@ impl Arbiter {
         self.floor_percent.store(percent, Ordering::Relaxed);
     }
 
+    /// A tenant's policy was set, its reservation changing from `old` to `new` bytes. Every
+    /// policy change MUST be reported here, once, after it is in force: credits are drawn
+    /// against the sum of reservations and the smallest credit.
+    pub fn policy_changed(&self, old: u64, new: u64) {
+        self.reserved.fetch_add(new.wrapping_sub(old), Ordering::Relaxed);
+        self.policy_changes.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Pooled memory not yet won by any tenant.
-    fn unassigned(&self, tenants: &[TenantState]) -> u64 {
-        let reserved: u64 = tenants.iter().map(|t| t.reserved.load(Ordering::Relaxed)).sum();
-        let pooled: u64 = tenants.iter().map(|t| t.pooled.load(Ordering::Relaxed)).sum();
-        self.usable.load(Ordering::Relaxed).saturating_sub(reserved).saturating_sub(pooled)
+    fn unassigned(&self, state: &State) -> u64 {
+        let reserved = self.reserved.load(Ordering::Relaxed);
+        self.usable.load(Ordering::Relaxed).saturating_sub(reserved).saturating_sub(state.pooled)
     }
 
     /// A GET miss of `tenant` for `hash` (Algorithm 2). Never blocks.
@@ -171,40 +310,44 @@ impl Arbiter {
         let me = &tenants[usize::from(tenant)];
         me.shadow_hits.fetch_add(1, Ordering::Relaxed);
         let credit = me.credit.load(Ordering::Relaxed);
-        if self.unassigned(tenants) >= credit {
-            me.pooled.fetch_add(credit, Ordering::Relaxed);
+        if self.unassigned(&state) >= credit {
+            state.transfer(tenants, None, tenant, credit);
             me.credits_gained.fetch_add(1, Ordering::Relaxed);
             return;
         }
         // pickRandom over the other tenants holding at least one credit of pooled memory
         // (and, with floors, keeping their floor without it).
-        let reserved = |t: &TenantState| t.reserved.load(Ordering::Relaxed);
-        let percent = self.floor_percent.load(Ordering::Relaxed);
-        let floors = percent > 0;
-        let all_reserved: u64 = if floors { tenants.iter().map(reserved).sum() } else { 0 };
-        let usable = self.usable.load(Ordering::Relaxed);
-        let keeps_floor = move |t: &TenantState| {
-            let share =
-                u128::from(usable) * u128::from(reserved(t)) / u128::from(all_reserved.max(1));
-            let floor = share * u128::from(percent) / 100;
-            u128::from(reserved(t) + t.pooled.load(Ordering::Relaxed) - credit) >= floor
+        let floors = Floors {
+            usable: self.usable.load(Ordering::Relaxed),
+            reserved: self.reserved.load(Ordering::Relaxed),
+            changes: self.policy_changes.load(Ordering::Relaxed),
+            percent: self.floor_percent.load(Ordering::Relaxed),
         };
-        let holders = || {
-            tenants.iter().enumerate().filter(move |&(i, t)| {
-                i != usize::from(tenant)
-                    && t.pooled.load(Ordering::Relaxed) >= credit
-                    && (!floors || keeps_floor(t))
-            })
-        };
-        let count = holders().count();
-        if count == 0 {
-            return;
+        state.set_floors(tenants, floors);
+        // Uniform over the givers that may give this credit: draws accepted only if they may
+        // (each accepted draw is uniform over those), then, if all fail, one pick among them.
+        let State { givers, givable, rng, .. } = &mut *state;
+        let may_give = |id: u16| id != tenant && givable[usize::from(id)] >= credit;
+        let givers = &givers.ids;
+        let mut from = None;
+        for _ in 0..DRAWS.min(givers.len()) {
+            let at = (next_random(rng) % givers.len() as u64) as usize;
+            if may_give(givers[at]) {
+                from = Some(givers[at]);
+                break;
+            }
         }
-        let pick = (next_random(&mut state.rng) % count as u64) as usize;
-        let (_, from) = holders().nth(pick).expect("pick < count");
-        from.pooled.fetch_sub(credit, Ordering::Relaxed);
-        from.credits_lost.fetch_add(1, Ordering::Relaxed);
-        me.pooled.fetch_add(credit, Ordering::Relaxed);
+        if from.is_none() {
+            let count = givers.iter().filter(|&&id| may_give(id)).count();
+            if count == 0 {
+                return;
+            }
+            let pick = (next_random(rng) % count as u64) as usize;
+            from = givers.iter().copied().filter(|&id| may_give(id)).nth(pick);
+        }
+        let Some(from) = from else { return };
+        state.transfer(tenants, Some(from), tenant, credit);
+        tenants[usize::from(from)].credits_lost.fetch_add(1, Ordering::Relaxed);
         me.credits_gained.fetch_add(1, Ordering::Relaxed);
     }
 
@@ -258,22 +401,26 @@ mod tests {
     use super::*;
     use crate::tenant::TenantPolicy;
 
-    fn tenants(reserved: &[u64]) -> Vec<TenantState> {
-        (0..MAX_TENANTS)
+    /// Tenants with these reservations (the rest none) and an arbiter of `usable` bytes that
+    /// knows them.
+    fn tenants(reserved: &[u64], usable: u64) -> (Vec<TenantState>, Arbiter) {
+        let a = Arbiter::new(usable, 1);
+        a.enable();
+        let ts = (0..MAX_TENANTS)
             .map(|i| {
                 let t = TenantState::default();
                 let r = reserved.get(i).copied().unwrap_or(0);
                 t.set_policy(&TenantPolicy { reserved: r, credit: 100, ..TenantPolicy::default() });
+                a.policy_changed(0, r);
                 t
             })
-            .collect()
+            .collect();
+        (ts, a)
     }
 
     #[test]
     fn shadow_hits_take_unassigned_memory_first_then_from_holders() {
-        let ts = tenants(&[500, 300]);
-        let a = Arbiter::new(1_000, 1);
-        a.enable();
+        let (ts, a) = tenants(&[500, 300], 1_000);
         a.on_evictions(&[(1, 42, 10), (0, 7, 10)]);
         a.on_miss(&ts, 1, 41);
         assert_eq!(ts[1].shadow_hits.load(Ordering::Relaxed), 0, "not in the queue");
@@ -303,9 +450,7 @@ mod tests {
             (CreditPolicy::Memshare, 4),
         ];
         for (policy, lost) in policies {
-            let ts = tenants(&[300, 300]);
-            let a = Arbiter::new(1_000, 1);
-            a.enable();
+            let (ts, a) = tenants(&[300, 300], 1_000);
             a.set_credit_policy(policy);
             a.on_evictions(&[(1, 42, 10), (0, 7, 10)]);
             // Tenant 1 wins the whole pool (400): 700, above its floor by 200.
@@ -319,6 +464,71 @@ mod tests {
             }
             assert_eq!(ts[1].credits_lost.load(Ordering::Relaxed), lost, "{policy:?}");
             assert_eq!(ts[0].target(), 300 + 100 * lost, "{policy:?}");
+        }
+    }
+
+    #[test]
+    fn credits_keep_the_sums_the_holders_and_the_floors_and_come_uniformly() {
+        let mut rng = 99u64;
+        for policy in [CreditPolicy::default(), CreditPolicy::Memshare] {
+            // 40 tenants with uneven reservations; 100,000 bytes usable.
+            let reserved: Vec<u64> = (0..40).map(|i| 200 + (i * 37 % 11) * 100).collect();
+            let (ts, a) = tenants(&reserved, 100_000);
+            a.set_credit_policy(policy);
+            let all: u64 = reserved.iter().sum();
+            let evicted: Vec<(u16, u64, u32)> =
+                (0..40).map(|t| (t, 1000 + u64::from(t), 1)).collect();
+            a.on_evictions(&evicted);
+            let mut lost_from = vec![0u64; 40];
+            for step in 0..20_000 {
+                let t = (next_random(&mut rng) % 40) as u16;
+                let before: Vec<u64> =
+                    ts.iter().map(|t| t.pooled.load(Ordering::Relaxed)).collect();
+                a.on_miss(&ts, t, 1000 + u64::from(t));
+                let state = a.state.lock().unwrap();
+                let pooled: Vec<u64> =
+                    ts.iter().map(|t| t.pooled.load(Ordering::Relaxed)).collect();
+                assert_eq!(pooled.iter().sum::<u64>(), state.pooled, "step {step}");
+                assert!(all + state.pooled <= 100_000, "never more than usable");
+                let mut holders = state.holders.ids.clone();
+                holders.sort_unstable();
+                let expected: Vec<u16> =
+                    (0..MAX_TENANTS as u16).filter(|&i| pooled[usize::from(i)] > 0).collect();
+                assert_eq!(holders, expected, "step {step}");
+                let mut givers = state.givers.ids.clone();
+                givers.sort_unstable();
+                let expected: Vec<u16> = expected
+                    .into_iter()
+                    .filter(|&i| {
+                        state.floors.givable(&ts[usize::from(i)], pooled[usize::from(i)])
+                            >= state.min_credit
+                    })
+                    .collect();
+                assert_eq!(givers, expected, "step {step}");
+                for &i in &holders {
+                    let fresh = state.floors.givable(&ts[usize::from(i)], pooled[usize::from(i)]);
+                    assert_eq!(state.givable[usize::from(i)], fresh, "step {step}");
+                }
+                for set in [&state.holders, &state.givers] {
+                    for (i, &at) in set.at.iter().enumerate() {
+                        assert!(at == ABSENT || set.ids[at as usize] == i as u16);
+                    }
+                }
+                for (i, (&b, &p)) in before.iter().zip(&pooled).enumerate() {
+                    if p < b {
+                        lost_from[i] += 1;
+                        let share = 100_000 * reserved[i] / all;
+                        if policy != CreditPolicy::Memshare {
+                            assert!(reserved[i] + p >= share, "tenant {i} gave below its floor");
+                        }
+                    }
+                }
+            }
+            // Memshare's rule takes from any holder, uniformly: every tenant lost some.
+            if policy == CreditPolicy::Memshare {
+                let (min, max) = (lost_from.iter().min().unwrap(), lost_from.iter().max().unwrap());
+                assert!(*min > 0 && *max < 3 * *min, "uneven draws: {lost_from:?}");
+            }
         }
     }
 

@@ -365,7 +365,8 @@ impl Engine {
     /// Sets `tenant`'s reservation, credit, rank function, idle tax and cap. Takes effect at
     /// the cleaner's next pass; cached items are untouched.
     pub fn set_tenant_policy(&self, tenant: TenantId, policy: TenantPolicy) {
-        self.inner.tenants[usize::from(tenant.0)].set_policy(&policy);
+        let old = self.inner.tenants[usize::from(tenant.0)].set_policy(&policy);
+        self.inner.arbiter.policy_changed(old, policy.reserved);
         if tenant != TenantId(0) {
             // More than the default tenant: shadow queues and need-ordered cleaning start.
             self.inner.arbiter.enable();

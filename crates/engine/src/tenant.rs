@@ -276,8 +276,9 @@ impl TenantState {
         dbs
     }
 
-    pub fn set_policy(&self, p: &TenantPolicy) {
-        self.reserved.store(p.reserved, Ordering::Relaxed);
+    /// Sets the policy; returns the reservation it replaced.
+    pub fn set_policy(&self, p: &TenantPolicy) -> u64 {
+        let old = self.reserved.swap(p.reserved, Ordering::Relaxed);
         self.credit.store(p.credit.max(1), Ordering::Relaxed);
         self.rank.store(p.rank.code(), Ordering::Relaxed);
         let (ppm, idle) = match p.idle_tax {
@@ -289,6 +290,7 @@ impl TenantState {
         self.hard_cap.store(p.hard_cap.unwrap_or(NONE), Ordering::Relaxed);
         self.max_keys.store(p.max_keys.unwrap_or(NONE), Ordering::Relaxed);
         self.max_bytes.store(p.max_bytes.unwrap_or(NONE), Ordering::Relaxed);
+        old
     }
 
     pub fn policy(&self) -> TenantPolicy {
