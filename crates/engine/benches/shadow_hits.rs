@@ -14,17 +14,15 @@
 //! shadow hits per miss, each the median of three rounds, with the ratio to 8 tenants.
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::Instant;
 
-use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, Store, TenantId, TenantPolicy,
-};
+use fridge_engine::{Store, TenantId};
 
 mod common;
+mod tenancy;
 use common::{arg, median};
+use tenancy::{MEMORY, reserving_engine};
 
-const MEMORY: usize = 64 << 20;
 const VALUE: [u8; 200] = [7; 200];
 
 fn key(i: u64) -> [u8; 16] {
@@ -37,19 +35,7 @@ fn key(i: u64) -> [u8; 16] {
 
 /// One round with `tenants` tenants: (ns per GET miss, shadow hits per miss).
 fn round(tenants: u64, misses: u64) -> (f64, f64) {
-    let config = EngineConfig {
-        max_memory: MEMORY,
-        segment_size: 1 << 20,
-        cleaner: CleanerMode::Inline,
-        eviction: Eviction::Memshare,
-        ..EngineConfig::default()
-    };
-    let engine = Engine::with_clock(config, Arc::new(ManualClock::new(1_700_000_000_000))).unwrap();
-    let reserved = MEMORY as u64 / 2 / tenants;
-    for t in 0..tenants {
-        let policy = TenantPolicy { reserved, ..TenantPolicy::default() };
-        engine.set_tenant_policy(TenantId(t as u16), policy);
-    }
+    let engine = reserving_engine(tenants as usize);
     let mut worker = engine.worker().unwrap();
     let written = 4 * MEMORY as u64 / 240;
     let tenant = |i: u64| TenantId((i % tenants) as u16);

@@ -14,35 +14,21 @@
 //! the median of three rounds, with the ratio to 8 tenants.
 
 use std::hint::black_box;
-use std::sync::Arc;
 use std::time::Instant;
 
-use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, Store, TenantId, TenantPolicy,
-};
+use fridge_engine::{Store, TenantId};
 use fridge_workload::Rng;
 
 mod common;
+mod tenancy;
 use common::{arg, median};
+use tenancy::reserving_engine;
 
-const MEMORY: usize = 64 << 20;
 const KEYS: u64 = 2_000_000;
 
 /// One round with `tenants` tenants: (ns per store, relocated items per store).
 fn round(tenants: usize, stores: usize) -> (f64, f64) {
-    let config = EngineConfig {
-        max_memory: MEMORY,
-        segment_size: 1 << 20,
-        cleaner: CleanerMode::Inline,
-        eviction: Eviction::Memshare,
-        ..EngineConfig::default()
-    };
-    let engine = Engine::with_clock(config, Arc::new(ManualClock::new(1_700_000_000_000))).unwrap();
-    let reserved = (MEMORY / 2 / tenants) as u64;
-    for t in 0..tenants {
-        let policy = TenantPolicy { reserved, ..TenantPolicy::default() };
-        engine.set_tenant_policy(TenantId(t as u16), policy);
-    }
+    let engine = reserving_engine(tenants);
     let mut worker = engine.worker().unwrap();
     let mut rng = Rng::new(11);
     let value = [7u8; 64];

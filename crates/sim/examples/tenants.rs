@@ -21,6 +21,11 @@
 //!   partition instead of 100% (the default, [`CreditPolicy::Floor`]);
 //! - `fridge R%, Memshare's credits`: the same, credits taken from any holder (Memshare
 //!   Algorithm 2) instead of only from tenants above their floors;
+//! - `fridge 75%, shares by record bytes`: the same as `fridge 75% reserved`, with each
+//!   tenant's share (and so its reservation and floor) in proportion to its working set as
+//!   the engine stores it — keys × (object + the 25-byte record header) — instead of object
+//!   bytes: a small-object tenant's share then holds the same fraction of its working set as
+//!   a large-object tenant's;
 //! - `fridge 75% + idle tax`: the same with a 50% idle tax on items unread for `idle ms`
 //!   (default 250 ms of trace time: the cache turns over about every half second, so a
 //!   longer idle time finds no idle items).
@@ -46,6 +51,8 @@ use fridge_sim::sweep::policy_key;
 use fridge_workload::{Op, Request, SizeDist, twitter_mix};
 
 const KEY_SCALE: f64 = 5e-3;
+/// Bytes of the engine's record header (`fridge_engine::item::HEADER_LEN`).
+const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
 /// The memcached model's slab page (`-I`): small enough that every tenant's share holds pages.
 const MEMCACHED_PAGE: u32 = 64 << 10;
 const SEED: u64 = 42;
@@ -88,6 +95,15 @@ fn main() {
     let total_wss: u64 = wss.iter().sum();
     let memory = (total_wss as f64 * fraction) as u64;
     let share = |t: usize| (memory as f64 * wss[t] as f64 / total_wss as f64) as u64;
+    // The working sets as the engine stores them: each object with its record header.
+    let stored: Vec<u64> = mix
+        .tenants
+        .iter()
+        .zip(&wss)
+        .map(|(t, &bytes)| bytes + t.workload.keys * RECORD_HEADER)
+        .collect();
+    let total_stored: u64 = stored.iter().sum();
+    let record_share = |t: usize| (memory as f64 * stored[t] as f64 / total_stored as f64) as u64;
     println!(
         "{tenants} tenants, {requests} requests over {:.1} s, working set {:.1} MB, cache {:.1} MB ({:.0}%)",
         stream.last().map_or(0, |r| r.time_ms) as f64 / 1e3,
@@ -130,6 +146,11 @@ fn main() {
         let tenancy = Tenancy { reserved, idle_tax: tax, credits };
         rows.push((name.into(), run_fridge(&stream, tenants, memory, &share, tenancy, eviction)));
     }
+    let tenancy = Tenancy { reserved: 0.75, idle_tax: None, credits: floor };
+    rows.push((
+        "fridge 75%, shares by record bytes".into(),
+        run_fridge(&stream, tenants, memory, &record_share, tenancy, eviction),
+    ));
 
     let combined = |c: &[Count]| {
         let (g, h) = c.iter().fold((0, 0), |(g, h), c| (g + c.gets, h + c.hits));
