@@ -10,8 +10,9 @@
 //! 64 MiB in 1 MiB segments, Memshare's pass, every tenant reserving an equal share of half the
 //! memory, 16-byte keys, 200-byte values; tenant `i % n` stores key `i` until four times the
 //! memory was written, then GETs 200K keys written just before the 350K most recent (evicted by
-//! then, and recently enough to be in their tenant's shadow queue with any tenant count). Reported per tenant count: nanoseconds per GET miss,
-//! shadow hits per miss, each the median of three rounds, with the ratio to 8 tenants.
+//! then, and recently enough to be in their tenant's shadow queue with any tenant count).
+//! Reported per tenant count: nanoseconds per GET miss, shadow hits per miss, each the median
+//! of three rounds, with the ratio to 8 tenants.
 
 use std::hint::black_box;
 use std::time::Instant;

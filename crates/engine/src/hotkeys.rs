@@ -82,8 +82,8 @@ pub struct HotKeys {
 const NAME_HEAD: usize = 8;
 
 /// Appends one name sample to a pool's name buffer: digest (4 bytes, little-endian), tenant
-/// (2 bytes, little-endian), database, key length, key. Skips keys longer than [`NAME_MAX`] and samples that would
-/// take the buffer past [`NAMES_PER_POOL`].
+/// (2 bytes, little-endian), database, key length, key. Skips keys longer than [`NAME_MAX`]
+/// and samples that would take the buffer past [`NAMES_PER_POOL`].
 #[inline]
 pub fn push_name(names: &mut Vec<u8>, digest: u32, tenant: TenantId, db: u8, key: &[u8]) {
     if key.len() > NAME_MAX || names.len() + NAME_HEAD + key.len() > NAMES_PER_POOL {

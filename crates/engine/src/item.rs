@@ -8,11 +8,11 @@
 //! is:
 //!
 //! ```text
-//!  0             8                     15        16          20       21      22            25
+//!  0             8                      15          16          20       21      22            25
 //!  ├──── word ───┼───── cas (56 bits) ──┼ TENANT_HI ┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
-//!                                                                          [flags u32]
-//!                                                                          [kind u8]
-//!                                                                          [key len u16] key…
+//!                                                                                                [flags u32]
+//!                                                                                                [kind u8]
+//!                                                                                                [key len u16] key…
 //!
 //!  word (u64, little-endian):
 //!  │ 63        │ 62       │ 61 ... 54 │  53   │ 52 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
