@@ -53,7 +53,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::item::MAX_TENANTS;
 use crate::tenant::TenantState;
 
-/// Bytes of items each tenant's shadow queue remembers (Memshare §6.1).
+/// Bytes of items each tenant's shadow queue remembers by default (Memshare §6.1;
+/// [`crate::EngineConfig::shadow_bytes`]).
 pub const SHADOW_BYTES: u64 = 10 << 20;
 
 /// Hashes and sizes of a tenant's recently evicted items.
@@ -66,11 +67,12 @@ struct Shadow {
 }
 
 impl Shadow {
-    fn push(&mut self, hash: u64, size: u32) {
+    /// Remembers an evicted item, forgetting the oldest past `budget` bytes of items.
+    fn push(&mut self, hash: u64, size: u32, budget: u64) {
         self.ring.push_back((hash, size));
         *self.members.entry(hash).or_default() += 1;
         self.bytes += u64::from(size);
-        while self.bytes > SHADOW_BYTES {
+        while self.bytes > budget {
             let Some((old, old_size)) = self.ring.pop_front() else { break };
             self.bytes -= u64::from(old_size);
             if let Some(n) = self.members.get_mut(&old) {
@@ -235,6 +237,8 @@ pub(crate) struct Arbiter {
     usable: AtomicU64,
     /// The floor in percent of a tenant's share; 0 for none ([`CreditPolicy::Memshare`]).
     floor_percent: AtomicU64,
+    /// Bytes of items each tenant's shadow queue remembers.
+    shadow_bytes: u64,
     /// The sum of every tenant's reservation ([`Arbiter::policy_changed`]).
     reserved: AtomicU64,
     /// How many times a tenant's policy changed (so that floors and the smallest credit are
@@ -244,11 +248,12 @@ pub(crate) struct Arbiter {
 }
 
 impl Arbiter {
-    pub fn new(usable: u64, seed: u64) -> Arbiter {
+    pub fn new(usable: u64, seed: u64, shadow_bytes: u64) -> Arbiter {
         Arbiter {
             enabled: AtomicBool::new(false),
             usable: AtomicU64::new(usable),
             floor_percent: AtomicU64::new(100),
+            shadow_bytes,
             reserved: AtomicU64::new(0),
             policy_changes: AtomicU64::new(0),
             state: Mutex::new(State {
@@ -358,7 +363,7 @@ impl Arbiter {
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         for &(tenant, hash, size) in evicted {
-            state.shadows[usize::from(tenant)].push(hash, size);
+            state.shadows[usize::from(tenant)].push(hash, size, self.shadow_bytes);
         }
     }
 }
@@ -404,7 +409,7 @@ mod tests {
     /// Tenants with these reservations (the rest none) and an arbiter of `usable` bytes that
     /// knows them.
     fn tenants(reserved: &[u64], usable: u64) -> (Vec<TenantState>, Arbiter) {
-        let a = Arbiter::new(usable, 1);
+        let a = Arbiter::new(usable, 1, SHADOW_BYTES);
         a.enable();
         let ts = (0..MAX_TENANTS)
             .map(|i| {
@@ -536,11 +541,11 @@ mod tests {
     fn shadow_queues_forget_beyond_their_byte_budget() {
         let mut s = Shadow::default();
         for h in 0..30 {
-            s.push(h, (1 << 20) as u32);
+            s.push(h, (1 << 20) as u32, SHADOW_BYTES);
         }
         assert!(!s.contains(0) && s.contains(29));
         assert!(s.bytes <= SHADOW_BYTES);
-        s.push(29, 1);
+        s.push(29, 1, SHADOW_BYTES);
         assert!(s.contains(29));
     }
 

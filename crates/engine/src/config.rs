@@ -70,6 +70,9 @@ pub struct EngineConfig {
     pub slb_bytes: usize,
     /// Where the arbiter's credits may come from once its pool is all assigned (tenants).
     pub credit_policy: CreditPolicy,
+    /// Bytes of evicted items each tenant's shadow queue remembers (Memshare §6.1: 10 MiB,
+    /// the default). Each remembered item costs about 35 bytes of memory outside the arena.
+    pub shadow_bytes: u64,
     /// Where the hitmap lives: host memory, a GPU, or a GPU where one is usable.
     pub metadata_device: MetadataDevice,
 }
@@ -184,6 +187,7 @@ impl Default for EngineConfig {
             eviction: Eviction::Queues(Queues::default()),
             slb_bytes: 0,
             credit_policy: CreditPolicy::default(),
+            shadow_bytes: crate::arbiter::SHADOW_BYTES,
             metadata_device: MetadataDevice::default(),
         }
     }

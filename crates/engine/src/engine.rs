@@ -129,7 +129,11 @@ impl Engine {
             metadata,
             metadata_note: std::sync::OnceLock::new(),
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
-            arbiter: Arbiter::new((usable * config.segment_size) as u64, config.seed),
+            arbiter: Arbiter::new(
+                (usable * config.segment_size) as u64,
+                config.seed,
+                config.shadow_bytes,
+            ),
             ghost,
             main_ghost,
             small_target: AtomicU64::new(small_target),

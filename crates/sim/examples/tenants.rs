@@ -3,8 +3,10 @@
 //! on the same request stream (Memshare §6; `docs/results.md`).
 //!
 //! ```text
-//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms] [memshare|queues]
+//! cargo run --release -p fridge-sim --example tenants -- [tenants] [requests] [cache fraction] [idle ms] [memshare|queues] [shadow KiB]
 //! ```
+//!
+//! `shadow KiB`: what each tenant's shadow queue remembers (default 10 MiB, Memshare §6.1).
 //!
 //! The engine evicts with Memshare's pass, as the server does with tenants configured
 //! (`--eviction auto`), or with S3-FIFO's queues (`queues`).
@@ -75,6 +77,10 @@ fn main() {
     let requests: usize = args.get(1).map_or(10_000_000, |s| s.parse().expect("requests"));
     let fraction: f64 = args.get(2).map_or(0.1, |s| s.parse().expect("cache fraction"));
     let idle_ms: u64 = args.get(3).map_or(250, |s| s.parse().expect("idle time, ms"));
+    let shadow_bytes: u64 =
+        args.get(5).map_or(fridge_engine::EngineConfig::default().shadow_bytes, |s| {
+            s.parse::<u64>().expect("shadow KiB") << 10
+        });
     let eviction = match args.get(4).map(String::as_str) {
         None | Some("memshare") => Eviction::Memshare,
         Some("queues") => Eviction::Queues(Queues::default()),
@@ -144,12 +150,15 @@ fn main() {
         ("fridge 50%, Memshare's credits", 0.5, None, memshare),
     ] {
         let tenancy = Tenancy { reserved, idle_tax: tax, credits };
-        rows.push((name.into(), run_fridge(&stream, tenants, memory, &share, tenancy, eviction)));
+        rows.push((
+            name.into(),
+            run_fridge(&stream, tenants, memory, &share, tenancy, eviction, shadow_bytes),
+        ));
     }
     let tenancy = Tenancy { reserved: 0.75, idle_tax: None, credits: floor };
     rows.push((
         "fridge 75%, shares by record bytes".into(),
-        run_fridge(&stream, tenants, memory, &record_share, tenancy, eviction),
+        run_fridge(&stream, tenants, memory, &record_share, tenancy, eviction, shadow_bytes),
     ));
 
     let combined = |c: &[Count]| {
@@ -272,6 +281,7 @@ fn run_fridge(
     share: &dyn Fn(usize) -> u64,
     tenancy: Tenancy,
     eviction: Eviction,
+    shadow_bytes: u64,
 ) -> Vec<Count> {
     let Tenancy { reserved, idle_tax, credits } = tenancy;
     let largest = stream.iter().map(Request::object_size).max().unwrap_or(0);
@@ -287,6 +297,7 @@ fn run_fridge(
         eviction,
         // Nobody reads the values: lay them out, do not copy them (as `fridge-sim`).
         copy_values: false,
+        shadow_bytes,
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
