@@ -39,12 +39,12 @@
 //! single-tenant cache pays nothing on misses. Misses use `try_lock`, so a request never waits
 //! for the cleaner filling a queue; a busy lock skips the check (Memshare §5.2).
 //!
-//! A credit costs O(1) whatever the number of tenants: the sums of reservations and of pooled
-//! memory are kept as they change, and the tenant a credit comes from is drawn from the list
-//! of tenants holding pooled memory — a few random draws, each accepted if it may give the
-//! credit (uniform over those that may), and a pass over that list only when the draws all
-//! fail. (A pass over every tenant id for each shadow-queue hit cost 2.3 µs per miss with 8
-//! tenants and 3.8 µs with 1,000; `shadow_hits` bench, `docs/benchmarks.md`.)
+//! A credit does not visit every tenant: the sums of reservations and of pooled memory are
+//! kept as they change, and the tenant a credit comes from is drawn from the list of givers
+//! (tenants holding pooled memory above their floors) — a few random draws, each accepted if
+//! it may give the credit (uniform over those that may), and a pass over the givers only when
+//! the draws all fail. (A pass over every tenant id for each shadow-queue hit cost 2.4 µs per
+//! miss with 8 tenants and 3.9 µs with 1,000; `shadow_hits` bench, `docs/benchmarks.md`.)
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

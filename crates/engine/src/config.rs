@@ -71,7 +71,8 @@ pub struct EngineConfig {
     /// Where the arbiter's credits may come from once its pool is all assigned (tenants).
     pub credit_policy: CreditPolicy,
     /// Bytes of evicted items each tenant's shadow queue remembers (Memshare §6.1: 10 MiB,
-    /// the default). Each remembered item costs about 35 bytes of memory outside the arena.
+    /// the default). Each remembered item costs a ring entry and a hash-map entry (16 bytes
+    /// each before the containers' slack), outside the arena.
     pub shadow_bytes: u64,
     /// Where the hitmap lives: host memory, a GPU, or a GPU where one is usable.
     pub metadata_device: MetadataDevice,

@@ -62,12 +62,12 @@
 //! engine handle. A load that meets damage after it has stored items (a bad block further on)
 //! flushes what it stored: the server starts empty, never with part of a damaged file.
 
-use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use fridge_engine::item::MAX_TENANTS;
 use fridge_engine::{Condition, Expiry, Kind, Store, TenantId};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
@@ -572,12 +572,11 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
         )));
     }
     let tenants = shared.tenants();
-    // The file's tenant id → the id of the tenant of that name now.
-    let mut ids: HashMap<u16, TenantId> = HashMap::new();
+    // By the file's tenant id: the id of the tenant of that name now.
+    let len = header.tenants.iter().map(|(id, _)| usize::from(*id) + 1).max().unwrap_or(0);
+    let mut ids: Vec<Option<TenantId>> = vec![None; len];
     for (id, name) in &header.tenants {
-        if let Some(now) = tenants.find(name.as_bytes()) {
-            ids.insert(*id, now);
-        }
+        ids[usize::from(*id)] = tenants.find(name.as_bytes());
     }
     let engine = &shared.engine;
     let now = shared.clock.now_ms();
@@ -616,8 +615,8 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
     if let Some(e) = failed {
         // Part of a damaged file: drop what was stored of it.
         if let Ok(mut worker) = engine.worker() {
-            for &t in &total.touched {
-                worker.flush(t, 0);
+            for (t, _) in total.touched.iter().enumerate().filter(|(_, t)| **t) {
+                worker.flush(TenantId(t as u16), 0);
             }
         }
         return Err(e);
@@ -635,14 +634,26 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<Option<Loaded>, LoadE
 const MAX_LOADERS: usize = 8;
 
 /// What one loader did.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Tally {
     records: u64,
     expired: u64,
     unplaced: u64,
     cas_high: u64,
     /// The tenants it stored items of (by id now).
-    touched: HashSet<TenantId>,
+    touched: Vec<bool>,
+}
+
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            records: 0,
+            expired: 0,
+            unplaced: 0,
+            cas_high: 0,
+            touched: vec![false; MAX_TENANTS],
+        }
+    }
 }
 
 impl Tally {
@@ -651,7 +662,9 @@ impl Tally {
         self.expired += other.expired;
         self.unplaced += other.unplaced;
         self.cas_high = self.cas_high.max(other.cas_high);
-        self.touched.extend(&other.touched);
+        for (t, o) in self.touched.iter_mut().zip(&other.touched) {
+            *t |= o;
+        }
     }
 }
 
@@ -661,7 +674,7 @@ impl Tally {
 /// configured here.
 fn load_blocks(
     shared: &Shared,
-    ids: &HashMap<u16, TenantId>,
+    ids: &[Option<TenantId>],
     blocks: &std::sync::Mutex<std::sync::mpsc::Receiver<Block>>,
     now: u64,
 ) -> io::Result<Tally> {
@@ -676,7 +689,7 @@ fn load_blocks(
         let Ok(block) = next else { return Ok(tally) };
         for r in block.records() {
             tally.records += 1;
-            let Some(&tenant) = ids.get(&r.tenant) else {
+            let Some(tenant) = ids.get(usize::from(r.tenant)).copied().flatten() else {
                 tally.unplaced += 1;
                 continue;
             };
@@ -689,7 +702,7 @@ fn load_blocks(
                 continue;
             }
             tally.cas_high = tally.cas_high.max(r.cas);
-            tally.touched.insert(tenant);
+            tally.touched[usize::from(tenant.0)] = true;
             worker.select(r.db);
             let stored = worker.store(Store {
                 tenant,
