@@ -32,6 +32,34 @@ const NOT_INT: &[u8] =
     b"-ERR value is out of range, value must between -2147483648 and 2147483647\r\n";
 const SAME: &[u8] = b"-ERR source and destination objects are the same\r\n";
 
+/// Pipelined GETs are loaded ahead in the client's database (`prefetch_waiting_gets`); the
+/// replies come from it, and a memcached client on the same worker still reads database 0.
+#[test]
+fn pipelined_gets_read_the_clients_database() {
+    let mut config = config();
+    config.workers = 1;
+    let server = start_with(config);
+    let mut k = Conn::open(server.local_addr());
+    let setup: [(&str, &[u8]); 4] = [
+        ("SET a zero", b"+OK\r\n"),
+        ("SELECT 3", b"+OK\r\n"),
+        ("SET a three", b"+OK\r\n"),
+        ("SET b bee", b"+OK\r\n"),
+    ];
+    run(&mut k, &setup);
+    let (mut req, mut want) = (Vec::new(), Vec::new());
+    for _ in 0..8 {
+        for key in ["a", "b", "none"] {
+            req.extend_from_slice(&c(&format!("GET {key}")));
+        }
+        want.extend_from_slice(b"$5\r\nthree\r\n$3\r\nbee\r\n$-1\r\n");
+    }
+    k.send(&req).expect(&want);
+    let mut m = Conn::open(server.local_addr());
+    m.send(b"get a\r\nget a\r\nget b\r\n")
+        .expect(b"VALUE a 0 4\r\nzero\r\nEND\r\nVALUE a 0 4\r\nzero\r\nEND\r\nEND\r\n");
+}
+
 #[test]
 fn databases_hold_their_own_keys() {
     let server = start();

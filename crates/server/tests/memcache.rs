@@ -289,6 +289,45 @@ fn deep_pipeline_in_one_write() {
     c.send(&req).expect(&want);
 }
 
+/// Runs of one-key `get`s waiting together in the buffer are looked ahead of and their lines
+/// loaded before they run (`prefetch_waiting_gets`): the replies must be those of the same
+/// lines sent one at a time — hits, misses, `gets`, multigets and stores between them.
+#[test]
+fn pipelined_gets_answer_as_the_same_lines_one_at_a_time() {
+    let server = start();
+    let mut c = Conn::open(server.local_addr());
+    // k0..k19 are only read; k20..k39 are stored again with the value they hold.
+    for i in 0..40 {
+        let line = match i {
+            0..20 => format!("set k{i} {i} 0 2\r\nv{}\r\n", i % 10),
+            _ => format!("set k{i} 1 0 2\r\nxx\r\n"),
+        };
+        c.roundtrip(line.as_bytes(), b"STORED\r\n");
+    }
+    let lines: Vec<String> = (0..300)
+        .map(|i| match i % 11 {
+            3 => format!("get k{} k{} nothere\r\n", i % 40, (i + 7) % 40),
+            5 => format!("get missing{i}\r\n"),
+            7 => format!("gets k{}\r\n", (i * 3) % 20),
+            9 => format!("set k{} 1 0 2\r\nxx\r\n", 20 + i % 20),
+            _ => format!("get k{}\r\n", (i * 7) % 40),
+        })
+        .collect();
+    let mut alone = Vec::new();
+    for line in &lines {
+        c.send(line.as_bytes());
+        let end: &[&str] = if line.starts_with("set") { &["STORED"] } else { &["END"] };
+        loop {
+            let got = c.line();
+            alone.extend_from_slice(format!("{got}\r\n").as_bytes());
+            if end.contains(&got.as_str()) {
+                break;
+            }
+        }
+    }
+    c.send(lines.concat().as_bytes()).expect(&alone);
+}
+
 /// Reads the CAS value of `key` with `gets`.
 fn gets_cas(c: &mut Conn, key: &str) -> u64 {
     c.send(format!("gets {key}\r\n").as_bytes());

@@ -4,7 +4,9 @@
 //!   respects the limits, consumes no more than it was given, re-encodes to
 //!   bytes that parse back to the same request, and every strict prefix of
 //!   its bytes is `Incomplete`; every error skips at least one byte; fed in
-//!   growing pieces, the resumable parser answers what the plain one does.
+//!   growing pieces, the resumable parser answers what the plain one does;
+//!   the keys `waiting_get_keys` finds ahead lie in their own lines, in
+//!   order, and are the keys the parser takes from those lines.
 //! - Structured requests (classic and meta) built from `Arbitrary` values:
 //!   encode → parse gives the same request, the typed meta accessors return
 //!   what was put in, and the canonical bytes are stable.
@@ -14,7 +16,7 @@ use arbitrary::{Arbitrary, Unstructured};
 use fridge_proto::memcache::{
     ArithmeticCommand, Keys, Limits, MetaCommand, ParseError, Request, Retrieval, RetrievalCommand,
     Storage, StorageCommand, WatchEvents, base64_decoded_len, base64_encode, parse_request,
-    parse_request_resumable,
+    parse_request_resumable, waiting_get_keys,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -219,7 +221,33 @@ fn check_resumable(buf: &[u8], limits: &Limits) {
     }
 }
 
+/// The keys found ahead in `buf` each lie in the next line, in order, and where the parser
+/// (without size limits, which the look-ahead does not check) takes that line, it is a
+/// retrieval of that key alone, of the same bytes.
+fn check_waiting_gets(buf: &[u8]) {
+    let relaxed = Limits {
+        max_key_len: usize::MAX,
+        max_line_len: usize::MAX,
+        max_retrieval_line_len: usize::MAX,
+        ..Limits::default()
+    };
+    let mut keys = waiting_get_keys(buf);
+    let mut at = 0;
+    while let Some(key) = keys.next() {
+        let end = buf.len() - keys.remainder().len();
+        let start = key.as_ptr() as usize - buf.as_ptr() as usize;
+        assert!(at < start && start + key.len() < end, "the key lies in its line");
+        if let Ok((request, n)) = parse_request(&buf[at..], &relaxed) {
+            let Request::Retrieval(r) = request else { panic!("not a retrieval: {request:?}") };
+            assert_eq!(r.keys.iter().collect::<Vec<_>>(), [key]);
+            assert_eq!(n, end - at);
+        }
+        at = end;
+    }
+}
+
 fn check_raw(data: &[u8], limits: &Limits) {
+    check_waiting_gets(data);
     // The canonical form may be a byte longer per line (`\n` becomes `\r\n`).
     let relaxed =
         Limits { max_line_len: usize::MAX, max_retrieval_line_len: usize::MAX, ..*limits };

@@ -3,14 +3,17 @@
 //! - Raw bytes under random limits, parsed as a pipeline: every command
 //!   respects the limits, consumes no more than it was given, re-encodes (as
 //!   multibulk) to bytes that parse back to the same arguments, and every
-//!   strict prefix of its bytes is `Incomplete`.
+//!   strict prefix of its bytes is `Incomplete`; the keys `waiting_get_keys`
+//!   finds ahead are those of the `GET` commands the parser reads there.
 //! - Structured commands: multibulk `encode_command` → parse, plain inline
 //!   words, and quoted inline arguments with every byte escaped, all give
 //!   back the same arguments.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use fridge_proto::resp::{Args, Limits, ParseError, encode_command, parse_command};
+use fridge_proto::resp::{
+    Args, Limits, ParseError, encode_command, parse_command, waiting_get_keys,
+};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Arbitrary, Debug)]
@@ -135,7 +138,26 @@ fn check_parses_to(wire: &[u8], expected: &[&[u8]], args: &mut Args) {
     check_prefixes(wire, &UNLIMITED, args);
 }
 
+/// Each key found ahead in `buf` is the argument of the next command the parser reads (with
+/// no limits: the look-ahead checks none), a `GET` of that key alone, of the same bytes.
+fn check_waiting_gets(buf: &[u8], args: &mut Args) {
+    let mut keys = waiting_get_keys(buf);
+    let mut at = 0;
+    while let Some(key) = keys.next() {
+        let end = buf.len() - keys.remainder().len();
+        let n = parse_command(&buf[at..], &UNLIMITED, args).expect("a whole GET parses");
+        assert_eq!(n, end - at);
+        let cmd = args.command(&buf[at..]);
+        let got: Vec<&[u8]> = cmd.iter().collect();
+        assert_eq!(got.len(), 2);
+        assert!(got[0].eq_ignore_ascii_case(b"GET"));
+        assert_eq!(got[1], key);
+        at = end;
+    }
+}
+
 fn check_raw(data: &[u8], limits: &Limits, args: &mut Args) {
+    check_waiting_gets(data, args);
     let mut again = Args::new();
     let mut pos = 0;
     while pos < data.len() {

@@ -85,8 +85,8 @@ pub use meta::{
 };
 pub use request::{
     ArithmeticCommand, Keys, Request, Retrieval, RetrievalCommand, SpaceSplit, Storage,
-    StorageCommand, WatchEvents, encode_retrieval, oversize_store_key, parse_request,
-    parse_request_resumable,
+    StorageCommand, WaitingGetKeys, WatchEvents, encode_retrieval, oversize_store_key,
+    parse_request, parse_request_resumable, waiting_get_keys,
 };
 pub use response::{
     MetaStatus, Reply, Response, ResponseError, parse_response, write_client_error, write_data,

@@ -528,6 +528,45 @@ fn fast_retrieval<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
     Some(Request::Retrieval(Retrieval { command, exptime: 0, keys }))
 }
 
+/// The keys of the one-key `get`/`gets` lines waiting whole at the start of `buf`, in order,
+/// up to the first line that is anything else or has not all come: what a server can start
+/// loading from memory before it runs the lines one by one, so that their misses overlap
+/// (`docs/design.md`, "Batched lookups"). A hint, not a parse: a yielded key may still be
+/// refused when its line is parsed (a key too long), and no key is yielded that the line
+/// does not hold.
+pub fn waiting_get_keys(buf: &[u8]) -> WaitingGetKeys<'_> {
+    WaitingGetKeys { rest: buf }
+}
+
+/// The iterator of [`waiting_get_keys`].
+#[derive(Clone, Debug)]
+pub struct WaitingGetKeys<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for WaitingGetKeys<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let newline = memchr::memchr(b'\n', self.rest)?;
+        let line = &self.rest[..newline];
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let key = line.strip_prefix(b"get ").or_else(|| line.strip_prefix(b"gets "))?;
+        if key.is_empty() || memchr::memchr(b' ', key).is_some() {
+            return None;
+        }
+        self.rest = &self.rest[newline + 1..];
+        Some(key)
+    }
+}
+
+impl<'a> WaitingGetKeys<'a> {
+    /// The buffer after the lines whose keys were yielded.
+    pub fn remainder(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
 fn retrieval<'a>(
     command: RetrievalCommand,
     t: &Tokens<'a>,
@@ -776,6 +815,34 @@ pub fn oversize_store_key<'a>(buf: &'a [u8], limits: &Limits) -> Option<(&'a [u8
 mod tests {
     use super::super::RequestError;
     use super::*;
+
+    #[test]
+    fn waiting_get_keys_are_those_of_the_whole_one_key_get_lines_first_in_the_buffer() {
+        fn keys(buf: &[u8]) -> Vec<&[u8]> {
+            waiting_get_keys(buf).collect()
+        }
+        let want: [&[u8]; 3] = [b"a", b"bb", b"c"];
+        assert_eq!(keys(b"get a\r\ngets bb\nget c\r\nget d"), want, "the last line is not whole");
+        assert_eq!(keys(b"get a\r\nget x y\r\nget c\r\n"), [b"a"], "a multiget ends the run");
+        assert_eq!(keys(b"get a\r\nset b 0 0 1\r\nget c\r\n"), [b"a"], "so does a store");
+        assert_eq!(keys(b"get a \r\n"), Vec::<&[u8]>::new(), "a key is never more than the line");
+        let mut it = waiting_get_keys(b"get a\r\nset b 0 0 1\r\n");
+        assert_eq!((it.next(), it.next(), it.next()), (Some(&b"a"[..]), None, None));
+        assert_eq!(it.remainder(), b"set b 0 0 1\r\n", "the first line not taken");
+        for none in [&b"get \r\n"[..], b"get", b"mg a v\r\n", b"", b"\r\n", b" get a\r\n"] {
+            assert_eq!(keys(none), Vec::<&[u8]>::new(), "{:?}", String::from_utf8_lossy(none));
+        }
+        // Every yielded key is one the parser takes from its line.
+        let buf = b"get k1\r\ngets k2\r\nget k3\r\n";
+        let (mut at, limits) = (0, Limits::default());
+        for key in waiting_get_keys(buf) {
+            let (req, used) = parse_request(&buf[at..], &limits).expect("parses");
+            let Request::Retrieval(r) = req else { panic!("a retrieval") };
+            assert_eq!(r.keys.iter().collect::<Vec<_>>(), [key]);
+            at += used;
+        }
+        assert_eq!(at, buf.len());
+    }
 
     #[test]
     fn get_and_gets_parse_as_the_tokenizer_parses_them() {

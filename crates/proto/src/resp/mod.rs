@@ -60,7 +60,10 @@
 mod request;
 mod response;
 
-pub use request::{Args, Command, encode_command, eq_ignore_ascii_case, parse_command};
+pub use request::{
+    Args, Command, WaitingGetKeys, encode_command, eq_ignore_ascii_case, parse_command,
+    waiting_get_keys,
+};
 pub use response::{
     Frame, FrameError, parse_frame, value_len, write_array_header, write_big_number,
     write_blob_error, write_boolean, write_bulk, write_bulk_header, write_double, write_error,

@@ -432,9 +432,89 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
+/// The keys of the `GET key` commands (arrays of two bulk strings) waiting whole at the start
+/// of `buf`, in order, up to the first command that is anything else or has not all come:
+/// what a server can start loading from memory before it runs the commands one by one, so
+/// that their misses overlap. A hint, not a parse: no limit is checked, and no key is yielded
+/// that the command does not hold.
+pub fn waiting_get_keys(buf: &[u8]) -> WaitingGetKeys<'_> {
+    WaitingGetKeys { rest: buf }
+}
+
+/// The iterator of [`waiting_get_keys`].
+#[derive(Clone, Debug)]
+pub struct WaitingGetKeys<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Iterator for WaitingGetKeys<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        const HEAD: &[u8] = b"*2\r\n$3\r\n";
+        let rest = self.rest;
+        let name = rest.strip_prefix(HEAD)?;
+        if !name.get(..3)?.eq_ignore_ascii_case(b"GET") {
+            return None;
+        }
+        let len_field = name[3..].strip_prefix(b"\r\n$")?;
+        // The key's length: at most 10 digits, then CRLF.
+        let digits = len_field.iter().take(11).take_while(|c| c.is_ascii_digit()).count();
+        if digits == 0 || digits > 10 {
+            return None;
+        }
+        let len: usize = std::str::from_utf8(&len_field[..digits]).ok()?.parse().ok()?;
+        let key_start = len_field[digits..].strip_prefix(b"\r\n")?;
+        let key = key_start.get(..len)?;
+        let after = key_start[len..].strip_prefix(b"\r\n")?;
+        self.rest = after;
+        Some(key)
+    }
+}
+
+impl<'a> WaitingGetKeys<'a> {
+    /// The buffer after the commands whose keys were yielded.
+    pub fn remainder(&self) -> &'a [u8] {
+        self.rest
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waiting_get_keys_are_those_of_the_whole_get_commands_first_in_the_buffer() {
+        fn keys(buf: &[u8]) -> Vec<&[u8]> {
+            waiting_get_keys(buf).collect()
+        }
+        let buf = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n*2\r\n$3\r\nget\r\n$2\r\nbb\r\n*2\r\n$3\r\nGET\r\n$1\r\n";
+        assert_eq!(keys(buf), [b"a".as_slice(), b"bb"], "the last command is not whole");
+        let set = b"*2\r\n$3\r\nGET\r\n$1\r\na\r\n*3\r\n$3\r\nSET\r\n$1\r\nb\r\n$1\r\nc\r\n";
+        let mut it = waiting_get_keys(set);
+        assert_eq!((it.next(), it.next(), it.next()), (Some(&b"a"[..]), None, None));
+        assert_eq!(it.remainder(), &set[20..], "the first command not taken");
+        for none in [
+            &b"*2\r\n$3\r\nGET\r\n$2\r\nabc\r\n"[..], // the length does not match
+            b"*2\r\n$3\r\nGET\r\n$\r\n\r\n",
+            b"*2\r\n$3\r\nGET\r\n$99999999999\r\n",
+            b"*2\r\n$3\r\nDEL\r\n$1\r\na\r\n",
+            b"GET a\r\n",
+            b"",
+        ] {
+            assert_eq!(keys(none), Vec::<&[u8]>::new(), "{:?}", String::from_utf8_lossy(none));
+        }
+        // Every yielded key is the command's key as the parser takes it.
+        let (mut at, limits, mut args) = (0, Limits::default(), Args::new());
+        let mut it = waiting_get_keys(buf);
+        for key in it.by_ref() {
+            let used = parse_command(&buf[at..], &limits, &mut args).expect("parses");
+            let cmd = args.command(&buf[at..]);
+            assert_eq!(cmd.iter().nth(1), Some(key));
+            at += used;
+        }
+        assert_eq!(at, buf.len() - it.remainder().len());
+    }
 
     /// Feeds `wire` in pieces of `step` bytes, as reads from a socket would,
     /// reusing one `Args`; returns the parsed arguments.

@@ -6,6 +6,7 @@ use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use fridge_engine::{BATCH, TenantId};
 use fridge_proto::{binary, memcache, resp};
 
 use super::{Conn, Step, WATCH_OUTPUT, Wire};
@@ -263,6 +264,8 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
     // When the memcached request being run began: the end of the one before, or now.
     let mut since = None;
+    // The buffer up to here has been looked at for waiting GETs (`prefetch_waiting_gets`).
+    let mut looked_ahead = c.rstart;
     loop {
         if c.session.closing || c.session.watcher.as_ref().is_some_and(|w| !w.is_monitor()) {
             // Nothing after `quit`, a protocol error or `watch` is run.
@@ -313,11 +316,19 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         }
         let ran = match wire {
             Wire::Memcache => {
+                if c.rstart >= looked_ahead {
+                    looked_ahead = prefetch_waiting_gets(c, ctx, wire);
+                }
                 let since = since.get_or_insert_with(Instant::now);
                 run_memcache(c, ctx, limits, avail, since)
             }
             Wire::Binary => run_binary(c, ctx, limits, avail),
-            Wire::Resp => run_resp(c, ctx, limits, avail),
+            Wire::Resp => {
+                if c.rstart >= looked_ahead {
+                    looked_ahead = prefetch_waiting_gets(c, ctx, wire);
+                }
+                run_resp(c, ctx, limits, avail)
+            }
         };
         let used = match ran {
             Ran::Used(used) => used,
@@ -331,6 +342,70 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         c.rstart = 0;
         c.rend = 0;
     }
+}
+
+/// Before a run of pipelined one-key GETs waiting whole in the buffer (memcached `get`/`gets`
+/// lines, RESP `GET` commands), starts loading what they will read
+/// (`Worker::prefetch_gets`), so that their memory misses overlap instead of following one
+/// another as the requests run one by one. Returns the offset up to which the buffer was
+/// looked at (past the first request at least), where the next look starts.
+fn prefetch_waiting_gets(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    let left = match wire {
+        Wire::Memcache => prefetch_keys(c, ctx, wire, memcache::waiting_get_keys(buf)),
+        Wire::Resp => prefetch_keys(c, ctx, wire, resp::waiting_get_keys(buf)),
+        Wire::Binary => None,
+    };
+    left.map_or(c.rstart + 1, |left| c.rend - left)
+}
+
+/// The keys of the GETs waiting in a buffer, and the bytes after them.
+trait WaitingKeys<'a>: Iterator<Item = &'a [u8]> + Clone {
+    fn left(&self) -> usize;
+}
+
+impl<'a> WaitingKeys<'a> for memcache::WaitingGetKeys<'a> {
+    fn left(&self) -> usize {
+        self.remainder().len()
+    }
+}
+
+impl<'a> WaitingKeys<'a> for resp::WaitingGetKeys<'a> {
+    fn left(&self) -> usize {
+        self.remainder().len()
+    }
+}
+
+/// [`prefetch_waiting_gets`] for one protocol's keys: the first [`BATCH`] prefetched in the
+/// tenant and database the requests will run in (chosen as `crate::memcache::execute` and
+/// `crate::resp` choose them), and the bytes left after them; `None` with fewer than two
+/// (one GET gains nothing from loading its lines a moment early) or a request to resume.
+fn prefetch_keys<'a>(
+    c: &Conn,
+    ctx: &mut Ctx<'_>,
+    wire: Wire,
+    mut keys: impl WaitingKeys<'a>,
+) -> Option<usize> {
+    let s = &c.session;
+    let mut ahead = keys.clone();
+    let (Some(first), Some(_)) = (ahead.next(), ahead.next()) else {
+        return None;
+    };
+    let tenant = match s.user {
+        _ if s.resume.resuming => return None,
+        Some(t) => t,
+        None if s.must_login(ctx.tenants) => return None,
+        None if wire == Wire::Memcache || ctx.tenants.has_prefixes() => ctx.tenants.route(first),
+        None => TenantId(0),
+    };
+    let db = match wire {
+        Wire::Resp => ctx.shared.databases.physical(tenant, s.db),
+        _ => 0,
+    };
+    ctx.engine.select(db);
+    ctx.engine.prefetch_gets(tenant, keys.by_ref().take(BATCH));
+    ctx.engine.select(0);
+    Some(keys.left())
 }
 
 /// Longer first words than this decide for memcached without waiting for the word's end
