@@ -532,11 +532,15 @@ fn fast_retrieval<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
 /// up to the first line that is anything else or has not all come: what a server can start
 /// loading from memory before it runs the lines one by one, so that their misses overlap
 /// (`docs/design.md`, "Batched lookups"). A hint, not a parse: a yielded key may still be
-/// refused when its line is parsed (a key too long), and no key is yielded that the line
-/// does not hold.
+/// refused when its line is parsed (a control byte in it, say), no key is yielded that the
+/// line does not hold, and no line is looked at past 250 bytes of key (memcached's longest),
+/// so that a long line still arriving is not read again at every look.
 pub fn waiting_get_keys(buf: &[u8]) -> WaitingGetKeys<'_> {
     WaitingGetKeys { rest: buf }
 }
+
+/// memcached's longest key: [`waiting_get_keys`] looks no further for a key's end.
+const MAX_KEY_LEN: usize = 250;
 
 /// The iterator of [`waiting_get_keys`].
 #[derive(Clone, Debug)]
@@ -548,14 +552,15 @@ impl<'a> Iterator for WaitingGetKeys<'a> {
     type Item = &'a [u8];
 
     fn next(&mut self) -> Option<&'a [u8]> {
-        let newline = memchr::memchr(b'\n', self.rest)?;
-        let line = &self.rest[..newline];
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let key = line.strip_prefix(b"get ").or_else(|| line.strip_prefix(b"gets "))?;
-        if key.is_empty() || memchr::memchr(b' ', key).is_some() {
-            return None;
-        }
-        self.rest = &self.rest[newline + 1..];
+        let rest = self.rest;
+        let after = rest.strip_prefix(b"get ").or_else(|| rest.strip_prefix(b"gets "))?;
+        // The key runs to the line's end (`\r\n` or `\n`); a space means another key or
+        // trailing spaces, which the look-ahead leaves to the parser.
+        let window = &after[..after.len().min(MAX_KEY_LEN + 1)];
+        let len = memchr::memchr3(b' ', b'\r', b'\n', window)?;
+        let (key, tail) = after.split_at(len);
+        let tail = tail.strip_prefix(b"\r").unwrap_or(tail);
+        self.rest = tail.strip_prefix(b"\n").filter(|_| !key.is_empty())?;
         Some(key)
     }
 }
@@ -826,6 +831,10 @@ mod tests {
         assert_eq!(keys(b"get a\r\nget x y\r\nget c\r\n"), [b"a"], "a multiget ends the run");
         assert_eq!(keys(b"get a\r\nset b 0 0 1\r\nget c\r\n"), [b"a"], "so does a store");
         assert_eq!(keys(b"get a \r\n"), Vec::<&[u8]>::new(), "a key is never more than the line");
+        let longest = [&b"get "[..], &[b'k'; MAX_KEY_LEN], b"\r\n"].concat();
+        assert_eq!(keys(&longest).len(), 1);
+        let longer = [&b"get "[..], &[b'k'; MAX_KEY_LEN + 1], b"\r\n"].concat();
+        assert_eq!(keys(&longer).len(), 0, "not looked at past the longest key");
         let mut it = waiting_get_keys(b"get a\r\nset b 0 0 1\r\n");
         assert_eq!((it.next(), it.next(), it.next()), (Some(&b"a"[..]), None, None));
         assert_eq!(it.remainder(), b"set b 0 0 1\r\n", "the first line not taken");

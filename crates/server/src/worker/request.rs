@@ -317,7 +317,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         let ran = match wire {
             Wire::Memcache => {
                 if c.rstart >= looked_ahead {
-                    looked_ahead = prefetch_waiting_gets(c, ctx, wire);
+                    looked_ahead = look_ahead(c, ctx, wire);
                 }
                 let since = since.get_or_insert_with(Instant::now);
                 run_memcache(c, ctx, limits, avail, since)
@@ -325,7 +325,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             Wire::Binary => run_binary(c, ctx, limits, avail),
             Wire::Resp => {
                 if c.rstart >= looked_ahead {
-                    looked_ahead = prefetch_waiting_gets(c, ctx, wire);
+                    looked_ahead = look_ahead(c, ctx, wire);
                 }
                 run_resp(c, ctx, limits, avail)
             }
@@ -344,6 +344,19 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     }
 }
 
+/// [`prefetch_waiting_gets`] where the next request can be a GET (its first bytes compared
+/// for every other request), else the offset past it.
+#[inline]
+fn look_ahead(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
+    let buf = &c.rbuf[c.rstart..c.rend];
+    let may_get = match wire {
+        Wire::Memcache => buf.starts_with(b"get"),
+        Wire::Resp => buf.starts_with(b"*2\r\n$3\r\n"),
+        Wire::Binary => false,
+    };
+    if may_get { prefetch_waiting_gets(c, ctx, wire) } else { c.rstart + 1 }
+}
+
 /// Before a run of pipelined one-key GETs waiting whole in the buffer (memcached `get`/`gets`
 /// lines, RESP `GET` commands), starts loading what they will read
 /// (`Worker::prefetch_gets`), so that their memory misses overlap instead of following one
@@ -360,7 +373,7 @@ fn prefetch_waiting_gets(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
 }
 
 /// The keys of the GETs waiting in a buffer, and the bytes after them.
-trait WaitingKeys<'a>: Iterator<Item = &'a [u8]> + Clone {
+trait WaitingKeys<'a>: Iterator<Item = &'a [u8]> {
     fn left(&self) -> usize;
 }
 
@@ -387,10 +400,7 @@ fn prefetch_keys<'a>(
     mut keys: impl WaitingKeys<'a>,
 ) -> Option<usize> {
     let s = &c.session;
-    let mut ahead = keys.clone();
-    let (Some(first), Some(_)) = (ahead.next(), ahead.next()) else {
-        return None;
-    };
+    let (first, second) = (keys.next()?, keys.next()?);
     let tenant = match s.user {
         _ if s.resume.resuming => return None,
         Some(t) => t,
@@ -403,7 +413,8 @@ fn prefetch_keys<'a>(
         _ => 0,
     };
     ctx.engine.select(db);
-    ctx.engine.prefetch_gets(tenant, keys.by_ref().take(BATCH));
+    let run = [first, second].into_iter().chain(keys.by_ref().take(BATCH - 2));
+    ctx.engine.prefetch_gets(tenant, run);
     ctx.engine.select(0);
     Some(keys.left())
 }
