@@ -54,3 +54,4 @@ pub mod long_double;
 pub mod memcache;
 pub mod number;
 pub mod resp;
+pub mod waiting;

@@ -84,9 +84,9 @@ pub use meta::{
     base64_decoded_len, base64_encode, encode_meta,
 };
 pub use request::{
-    ArithmeticCommand, Keys, Request, Retrieval, RetrievalCommand, SpaceSplit, Storage,
-    StorageCommand, WaitingGetKeys, WatchEvents, encode_retrieval, oversize_store_key,
-    parse_request, parse_request_resumable, waiting_get_keys,
+    ArithmeticCommand, GetLine, Keys, Request, Retrieval, RetrievalCommand, SpaceSplit, Storage,
+    StorageCommand, WatchEvents, encode_retrieval, oversize_store_key, parse_request,
+    parse_request_resumable, waiting_get_keys,
 };
 pub use response::{
     MetaStatus, Reply, Response, ResponseError, parse_response, write_client_error, write_data,

@@ -6,6 +6,7 @@ use super::meta::{self, MetaRequest};
 use super::tokens::{Tokens, data_block, invalid, is_retrieval_prefix, parse_data_len, read_line};
 use super::{ErrorKind, Limits, ParseError};
 use crate::number::{parse_i32, parse_u32, parse_u64, write_i64, write_u64, write_usize};
+use crate::waiting::{GetRequest, WaitingGets};
 
 /// One request: a command line and, for storage commands and `ms`, the data
 /// block that followed it. Every slice borrows from the parsed buffer.
@@ -528,47 +529,30 @@ fn fast_retrieval<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
     Some(Request::Retrieval(Retrieval { command, exptime: 0, keys }))
 }
 
-/// The keys of the one-key `get`/`gets` lines waiting whole at the start of `buf`, in order,
-/// up to the first line that is anything else or has not all come: what a server can start
-/// loading from memory before it runs the lines one by one, so that their misses overlap
-/// (`docs/design.md`, "Batched lookups"). A hint, not a parse: a yielded key may still be
-/// refused when its line is parsed (a control byte in it, say), no key is yielded that the
-/// line does not hold, and no line is looked at past 250 bytes of key (memcached's longest),
-/// so that a long line still arriving is not read again at every look.
-pub fn waiting_get_keys(buf: &[u8]) -> WaitingGetKeys<'_> {
-    WaitingGetKeys { rest: buf }
+/// The keys of the one-key `get`/`gets` lines waiting whole at the start of `buf`, in order
+/// ([`crate::waiting`]). A key's end is looked for within 250 bytes (memcached's longest
+/// key), so that a long line still arriving is not read again at every look.
+pub fn waiting_get_keys(buf: &[u8]) -> WaitingGets<'_, GetLine> {
+    WaitingGets::new(buf)
 }
 
 /// memcached's longest key: [`waiting_get_keys`] looks no further for a key's end.
 const MAX_KEY_LEN: usize = 250;
 
-/// The iterator of [`waiting_get_keys`].
-#[derive(Clone, Debug)]
-pub struct WaitingGetKeys<'a> {
-    rest: &'a [u8],
-}
+/// A one-key `get` or `gets` line ([`waiting_get_keys`]).
+#[derive(Debug)]
+pub struct GetLine;
 
-impl<'a> Iterator for WaitingGetKeys<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        let rest = self.rest;
-        let after = rest.strip_prefix(b"get ").or_else(|| rest.strip_prefix(b"gets "))?;
+impl GetRequest for GetLine {
+    fn next_get(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+        let after = buf.strip_prefix(b"get ").or_else(|| buf.strip_prefix(b"gets "))?;
         // The key runs to the line's end (`\r\n` or `\n`); a space means another key or
         // trailing spaces, which the look-ahead leaves to the parser.
         let window = &after[..after.len().min(MAX_KEY_LEN + 1)];
         let len = memchr::memchr3(b' ', b'\r', b'\n', window)?;
         let (key, tail) = after.split_at(len);
         let tail = tail.strip_prefix(b"\r").unwrap_or(tail);
-        self.rest = tail.strip_prefix(b"\n").filter(|_| !key.is_empty())?;
-        Some(key)
-    }
-}
-
-impl<'a> WaitingGetKeys<'a> {
-    /// The buffer after the lines whose keys were yielded.
-    pub fn remainder(&self) -> &'a [u8] {
-        self.rest
+        Some((key, tail.strip_prefix(b"\n").filter(|_| !key.is_empty())?))
     }
 }
 

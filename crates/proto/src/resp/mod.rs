@@ -61,8 +61,7 @@ mod request;
 mod response;
 
 pub use request::{
-    Args, Command, WaitingGetKeys, encode_command, eq_ignore_ascii_case, parse_command,
-    waiting_get_keys,
+    Args, Command, GetArray, encode_command, eq_ignore_ascii_case, parse_command, waiting_get_keys,
 };
 pub use response::{
     Frame, FrameError, parse_frame, value_len, write_array_header, write_big_number,

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use super::{Limits, ParseError, ProtocolError};
 use crate::number::{parse_redis_i64, write_usize};
+use crate::waiting::{GetRequest, WaitingGets};
 
 /// Redis never reserves room for more arguments than this up front, however
 /// many a `*<n>` line announces; the vector grows as arguments arrive.
@@ -433,27 +434,18 @@ pub fn encode_command(out: &mut Vec<u8>, args: &[&[u8]]) {
 }
 
 /// The keys of the `GET key` commands (arrays of two bulk strings) waiting whole at the start
-/// of `buf`, in order, up to the first command that is anything else or has not all come:
-/// what a server can start loading from memory before it runs the commands one by one, so
-/// that their misses overlap. A hint, not a parse: no limit is checked, and no key is yielded
-/// that the command does not hold.
-pub fn waiting_get_keys(buf: &[u8]) -> WaitingGetKeys<'_> {
-    WaitingGetKeys { rest: buf }
+/// of `buf`, in order ([`crate::waiting`]).
+pub fn waiting_get_keys(buf: &[u8]) -> WaitingGets<'_, GetArray> {
+    WaitingGets::new(buf)
 }
 
-/// The iterator of [`waiting_get_keys`].
-#[derive(Clone, Debug)]
-pub struct WaitingGetKeys<'a> {
-    rest: &'a [u8],
-}
+/// A `GET key` array ([`waiting_get_keys`]).
+#[derive(Debug)]
+pub struct GetArray;
 
-impl<'a> Iterator for WaitingGetKeys<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        const HEAD: &[u8] = b"*2\r\n$3\r\n";
-        let rest = self.rest;
-        let name = rest.strip_prefix(HEAD)?;
+impl GetRequest for GetArray {
+    fn next_get(buf: &[u8]) -> Option<(&[u8], &[u8])> {
+        let name = buf.strip_prefix(b"*2\r\n$3\r\n")?;
         if !name.get(..3)?.eq_ignore_ascii_case(b"GET") {
             return None;
         }
@@ -466,16 +458,7 @@ impl<'a> Iterator for WaitingGetKeys<'a> {
         let len: usize = std::str::from_utf8(&len_field[..digits]).ok()?.parse().ok()?;
         let key_start = len_field[digits..].strip_prefix(b"\r\n")?;
         let key = key_start.get(..len)?;
-        let after = key_start[len..].strip_prefix(b"\r\n")?;
-        self.rest = after;
-        Some(key)
-    }
-}
-
-impl<'a> WaitingGetKeys<'a> {
-    /// The buffer after the commands whose keys were yielded.
-    pub fn remainder(&self) -> &'a [u8] {
-        self.rest
+        Some((key, key_start[len..].strip_prefix(b"\r\n")?))
     }
 }
 

@@ -7,6 +7,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use fridge_engine::{BATCH, TenantId};
+use fridge_proto::waiting::{GetRequest, WaitingGets};
 use fridge_proto::{binary, memcache, resp};
 
 use super::{Conn, Step, WATCH_OUTPUT, Wire};
@@ -372,32 +373,15 @@ fn prefetch_waiting_gets(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
     left.map_or(c.rstart + 1, |left| c.rend - left)
 }
 
-/// The keys of the GETs waiting in a buffer, and the bytes after them.
-trait WaitingKeys<'a>: Iterator<Item = &'a [u8]> {
-    fn left(&self) -> usize;
-}
-
-impl<'a> WaitingKeys<'a> for memcache::WaitingGetKeys<'a> {
-    fn left(&self) -> usize {
-        self.remainder().len()
-    }
-}
-
-impl<'a> WaitingKeys<'a> for resp::WaitingGetKeys<'a> {
-    fn left(&self) -> usize {
-        self.remainder().len()
-    }
-}
-
 /// [`prefetch_waiting_gets`] for one protocol's keys: the first [`BATCH`] prefetched in the
 /// tenant and database the requests will run in (chosen as `crate::memcache::execute` and
 /// `crate::resp` choose them), and the bytes left after them; `None` with fewer than two
 /// (one GET gains nothing from loading its lines a moment early) or a request to resume.
-fn prefetch_keys<'a>(
+fn prefetch_keys<P: GetRequest>(
     c: &Conn,
     ctx: &mut Ctx<'_>,
     wire: Wire,
-    mut keys: impl WaitingKeys<'a>,
+    mut keys: WaitingGets<'_, P>,
 ) -> Option<usize> {
     let s = &c.session;
     let (first, second) = (keys.next()?, keys.next()?);
@@ -416,7 +400,7 @@ fn prefetch_keys<'a>(
     let run = [first, second].into_iter().chain(keys.by_ref().take(BATCH - 2));
     ctx.engine.prefetch_gets(tenant, run);
     ctx.engine.select(0);
-    Some(keys.left())
+    Some(keys.remainder().len())
 }
 
 /// Longer first words than this decide for memcached without waiting for the word's end
