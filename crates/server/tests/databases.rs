@@ -32,7 +32,7 @@ const NOT_INT: &[u8] =
     b"-ERR value is out of range, value must between -2147483648 and 2147483647\r\n";
 const SAME: &[u8] = b"-ERR source and destination objects are the same\r\n";
 
-/// Pipelined GETs are loaded ahead in the client's database (`prefetch_waiting_gets`); the
+/// Pipelined GETs are loaded ahead in the client's database (`look_ahead` in the server's request loop); the
 /// replies come from it, and a memcached client on the same worker still reads database 0.
 #[test]
 fn pipelined_gets_read_the_clients_database() {

@@ -290,7 +290,7 @@ fn deep_pipeline_in_one_write() {
 }
 
 /// Runs of one-key `get`s waiting together in the buffer are looked ahead of and their lines
-/// loaded before they run (`prefetch_waiting_gets`): the replies must be those of the same
+/// loaded before they run (`look_ahead` in the server's request loop): the replies must be those of the same
 /// lines sent one at a time — hits, misses, `gets`, multigets and stores between them.
 #[test]
 fn pipelined_gets_answer_as_the_same_lines_one_at_a_time() {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use super::{BATCH, Worker};
-use crate::cache::is_expired;
-use crate::epoch;
+use crate::cache::{Inner, is_expired};
+use crate::epoch::{self, Guard};
 use crate::error::EngineError;
 use crate::hash::key_hash_in;
 use crate::item::{Kind, Record, STATE_FETCHED, seconds_since, touched_stamp};
@@ -147,10 +147,7 @@ impl Worker {
             n += 1;
         }
         for &h in &hashes[..n] {
-            if let Some(loc) = inner.index.probable(&guard, h) {
-                let segment = inner.arena.segment_ptr(loc.segment);
-                crate::index::prefetch(segment.wrapping_add(loc.offset as usize));
-            }
+            prefetch_likely_record(inner, &guard, h);
         }
     }
 
@@ -201,11 +198,7 @@ impl Worker {
         // Stage 2: start loading the record each bucket most likely points to.
         let stage_records = |slot: usize, ring_hashes: &[[u64; BATCH]; 3], len: usize| {
             for &h in &ring_hashes[slot][..len] {
-                if let Some(loc) = inner.index.probable(&guard, h) {
-                    crate::index::prefetch(
-                        inner.arena.segment_ptr(loc.segment).wrapping_add(loc.offset as usize),
-                    );
-                }
+                prefetch_likely_record(&inner, &guard, h);
             }
         };
         let mut filled = [false; 3];
@@ -354,5 +347,15 @@ fn hit<'g>(rec: &Record<'g>, expires_at_ms: Option<u64>, now_ms: u64, touched: u
         idle_s,
         state_cell: Some(rec.state_cell()),
         kind: rec.kind(),
+    }
+}
+
+/// Starts loading the record `hash`'s root bucket most likely points to (its first slot of a
+/// matching tag; keys are not compared), for a lookup about to run.
+#[inline]
+fn prefetch_likely_record(inner: &Inner, guard: &Guard<'_>, hash: u64) {
+    if let Some(loc) = inner.index.probable(guard, hash) {
+        let segment = inner.arena.segment_ptr(loc.segment);
+        crate::index::prefetch(segment.wrapping_add(loc.offset as usize));
     }
 }

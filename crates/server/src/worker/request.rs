@@ -265,7 +265,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
     // When the memcached request being run began: the end of the one before, or now.
     let mut since = None;
-    // The buffer up to here has been looked at for waiting GETs (`prefetch_waiting_gets`).
+    // The buffer up to here has been looked at for waiting GETs (`look_ahead`).
     let mut looked_ahead = c.rstart;
     loop {
         if c.session.closing || c.session.watcher.as_ref().is_some_and(|w| !w.is_monitor()) {
@@ -315,21 +315,16 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
             c.session.closing = true;
             continue;
         }
+        if c.rstart >= looked_ahead {
+            looked_ahead = look_ahead(c, ctx, wire);
+        }
         let ran = match wire {
             Wire::Memcache => {
-                if c.rstart >= looked_ahead {
-                    looked_ahead = look_ahead(c, ctx, wire);
-                }
                 let since = since.get_or_insert_with(Instant::now);
                 run_memcache(c, ctx, limits, avail, since)
             }
             Wire::Binary => run_binary(c, ctx, limits, avail),
-            Wire::Resp => {
-                if c.rstart >= looked_ahead {
-                    looked_ahead = look_ahead(c, ctx, wire);
-                }
-                run_resp(c, ctx, limits, avail)
-            }
+            Wire::Resp => run_resp(c, ctx, limits, avail),
         };
         let used = match ran {
             Ran::Used(used) => used,
@@ -345,35 +340,28 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     }
 }
 
-/// [`prefetch_waiting_gets`] where the next request can be a GET (its first bytes compared
-/// for every other request), else the offset past it.
-#[inline]
-fn look_ahead(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
-    let buf = &c.rbuf[c.rstart..c.rend];
-    let may_get = match wire {
-        Wire::Memcache => buf.starts_with(b"get"),
-        Wire::Resp => buf.starts_with(b"*2\r\n$3\r\n"),
-        Wire::Binary => false,
-    };
-    if may_get { prefetch_waiting_gets(c, ctx, wire) } else { c.rstart + 1 }
-}
-
 /// Before a run of pipelined one-key GETs waiting whole in the buffer (memcached `get`/`gets`
 /// lines, RESP `GET` commands), starts loading what they will read
 /// (`Worker::prefetch_gets`), so that their memory misses overlap instead of following one
-/// another as the requests run one by one. Returns the offset up to which the buffer was
-/// looked at (past the first request at least), where the next look starts.
-fn prefetch_waiting_gets(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
+/// another as the requests run one by one; a request whose first bytes cannot start a GET
+/// costs a comparison. Returns the offset up to which the buffer was looked at (past the
+/// first request at least), where the next look starts.
+#[inline]
+fn look_ahead(c: &Conn, ctx: &mut Ctx<'_>, wire: Wire) -> usize {
     let buf = &c.rbuf[c.rstart..c.rend];
     let left = match wire {
-        Wire::Memcache => prefetch_keys(c, ctx, wire, memcache::waiting_get_keys(buf)),
-        Wire::Resp => prefetch_keys(c, ctx, wire, resp::waiting_get_keys(buf)),
-        Wire::Binary => None,
+        Wire::Memcache if buf.starts_with(b"get") => {
+            prefetch_keys(c, ctx, wire, memcache::waiting_get_keys(buf))
+        }
+        Wire::Resp if buf.starts_with(b"*2\r\n$3\r\n") => {
+            prefetch_keys(c, ctx, wire, resp::waiting_get_keys(buf))
+        }
+        _ => None,
     };
     left.map_or(c.rstart + 1, |left| c.rend - left)
 }
 
-/// [`prefetch_waiting_gets`] for one protocol's keys: the first [`BATCH`] prefetched in the
+/// [`look_ahead`] for one protocol's keys: the first [`BATCH`] prefetched in the
 /// tenant and database the requests will run in (chosen as `crate::memcache::execute` and
 /// `crate::resp` choose them), and the bytes left after them; `None` with fewer than two
 /// (one GET gains nothing from loading its lines a moment early) or a request to resume.
