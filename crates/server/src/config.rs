@@ -203,7 +203,8 @@ pub struct Config {
     /// `memory`, at least 64 MiB.
     pub max_client_memory: Option<Size>,
     /// Most reply bytes written to one connection per event-loop turn before the other
-    /// connections of its worker are served (a large reply goes out in chunks of this size).
+    /// connections of its worker are served (a longer reply goes out in chunks of this size,
+    /// each after the small requests waiting then: `docs/design.md`, "Large replies").
     pub write_chunk: Size,
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
     /// 1 MiB.
@@ -291,7 +292,7 @@ impl Default for Config {
             databases: 16,
             partial_request_timeout: Millis(30_000),
             max_client_memory: None,
-            write_chunk: Size(128 << 10),
+            write_chunk: Size(1 << 20),
             segment_size: Size(0),
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
             slb_size: Size(0),

@@ -5,6 +5,14 @@
 //! `write_chunk`. Events are edge-triggered, so the connection remembers whether its socket may
 //! still be readable or writable (until a `WouldBlock`) and goes back on the run queue while it
 //! can make progress.
+//!
+//! Small requests first (the size-aware priority of the stacked-DRAM thesis, ch. 3, in
+//! software): a connection whose step spent its whole write chunk on a long reply goes to the
+//! `bulk` queue, not the run queue. Each turn of the loop runs every connection on the run
+//! queue, then one chunk of one bulk connection, then polls again (without sleeping), so
+//! small requests that arrive while a large reply is going out wait for at most one chunk,
+//! and each long reply still gets a chunk every turn that there are as many bulk connections
+//! (bounded delay, no starvation).
 
 use std::collections::VecDeque;
 use std::io;
@@ -108,6 +116,9 @@ impl Conn {
 enum Step {
     /// More to do now: requeue.
     Again,
+    /// Only the rest of a long reply to write (the step spent its write chunk): requeue
+    /// behind small requests (see the module doc).
+    Bulk,
     /// Wait for an event.
     Wait,
     /// Close the connection.
@@ -121,6 +132,8 @@ struct Loop {
     conns: Vec<Option<Conn>>,
     free: Vec<usize>,
     queue: VecDeque<usize>,
+    /// Connections in the middle of long replies, served a chunk a turn after `queue`.
+    bulk: VecDeque<usize>,
     scratch: Vec<u8>,
     keys: Vec<Vec<u8>>,
     tenants: Arc<Tenants>,
@@ -172,6 +185,7 @@ pub(crate) fn run(
         conns: Vec::new(),
         free: Vec::new(),
         queue: VecDeque::new(),
+        bulk: VecDeque::new(),
         scratch: Vec::new(),
         keys: Vec::new(),
         tenants: shared.tenants(),
@@ -191,7 +205,7 @@ pub(crate) fn run(
     let mut last_tick = Instant::now();
     let mut drain_deadline: Option<Instant> = None;
     loop {
-        let timeout = if !lp.queue.is_empty() {
+        let timeout = if !lp.queue.is_empty() || !lp.bulk.is_empty() {
             Some(Duration::ZERO)
         } else if lp.live() == 0 && drain_deadline.is_none() {
             // No connection to look after: sleep until the acceptor, a mailbox or the
@@ -236,6 +250,7 @@ pub(crate) fn run(
         lp.unpark();
         lp.unblock(false);
         lp.run_queue();
+        lp.run_bulk();
         if shared.kill_pending[index].swap(false, Ordering::SeqCst) {
             lp.close_killed(&poll);
         }
@@ -496,63 +511,81 @@ impl Loop {
         }
         for _ in 0..self.queue.len() {
             let Some(t) = self.queue.pop_front() else { break };
-            let step = match self.conns.get_mut(t) {
-                Some(Some(c)) => {
-                    c.queued = false;
-                    let mut ctx = Ctx {
-                        shared: &self.shared,
-                        worker: self.index,
-                        client: c.session.id,
-                        pushes: &mut self.pushes,
-                        engine: &mut self.engine,
-                        stats: &self.shared.workers[self.index],
-                        scratch: &mut self.scratch,
-                        keys: &mut self.keys,
-                        tenants: &mut self.tenants,
-                        tokens: &mut self.tokens,
-                        out_limit: OUTPUT_SOFT_LIMIT,
-                        fd: c.session.fd,
-                    };
-                    let limits = Limits {
-                        mc: &self.mc_limits,
-                        resp: &self.resp_limits,
-                        query: self.query_limit,
-                        output: self.output_limit,
-                        write_chunk: self.write_chunk,
-                    };
-                    step(c, &mut ctx, &limits)
+            self.run_one(t);
+        }
+    }
+
+    /// One chunk of the long reply first in line (see the module doc).
+    fn run_bulk(&mut self) {
+        if let Some(t) = self.bulk.pop_front() {
+            self.run_one(t);
+        }
+    }
+
+    /// One step of connection `t`, and where it goes next.
+    fn run_one(&mut self, t: usize) {
+        let step = match self.conns.get_mut(t) {
+            Some(Some(c)) => {
+                c.queued = false;
+                let mut ctx = Ctx {
+                    shared: &self.shared,
+                    worker: self.index,
+                    client: c.session.id,
+                    pushes: &mut self.pushes,
+                    engine: &mut self.engine,
+                    stats: &self.shared.workers[self.index],
+                    scratch: &mut self.scratch,
+                    keys: &mut self.keys,
+                    tenants: &mut self.tenants,
+                    tokens: &mut self.tokens,
+                    out_limit: OUTPUT_SOFT_LIMIT,
+                    fd: c.session.fd,
+                };
+                let limits = Limits {
+                    mc: &self.mc_limits,
+                    resp: &self.resp_limits,
+                    query: self.query_limit,
+                    output: self.output_limit,
+                    write_chunk: self.write_chunk,
+                };
+                step(c, &mut ctx, &limits)
+            }
+            _ => return,
+        };
+        if let Some(Some(c)) = self.conns.get(t) {
+            if c.session.watcher.is_some() && !self.watching.contains(&t) {
+                self.watching.push(t);
+            } else if c.session.watcher.is_none() && !self.watching.is_empty() {
+                // A monitor that sent RESET.
+                self.watching.retain(|&x| x != t);
+            }
+            if c.session.resume.blocked && !self.blocked.contains(&t) {
+                self.blocked.push(t);
+            } else if c.session.resume.parked
+                && !c.session.resume.blocked
+                && !self.parked.contains(&t)
+            {
+                if self.parked.is_empty() {
+                    self.parked_generation = self.shared.pause.generation();
                 }
-                _ => continue,
-            };
-            if let Some(Some(c)) = self.conns.get(t) {
-                if c.session.watcher.is_some() && !self.watching.contains(&t) {
-                    self.watching.push(t);
-                } else if c.session.watcher.is_none() && !self.watching.is_empty() {
-                    // A monitor that sent RESET.
-                    self.watching.retain(|&x| x != t);
-                }
-                if c.session.resume.blocked && !self.blocked.contains(&t) {
-                    self.blocked.push(t);
-                } else if c.session.resume.parked
-                    && !c.session.resume.blocked
-                    && !self.parked.contains(&t)
-                {
-                    if self.parked.is_empty() {
-                        self.parked_generation = self.shared.pause.generation();
-                    }
-                    self.parked.push(t);
+                self.parked.push(t);
+            }
+        }
+        match step {
+            Step::Again => {
+                if let Some(Some(c)) = self.conns.get_mut(t) {
+                    c.queued = true;
+                    self.queue.push_back(t);
                 }
             }
-            match step {
-                Step::Again => {
-                    if let Some(Some(c)) = self.conns.get_mut(t) {
-                        c.queued = true;
-                        self.queue.push_back(t);
-                    }
+            Step::Bulk => {
+                if let Some(Some(c)) = self.conns.get_mut(t) {
+                    c.queued = true;
+                    self.bulk.push_back(t);
                 }
-                Step::Wait => {}
-                Step::Close => self.close_later(t),
             }
+            Step::Wait => {}
+            Step::Close => self.close_later(t),
         }
     }
 

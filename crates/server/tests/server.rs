@@ -135,6 +135,55 @@ fn smallest_write_chunk_keeps_replies_whole_and_ordered() {
     }
 }
 
+/// Several long replies at once with the smallest chunk, so that they wait in the worker's
+/// bulk queue together: each connection's replies arrive whole and in order while a small
+/// client is answered throughout, and a connection gone in the middle of its reply leaves the
+/// others whole and its slot usable.
+#[test]
+fn long_replies_in_the_bulk_queue_stay_whole_beside_small_requests() {
+    let server = start_with(Config { workers: 1, write_chunk: Size(4096), ..config() });
+    let addr = server.local_addr();
+    let value: Vec<u8> = (0..1 << 20).map(|i| (i % 251) as u8).collect();
+    let mut c = Conn::open(addr);
+    c.send(format!("set big 0 0 {}\r\n", value.len()).as_bytes()).send(&value).send(b"\r\n");
+    c.expect(b"STORED\r\n");
+    let mut quitter = Conn::open(addr);
+    quitter.send(b"get big\r\nget big\r\nget big\r\n");
+    let readers: Vec<Conn> = (0..3)
+        .map(|_| {
+            let mut b = Conn::open(addr);
+            b.send(b"get big\r\nmn\r\nget big\r\nmn\r\n");
+            b
+        })
+        .collect();
+    drop(quitter);
+    let threads: Vec<_> = readers
+        .into_iter()
+        .map(|mut b| {
+            let value = value.clone();
+            std::thread::spawn(move || {
+                for _ in 0..2 {
+                    assert_eq!(b.line(), format!("VALUE big 0 {}", value.len()));
+                    assert!(b.read_n(value.len()) == value);
+                    b.expect(b"\r\nEND\r\nMN\r\n");
+                }
+            })
+        })
+        .collect();
+    let mut small = Conn::open(addr);
+    for _ in 0..100 {
+        small.roundtrip(b"mn\r\n", b"MN\r\n");
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let mut again = Conn::open(addr);
+    again.send(b"get big\r\n");
+    assert_eq!(again.line(), format!("VALUE big 0 {}", value.len()));
+    assert!(again.read_n(value.len()) == value);
+    again.expect(b"\r\nEND\r\n");
+}
+
 /// While one client pulls 1 MB values as slowly as the socket allows, another client's small
 /// requests keep being answered (replies are written in chunks per loop turn).
 #[test]

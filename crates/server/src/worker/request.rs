@@ -92,6 +92,8 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
             Err(_) => return Step::Close,
         }
     }
+    // Whether this step wrote its whole chunk and the reply goes on (see `Step::Bulk`).
+    let mut chunk_spent = false;
     if c.pending_out() > 0 && c.writable {
         let mut budget = limits.write_chunk;
         while c.pending_out() > 0 && budget > 0 {
@@ -127,6 +129,7 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
             c.wbuf.clear();
             c.wpos = 0;
         }
+        chunk_spent = budget == 0 && c.pending_out() > 0 && c.writable;
     }
     if c.pending_out() > limits.output {
         stats::inc(&ctx.stats.output_overflows);
@@ -151,7 +154,13 @@ pub(super) fn step(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) -> Step
         && !c.session.resume.parked
         && out < OUTPUT_SOFT_LIMIT;
     let can_run = c.backlogged && out < OUTPUT_SOFT_LIMIT;
-    if can_write || can_read || can_run { Step::Again } else { Step::Wait }
+    if chunk_spent {
+        Step::Bulk
+    } else if can_write || can_read || can_run {
+        Step::Again
+    } else {
+        Step::Wait
+    }
 }
 
 /// Brings the connection's share of `Shared::client_memory` up to date (its buffers'
