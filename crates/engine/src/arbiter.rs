@@ -29,6 +29,14 @@
 //! more memory would hold takes memory back from tenants above their floors; memory moves
 //! beyond the floors only from tenants whose shadow queues show no use for it.
 //!
+//! **Credits weighed by hit ratio** ([`CreditWeight::HitRatio`], an option): under
+//! Memshare's rule every shadow-queue hit moves a credit, so memory flows to the tenants with
+//! the most requests. Cliffhanger's gradient normalises the hits by request rate: a hit of a
+//! tenant with `r` GETs, against a mean of `r̄` over the tenants that read, moves a credit with
+//! probability `min(1, r̄ / r)`. Above the mean, memory then follows shadow hits per request —
+//! the gain in hit *ratio* more memory would bring — rather than their count. Rates are GETs
+//! counted since start (workers add theirs in batches of 64), so this suits steady mixes.
+//!
 //! **Idle tax** (Algorithm 3): with a tax of rate `r`, a tenant whose memory is a fraction `a`
 //! active (read within `idle_ms`) has its reservation's weight scaled by
 //! `1 / τ, τ = (1 − a·r) / (1 − r)` — fully active keeps it, fully idle keeps `1 − r` of it.
@@ -36,7 +44,15 @@
 //! memory), never by scanning.
 //!
 //! Shadow queues exist only once some tenant other than the default has a policy: a
-//! single-tenant cache pays nothing on misses. Misses use `try_lock`, so a request never waits
+//! single-tenant cache pays nothing on misses. Each remembers at most `shadow_bytes` of
+//! evicted items (Memshare's 10 MiB, sized for a few applications), and all of them together
+//! take at most `1 /` [`SHADOW_SHARE`] of usable memory: with `n` tenants whose queues are in
+//! use, each remembers at most `usable / (32 · n · SHADOW_ENTRY_BYTES)` items. Without that
+//! bound, 1,000 tenants of 100-byte items would remember 100 million items — gigabytes of ring
+//! and hash-map entries whatever the memory limit. (With it the queues of small caches and of
+//! many tenants are shorter than Memshare's; the tenants study measured 1 MiB and 128 KiB
+//! queues as good as 10 MiB in combined hit ratio, `docs/design.md`, "Shadow-queue size".)
+//! Their memory, outside the arena, is reported as [`crate::EngineStats::shadow_bytes`]. Misses use `try_lock`, so a request never waits
 //! for the cleaner filling a queue; a busy lock skips the check (Memshare §5.2).
 //!
 //! A credit does not visit every tenant: the sums of reservations and of pooled memory are
@@ -57,6 +73,14 @@ use crate::tenant::TenantState;
 /// [`crate::EngineConfig::shadow_bytes`]).
 pub const SHADOW_BYTES: u64 = 10 << 20;
 
+/// All shadow queues together take at most `usable / SHADOW_SHARE` bytes (module doc).
+pub const SHADOW_SHARE: u64 = 32;
+
+/// What one remembered item may cost the queues, counted for their bound: a ring slot and a
+/// hash-map bucket (16 bytes each, and a control byte) at the most slack the containers keep
+/// before [`Shadow::push`] shrinks them (up to 2.5 slots and buckets per item).
+pub const SHADOW_ENTRY_BYTES: u64 = 96;
+
 /// Hashes and sizes of a tenant's recently evicted items.
 #[derive(Debug, Default)]
 struct Shadow {
@@ -67,12 +91,13 @@ struct Shadow {
 }
 
 impl Shadow {
-    /// Remembers an evicted item, forgetting the oldest past `budget` bytes of items.
-    fn push(&mut self, hash: u64, size: u32, budget: u64) {
+    /// Remembers an evicted item, forgetting the oldest past `budget` bytes of items or
+    /// `most` items, and gives back container memory once it holds four times what it uses.
+    fn push(&mut self, hash: u64, size: u32, budget: u64, most: u64) {
         self.ring.push_back((hash, size));
         *self.members.entry(hash).or_default() += 1;
         self.bytes += u64::from(size);
-        while self.bytes > budget {
+        while self.bytes > budget || self.ring.len() as u64 > most {
             let Some((old, old_size)) = self.ring.pop_front() else { break };
             self.bytes -= u64::from(old_size);
             if let Some(n) = self.members.get_mut(&old) {
@@ -82,6 +107,18 @@ impl Shadow {
                 }
             }
         }
+        let keep = self.ring.len() + self.ring.len() / 4 + 16;
+        if self.ring.capacity() > 2 * keep {
+            self.ring.shrink_to(keep);
+            self.members.shrink_to(keep);
+        }
+    }
+
+    /// Bytes its containers hold: ring slots, and hash-map buckets with their control bytes
+    /// (a hash map allocates 8 buckets per 7 entries of capacity).
+    fn memory(&self) -> usize {
+        let entry = std::mem::size_of::<(u64, u32)>();
+        self.ring.capacity() * entry + self.members.capacity() * 8 / 7 * (entry + 1)
     }
 
     fn contains(&self, hash: u64) -> bool {
@@ -149,6 +186,8 @@ impl Floors {
 #[derive(Debug)]
 struct State {
     shadows: Vec<Shadow>,
+    /// Tenants whose shadow queues remember anything (they share the queues' bound).
+    shadows_in_use: u64,
     rng: u64,
     /// The sum of every tenant's `pooled` (which only [`Arbiter::on_miss`] changes, under
     /// the lock).
@@ -227,6 +266,17 @@ impl Default for CreditPolicy {
     }
 }
 
+/// What a shadow-queue hit is worth (module doc).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CreditWeight {
+    /// Every hit moves a credit (Memshare Algorithm 2).
+    #[default]
+    Hits,
+    /// A hit moves a credit with probability `min(1, r̄ / r)`: the tenant's GETs `r` against
+    /// the mean `r̄` (Cliffhanger's gradient).
+    HitRatio,
+}
+
 /// The arbiter's shared state.
 #[derive(Debug)]
 pub(crate) struct Arbiter {
@@ -237,6 +287,12 @@ pub(crate) struct Arbiter {
     usable: AtomicU64,
     /// The floor in percent of a tenant's share; 0 for none ([`CreditPolicy::Memshare`]).
     floor_percent: AtomicU64,
+    /// Whether credits are weighed by request rate ([`CreditWeight::HitRatio`]): workers
+    /// count GETs per tenant only then.
+    by_rate: AtomicBool,
+    /// GETs counted for the weighing, all tenants, and the tenants with any.
+    reads: AtomicU64,
+    readers: AtomicU64,
     /// Bytes of items each tenant's shadow queue remembers.
     shadow_bytes: u64,
     /// The sum of every tenant's reservation ([`Arbiter::policy_changed`]).
@@ -253,11 +309,15 @@ impl Arbiter {
             enabled: AtomicBool::new(false),
             usable: AtomicU64::new(usable),
             floor_percent: AtomicU64::new(100),
+            by_rate: AtomicBool::new(false),
+            reads: AtomicU64::new(0),
+            readers: AtomicU64::new(0),
             shadow_bytes,
             reserved: AtomicU64::new(0),
             policy_changes: AtomicU64::new(0),
             state: Mutex::new(State {
                 shadows: (0..MAX_TENANTS).map(|_| Shadow::default()).collect(),
+                shadows_in_use: 0,
                 rng: seed | 1,
                 pooled: 0,
                 holders: Members::new(),
@@ -292,6 +352,36 @@ impl Arbiter {
         self.floor_percent.store(percent, Ordering::Relaxed);
     }
 
+    /// Sets what a shadow-queue hit is worth.
+    pub fn set_credit_weight(&self, weight: CreditWeight) {
+        self.by_rate.store(weight == CreditWeight::HitRatio, Ordering::Relaxed);
+    }
+
+    /// Whether GETs are to be counted per tenant ([`CreditWeight::HitRatio`] with tenants).
+    #[inline]
+    pub fn counts_reads(&self) -> bool {
+        self.by_rate.load(Ordering::Relaxed) && self.enabled()
+    }
+
+    /// Adds a worker's batch of `n` GETs of `tenant`.
+    pub fn add_reads(&self, tenants: &[TenantState], tenant: u16, n: u64) {
+        if tenants[usize::from(tenant)].reads.fetch_add(n, Ordering::Relaxed) == 0 {
+            self.readers.fetch_add(1, Ordering::Relaxed);
+        }
+        self.reads.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Whether a shadow-queue hit of a tenant with `reads` GETs moves a credit: always by
+    /// hits; by hit ratio, with probability `min(1, mean / reads)`.
+    fn weighs_in(&self, reads: u64, rng: &mut u64) -> bool {
+        if !self.by_rate.load(Ordering::Relaxed) || reads == 0 {
+            return true;
+        }
+        let readers = self.readers.load(Ordering::Relaxed).max(1);
+        let mean = self.reads.load(Ordering::Relaxed) / readers;
+        mean >= reads || next_random(rng) % reads < mean
+    }
+
     /// A tenant's policy was set, its reservation changing from `old` to `new` bytes. Every
     /// policy change MUST be reported here, once, after it is in force: credits are drawn
     /// against the sum of reservations and the smallest credit.
@@ -314,6 +404,9 @@ impl Arbiter {
         }
         let me = &tenants[usize::from(tenant)];
         me.shadow_hits.fetch_add(1, Ordering::Relaxed);
+        if !self.weighs_in(me.reads.load(Ordering::Relaxed), &mut state.rng) {
+            return;
+        }
         let credit = me.credit.load(Ordering::Relaxed);
         if self.unassigned(&state) >= credit {
             state.transfer(tenants, None, tenant, credit);
@@ -362,9 +455,21 @@ impl Arbiter {
             return;
         }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let entries = self.usable.load(Ordering::Relaxed) / SHADOW_SHARE / SHADOW_ENTRY_BYTES;
         for &(tenant, hash, size) in evicted {
-            state.shadows[usize::from(tenant)].push(hash, size, self.shadow_bytes);
+            if state.shadows[usize::from(tenant)].ring.is_empty() {
+                state.shadows_in_use += 1;
+            }
+            let most = (entries / state.shadows_in_use).max(1);
+            state.shadows[usize::from(tenant)].push(hash, size, self.shadow_bytes, most);
         }
+    }
+
+    /// Bytes the shadow queues' containers hold, and the items they remember.
+    pub fn shadow_memory(&self) -> (usize, usize) {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let queues = state.shadows.iter().filter(|s| s.ring.capacity() > 0);
+        queues.fold((0, 0), |(bytes, items), s| (bytes + s.memory(), items + s.ring.len()))
     }
 }
 
@@ -421,6 +526,34 @@ mod tests {
             })
             .collect();
         (ts, a)
+    }
+
+    /// Weighed by hit ratio, a tenant with ten times the other's GETs wins credits for
+    /// about `mean / its reads` of its shadow-queue hits, the other for all of them; weighed
+    /// by hits, both for all.
+    #[test]
+    fn credits_by_hit_ratio_discount_the_hits_of_busier_tenants() {
+        for weight in [CreditWeight::Hits, CreditWeight::HitRatio] {
+            let (ts, a) = tenants(&[0, 0, 0], 100_000_000);
+            a.set_credit_weight(weight);
+            assert!(a.counts_reads() == (weight == CreditWeight::HitRatio));
+            a.add_reads(&ts, 1, 10_000);
+            a.add_reads(&ts, 2, 1_000);
+            a.on_evictions(&[(1, 42, 10), (2, 43, 10)]);
+            for _ in 0..2_000 {
+                a.on_miss(&ts, 1, 42);
+                a.on_miss(&ts, 2, 43);
+            }
+            let gained = |t: usize| ts[t].credits_gained.load(Ordering::Relaxed);
+            assert_eq!(ts[1].shadow_hits.load(Ordering::Relaxed), 2_000);
+            assert_eq!(gained(2), 2_000);
+            if weight == CreditWeight::Hits {
+                assert_eq!(gained(1), 2_000);
+            } else {
+                // mean 5,500 of 10,000: 55% of 2,000.
+                assert!((1_000..1_200).contains(&gained(1)), "{}", gained(1));
+            }
+        }
     }
 
     #[test]
@@ -541,12 +674,54 @@ mod tests {
     fn shadow_queues_forget_beyond_their_byte_budget() {
         let mut s = Shadow::default();
         for h in 0..30 {
-            s.push(h, (1 << 20) as u32, SHADOW_BYTES);
+            s.push(h, (1 << 20) as u32, SHADOW_BYTES, u64::MAX);
         }
         assert!(!s.contains(0) && s.contains(29));
         assert!(s.bytes <= SHADOW_BYTES);
-        s.push(29, 1, SHADOW_BYTES);
+        s.push(29, 1, SHADOW_BYTES, u64::MAX);
         assert!(s.contains(29));
+    }
+
+    /// All queues together remember at most usable / 32 / 48 items, shared among the
+    /// tenants whose queues are in use, and a queue cut down gives its memory back: 1,000
+    /// tenants evicting 100-byte items stay within the bound whatever `shadow_bytes` says.
+    #[test]
+    fn shadow_queues_together_stay_within_their_share_of_memory() {
+        let usable = 1 << 30;
+        let entries = usable / SHADOW_SHARE / SHADOW_ENTRY_BYTES;
+        let a = Arbiter::new(usable, 1, SHADOW_BYTES);
+        a.enable();
+        let remembered = |a: &Arbiter| {
+            let state = a.state.lock().unwrap();
+            state.shadows.iter().map(|s| s.ring.len() as u64).sum::<u64>()
+        };
+        // One tenant alone: Memshare's 10 MiB of 100-byte items is within the bound.
+        let batch: Vec<(u16, u64, u32)> = (0..200_000).map(|h| (1, h, 100)).collect();
+        a.on_evictions(&batch);
+        assert_eq!(remembered(&a), SHADOW_BYTES / 100);
+        let (one_tenant_memory, _) = a.shadow_memory();
+        assert!(one_tenant_memory as u64 <= usable / SHADOW_SHARE, "{one_tenant_memory}");
+        // A thousand tenants share the bound; the first one's queue shrinks with its next
+        // evictions.
+        for round in 0..3u64 {
+            let batch: Vec<(u16, u64, u32)> = (1..=1000u16)
+                .flat_map(|t| {
+                    (0..1000).map(move |h| (t, round << 40 | u64::from(t) << 20 | h, 100))
+                })
+                .collect();
+            a.on_evictions(&batch);
+        }
+        let most = entries / 1000;
+        let state = a.state.lock().unwrap();
+        assert_eq!(state.shadows_in_use, 1000);
+        for (t, s) in state.shadows.iter().enumerate().skip(1).take(1000) {
+            assert_eq!(s.ring.len() as u64, most, "tenant {t}");
+            assert_eq!(s.members.len(), s.ring.len(), "distinct hashes");
+        }
+        drop(state);
+        let (memory, items) = a.shadow_memory();
+        assert_eq!(items as u64, 1000 * most);
+        assert!(memory as u64 <= usable / SHADOW_SHARE, "{memory} bytes");
     }
 
     #[test]

@@ -70,6 +70,9 @@ pub struct EngineConfig {
     pub slb_bytes: usize,
     /// Where the arbiter's credits may come from once its pool is all assigned (tenants).
     pub credit_policy: CreditPolicy,
+    /// What a shadow-queue hit is worth (tenants): a credit each, or a credit weighed by the
+    /// tenant's request rate.
+    pub credit_weight: crate::CreditWeight,
     /// Bytes of evicted items each tenant's shadow queue remembers (Memshare §6.1: 10 MiB,
     /// the default). Each remembered item costs a ring entry and a hash-map entry (16 bytes
     /// each before the containers' slack), outside the arena.
@@ -188,6 +191,7 @@ impl Default for EngineConfig {
             eviction: Eviction::Queues(Queues::default()),
             slb_bytes: 0,
             credit_policy: CreditPolicy::default(),
+            credit_weight: crate::CreditWeight::default(),
             shadow_bytes: crate::arbiter::SHADOW_BYTES,
             metadata_device: MetadataDevice::default(),
         }

@@ -155,6 +155,7 @@ impl Engine {
             config,
         });
         inner.arbiter.set_credit_policy(inner.config.credit_policy);
+        inner.arbiter.set_credit_weight(inner.config.credit_weight);
         if inner.settle_lending(usize::MAX) {
             return Err(ConfigError(format!(
                 "max_memory {} cannot hold the index and the engine's other structures \
@@ -384,6 +385,11 @@ impl Engine {
         self.inner.arbiter.set_credit_policy(policy);
     }
 
+    /// Replaces [`EngineConfig::credit_weight`] (see [`crate::CreditWeight`]).
+    pub fn set_credit_weight(&self, weight: crate::CreditWeight) {
+        self.inner.arbiter.set_credit_weight(weight);
+    }
+
     /// `tenant`'s policy in force.
     pub fn tenant_policy(&self, tenant: TenantId) -> TenantPolicy {
         self.inner.tenants[usize::from(tenant.0)].policy()
@@ -447,6 +453,7 @@ impl Inner {
         let index = self.with_guard(|guard| self.index.stats(guard));
         let metadata = self.metadata.stats();
         let (segments, lent) = (self.segments.count(), self.segments.lent_count());
+        let (shadow_bytes, shadow_items) = self.arbiter.shadow_memory();
         EngineStats {
             max_memory: segments * self.config.segment_size,
             segment_size: self.config.segment_size,
@@ -467,6 +474,8 @@ impl Inner {
             slb_bytes: index.slb_bytes,
             slb_hits: self.epochs.sum(|c| &c.slb_hits),
             slb_admissions: index.slb_admissions,
+            shadow_bytes,
+            shadow_items,
             items: self.tenants.iter().map(|t| load(&t.items)).sum(),
             item_bytes: self.tenants.iter().map(|t| load(&t.bytes)).sum(),
             gets: self.epochs.sum(|c| &c.gets),

@@ -72,7 +72,7 @@ mod stats;
 mod tenant;
 mod worker;
 
-pub use arbiter::CreditPolicy;
+pub use arbiter::{CreditPolicy, CreditWeight};
 pub use budget::LimitError;
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
 pub use config::{CleanerMode, EngineConfig, Eviction, MetadataDevice, Queues};

@@ -84,6 +84,12 @@ pub struct EngineStats {
     pub slb_hits: u64,
     /// Keys the SLB admitted.
     pub slb_admissions: u64,
+    /// Bytes the tenants' shadow queues hold (ring and hash-map entries of recently evicted
+    /// items, outside the arena and not in `overhead_bytes`; at most 1/32 of the arena,
+    /// `crate::arbiter`). 0 with one tenant.
+    pub shadow_bytes: usize,
+    /// Recently evicted items the tenants' shadow queues remember.
+    pub shadow_items: usize,
     /// Live items, all tenants.
     pub items: u64,
     /// Bytes of live items (records and values), all tenants.

@@ -90,6 +90,8 @@ pub struct TenantStats {
     pub target: u64,
     /// Misses that found the key in the shadow queue.
     pub shadow_hits: u64,
+    /// GETs counted for credits weighed by hit ratio (0 while they are weighed by hits).
+    pub reads: u64,
     /// Items evicted to make room.
     pub evictions: u64,
     /// Writes of new keys refused because the tenant held `max_keys` keys.
@@ -129,6 +131,9 @@ pub(crate) struct TenantState {
     /// Pooled bytes this tenant holds on top of its reservation (the arbiter's credits).
     pub pooled: AtomicU64,
     pub shadow_hits: AtomicU64,
+    /// GETs of this tenant, counted only while credits are weighed by request rate
+    /// ([`crate::CreditWeight::HitRatio`]; workers add theirs in batches).
+    pub reads: AtomicU64,
     pub evictions: AtomicU64,
     /// Writes of new keys refused by `max_keys`.
     pub rejected_keys: AtomicU64,
@@ -203,6 +208,7 @@ impl Default for TenantState {
             hard_cap: AtomicU64::new(NONE),
             pooled: AtomicU64::new(0),
             shadow_hits: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             rejected_keys: AtomicU64::new(0),
             rejected_bytes: AtomicU64::new(0),
@@ -391,6 +397,7 @@ impl TenantState {
             reserved,
             target: self.target(),
             shadow_hits: load(&self.shadow_hits),
+            reads: load(&self.reads),
             evictions: load(&self.evictions),
             rejected_keys: load(&self.rejected_keys),
             rejected_bytes: load(&self.rejected_bytes),

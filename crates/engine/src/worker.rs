@@ -68,7 +68,15 @@ pub struct Worker {
     last_cas: u64,
     /// The database every key operation names ([`Worker::select`]).
     db: u8,
+    /// GETs per tenant not yet added to the tenants' counts (only while the arbiter weighs
+    /// credits by request rate), the tenants among them, and how many in all.
+    reads: Vec<u32>,
+    read_tenants: Vec<u16>,
+    reads_pending: u32,
 }
+
+/// GETs a worker counts before adding them to the tenants' counts.
+const READS_BATCH: u32 = 64;
 
 impl Worker {
     /// A handle pinning as `slot`, which the caller registered for it.
@@ -86,6 +94,9 @@ impl Worker {
             slb: SlbProbe::default(),
             last_cas: 0,
             db: 0,
+            reads: Vec::new(),
+            read_tenants: Vec::new(),
+            reads_pending: 0,
         }
     }
 
@@ -139,6 +150,36 @@ impl Worker {
         }
         if self.refs.len() == POOL_LEN {
             self.flush_references();
+        }
+    }
+
+    /// Counts a GET of `tenant` for the arbiter, when it weighs credits by request rate
+    /// (one load otherwise).
+    #[inline]
+    fn count_read(&mut self, tenant: TenantId) {
+        if self.inner.arbiter.counts_reads() {
+            self.count_read_batched(tenant);
+        }
+    }
+
+    fn count_read_batched(&mut self, tenant: TenantId) {
+        if self.reads.is_empty() {
+            self.reads = vec![0; item::MAX_TENANTS];
+        }
+        let t = usize::from(tenant.0);
+        if self.reads[t] == 0 {
+            self.read_tenants.push(tenant.0);
+        }
+        self.reads[t] += 1;
+        self.reads_pending += 1;
+        if self.reads_pending >= READS_BATCH {
+            let inner = &*self.inner;
+            for &t in &self.read_tenants {
+                let n = std::mem::take(&mut self.reads[usize::from(t)]);
+                inner.arbiter.add_reads(&inner.tenants, t, u64::from(n));
+            }
+            self.read_tenants.clear();
+            self.reads_pending = 0;
         }
     }
 

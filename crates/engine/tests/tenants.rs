@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, CreditPolicy, Engine, EngineConfig, IdleTax, ManualClock, Store, TenantId,
-    TenantPolicy, Worker,
+    CleanerMode, CreditPolicy, CreditWeight, Engine, EngineConfig, IdleTax, ManualClock, Store,
+    TenantId, TenantPolicy, Worker,
 };
 
 const MEMORY: usize = 8 << 20;
@@ -178,4 +178,33 @@ fn the_idle_tax_moves_idle_memory_to_an_active_tenant() {
     assert!(active.bytes > both[0].bytes + SLACK, "tenant 1 took it: {active:?} vs {:?}", both[0]);
     assert!(idle.bytes + SLACK >= half / 2, "never below reserved × (1 − rate): {idle:?}");
     engine.validate();
+}
+
+/// Weighed by hit ratio, workers count each tenant's GETs (hits and misses, single and
+/// batched) for the arbiter in batches of 64; weighed by hits, they count nothing.
+#[test]
+fn gets_are_counted_per_tenant_only_while_credits_are_weighed_by_hit_ratio() {
+    for weight in [CreditWeight::Hits, CreditWeight::HitRatio] {
+        let clock = ManualClock::new(1_000);
+        let engine = engine(&clock);
+        engine.set_credit_weight(weight);
+        for t in 1..=2 {
+            engine.set_tenant_policy(TenantId(t), TenantPolicy::default());
+        }
+        let mut w = engine.worker().unwrap();
+        for key in 0..100u64 {
+            request(&mut w, 1, key);
+            request(&mut w, 2, key);
+        }
+        let keys: Vec<[u8; 8]> = (0..60u64).map(|k| k.to_le_bytes()).collect();
+        w.get_each(TenantId(1), keys.iter().map(|k| &k[..]), |_, _, _| {});
+        let reads = |t: u16| engine.tenant_stats(TenantId(t)).reads;
+        if weight == CreditWeight::Hits {
+            assert_eq!((reads(1), reads(2)), (0, 0));
+        } else {
+            // 260 GETs, 256 of them added in four batches of 64: tenant 1's 100 single GETs
+            // and 56 of its 60 batched ones, tenant 2's 100.
+            assert_eq!((reads(1), reads(2)), (156, 100));
+        }
+    }
 }

@@ -92,6 +92,9 @@ fn a_thousand_tenants_keep_exact_counts_while_the_cleaner_evicts_and_relocates()
     }
     let stats = engine.stats();
     assert!(stats.evictions > 0, "memory was short: {stats:?}");
+    // A thousand tenants' shadow queues share 1/32 of memory, and the stats count them.
+    assert!(stats.shadow_items > 0, "{stats:?}");
+    assert!(stats.shadow_bytes <= stats.max_memory / 32, "{stats:?}");
     let per_tenant: u64 = (0..=TENANTS).map(|t| engine.tenant_stats(TenantId(t)).items).sum();
     assert_eq!(per_tenant, stats.items, "every item is counted under one tenant");
     assert!(

@@ -250,6 +250,10 @@ pub struct Cli {
     /// their share; 0 = from any tenant holding one (Memshare) [default: 100].
     #[arg(long, env = "FRIDGE_CREDIT_FLOOR", value_name = "PERCENT")]
     pub credit_floor: Option<u8>,
+    /// With tenants: what a shadow-queue hit is worth: hits (a credit each, Memshare) or
+    /// hit_ratio (weighed by the tenant's request rate) [default: hits].
+    #[arg(long, env = "FRIDGE_CREDIT_WEIGHT", value_name = "WEIGHT")]
+    pub credit_weight: Option<crate::config::CreditWeightChoice>,
     /// How the engine evicts: queues (S3-FIFO's small and main queues), memshare (a sample of
     /// segments, best-ranked items kept) or auto (queues without tenants, memshare with
     /// them) [default: auto].
@@ -350,6 +354,7 @@ impl Cli {
             hitmap_bits_per_item,
             slb_size,
             credit_floor,
+            credit_weight,
             eviction,
             metadata,
             auth_failure_rate,

@@ -50,6 +50,27 @@ pub enum EvictionChoice {
     Queues,
 }
 
+/// What a shadow-queue hit is worth (`fridge_engine::CreditWeight`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CreditWeightChoice {
+    /// A credit per hit (Memshare Algorithm 2).
+    #[default]
+    Hits,
+    /// A credit per hit with probability mean GETs / the tenant's GETs.
+    HitRatio,
+}
+
+impl CreditWeightChoice {
+    /// The name in the configuration file and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            CreditWeightChoice::Hits => "hits",
+            CreditWeightChoice::HitRatio => "hit_ratio",
+        }
+    }
+}
+
 /// Where the hitmap lives (`fridge_engine::MetadataDevice`, `docs/design.md`, "The hitmap on
 /// a GPU").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, clap::ValueEnum, Default)]
@@ -219,6 +240,10 @@ pub struct Config {
     /// this percentage of their share of memory (in proportion to their reservations); 0
     /// takes them from any tenant holding one, as Memshare's Algorithm 2 (`docs/tenants.md`).
     pub credit_floor: u8,
+    /// With tenants: what a shadow-queue hit is worth — a credit each (`hits`, Memshare), or
+    /// a credit with probability mean GETs / the tenant's GETs (`hit_ratio`, Cliffhanger's
+    /// gradient) (`docs/tenants.md`).
+    pub credit_weight: CreditWeightChoice,
     /// How the engine evicts.
     pub eviction: EvictionChoice,
     /// Where the hitmap lives.
@@ -297,6 +322,7 @@ impl Default for Config {
             hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
             slb_size: Size(0),
             credit_floor: 100,
+            credit_weight: CreditWeightChoice::Hits,
             eviction: EvictionChoice::default(),
             metadata: MetadataChoice::default(),
             allow_unauthenticated: None,
@@ -549,6 +575,10 @@ impl Config {
             credit_policy: match self.credit_floor {
                 0 => fridge_engine::CreditPolicy::Memshare,
                 percent => fridge_engine::CreditPolicy::Floor { percent },
+            },
+            credit_weight: match self.credit_weight {
+                CreditWeightChoice::Hits => fridge_engine::CreditWeight::Hits,
+                CreditWeightChoice::HitRatio => fridge_engine::CreditWeight::HitRatio,
             },
             memory_includes_index: self.memory_includes_index,
             eviction: match self.eviction {
@@ -981,6 +1011,10 @@ mod tests {
         assert_eq!(c.engine().credit_policy, CreditPolicy::Memshare);
         let c: Config = toml::from_str("credit_floor = 101\n").unwrap();
         assert!(c.validate().unwrap_err().contains("credit_floor is a percentage"));
+        assert_eq!(Config::default().engine().credit_weight, fridge_engine::CreditWeight::Hits);
+        let c: Config = toml::from_str("credit_weight = \"hit_ratio\"\n").unwrap();
+        assert_eq!(c.engine().credit_weight, fridge_engine::CreditWeight::HitRatio);
+        assert!(toml::from_str::<Config>("credit_weight = \"requests\"\n").is_err());
     }
 
     #[test]

@@ -487,6 +487,8 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("slb_bytes", e.slb_bytes as u64);
     num("slb_hits", e.slb_hits);
     num("slb_admissions", e.slb_admissions);
+    num("shadow_queue_bytes", e.shadow_bytes as u64);
+    num("shadow_queue_items", e.shadow_items as u64);
     num("segments_lent", e.segments_lent as u64);
     num("value_pins", e.value_pins as u64);
     num("segments_held", e.segments_held as u64);
@@ -585,6 +587,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num(out, "hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
     num(out, "slb_size", c.slb_size.0);
     num(out, "credit_floor", u64::from(c.credit_floor));
+    text(out, "credit_weight", c.credit_weight.name().as_bytes());
     num(out, "auth_failure_burst", u64::from(tenants.failure_limit.burst));
     let rate = tenants.failure_limit.rate.to_string();
     text(out, "auth_failure_rate", rate.as_bytes());

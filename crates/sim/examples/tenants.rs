@@ -23,6 +23,9 @@
 //!   partition instead of 100% (the default, [`CreditPolicy::Floor`]);
 //! - `fridge R%, Memshare's credits`: the same, credits taken from any holder (Memshare
 //!   Algorithm 2) instead of only from tenants above their floors;
+//! - `fridge 75%, credits by hit ratio` and `fridge 75%, Memshare's credits by hit ratio`:
+//!   `fridge 75% reserved` and `fridge 75%, Memshare's credits` with each shadow-queue hit
+//!   weighed by the tenant's request rate ([`CreditWeight::HitRatio`], Cliffhanger's gradient);
 //! - `fridge 75%, shares by record bytes`: the same as `fridge 75% reserved`, with each
 //!   tenant's share (and so its reservation and floor) in proportion to its working set as
 //!   the engine stores it — keys × (object + the 25-byte record header) — instead of object
@@ -44,8 +47,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, CreditPolicy, Engine, EngineConfig, Eviction, Expiry, IdleTax, ManualClock,
-    Queues, Store, TenantId, TenantPolicy, Worker,
+    CleanerMode, CreditPolicy, CreditWeight, Engine, EngineConfig, Eviction, Expiry, IdleTax,
+    ManualClock, Queues, Store, TenantId, TenantPolicy, Worker,
 };
 use fridge_sim::fridge::{DEFAULT_TARGET_SEGMENTS, auto_segment_size};
 use fridge_sim::policy::{Access, Automove, Lru, Memcached, Policy, SlabConfig};
@@ -139,23 +142,26 @@ fn main() {
     ));
     let (floor, memshare) = (CreditPolicy::default(), CreditPolicy::Memshare);
     let floor_90 = CreditPolicy::Floor { percent: 90 };
-    for (name, reserved, tax, credits) in [
-        ("fridge 100% reserved", 1.0, None, floor),
-        ("fridge 75% reserved", 0.75, None, floor),
-        ("fridge 50% reserved", 0.5, None, floor),
-        ("fridge 75% + idle tax", 0.75, Some(IdleTax { rate: 0.5, idle_ms }), floor),
-        ("fridge 75%, floors at 90%", 0.75, None, floor_90),
-        ("fridge 50%, floors at 90%", 0.5, None, floor_90),
-        ("fridge 75%, Memshare's credits", 0.75, None, memshare),
-        ("fridge 50%, Memshare's credits", 0.5, None, memshare),
+    let (hits, ratio) = (CreditWeight::Hits, CreditWeight::HitRatio);
+    for (name, reserved, tax, credits, weight) in [
+        ("fridge 100% reserved", 1.0, None, floor, hits),
+        ("fridge 75% reserved", 0.75, None, floor, hits),
+        ("fridge 50% reserved", 0.5, None, floor, hits),
+        ("fridge 75% + idle tax", 0.75, Some(IdleTax { rate: 0.5, idle_ms }), floor, hits),
+        ("fridge 75%, floors at 90%", 0.75, None, floor_90, hits),
+        ("fridge 50%, floors at 90%", 0.5, None, floor_90, hits),
+        ("fridge 75%, Memshare's credits", 0.75, None, memshare, hits),
+        ("fridge 50%, Memshare's credits", 0.5, None, memshare, hits),
+        ("fridge 75%, credits by hit ratio", 0.75, None, floor, ratio),
+        ("fridge 75%, Memshare's credits by hit ratio", 0.75, None, memshare, ratio),
     ] {
-        let tenancy = Tenancy { reserved, idle_tax: tax, credits };
+        let tenancy = Tenancy { reserved, idle_tax: tax, credits, weight };
         rows.push((
             name.into(),
             run_fridge(&stream, tenants, memory, &share, tenancy, eviction, shadow_bytes),
         ));
     }
-    let tenancy = Tenancy { reserved: 0.75, idle_tax: None, credits: floor };
+    let tenancy = Tenancy { reserved: 0.75, idle_tax: None, credits: floor, weight: hits };
     rows.push((
         "fridge 75%, shares by record bytes".into(),
         run_fridge(&stream, tenants, memory, &record_share, tenancy, eviction, shadow_bytes),
@@ -272,6 +278,8 @@ struct Tenancy {
     reserved: f64,
     idle_tax: Option<IdleTax>,
     credits: CreditPolicy,
+    /// What a shadow-queue hit is worth.
+    weight: CreditWeight,
 }
 
 fn run_fridge(
@@ -283,7 +291,7 @@ fn run_fridge(
     eviction: Eviction,
     shadow_bytes: u64,
 ) -> Vec<Count> {
-    let Tenancy { reserved, idle_tax, credits } = tenancy;
+    let Tenancy { reserved, idle_tax, credits, weight } = tenancy;
     let largest = stream.iter().map(Request::object_size).max().unwrap_or(0);
     let segment_size = auto_segment_size(memory, 0, largest, DEFAULT_TARGET_SEGMENTS);
     let clock = ManualClock::new(0);
@@ -302,6 +310,7 @@ fn run_fridge(
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
     engine.set_credit_policy(credits);
+    engine.set_credit_weight(weight);
     // The arena's usable part (without the cleaner's free-segment watermark) is what the
     // reservations divide.
     let usable = engine.stats().max_memory as f64 * 0.97;

@@ -220,6 +220,7 @@ impl Worker {
             let slot = c % 3;
             for j in 0..ring_len[slot] {
                 epoch::bump(&counters.gets);
+                self.count_read(tenant);
                 let (key, h) = (ring_keys[slot][j], ring_hashes[slot][j]);
                 let Some(loc) = inner.index.find_hot(
                     &guard,
@@ -276,6 +277,7 @@ impl Worker {
     ) -> Result<Option<R>, EngineError> {
         let db = self.db;
         let hash = key_hash_in(tenant, db, key);
+        self.count_read(tenant);
         let inner = &*self.inner;
         inner.check_flush(&self.slot, tenant);
         let counters = inner.epochs.counters(&self.slot);

@@ -135,6 +135,8 @@ fn help(name: &str) -> String {
         "slb_hits" => "lookups the search lookaside buffer answered without the index",
         "slb_admissions" => "keys admitted to the search lookaside buffer",
         "hitmap_bytes" => "bytes of the hitmap (eviction metadata)",
+        "shadow_queue_bytes" => "bytes of the tenants' shadow queues (recently evicted items)",
+        "shadow_queue_items" => "recently evicted items the tenants' shadow queues remember",
         "hitmap_digests_applied" => "access digests the metadata worker applied to the hitmap",
         "hitmap_pools_dropped" => "reference pools dropped because the metadata worker was behind",
         _ => "",
