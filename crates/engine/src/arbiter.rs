@@ -52,8 +52,9 @@
 //! and hash-map entries whatever the memory limit. (With it the queues of small caches and of
 //! many tenants are shorter than Memshare's; the tenants study measured 1 MiB and 128 KiB
 //! queues as good as 10 MiB in combined hit ratio, `docs/design.md`, "Shadow-queue size".)
-//! Their memory, outside the arena, is reported as [`crate::EngineStats::shadow_bytes`]. Misses use `try_lock`, so a request never waits
-//! for the cleaner filling a queue; a busy lock skips the check (Memshare §5.2).
+//! Their memory, outside the arena, is reported as [`crate::EngineStats::shadow_bytes`].
+//! Misses use `try_lock`, so a request never waits for the cleaner filling a queue; a busy
+//! lock skips the check (Memshare §5.2).
 //!
 //! A credit does not visit every tenant: the sums of reservations and of pooled memory are
 //! kept as they change, and the tenant a credit comes from is drawn from the list of givers
@@ -92,7 +93,8 @@ struct Shadow {
 
 impl Shadow {
     /// Remembers an evicted item, forgetting the oldest past `budget` bytes of items or
-    /// `most` items, and gives back container memory once it holds four times what it uses.
+    /// `most` items, and gives back container memory once the ring has more than twice the
+    /// room it keeps (its items and a quarter, plus 16).
     fn push(&mut self, hash: u64, size: u32, budget: u64, most: u64) {
         self.ring.push_back((hash, size));
         *self.members.entry(hash).or_default() += 1;

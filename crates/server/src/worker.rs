@@ -11,8 +11,8 @@
 //! `bulk` queue, not the run queue. Each turn of the loop runs every connection on the run
 //! queue, then one chunk of one bulk connection, then polls again (without sleeping), so
 //! small requests that arrive while a large reply is going out wait for at most one chunk,
-//! and each long reply still gets a chunk every turn that there are as many bulk connections
-//! (bounded delay, no starvation).
+//! and with `k` long replies in flight each still gets a chunk every `k` turns (bounded
+//! delay: small requests cannot starve it).
 
 use std::collections::VecDeque;
 use std::io;
