@@ -231,9 +231,9 @@ pub struct Cli {
     /// connections are closed first [default: a quarter of --memory, at least 64MiB].
     #[arg(long, env = "FRIDGE_MAX_CLIENT_MEMORY", value_name = "SIZE")]
     pub max_client_memory: Option<Size>,
-    /// Most reply bytes written to one connection per event-loop turn, at least 4KiB; smaller
-    /// chunks answer small requests sooner beside large values, at some throughput
-    /// [default: 1MiB].
+    /// Most reply bytes of a long reply written to one connection per event-loop turn (after a
+    /// first turn of at most 64KiB), at least 4KiB; smaller chunks answer small requests sooner
+    /// beside large values, at some throughput [default: 1MiB].
     #[arg(long, env = "FRIDGE_WRITE_CHUNK", value_name = "SIZE")]
     pub write_chunk: Option<Size>,
     /// Engine segment size [default: fits the largest item, at least 1MiB].

@@ -223,9 +223,10 @@ pub struct Config {
     /// `maxmemory-clients`); past it the largest are disconnected first. Unset: a quarter of
     /// `memory`, at least 64 MiB.
     pub max_client_memory: Option<Size>,
-    /// Most reply bytes written to one connection per event-loop turn before the other
-    /// connections of its worker are served (a longer reply goes out in chunks of this size,
-    /// each after the small requests waiting then: `docs/design.md`, "Large replies").
+    /// Most reply bytes written to one connection per event-loop turn of a long reply, before
+    /// the other connections of its worker are served (its first turn writes at most 64 KiB;
+    /// the rest goes out in chunks of this size, each after the small requests waiting then:
+    /// `docs/design.md`, "Large replies").
     pub write_chunk: Size,
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
     /// 1 MiB.

@@ -27,10 +27,10 @@
 //!   on connect, `CLIENT SETNAME` and close.
 //! - Each worker turn: poll, queue connections with events, then give each queued connection
 //!   one bounded step — read at most [`READ_BUDGET`] bytes, run complete requests while fewer
-//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most [`Config::write_chunk`] bytes
-//!   (1 MiB). A connection with more to do goes to the back of the queue; one whose step spent
-//!   its whole chunk on a long reply goes to a second queue, served a chunk a turn after the
-//!   first, so small requests go before the rest of large replies (`worker.rs`).
+//!   than [`OUTPUT_SOFT_LIMIT`] reply bytes wait, write at most 64 KiB. A connection with more
+//!   to do goes to the back of the queue; one whose long reply goes on goes to a second queue,
+//!   served a chunk of [`Config::write_chunk`] bytes (1 MiB) a turn after the first, so small
+//!   requests go before the rest of large replies (`worker.rs`).
 //! - Buffers are per connection and reused: requests are parsed in place (the proto crate
 //!   borrows from the read buffer) and replies are encoded into the write buffer, values
 //!   copied straight from engine memory. Steady state allocates nothing per request; buffers

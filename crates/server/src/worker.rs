@@ -7,10 +7,11 @@
 //! can make progress.
 //!
 //! Small requests first (the size-aware priority of the stacked-DRAM thesis, ch. 3, in
-//! software): a connection whose step spent its whole write chunk on a long reply goes to the
-//! `bulk` queue, not the run queue. Each turn of the loop runs every connection on the run
-//! queue, then one chunk of one bulk connection, then polls again (without sleeping), so
-//! small requests that arrive while a large reply is going out wait for at most one chunk,
+//! software): in its turn of the run queue a connection writes at most [`FIRST_CHUNK`] bytes;
+//! one whose reply goes on goes to the `bulk` queue, not the run queue. Each turn of the loop
+//! runs every connection on the run queue, then one chunk (`write_chunk`) of one bulk
+//! connection, then polls again (without sleeping), so the small requests of a turn never
+//! wait behind a large reply, those that arrive while one is going out wait for one chunk,
 //! and with `k` long replies in flight each still gets a chunk every `k` turns (bounded
 //! delay: small requests cannot starve it).
 
@@ -39,6 +40,9 @@ mod request;
 use request::{Limits, step, sync_memory};
 
 pub(crate) const WAKER: Token = Token(usize::MAX);
+/// Most reply bytes a connection writes in its turn of the run queue: a longer reply goes on
+/// in the bulk queue, so the small requests behind it in the same turn do not wait for it.
+const FIRST_CHUNK: usize = 64 * 1024;
 /// Housekeeping period: idle timeouts, kills, buffer shrinking.
 const TICK: Duration = Duration::from_millis(250);
 /// Initial (and shrunk-back) size of a connection's read buffer.
@@ -511,19 +515,19 @@ impl Loop {
         }
         for _ in 0..self.queue.len() {
             let Some(t) = self.queue.pop_front() else { break };
-            self.run_one(t);
+            self.run_one(t, self.write_chunk.min(FIRST_CHUNK));
         }
     }
 
     /// One chunk of the long reply first in line (see the module doc).
     fn run_bulk(&mut self) {
         if let Some(t) = self.bulk.pop_front() {
-            self.run_one(t);
+            self.run_one(t, self.write_chunk);
         }
     }
 
     /// One step of connection `t`, and where it goes next.
-    fn run_one(&mut self, t: usize) {
+    fn run_one(&mut self, t: usize, write_chunk: usize) {
         let step = match self.conns.get_mut(t) {
             Some(Some(c)) => {
                 c.queued = false;
@@ -546,7 +550,7 @@ impl Loop {
                     resp: &self.resp_limits,
                     query: self.query_limit,
                     output: self.output_limit,
-                    write_chunk: self.write_chunk,
+                    write_chunk,
                 };
                 step(c, &mut ctx, &limits)
             }
