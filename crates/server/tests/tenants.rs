@@ -331,7 +331,7 @@ fn stats_are_per_tenant_with_an_admin_view() {
         stat(&s, field);
     }
     stat(&s, "hitmap_bits_per_item");
-    // Server-wide memory a tenant does not see.
+    // The field is there; it is server-wide memory, so a tenant reads 0.
     assert_eq!(stat(&s, "shadow_queue_bytes"), "0");
     let s = stat_lines(&mut b, b"stats\r\n");
     assert_eq!(stat(&s, "curr_items"), "0");

@@ -4,7 +4,7 @@
 use std::ops::Range;
 
 use super::{Limits, ParseError, ProtocolError};
-use crate::number::{parse_redis_i64, write_usize};
+use crate::number::{parse_redis_i64, parse_u64, write_usize};
 use crate::waiting::{GetRequest, WaitingGets};
 
 /// Redis never reserves room for more arguments than this up front, however
@@ -452,10 +452,10 @@ impl GetRequest for GetArray {
         let len_field = name[3..].strip_prefix(b"\r\n$")?;
         // The key's length: at most 10 digits, then CRLF.
         let digits = len_field.iter().take(11).take_while(|c| c.is_ascii_digit()).count();
-        if digits == 0 || digits > 10 {
+        if digits > 10 {
             return None;
         }
-        let len: usize = std::str::from_utf8(&len_field[..digits]).ok()?.parse().ok()?;
+        let len = usize::try_from(parse_u64(&len_field[..digits])?).ok()?;
         let key_start = len_field[digits..].strip_prefix(b"\r\n")?;
         let key = key_start.get(..len)?;
         Some((key, key_start[len..].strip_prefix(b"\r\n")?))
