@@ -32,6 +32,8 @@ unsafe impl Sync for Mapping {}
 /// Size of a transparent huge page on x86-64 (and the alignment the kernel gives large
 /// anonymous mappings).
 pub const HUGE_PAGE: usize = 2 << 20;
+/// Size of a base page on x86-64: `madvise` works in whole pages.
+pub const PAGE: usize = 4096;
 
 impl Mapping {
     /// Maps `len` zeroed bytes (at least one page), advised for transparent huge pages.
@@ -41,7 +43,7 @@ impl Mapping {
 
     /// Maps `len` zeroed bytes (at least one page), advised for transparent huge pages or not.
     pub fn with_huge_pages(len: usize, huge: bool) -> std::io::Result<Self> {
-        let len = len.max(4096);
+        let len = len.max(PAGE);
         // SAFETY: an anonymous private mapping with no address hint has no preconditions; the
         // result is checked against MAP_FAILED below.
         let ptr = unsafe {
@@ -121,17 +123,62 @@ impl Arena {
         inside.then_some(id as u32)
     }
 
-    /// Gives segment `id`'s pages back to the kernel: it reads as zeros and takes no memory
-    /// until written again. The caller must own the segment (taken from the free list and on
-    /// no other), so that no reader can still hold a reference into it and no writer is
-    /// filling it.
+    /// Gives segment `id`'s pages back to the kernel: it takes no memory until written again.
+    /// The caller must own the segment (taken from the free list and on no other), so that no
+    /// reader can still hold a reference into it and no writer is filling it. Segments smaller
+    /// than a page ([`PAGE`]) keep their pages: a page holds other segments too, which the
+    /// kernel would zero with it.
     pub fn release(&self, id: u32) {
+        if self.segment_size < PAGE {
+            return;
+        }
         let base = self.segment_ptr(id);
         // SAFETY: `base .. base + segment_size` lies inside the mapping (`segment_ptr` checks
-        // the start; segments tile the mapping). MADV_DONTNEED on a private anonymous mapping
-        // keeps the range mapped and zero-fills it on the next touch, so later accesses stay
-        // valid; the caller owns the segment, so no one reads or writes it meanwhile. Failure
-        // only leaves the pages resident, which is harmless.
+        // the start; segments tile the mapping) and, the segment being whole pages of the
+        // page-aligned mapping (checked above), covers no other segment. MADV_DONTNEED on a
+        // private anonymous mapping keeps the range mapped and zero-fills it on the next touch,
+        // so later accesses stay valid; the caller owns the segment, so no one reads or writes
+        // it meanwhile. Failure only leaves the pages resident, which is harmless.
         unsafe { libc::madvise(base.cast(), self.segment_size, libc::MADV_DONTNEED) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `byte` over segment `id` of `arena`.
+    fn fill(arena: &Arena, id: u32, byte: u8) {
+        // SAFETY: segment `id` lies inside the mapping (`segment_ptr` checks it) and no
+        // reference into the arena exists while the test writes it.
+        unsafe { std::ptr::write_bytes(arena.segment_ptr(id), byte, arena.segment_size) };
+    }
+
+    /// Reads segment `id` of `arena`.
+    fn read(arena: &Arena, id: u32) -> Vec<u8> {
+        // SAFETY: as in `fill`; the copy ends before the arena is written again.
+        unsafe { std::slice::from_raw_parts(arena.segment_ptr(id), arena.segment_size).to_vec() }
+    }
+
+    #[test]
+    fn releasing_a_segment_leaves_the_others_of_its_page_alone() {
+        for segment_size in [1 << 10, 2 << 10, 4 << 10, 8 << 10] {
+            let arena = Arena::new(16, segment_size, false).unwrap();
+            for id in 0..16 {
+                fill(&arena, id, id as u8 + 1);
+            }
+            arena.release(0);
+            arena.release(5);
+            for id in 1..16 {
+                if id == 5 {
+                    continue;
+                }
+                assert!(read(&arena, id).iter().all(|&b| b == id as u8 + 1), "{segment_size}");
+            }
+            // A whole-page segment reads as zeros once released; a smaller one keeps its bytes.
+            let released = read(&arena, 0);
+            let want = if segment_size >= PAGE { 0 } else { 1 };
+            assert!(released.iter().all(|&b| b == want), "{segment_size}");
+        }
     }
 }

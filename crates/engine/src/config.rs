@@ -4,6 +4,12 @@ use crate::arbiter::CreditPolicy;
 use crate::error::ConfigError;
 use crate::{index, item};
 
+/// The smallest segment: a quarter of a page. Segments smaller than a page let a cache of a few
+/// hundred KiB keep enough segments that its free and open ones weigh little (the simulator's
+/// small caches, `docs/results.md`); their pages are never given back to the kernel one
+/// segment at a time (`Arena::release`).
+pub const MIN_SEGMENT_SIZE: usize = 1 << 10;
+
 /// Where the cleaner runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CleanerMode {
@@ -18,7 +24,7 @@ pub enum CleanerMode {
 pub struct EngineConfig {
     /// Bytes of item memory (the arena).
     pub max_memory: usize,
-    /// Segment size, a power of two between 4 KiB and 8 MiB.
+    /// Segment size, a power of two between 1 KiB ([`MIN_SEGMENT_SIZE`]) and 8 MiB.
     pub segment_size: usize,
     /// Largest item (key record + value) accepted.
     pub max_item_size: usize,
@@ -207,9 +213,15 @@ impl EngineConfig {
     /// Checks the settings, explaining the first problem found.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let seg = self.segment_size;
-        if !seg.is_power_of_two() || !(4096..=item::MAX_SEGMENT_SIZE).contains(&seg) {
+        if !seg.is_power_of_two() || !(MIN_SEGMENT_SIZE..=item::MAX_SEGMENT_SIZE).contains(&seg) {
             return Err(ConfigError(format!(
-                "segment_size must be a power of two from 4 KiB to 8 MiB, not {seg}"
+                "segment_size must be a power of two from 1 KiB to 8 MiB, not {seg}"
+            )));
+        }
+        if self.memory_includes_index && seg < crate::arena::PAGE {
+            return Err(ConfigError(format!(
+                "memory_includes_index needs segments of at least a page (4 KiB), not {seg}: \
+                 segments lent to the index give their pages back"
             )));
         }
         let segments = self.max_memory / seg;

@@ -75,7 +75,7 @@ mod worker;
 pub use arbiter::{CreditPolicy, CreditWeight};
 pub use budget::LimitError;
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use config::{CleanerMode, EngineConfig, Eviction, MetadataDevice, Queues};
+pub use config::{CleanerMode, EngineConfig, Eviction, MIN_SEGMENT_SIZE, MetadataDevice, Queues};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};

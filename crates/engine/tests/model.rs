@@ -212,7 +212,25 @@ fn run_with_slb(
     slb_bytes: usize,
 ) {
     let config = small_config(max_memory, 4 << 10, inline_value_max, eviction);
-    let (engine, clock) = small_engine_from(EngineConfig { slb_bytes, ..config });
+    run_config(ops, EngineConfig { slb_bytes, ..config });
+}
+
+/// The values of `op` shortened so that every item fits in a segment of 1 KiB: stores of at
+/// most 400 bytes, appends of at most 7 (a value would need about 80 appends in a row to
+/// outgrow the segment).
+fn fit_small_segments(op: Op) -> Op {
+    match op {
+        Op::Set { t, k, len, ttl, flags } => Op::Set { t, k, len: len % 400, ttl, flags },
+        Op::Add { t, k, len } => Op::Add { t, k, len: len % 400 },
+        Op::Replace { t, k, len } => Op::Replace { t, k, len: len % 400 },
+        Op::Append { t, k, len, prepend } => Op::Append { t, k, len: len % 8, prepend },
+        op => op,
+    }
+}
+
+/// Runs `ops` against an engine of `config` and the model.
+fn run_config(ops: &[Op], config: EngineConfig) {
+    let (engine, clock) = small_engine_from(config);
     let mut w: Worker = engine.worker().unwrap();
     let mut model = Model {
         items: HashMap::new(),
@@ -411,6 +429,17 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..2500)
     ) {
         run(&ops, 64 << 10, 400, Eviction::Queues(Queues::default()));
+    }
+
+    /// In segments of 1 KiB, the smallest (`MIN_SEGMENT_SIZE`, smaller than a page), 48 of
+    /// them, with either eviction.
+    #[test]
+    fn engine_agrees_with_model_in_the_smallest_segments(
+        ops in proptest::collection::vec(op().prop_map(fit_small_segments), 1..2500),
+        queues in any::<bool>(),
+    ) {
+        let eviction = if queues { Eviction::Queues(Queues::default()) } else { Eviction::Memshare };
+        run_config(&ops, small_config(48 << 10, fridge_engine::MIN_SEGMENT_SIZE, 200, eviction));
     }
 
     /// With an SLB of 8 buckets (56 entries) in front of the index: overwrites, deletes,

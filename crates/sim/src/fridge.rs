@@ -48,20 +48,24 @@
 //! # Segment size
 //! `max_memory / segment_size` must be at least 12 segments with one writer
 //! ([`EngineConfig::validate`]). [`auto_segment_size`] picks the largest power of two that
-//! leaves the target number of segments (`--target-segments`, default 64; between 4 KiB and
-//! 1 MiB); with a target above 64, raises it, while 64 segments still fit, until a segment
-//! holds 16 items of the mean size (16–32: so that little is left unused at segments' ends,
-//! about half an item each, yet small caches keep many segments: a server's cache of
-//! gigabytes in 1 MiB segments has both, a small simulated one must trade the free reserve
-//! and open heads, a few segments whatever the size, against the segments' ends; with 64
-//! items, caches of 1–5% of Zipf 0.99 and scarab kept 106–266 segments, 3–5% of them free
-//! and 1.5–3% in open heads, and held 2–5% fewer items than S3-FIFO at equal item counts:
-//! `bench/capacity`, `docs/design.md`); then, while
-//! 16 segments (or an eighth of the target, if more) still fit, until the largest item of the
-//! trace fits in a segment. With 512 segments, a floor of 16 left 20–30 segments to small
-//! caches of Facebook ETC (whose largest values are hundreds of KiB), a quarter of them free
-//! or open heads; a floor of 64 refuses 7–62 of its 1M objects at 1–10% of the working set
-//! (11,032 at 0.1%) and gave 0.5–1.7 points fewer misses at 0.1–10% (1.1–1.7 up to 5%).
+//! leaves the target number of segments (`--target-segments`, default 64; between 1 KiB, the
+//! engine's smallest, and 1 MiB); then raises it towards 16 items of the mean size (16–32
+//! after rounding) wherever a larger segment loses less memory in a simple model: about three
+//! segments whatever the size are never items (the free reserve, the open heads' room:
+//! `bench/capacity`), and each segment's end keeps the room an item did not fit in — exactly
+//! the remainder where all objects have one size, half a mean item otherwise. So a cache of
+//! gigabytes keeps many segments of many items, as a server's does, and a small one trades
+//! the fixed segments against the ends: 105 segments of 1 KiB for orm-busy's 763 items of
+//! 141 B at 1% (26 of 4 KiB when 4 KiB was the engine's smallest: 8% of memory free and 4%
+//! in open heads), but 4 KiB for Zipf's 297-byte items at 0.1% (2 KiB segments hold six and
+//! leave 13% at their ends). With 64-item segments, caches of 1–5% of Zipf 0.99 and scarab
+//! kept 106–266 segments, 3–5% of them free and 1.5–3% in open heads, and held 2–5% fewer
+//! items than S3-FIFO at equal item counts (`docs/design.md`). Then, while 16 segments (or an
+//! eighth of the target, if more) still fit, the segment grows until the largest item of the
+//! trace fits in it. With 512 segments, a floor of 16 left 20–30 segments to small caches of
+//! Facebook ETC (whose largest values are hundreds of KiB), a quarter of them free or open
+//! heads; a floor of 64 refuses 7–62 of its 1M objects at 1–10% of the working set (11,032
+//! at 0.1%) and gave 0.5–1.7 points fewer misses at 0.1–10% (1.1–1.7 up to 5%).
 //! Items larger than a segment are refused ([`EngineError::TooLarge`]): a miss that is never
 //! admitted, as reference policies do for objects larger than the whole cache.
 
@@ -81,16 +85,18 @@ pub const KEY_LEN: usize = 8;
 /// study uses 512, so that the queues, the open heads and the free reserve are each a small
 /// share of memory, as in a server's cache of gigabytes.
 pub const DEFAULT_TARGET_SEGMENTS: u64 = 64;
-/// Segments [`auto_segment_size`] keeps while growing segments to a multiple of the mean item.
-const MEAN_FIT_SEGMENTS: u64 = 64;
-/// Mean items a segment should hold at least (16–32 after rounding up to a power of two), so
-/// that the space left at a segment's end is small (64 left small caches too few segments:
-/// see the module docs).
+/// Segments a cache keeps from items whatever the segment size, in [`auto_segment_size`]'s
+/// model: the free reserve (2 with one writer) and the open heads' unused room (about one
+/// segment), as `bench/capacity` measured them in small caches.
+const FIXED_SEGMENTS: u64 = 3;
+/// The most mean items [`auto_segment_size`] grows a segment towards (16–32 after rounding up
+/// to a power of two): past that, larger segments lose more to the free and open ones than
+/// they save at their ends.
 const MEAN_ITEMS_PER_SEGMENT: u64 = 16;
-/// Fewest segments [`auto_segment_size`] accepts when growing segments to fit large items:
-/// this or an eighth of the target, whichever is more.
+/// Fewest segments [`auto_segment_size`] accepts when growing segments, to hold the mean items
+/// or to fit large items (for the latter, this or an eighth of the target, whichever is more).
 const MIN_SEGMENTS: u64 = 16;
-const MIN_SEGMENT: u64 = 4 << 10;
+const MIN_SEGMENT: u64 = fridge_engine::MIN_SEGMENT_SIZE as u64;
 const MAX_AUTO_SEGMENT: u64 = 1 << 20;
 
 /// The segment size used for a cache of `max_memory` bytes whose objects (key + value) are
@@ -100,22 +106,29 @@ pub fn auto_segment_size(max_memory: u64, mean_object: u64, max_object: u64, tar
     let prev_pow2 = |x: u64| if x == 0 { 1 } else { 1u64 << (63 - x.leading_zeros()) };
     let mut seg = prev_pow2(max_memory / target.max(1)).clamp(MIN_SEGMENT, MAX_AUTO_SEGMENT);
     let item = |object: u64| object.max(KEY_LEN as u64) + RECORD_HEADER;
-    let grow = |seg: u64, wanted: u64, fewest: u64| {
-        let mut seg = seg;
-        while seg < wanted
-            && seg < fridge_engine::item::MAX_SEGMENT_SIZE as u64
-            && max_memory / (seg * 2) >= fewest
-        {
-            seg *= 2;
-        }
-        seg
+    let mean = item(mean_object);
+    // The share of memory a segment size loses to the fixed segments and to the room left at
+    // each segment's end: exactly the remainder when every object has the same size, half a
+    // mean item otherwise.
+    let lost = |seg: u64| {
+        let end = if mean_object == max_object { (seg % mean) as f64 } else { mean as f64 / 2.0 };
+        (FIXED_SEGMENTS * seg) as f64 / max_memory as f64 + end / seg as f64
     };
-    seg = grow(
-        seg,
-        (item(mean_object) * MEAN_ITEMS_PER_SEGMENT).min(MAX_AUTO_SEGMENT),
-        MEAN_FIT_SEGMENTS,
-    );
-    seg = grow(seg, item(max_object), MIN_SEGMENTS.max(target / 8));
+    let wanted = (mean * MEAN_ITEMS_PER_SEGMENT).min(MAX_AUTO_SEGMENT);
+    let mut candidate = seg;
+    while candidate < wanted && max_memory / (candidate * 2) >= MIN_SEGMENTS {
+        candidate *= 2;
+        if lost(candidate) < lost(seg) {
+            seg = candidate;
+        }
+    }
+    let fewest = MIN_SEGMENTS.max(target / 8);
+    while seg < item(max_object)
+        && seg < fridge_engine::item::MAX_SEGMENT_SIZE as u64
+        && max_memory / (seg * 2) >= fewest
+    {
+        seg *= 2;
+    }
     seg as usize
 }
 
@@ -354,16 +367,26 @@ mod tests {
     #[test]
     fn auto_segment_size_follows_the_rule() {
         let auto = |memory, mean, max| auto_segment_size(memory, mean, max, 512);
-        // 512 segments when that is within [4 KiB, 1 MiB] and 16 mean items fit.
+        // 512 segments when that is within [1 KiB, 1 MiB] and 16 mean items fit.
         assert_eq!(auto(512 << 20, 100, 1000), 1 << 20);
         assert_eq!(auto(64 << 20, 100, 1000), 128 << 10);
-        // Clamped below at 4 KiB.
-        assert_eq!(auto(100 << 10, 100, 100), 4 << 10);
-        // Raised to hold 16 mean items (16 x 1,025 B: the next power of two, 32 KiB) while 64
-        // segments remain; not past that.
+        // Clamped below at 1 KiB, and kept there: 8 items of 125 B leave 24 B at the end
+        // (2.3%), where 2 KiB segments would lose 3 more segments' worth to the free and open
+        // ones (3% of 100 KiB).
+        assert_eq!(auto(100 << 10, 100, 100), 1 << 10);
+        // Raised towards 16 mean items (16 x 1,025 B: the next power of two, 32 KiB) while that
+        // loses less: not past it, and not where the ends gain less than the fixed segments
+        // cost (16 KiB of 1 MiB: 6% at the ends, 4.7% fixed; 32 KiB: 3% and 9.4%).
         assert_eq!(auto(64 << 20, 1000, 1000), 128 << 10);
         assert_eq!(auto(8 << 20, 1000, 1000), 32 << 10);
         assert_eq!(auto(1 << 20, 1000, 1000), 16 << 10);
+        // Items of 297 B all: 4 KiB segments lose 5.7% at their ends, 1 KiB ones 13%.
+        assert_eq!(auto(200 << 10, 272, 272), 4 << 10);
+        // Items of 322 B all: 1 KiB segments lose 5.7% at their ends, 4 KiB ones as much, and
+        // 4.5% more to the fixed segments.
+        assert_eq!(auto(200 << 10, 297, 297), 1 << 10);
+        // The same mean among many sizes: half a mean item per segment end.
+        assert_eq!(auto(200 << 10, 297, 5000), 4 << 10);
         // Raised to fit a 68 KiB item while 64 segments (an eighth of the target) remain.
         assert_eq!(auto(16 << 20, 100, 69_632), 128 << 10);
         // Not raised past 64 segments: such items are refused.
