@@ -20,7 +20,7 @@ use crate::ghost::Ghost;
 use crate::hotkeys::HotKeys;
 use crate::index::Index;
 use crate::item;
-use crate::metadata::{CpuHitmap, MetadataBackend, NoMetadata};
+use crate::metadata::{CpuHitmap, HotKeysOnly, MetadataBackend, NoHitmap, NoMetadata};
 use crate::observe::EvictionObserver;
 use crate::segment::{CLEANER_RESERVE, NO_EXPIRY, Segments};
 use crate::stats::{Counters, EngineStats};
@@ -189,7 +189,8 @@ impl Engine {
     /// An engine with the hitmap its configuration asks for: in host memory or on a GPU
     /// ([`EngineConfig::metadata_device`]); applied inline with the inline cleaner
     /// (deterministic), by a metadata thread with the background cleaner; none when
-    /// `hitmap_bits_per_item` is 0.
+    /// `hitmap_bits_per_item` is 0, where the background cleaner's metadata thread still
+    /// counts hot keys ([`HotKeysOnly`]) and the inline cleaner keeps nothing.
     pub fn with_clock(config: EngineConfig, clock: Arc<dyn Clock>) -> Result<Engine, ConfigError> {
         let (items, bits) = (config.hitmap_capacity(), config.hitmap_bits_per_item);
         let inline = config.cleaner == CleanerMode::Inline;
@@ -209,7 +210,11 @@ impl Engine {
             },
         };
         let metadata: Box<dyn MetadataBackend> = match (bits, gpu) {
-            (0, _) => Box::new(NoMetadata),
+            (0, _) if inline => Box::new(NoMetadata),
+            (0, _) => Box::new(
+                HotKeysOnly::threaded_with(NoHitmap)
+                    .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,
+            ),
             (_, Some(gpu)) => gpu,
             (_, None) if inline => Box::new(CpuHitmap::inline(items, bits)),
             (_, None) => Box::new(
@@ -231,8 +236,9 @@ impl Engine {
     }
 
     /// The hot keys of the last completed window, or of the live one if none has completed
-    /// since the start or the last [`Engine::reset_hot_keys`] (`hotkeys.rs`); `None` without
-    /// a hitmap (`hitmap_bits_per_item` 0). Pools still in workers' hands are not counted.
+    /// since the start or the last [`Engine::reset_hot_keys`] (`hotkeys.rs`); `None` where no
+    /// metadata is kept (`hitmap_bits_per_item` 0 with the inline cleaner). Pools still in
+    /// workers' hands are not counted.
     pub fn hot_keys(&self) -> Option<HotKeys> {
         self.inner.metadata.hot_keys()
     }

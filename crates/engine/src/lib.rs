@@ -83,7 +83,8 @@ pub use hotkeys::{HotKey, HotKeys, TopK};
 pub use index::SLB_MAX_BYTES;
 pub use item::Kind;
 pub use metadata::{
-    CpuHitmap, MetadataBackend, MetadataStats, NoMetadata, Pooled, Structure, Temperature,
+    CpuHitmap, HotKeysOnly, MetadataBackend, MetadataStats, NoHitmap, NoMetadata, Pooled,
+    Structure, Temperature,
 };
 #[cfg(feature = "gpu")]
 pub use metadata::{GpuHitmap, GpuMemory};

@@ -2,8 +2,10 @@
 
 mod common;
 
-use common::small_engine;
-use fridge_engine::{Clock, Expiry, INDEX_SLOT_BYTES, Store, TenantId};
+use common::{small_config, small_engine, small_engine_from};
+use fridge_engine::{
+    Clock, EngineConfig, Eviction, Expiry, INDEX_SLOT_BYTES, Queues, Store, TenantId,
+};
 
 const T: TenantId = TenantId(0);
 
@@ -34,4 +36,23 @@ fn inspect_reports_the_item_without_touching_it() {
     clock.advance(2_000);
     assert!(w.inspect(T, b"short").is_none(), "an expired item is not seen");
     assert_eq!(w.now_ms(), now + 2_000);
+}
+
+#[test]
+fn without_a_hitmap_the_queues_report_reads_since_the_item_entered_its_queue() {
+    let config = small_config(8 << 20, 64 << 10, 64, Eviction::Queues(Queues::default()));
+    let (engine, _clock) = small_engine_from(EngineConfig { hitmap_bits_per_item: 0, ..config });
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"key", b"v")).unwrap();
+    assert_eq!(w.inspect(T, b"key").unwrap().zone, Some(0), "not read yet");
+    for reads in 1..=5u8 {
+        assert!(w.get(T, b"key", |_| ()).is_some());
+        assert_eq!(w.inspect(T, b"key").unwrap().zone, Some(reads.min(3)), "capped at 3");
+    }
+    // Memshare's pass keeps no such count: without a hitmap, nothing to report.
+    let config = small_config(8 << 20, 64 << 10, 64, Eviction::Memshare);
+    let (engine, _clock) = small_engine_from(EngineConfig { hitmap_bits_per_item: 0, ..config });
+    let mut w = engine.worker().unwrap();
+    w.store(Store::new(T, b"key", b"v")).unwrap();
+    assert_eq!(w.inspect(T, b"key").unwrap().zone, None);
 }

@@ -387,3 +387,33 @@ fn a_fixed_small_queue_keeps_its_share_and_no_second_ghost() {
     assert_eq!(engine.stats().small_queue_target, start);
     engine.validate();
 }
+
+#[test]
+fn the_background_cleaner_evicts_without_a_hitmap_and_hot_keys_are_counted() {
+    // The server's default without tenants: the queues, no hitmap, the metadata worker
+    // counting hot keys only; its passes ask for temperatures and get "unknown".
+    let config = fridge_engine::EngineConfig {
+        cleaner: fridge_engine::CleanerMode::Background,
+        hitmap_bits_per_item: 0,
+        ..common::small_config(192 << 10, 4 << 10, 0, Eviction::Queues(Queues::default()))
+    };
+    let engine = Engine::new(
+        config,
+        std::sync::Arc::new(fridge_engine::ManualClock::new(1)),
+        Box::new(fridge_engine::HotKeysOnly::threaded_with(fridge_engine::NoHitmap).unwrap()),
+    )
+    .unwrap();
+    let mut w = engine.worker().unwrap();
+    for i in 0..20_000 {
+        put(&mut w, i);
+        read(&mut w, i % 50);
+    }
+    let s = engine.stats();
+    assert!(s.evictions > 10_000, "{} evictions", s.evictions);
+    assert_eq!((s.metadata.bytes, s.metadata.levels), (0, 0));
+    // Keys 0..50 were read all along, 50..100 written as early and never read.
+    let kept = (0..50).filter(|&i| read(&mut w, i)).count();
+    let unread = (50..100).filter(|&i| read(&mut w, i)).count();
+    assert!(kept > unread + 20, "read keys kept: {kept}; unread: {unread}");
+    assert!(engine.hot_keys().is_some());
+}

@@ -27,12 +27,15 @@ use crate::extended::{self, Effect};
                   flag and -o option and how far fridge honours it. Sizes take binary, case-insensitive units (64MiB = 64m = 64mb, 1.5g, \
                   512k) or bytes; durations 250ms, 30s, 5m, 1h, or seconds.\n\n\
                   Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
-                  bytes per item, about 19 with small items), the hitmap (--hitmap-bits-per-item \
-                  bits per 64 bytes of memory: 1/16 of it at 32), a 64-byte header per segment, \
-                  the cleaner's buffers (about 40 bytes per item of a cleaning pass), and for \
-                  each connection 32 KiB of buffers, growing with large requests and replies up \
-                  to --max-query-buffer and --max-output-buffer. Measured at -m 256 filled with \
-                  16-byte keys and 32-byte values: 1.5x the setting. With \
+                  bytes per item, about 19 with small items), the eviction metadata (with \
+                  S3-FIFO's queues, the default, two ghost filters of about 1/32 of it each; \
+                  with Memshare's pass, once tenants are configured, the hitmap, \
+                  --hitmap-bits-per-item bits per 64 bytes of memory: 1/16 of it at 32), a \
+                  64-byte header per segment, the cleaner's buffers (about 40 bytes per item of \
+                  a cleaning pass), and for each connection 32 KiB of buffers, growing with \
+                  large requests and replies up to --max-query-buffer and --max-output-buffer. \
+                  Measured at -m 256 filled with 16-byte keys and 32-byte values: 1.34x the \
+                  setting. With \
                   --memory-includes-index the index, hitmap, headers and cleaner buffers come \
                   out of --memory instead (fewer items fit; connection buffers still come on \
                   top). See docs/design.md.\n\n\
@@ -239,7 +242,8 @@ pub struct Cli {
     /// Engine segment size [default: fits the largest item, at least 1MiB].
     #[arg(long, env = "FRIDGE_SEGMENT_SIZE", value_name = "SIZE")]
     pub segment_size: Option<Size>,
-    /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32].
+    /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32 with
+    /// Memshare's pass, 0 with S3-FIFO's queues, which read no hitmap].
     #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
     pub hitmap_bits_per_item: Option<usize>,
     /// Search lookaside buffer in front of the index: bytes of its cache table, up to 4MiB,
@@ -351,7 +355,6 @@ impl Cli {
             partial_request_timeout,
             write_chunk,
             segment_size,
-            hitmap_bits_per_item,
             slb_size,
             credit_floor,
             credit_weight,
@@ -362,6 +365,9 @@ impl Cli {
         );
         if let Some(v) = self.allow_unauthenticated {
             c.allow_unauthenticated = Some(v);
+        }
+        if let Some(v) = self.hitmap_bits_per_item {
+            c.hitmap_bits_per_item = Some(v);
         }
         if let Some(v) = self.max_client_memory {
             c.max_client_memory = Some(v);

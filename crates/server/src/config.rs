@@ -231,8 +231,11 @@ pub struct Config {
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
     /// 1 MiB.
     pub segment_size: Size,
-    /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off.
-    pub hitmap_bits_per_item: usize,
+    /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off. `None` (the
+    /// default): 32 where the engine evicts with Memshare's pass, 0 with S3-FIFO's queues,
+    /// whose passes the hitmap does not change (`docs/design.md`, "Eviction metadata per
+    /// item"); see [`Config::hitmap_bits`].
+    pub hitmap_bits_per_item: Option<usize>,
     /// Bytes of the search lookaside buffer's cache table in front of the index (rounded down
     /// to a power of two of 64-byte buckets, at most 4 MiB; its admission log takes four times
     /// as much); 0, the default, for none (`docs/design.md`, "The SLB").
@@ -320,7 +323,7 @@ impl Default for Config {
             max_client_memory: None,
             write_chunk: Size(1 << 20),
             segment_size: Size(0),
-            hitmap_bits_per_item: fridge_engine::EngineConfig::default().hitmap_bits_per_item,
+            hitmap_bits_per_item: None,
             slb_size: Size(0),
             credit_floor: 100,
             credit_weight: CreditWeightChoice::Hits,
@@ -414,7 +417,7 @@ impl Config {
             self.max_item_size,
             format!("{:?}", self.eviction).to_lowercase(),
             format!("{:?}", self.metadata).to_lowercase(),
-            self.hitmap_bits_per_item,
+            self.hitmap_bits(),
             self.slb_size,
             self.databases,
             self.idle_timeout,
@@ -566,7 +569,7 @@ impl Config {
                 fridge_engine::CleanerMode::Background
             },
             max_participants: self.worker_count() + 16,
-            hitmap_bits_per_item: self.hitmap_bits_per_item,
+            hitmap_bits_per_item: self.hitmap_bits(),
             slb_bytes: self.slb_size.bytes(),
             metadata_device: match self.metadata {
                 MetadataChoice::Cpu => fridge_engine::MetadataDevice::Cpu,
@@ -582,17 +585,35 @@ impl Config {
                 CreditWeightChoice::HitRatio => fridge_engine::CreditWeight::HitRatio,
             },
             memory_includes_index: self.memory_includes_index,
-            eviction: match self.eviction {
-                EvictionChoice::Auto if self.tenants.iter().any(|t| t.name != DEFAULT_TENANT) => {
-                    fridge_engine::Eviction::Memshare
-                }
-                EvictionChoice::Memshare => fridge_engine::Eviction::Memshare,
-                EvictionChoice::Auto | EvictionChoice::Queues => {
-                    fridge_engine::Eviction::Queues(Default::default())
-                }
-            },
+            eviction: self.engine_eviction(),
             ..fridge_engine::EngineConfig::default()
         }
+    }
+
+    /// The engine's eviction: `--eviction`, where `auto` is Memshare's pass once a tenant
+    /// besides `default` is configured and S3-FIFO's queues until then.
+    pub fn engine_eviction(&self) -> fridge_engine::Eviction {
+        match self.eviction {
+            EvictionChoice::Auto if self.tenants.iter().any(|t| t.name != DEFAULT_TENANT) => {
+                fridge_engine::Eviction::Memshare
+            }
+            EvictionChoice::Memshare => fridge_engine::Eviction::Memshare,
+            EvictionChoice::Auto | EvictionChoice::Queues => {
+                fridge_engine::Eviction::Queues(Default::default())
+            }
+        }
+    }
+
+    /// Hitmap bits per item: as set, else 32 for Memshare's pass (its ranks read the hitmap)
+    /// and 0 for S3-FIFO's queues. Without a hitmap the metadata worker still counts hot keys,
+    /// for about an eighth of the work (`docs/design.md`, "Eviction metadata per item").
+    pub fn hitmap_bits(&self) -> usize {
+        self.hitmap_bits_per_item.unwrap_or(match self.engine_eviction() {
+            fridge_engine::Eviction::Memshare => {
+                fridge_engine::EngineConfig::default().hitmap_bits_per_item
+            }
+            fridge_engine::Eviction::Queues(_) => 0,
+        })
     }
 
     /// memcached parser limits.
@@ -1043,8 +1064,14 @@ mod tests {
         );
         let c: Config = toml::from_str(&text).unwrap();
         c.validate().unwrap();
-        assert_eq!(c.hitmap_bits_per_item, 16);
+        assert_eq!(c.hitmap_bits_per_item, Some(16));
         assert_eq!(c.engine().hitmap_bits_per_item, 16);
+        // Unset: a hitmap for Memshare's pass, none for the queues.
+        let unset = Config { hitmap_bits_per_item: None, ..c.clone() };
+        assert_eq!(unset.engine().hitmap_bits_per_item, 32);
+        let queues = Config { eviction: EvictionChoice::Queues, ..unset };
+        assert_eq!(queues.engine().hitmap_bits_per_item, 0);
+        assert_eq!(Config::default().engine().hitmap_bits_per_item, 0);
         assert_eq!(c.engine().eviction, fridge_engine::Eviction::Memshare);
         // By default, the queues without tenants and Memshare's pass with them.
         assert!(matches!(Config::default().engine().eviction, fridge_engine::Eviction::Queues(_)));

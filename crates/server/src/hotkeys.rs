@@ -30,7 +30,7 @@ pub(crate) const MAX_TOP_K: usize = fridge_engine::hotkeys::CAPACITY;
 pub(crate) const MAX_WINDOW_SECONDS: u64 = 3600;
 
 /// The report `tenant` sees (`None`: every tenant's keys), or `None` when the views are off
-/// (`hotkeys-top-k 0`) or the engine counts no hot keys (no hitmap).
+/// (`hotkeys-top-k 0`) or the engine counts no hot keys (its inline cleaner without a hitmap).
 pub(crate) fn report(shared: &Shared, tenant: Option<TenantId>) -> Option<HotKeys> {
     let k = shared.hot_top_k.load(Ordering::Relaxed);
     if k == 0 {

@@ -584,7 +584,7 @@ pub(crate) fn write_memcache_settings(out: &mut Vec<u8>, shared: &Shared, tenant
     num(out, "key_max_len", c.max_key_len as u64);
     num(out, "write_chunk", c.write_chunk.0);
     num(out, "segment_size", c.engine_segment_size() as u64);
-    num(out, "hitmap_bits_per_item", c.hitmap_bits_per_item as u64);
+    num(out, "hitmap_bits_per_item", c.hitmap_bits() as u64);
     num(out, "slb_size", c.slb_size.0);
     num(out, "credit_floor", u64::from(c.credit_floor));
     text(out, "credit_weight", c.credit_weight.name().as_bytes());

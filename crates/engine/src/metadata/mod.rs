@@ -158,4 +158,4 @@ use crate::hotkeys::HotKeys;
 #[cfg(feature = "gpu")]
 pub use gpu::{GpuHitmap, GpuMemory};
 pub use none::NoMetadata;
-pub use pooled::{CpuHitmap, Pooled, Structure};
+pub use pooled::{CpuHitmap, HotKeysOnly, NoHitmap, Pooled, Structure};

@@ -148,6 +148,31 @@ impl CpuHitmap {
     }
 }
 
+/// No hitmap: the structure of a [`HotKeysOnly`] backend. Every digest's temperature is
+/// unknown (zone 1); nothing is kept.
+#[derive(Debug, Default)]
+pub struct NoHitmap;
+
+impl Structure for NoHitmap {
+    fn append(&mut self, _digests: &[u32], _compacting: &AtomicBool) {}
+    fn zones(&mut self, digests: &[u32], out: &mut Vec<Temperature>) {
+        out.clear();
+        out.resize(digests.len(), UNKNOWN);
+    }
+    fn shape(&mut self) -> (usize, usize, u64) {
+        (0, 0, 0)
+    }
+    fn device(&self) -> String {
+        String::new()
+    }
+}
+
+/// Hot keys counted from the reference pools, without a hitmap: what the metadata worker does
+/// where the eviction needs no temperatures (S3-FIFO's queues, whose read counts live in the
+/// record headers). Applying a pool to the counters alone costs about an eighth of applying
+/// it to the hitmap too (`docs/benchmarks.md`, "Hot-key counting").
+pub type HotKeysOnly = Pooled<NoHitmap>;
+
 impl<S: Structure> Drop for Pooled<S> {
     fn drop(&mut self) {
         self.shared.shutdown.store(true, Ordering::SeqCst);
@@ -271,8 +296,11 @@ impl<S: Structure> MetadataBackend for Pooled<S> {
         lock(&s.hitmap).zones(digests, out);
         let mut zones = lock(&s.zones);
         zones.iter_mut().for_each(|z| *z = 0);
+        // Without a hitmap (no levels) every answer is "unknown" and nothing is counted.
         for t in out.iter() {
-            zones[usize::from(t.zone)] += 1;
+            if let Some(z) = zones.get_mut(usize::from(t.zone)) {
+                *z += 1;
+            }
         }
         drop(zones);
     }
@@ -346,6 +374,24 @@ mod tests {
         assert!(a[..700].iter().all(|t| t.zone >= 4), "accessed 8+ times");
         assert_eq!(threaded.stats().applied, 6 * POOL_LEN as u64);
         assert_eq!(threaded.stats().pools_dropped, 0);
+    }
+
+    #[test]
+    fn without_a_hitmap_hot_keys_are_still_counted() {
+        let hot = HotKeysOnly::threaded_with(NoHitmap).unwrap();
+        let pool: Vec<u32> = (0..POOL_LEN as u64).map(|i| digest(i % 10, false)).collect();
+        for _ in 0..3 {
+            hot.submit(&pool, &[]);
+            hot.drain();
+        }
+        let report = hot.hot_keys().unwrap();
+        assert_eq!(report.references, 3 * POOL_LEN as u64, "every reference counted");
+        // No hitmap: no bytes, no levels, every temperature unknown.
+        let stats = hot.stats();
+        assert_eq!((stats.bytes, stats.levels, stats.device.as_str()), (0, 0, ""));
+        let mut out = Vec::new();
+        hot.temperatures(&pool[..10], &mut out);
+        assert_eq!(out, vec![UNKNOWN; 10]);
     }
 
     #[test]

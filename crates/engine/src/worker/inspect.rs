@@ -23,8 +23,9 @@ pub struct ItemInfo {
     /// for the current tick). Idle times measured from it are lower bounds.
     pub last_access_ms: u64,
     /// Its hitmap zone: 0 for a key not read since the last compaction, up to the number of
-    /// levels for the hottest (1 for every key while a compaction runs); `None` when the
-    /// engine keeps no access metadata.
+    /// levels for the hottest (1 for every key while a compaction runs). Without a hitmap,
+    /// under S3-FIFO's queues, its reads since it entered its queue (0 to 3, the counter its
+    /// record keeps); `None` when the engine keeps neither.
     pub zone: Option<u8>,
     /// What the value encodes.
     pub kind: Kind,
@@ -38,7 +39,7 @@ impl Worker {
         let hash = key_hash_in(tenant, db, key);
         let inner = &*self.inner;
         inner.check_flush(&self.slot, tenant);
-        let (size, value_len, access, kind) = {
+        let (size, value_len, access, kind, freq) = {
             let guard = inner.epochs.pin(&self.slot);
             let loc = inner
                 .index
@@ -47,13 +48,15 @@ impl Worker {
             if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
                 return None;
             }
-            (rec.size(), rec.value_len(), rec.access(), rec.kind())
+            (rec.size(), rec.value_len(), rec.access(), rec.kind(), rec.freq())
         };
-        let zone = (inner.metadata.bytes() > 0).then(|| {
+        let zone = if inner.config.hitmap_bits_per_item > 0 {
             let mut temps = Vec::with_capacity(1);
             inner.metadata.temperatures(&[digest_of(hash)], &mut temps);
-            temps.first().map_or(1, |t| t.zone)
-        });
+            Some(temps.first().map_or(1, |t| t.zone))
+        } else {
+            matches!(inner.config.eviction, crate::config::Eviction::Queues(_)).then_some(freq)
+        };
         let last_access_ms = if access == inner.recency() {
             inner.now_ms()
         } else {

@@ -3,7 +3,8 @@
 //! (`crate::hotkeys`). `GET` answers an array of maps `key`, `db`, `qps`, most referenced
 //! first, and fridge's `count` (references in the window) and `freq` (`OBJECT FREQ`, absent
 //! once the key is gone); the admin's entries also name their `tenant`. An empty array when
-//! the views are off (`hotkeys-top-k 0`) or there is no hitmap.
+//! the views are off (`hotkeys-top-k 0`) or the engine counts no hot keys (its inline
+//! cleaner without a hitmap, never the server's).
 //!
 //! Redis 8.6 chose another form for the same name — sessions (`START`/`STOP`) measuring each
 //! key's CPU time and network bytes — which fridge does not measure: `START` and `STOP` get

@@ -1,6 +1,8 @@
 //! `OBJECT` (ENCODING, FREQ, IDLETIME, REFCOUNT, HELP) and `MEMORY` (USAGE, STATS, DOCTOR,
 //! MALLOC-STATS, PURGE, HELP), from what the engine knows of an item: its bytes in its
-//! segment, its index slot, its access stamp and its hitmap zone (`Worker::inspect`).
+//! segment, its index slot, its access stamp and its hitmap zone — or, under S3-FIFO's queues
+//! without a hitmap (the default without tenants), its reads since it entered its queue, 0 to
+//! 3 (`Worker::inspect`).
 
 use fridge_engine::{INDEX_SLOT_BYTES, Kind};
 use fridge_proto::number::parse_redis_i64;

@@ -135,8 +135,7 @@ pub(crate) fn write_info(
     }
     if wants(sections, "hitmap", true) {
         out.extend_from_slice(b"# Hitmap\r\n");
-        let _ =
-            write!(out, "hitmap_bits_per_item_budget:{}\r\n", shared.config.hitmap_bits_per_item);
+        let _ = write!(out, "hitmap_bits_per_item_budget:{}\r\n", shared.config.hitmap_bits());
         for (name, value) in hitmap_fields(&f.engine) {
             let _ = write!(out, "{name}:{value}\r\n");
         }
