@@ -430,8 +430,8 @@ fn an_slb_answers_hot_keys_and_every_write_keeps_it_true() {
 }
 
 /// `--metadata auto` starts on any machine: the hitmap on a usable GPU, else in host memory;
-/// `stats` and `/metrics`-bound fields say which. `--metadata gpu` without a GPU does not
-/// start, and says why.
+/// `stats` and `/metrics`-bound fields say which (`none` without a hitmap). `--metadata gpu`
+/// without a GPU does not start, and says why.
 #[test]
 fn the_hitmap_device_is_chosen_and_reported() {
     use common::start_with;
@@ -452,14 +452,18 @@ fn the_hitmap_device_is_chosen_and_reported() {
             }
         }
     };
-    let cpu = start();
+    // S3-FIFO's queues (the default without tenants) keep no hitmap unless asked.
+    let default = start();
+    assert_eq!(stat(&default, "hitmap_device").as_deref(), Some("none"));
+    let with_hitmap = || Config { hitmap_bits_per_item: Some(32), ..config() };
+    let cpu = start_with(with_hitmap());
     assert_eq!(stat(&cpu, "hitmap_device").as_deref(), Some("cpu"));
     assert_eq!(stat(&cpu, "hitmap_gpu"), None);
-    let auto = start_with(Config { metadata: MetadataChoice::Auto, ..config() });
+    let auto = start_with(Config { metadata: MetadataChoice::Auto, ..with_hitmap() });
     let device = stat(&auto, "hitmap_device").unwrap();
     match device.as_str() {
         "cpu" => {
-            let gpu = Config { metadata: MetadataChoice::Gpu, ..config() };
+            let gpu = Config { metadata: MetadataChoice::Gpu, ..with_hitmap() };
             let Err(err) = fridge_server::Server::start(gpu) else {
                 panic!("no GPU here, yet the server started with one")
             };
