@@ -684,7 +684,7 @@ mod tests {
         assert!(s.contains(29));
     }
 
-    /// All queues together remember at most usable / 32 / 48 items, shared among the
+    /// All queues together remember at most usable / 32 / 96 items, shared among the
     /// tenants whose queues are in use, and a queue cut down gives its memory back: 1,000
     /// tenants evicting 100-byte items stay within the bound whatever `shadow_bytes` says.
     #[test]

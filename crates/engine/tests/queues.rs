@@ -397,12 +397,7 @@ fn the_background_cleaner_evicts_without_a_hitmap_and_hot_keys_are_counted() {
         hitmap_bits_per_item: 0,
         ..common::small_config(192 << 10, 4 << 10, 0, Eviction::Queues(Queues::default()))
     };
-    let engine = Engine::new(
-        config,
-        std::sync::Arc::new(fridge_engine::ManualClock::new(1)),
-        Box::new(fridge_engine::HotKeysOnly::threaded_with(fridge_engine::NoHitmap).unwrap()),
-    )
-    .unwrap();
+    let (engine, _clock) = common::small_engine_from(config);
     let mut w = engine.worker().unwrap();
     for i in 0..20_000 {
         put(&mut w, i);

@@ -60,6 +60,9 @@ use fridge_workload::{Op, Request, SizeDist, twitter_mix};
 const KEY_SCALE: f64 = 5e-3;
 /// Bytes of the engine's record header (`fridge_engine::item::HEADER_LEN`).
 const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
+/// The share of the arena the reservations divide: its usable part, without the cleaner's
+/// free-segment watermark.
+const USABLE: f64 = 0.97;
 /// The memcached model's slab page (`-I`): small enough that every tenant's share holds pages.
 const MEMCACHED_PAGE: u32 = 64 << 10;
 const SEED: u64 = 42;
@@ -123,13 +126,14 @@ fn main() {
         fraction * 100.0
     );
     // What the record headers cost every tenant: with shares by record bytes, a tenant's
-    // floor (its share of the 97% of memory the reservations divide) holds this fraction of
+    // floor (its share of the `USABLE` memory the reservations divide) holds this fraction of
     // the items its LRU partition (object bytes only) holds, whatever the tenant.
     println!(
-        "\nThe engine stores {:.3}× the objects' bytes (25-byte record headers): a floor of a \
-         share by record bytes holds {:.1}% of the items of the tenant's LRU partition.\n",
+        "\nThe engine stores {:.3}× the objects' bytes ({RECORD_HEADER}-byte record headers): a \
+         floor of a share by record bytes holds {:.1}% of the items of the tenant's LRU \
+         partition.\n",
         total_stored as f64 / total_wss as f64,
-        97.0 * total_wss as f64 / total_stored as f64
+        100.0 * USABLE * total_wss as f64 / total_stored as f64
     );
 
     let mut rows: Vec<(String, Vec<Count>)> = Vec::new();
@@ -322,9 +326,7 @@ fn run_fridge(
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
     engine.set_credit_policy(credits);
     engine.set_credit_weight(weight);
-    // The arena's usable part (without the cleaner's free-segment watermark) is what the
-    // reservations divide.
-    let usable = engine.stats().max_memory as f64 * 0.97;
+    let usable = engine.stats().max_memory as f64 * USABLE;
     for t in 0..tenants {
         let r = (usable * share(t) as f64 / memory as f64 * reserved) as u64;
         engine.set_tenant_policy(
