@@ -70,17 +70,19 @@ fn main() {
         process::become_user(user).unwrap_or_else(|f| exit(f));
     }
     let pidfile = config.pidfile.as_deref().and_then(PidFile::write);
-    let server = match fridge_server::Server::serve(listeners) {
-        Ok(s) => s,
-        Err(e) => {
-            log::error!("fridge: cannot start: {e}");
-            std::process::exit(1);
-        }
-    };
+    // The handlers go in before the server answers anyone: a SIGTERM sent once it answers
+    // must shut it down (removing the pid file), not kill it by the default action.
     let mut signals = match Signals::new([SIGTERM, SIGINT, SIGHUP]) {
         Ok(s) => s,
         Err(e) => {
             log::error!("fridge: cannot install signal handlers: {e}");
+            std::process::exit(1);
+        }
+    };
+    let server = match fridge_server::Server::serve(listeners) {
+        Ok(s) => s,
+        Err(e) => {
+            log::error!("fridge: cannot start: {e}");
             std::process::exit(1);
         }
     };
