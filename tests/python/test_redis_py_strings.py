@@ -102,8 +102,10 @@ def test_object_memory(r):
     assert r.object("freq", "s") >= 0
     assert r.object("encoding", "nope") is None
     usage = r.memory_usage("raw")
-    # The item's bytes in its segment (25-byte header, the key, the value) and its index slot.
-    assert 100 + 3 + 25 + 8 <= usage <= 100 + 3 + 25 + 8 + 8
+    # The item's bytes in its segment (21-byte header, the key, the value) and its index slot.
+    assert 100 + 3 + 21 + 8 <= usage <= 100 + 3 + 21 + 8 + 8
+    r.expire("raw", 100)
+    assert r.memory_usage("raw") == usage + 4, "an expiry adds its 4-byte code"
     assert r.memory_usage("nope") is None
     stats = r.memory_stats()
     assert stats["keys.count"] == 3 and stats["dataset.bytes"] > 100

@@ -61,7 +61,7 @@ fn streams(keys: u64, ops: usize) -> [(&'static str, Vec<Key>); 2] {
 }
 
 fn engine(keys: u64, slb_bytes: usize) -> (Engine, Worker) {
-    // Room for every item (a record of 25 bytes, key and value: 73 bytes; 96 with slack).
+    // Room for every item (a record of 21 bytes, key and value: 69 bytes; 96 with slack).
     let max_memory = ((keys as usize * 96) + (64 << 20)).next_power_of_two();
     let config = EngineConfig {
         max_memory,

@@ -8,16 +8,20 @@
 //! is:
 //!
 //! ```text
-//!  0             8                      15          16          20       21      22            25
-//!  ├──── word ───┼───── cas (56 bits) ──┼ TENANT_HI ┼─ expiry ──┼ access ┼ state ┼── touched ──┼ [expires_at u64]
-//!                                                                                                [flags u32]
-//!                                                                                                [kind u8]
-//!                                                                                                [key len u16] key…
+//!  0             8                      15     16       17      18            21
+//!  ├──── word ───┼───── cas (56 bits) ──┼ HIGH ┼ access ┼ state ┼── touched ──┼ [expiry u32]
+//!                                                                              [expires_at u64]
+//!                                                                              [flags u32]
+//!                                                                              [kind u8]
+//!                                                                              [key len u16] key…
 //!
 //!  word (u64, little-endian):
 //!  │ 63        │ 62       │ 61 ... 54 │  53   │ 52 ... 46 │ 45 ...... 23 │ 22 ....... 0 │
 //!  │ HAS_FLAGS │ LONG_KEY │ TENANT_LO │ TYPED │  KEY_LEN  │  VALUE_LEN   │ VALUE_OFFSET │
 //!  │   1 bit   │  1 bit   │  8 bit    │ 1 bit │  7 bit    │   23 bit     │    23 bit    │
+//!
+//!  HIGH (u8): │     7      │ 6 ...... 0 │
+//!             │ HAS_EXPIRY │ TENANT_HI  │
 //!
 //!  expiry (u32): │ 31 30 │ 29 ................ 0 │
 //!                │ KIND  │ DELTA ms from the segment's base time (KIND = COMPACT)
@@ -31,19 +35,20 @@
 //!
 //! - `VALUE_OFFSET` is the value's offset inside the same segment (Cavast's in-segment pointer),
 //!   which bounds segments to 8 MiB.
-//! - The tenant id is 16 bits: its low byte in the word (`TENANT_LO`), its high byte in the
-//!   CAS field's top byte (`TENANT_HI`), so ids wider than a byte cost no header byte; CAS
-//!   values are 56 bits ([`MAX_CAS`]).
+//! - The tenant id is 15 bits: its low byte in the word (`TENANT_LO`), its high bits in the
+//!   CAS field's top byte (`HIGH`), so ids wider than a byte cost no header byte; CAS values
+//!   are 56 bits ([`MAX_CAS`]).
 //! - `cas` is the item's own CAS value (memcached's "unique"), given when the value is written
 //!   and kept by everything that leaves the value as it is: a TTL change (which rewrites the
 //!   record with the same CAS) and the cleaner's relocation. Values come from one engine-wide
 //!   counter, so they are unique per item and grow with time (memcached's `ms I` compares
 //!   them); a client may also set one explicitly (memcached meta `E`).
-//! - Expiry is exact to the millisecond. KIND `NONE` is no expiry; `COMPACT` holds the
-//!   delta from the segment's base time (up to 2^30 ms, 12.4 days); `WIDE` means the delta
-//!   does not fit and the absolute expiry (ms since the Unix epoch) follows the header as a
-//!   u64, 8 bytes paid only by items that expire more than 12.4 days after
-//!   their segment was opened. Nothing is rounded: an item expires at the millisecond asked.
+//! - Expiry is exact to the millisecond, and stored only by an item that has one
+//!   (`HAS_EXPIRY`): a cache of items that never expire pays nothing for it. KIND `COMPACT`
+//!   holds the delta from the segment's base time (up to 2^30 ms, 12.4 days); `WIDE` means
+//!   the delta does not fit and the absolute expiry (ms since the Unix epoch) follows as a
+//!   u64, 8 bytes more paid only by items that expire more than 12.4 days after their
+//!   segment was opened. Nothing is rounded: an item expires at the millisecond asked.
 //! - Client flags (memcached's 32-bit opaque) are stored only when non-zero (`HAS_FLAGS`).
 //! - Keys longer than 127 bytes (RESP allows 64 KiB) set `LONG_KEY` and store a u16 length.
 //! - The value's kind ([`Kind`]: what the value's bytes encode, a string or one of a
@@ -61,17 +66,19 @@
 //!   accessed atomically on its own (a reader may see `touched` half-updated when a second
 //!   carries into its next byte: `l` is then off by a multiple of 256 s for that read).
 //!
-//! **Metadata per small item**: 25 bytes here (8 of them the CAS, 1 the state byte, 3 the
-//! access time; 33 for an item expiring more than 12.4 days after its segment opened) plus the
-//! item's share of the index: one 8-byte slot nominally (33 bytes in all), measured at 19.1
-//! bytes at the index's real load (4.2 items per root bucket plus sub-bucket groups), for
-//! 44.1 bytes in all.
+//! **Metadata per small item**: 21 bytes here for an item that never expires (8 of them the
+//! CAS, 1 the state byte, 3 the access time), 25 for one that does (33 for an item expiring
+//! more than 12.4 days after its segment opened), plus the item's share of the index: one
+//! 8-byte slot nominally (29 or 33 bytes in all), measured at 19.1 bytes at the index's real
+//! load (4.2 items per root bucket plus sub-bucket groups), for 40.1 or 44.1 bytes in all.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Bytes of the fixed key-record header.
-pub const HEADER_LEN: usize = 25;
+pub const HEADER_LEN: usize = 21;
+/// Bytes of the expiry code that follows the header of an item with an expiry.
+pub const EXPIRY_LEN: usize = 4;
 /// Bytes of the absolute expiry that follows the header of an item with a wide expiry.
 pub const WIDE_EXPIRY_LEN: usize = 8;
 
@@ -86,10 +93,15 @@ const SHORT_KEY_MAX: usize = KEY_LEN_MASK as usize;
 const TYPED_BIT: u64 = 1 << 53;
 const TENANT_SHIFT: u32 = 54;
 const TENANT_MASK: u64 = 0xFF;
-/// Where the CAS field's top byte, the tenant id's high byte, sits in the CAS's u64.
+/// Where the CAS field's top byte (`HIGH`: the tenant id's high bits and `HAS_EXPIRY`) sits
+/// in the CAS's u64.
 const TENANT_HI_SHIFT: u32 = 56;
-/// The largest CAS value a record holds: 56 bits (the field's top byte is the tenant's high
-/// byte). A counter taking one value per write reaches it after 228 years at 10M writes/s.
+/// The bits of `HIGH` that hold the tenant id's high bits.
+const TENANT_HI_MASK: u8 = 0x7F;
+/// `HIGH`'s flag: an expiry code follows the header.
+const HAS_EXPIRY_BIT: u8 = 0x80;
+/// The largest CAS value a record holds: 56 bits (the field's top byte is `HIGH`: the tenant
+/// id's high bits and the has-expiry bit). A counter taking one value per write reaches it after 228 years at 10M writes/s.
 pub const MAX_CAS: u64 = (1 << TENANT_HI_SHIFT) - 1;
 const LONG_KEY_BIT: u64 = 1 << 62;
 const HAS_FLAGS_BIT: u64 = 1 << 63;
@@ -98,16 +110,16 @@ const HAS_FLAGS_BIT: u64 = 1 << 63;
 pub const MAX_SEGMENT_SIZE: usize = 1 << VALUE_OFFSET_BITS;
 /// The longest key a record can hold.
 pub const MAX_KEY_LEN: usize = u16::MAX as usize;
-/// Number of distinct tenant ids: ids are below this. A record holds 16 bits of id; the bound
+/// Number of distinct tenant ids: ids are below this. A record holds 15 bits of id; the bound
 /// is the size of the per-tenant arrays (the engine's tenant states, the server's counters),
 /// which are indexed by id and allocated whole.
 pub const MAX_TENANTS: usize = 1024;
 
 const CAS_OFFSET: usize = 8;
-const EXPIRY_OFFSET: usize = 16;
-const ACCESS_OFFSET: usize = 20;
-const STATE_OFFSET: usize = 21;
-const TOUCHED_OFFSET: usize = 22;
+const HIGH_OFFSET: usize = 15;
+const ACCESS_OFFSET: usize = 16;
+const STATE_OFFSET: usize = 17;
+const TOUCHED_OFFSET: usize = 18;
 const TOUCHED_LEN: usize = 3;
 /// The `touched` stamp counts seconds modulo this (22 bits: 48.5 days).
 pub const TOUCHED_MODULUS: u32 = 1 << TOUCHED_BITS;
@@ -198,21 +210,53 @@ pub struct NewItem<'a> {
 impl NewItem<'_> {
     /// Bytes this item's key record takes in a segment whose base time is `base_ms`.
     pub fn record_len(&self, base_ms: u64) -> usize {
-        let wide = is_wide(self.expires_at_ms, base_ms);
-        record_len(self.key.len(), self.flags != 0, wide, self.kind != Kind::STRING)
+        let expiry = match self.expires_at_ms {
+            None => ExpiryField::None,
+            Some(_) if is_wide(self.expires_at_ms, base_ms) => ExpiryField::Wide,
+            Some(_) => ExpiryField::Compact,
+        };
+        record_len(self.key.len(), self.flags != 0, expiry, self.kind != Kind::STRING)
     }
 
     /// The most bytes this item's key record can take, whatever segment it lands in.
     pub fn max_record_len(&self) -> usize {
-        let wide = self.expires_at_ms.is_some();
-        record_len(self.key.len(), self.flags != 0, wide, self.kind != Kind::STRING)
+        let expiry =
+            if self.expires_at_ms.is_some() { ExpiryField::Wide } else { ExpiryField::None };
+        record_len(self.key.len(), self.flags != 0, expiry, self.kind != Kind::STRING)
+    }
+}
+
+/// What a key record stores of its item's expiry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpiryField {
+    /// Nothing: the item never expires.
+    None,
+    /// The 4-byte code: a delta from the segment's base time.
+    Compact,
+    /// The code and the absolute time after it (12 bytes).
+    Wide,
+}
+
+impl ExpiryField {
+    /// Bytes the field takes after the header.
+    pub const fn bytes(self) -> usize {
+        match self {
+            ExpiryField::None => 0,
+            ExpiryField::Compact => EXPIRY_LEN,
+            ExpiryField::Wide => EXPIRY_LEN + WIDE_EXPIRY_LEN,
+        }
     }
 }
 
 /// Bytes of a key record for a key of `key_len` bytes.
-pub const fn record_len(key_len: usize, has_flags: bool, wide_expiry: bool, typed: bool) -> usize {
+pub const fn record_len(
+    key_len: usize,
+    has_flags: bool,
+    expiry: ExpiryField,
+    typed: bool,
+) -> usize {
     HEADER_LEN
-        + if wide_expiry { WIDE_EXPIRY_LEN } else { 0 }
+        + expiry.bytes()
         + if has_flags { 4 } else { 0 }
         + if typed { 1 } else { 0 }
         + if key_len > SHORT_KEY_MAX { 2 } else { 0 }
@@ -287,9 +331,12 @@ pub unsafe fn write(
     let mut header = [0u8; HEADER_LEN];
     header[..CAS_OFFSET].copy_from_slice(&word.to_le_bytes());
     debug_assert!(usize::from(item.tenant) < MAX_TENANTS);
-    let cas = item.cas & MAX_CAS | u64::from(item.tenant >> 8) << TENANT_HI_SHIFT;
-    header[CAS_OFFSET..EXPIRY_OFFSET].copy_from_slice(&cas.to_le_bytes());
-    header[EXPIRY_OFFSET..ACCESS_OFFSET].copy_from_slice(&expiry.to_le_bytes());
+    let mut high = (item.tenant >> 8) as u8 & TENANT_HI_MASK;
+    if item.expires_at_ms.is_some() {
+        high |= HAS_EXPIRY_BIT;
+    }
+    let cas = item.cas & MAX_CAS | u64::from(high) << TENANT_HI_SHIFT;
+    header[CAS_OFFSET..ACCESS_OFFSET].copy_from_slice(&cas.to_le_bytes());
     header[ACCESS_OFFSET] = item.access;
     debug_assert!(usize::from(item.db) < MAX_DBS);
     header[STATE_OFFSET] = item.state & STATE_BITS_MASK | item.db << DB_SHIFT;
@@ -297,11 +344,15 @@ pub unsafe fn write(
         (item.touched % TOUCHED_MODULUS) | (u32::from(item.freq.min(MAX_FREQ)) << TOUCHED_BITS);
     header[TOUCHED_OFFSET..].copy_from_slice(&touched.to_le_bytes()[..TOUCHED_LEN]);
     // SAFETY: the caller guarantees `record` is writable for the whole record and unshared;
-    // every write below stays inside `record_len(base_ms)` bytes, in order: header, wide
-    // expiry, flags, kind, key length, key.
+    // every write below stays inside `record_len(base_ms)` bytes, in order: header, expiry
+    // code, wide expiry, flags, kind, key length, key.
     unsafe {
         std::ptr::copy_nonoverlapping(header.as_ptr(), record, HEADER_LEN);
         let mut at = record.add(HEADER_LEN);
+        if item.expires_at_ms.is_some() {
+            std::ptr::copy_nonoverlapping(expiry.to_le_bytes().as_ptr(), at, EXPIRY_LEN);
+            at = at.add(EXPIRY_LEN);
+        }
         if expiry_kind(expiry) == KIND_WIDE {
             let wide = item.expires_at_ms.unwrap_or(0).to_le_bytes();
             std::ptr::copy_nonoverlapping(wide.as_ptr(), at, WIDE_EXPIRY_LEN);
@@ -374,13 +425,18 @@ impl<'g> Record<'g> {
     #[inline]
     pub unsafe fn at(segment: *const u8, offset: usize) -> Record<'g> {
         // SAFETY: the caller guarantees a whole record is published at `offset`; the header is
-        // the first HEADER_LEN bytes of it and is never written after publication (except the
-        // access and state bytes, which are not read here).
+        // the first HEADER_LEN bytes of it, followed by the expiry code where HAS_EXPIRY says
+        // so, and neither is written after publication (but the access, state and touched
+        // bytes, which are not read here).
         unsafe {
             let record = segment.add(offset);
             let word = u64::from_le_bytes(std::ptr::read_unaligned(record.cast::<[u8; 8]>()));
-            let e = std::ptr::read_unaligned(record.add(EXPIRY_OFFSET).cast::<[u8; 4]>());
-            let expiry = u32::from_le_bytes(e);
+            let expiry = if record.add(HIGH_OFFSET).read() & HAS_EXPIRY_BIT != 0 {
+                let e = std::ptr::read_unaligned(record.add(HEADER_LEN).cast::<[u8; 4]>());
+                u32::from_le_bytes(e)
+            } else {
+                KIND_NONE << EXPIRY_KIND_SHIFT
+            };
             Record { record, segment, word, expiry, live: PhantomData }
         }
     }
@@ -390,7 +446,7 @@ impl<'g> Record<'g> {
     pub fn tenant(&self) -> u16 {
         // SAFETY: the CAS field's top byte lies inside the published header and is never
         // written after publication.
-        let high = unsafe { self.record.add(CAS_OFFSET + 7).read() };
+        let high = unsafe { self.record.add(HIGH_OFFSET).read() } & TENANT_HI_MASK;
         ((self.word >> TENANT_SHIFT) & TENANT_MASK) as u16 | u16::from(high) << 8
     }
 
@@ -400,8 +456,8 @@ impl<'g> Record<'g> {
         if self.word & HAS_FLAGS_BIT == 0 {
             return 0;
         }
-        // SAFETY: HAS_FLAGS says four flag bytes follow the header (and the wide expiry, if
-        // any) inside the record.
+        // SAFETY: HAS_FLAGS says four flag bytes follow the header (and the expiry, if any)
+        // inside the record.
         let b = unsafe {
             std::ptr::read_unaligned(self.record.add(self.flags_start()).cast::<[u8; 4]>())
         };
@@ -409,13 +465,17 @@ impl<'g> Record<'g> {
     }
 
     #[inline]
-    fn is_wide(&self) -> bool {
-        expiry_kind(self.expiry) == KIND_WIDE
+    fn expiry_field(&self) -> ExpiryField {
+        match expiry_kind(self.expiry) {
+            KIND_NONE => ExpiryField::None,
+            KIND_COMPACT => ExpiryField::Compact,
+            _ => ExpiryField::Wide,
+        }
     }
 
     #[inline]
     fn flags_start(&self) -> usize {
-        HEADER_LEN + if self.is_wide() { WIDE_EXPIRY_LEN } else { 0 }
+        HEADER_LEN + self.expiry_field().bytes()
     }
 
     #[inline]
@@ -434,8 +494,8 @@ impl<'g> Record<'g> {
         if self.word & TYPED_BIT == 0 {
             return Kind::STRING;
         }
-        // SAFETY: TYPED says a kind byte follows the flags (or the header and the wide
-        // expiry) inside the published record; it is never written after publication.
+        // SAFETY: TYPED says a kind byte follows the flags (or the header and the expiry)
+        // inside the published record; it is never written after publication.
         Kind(unsafe { self.record.add(self.kind_start()).read() })
     }
 
@@ -471,7 +531,7 @@ impl<'g> Record<'g> {
     #[inline]
     pub fn record_len(&self) -> usize {
         let typed = self.word & TYPED_BIT != 0;
-        record_len(self.key().len(), self.word & HAS_FLAGS_BIT != 0, self.is_wide(), typed)
+        record_len(self.key().len(), self.word & HAS_FLAGS_BIT != 0, self.expiry_field(), typed)
     }
 
     /// Value length.
@@ -507,21 +567,14 @@ impl<'g> Record<'g> {
         expiry_kind(self.expiry) != KIND_NONE
     }
 
-    /// Whether the record stores its expiry in the wide field (a copy must keep it so, for
-    /// the item's size not to change).
-    #[inline]
-    pub fn has_wide_expiry(&self) -> bool {
-        self.is_wide()
-    }
-
     /// Absolute expiry, given the segment's base time.
     #[inline]
     pub fn expires_at_ms(&self, base_ms: u64) -> Option<u64> {
         decode_expiry(self.expiry, base_ms, || {
-            // SAFETY: a WIDE kind says the absolute expiry follows the header inside the
+            let at = HEADER_LEN + EXPIRY_LEN;
+            // SAFETY: a WIDE kind says the absolute expiry follows the expiry code inside the
             // record; it is never written after publication.
-            let b =
-                unsafe { std::ptr::read_unaligned(self.record.add(HEADER_LEN).cast::<[u8; 8]>()) };
+            let b = unsafe { std::ptr::read_unaligned(self.record.add(at).cast::<[u8; 8]>()) };
             u64::from_le_bytes(b)
         })
     }
@@ -730,18 +783,22 @@ mod tests {
     #[test]
     fn record_round_trips() {
         let mut seg = vec![0u8; 4096];
-        for (key, flags, value, kind, tenant, cas) in [
+        for row in [
             (&b"k"[..], 0u32, &b"v"[..], Kind::STRING, 9, MAX_CAS),
             (&b"flagged"[..], 0xDEAD_BEEF, &b""[..], Kind(3), 0x100, MAX_CAS - 1),
             (&[7u8; 300][..], 5, &[1u8; 100][..], Kind(255), MAX_TENANTS as u16 - 1, 1),
             (&[8u8; 127][..], 0, &[2u8; 3][..], Kind(1), 0x2FF, 0),
             (&[9u8; 128][..], 0, &[3u8; 3][..], Kind::STRING, 0, 0x00AB_CDEF_0123_4567),
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|row| [None, Some(1234), Some(1 << 40)].map(|at| (row, at)))
+        {
+            let ((key, flags, value, kind, tenant, cas), expires_at_ms) = row;
             let item = NewItem {
                 tenant,
                 key,
                 flags,
-                expires_at_ms: Some(1234),
+                expires_at_ms,
                 cas,
                 access: 3,
                 state: STATE_STALE,
@@ -785,9 +842,33 @@ mod tests {
             assert_eq!(seconds_since(0x2B_CE00, (0x2B_CE00 + 5) * 1000), 5);
             assert_eq!(seconds_since(TOUCHED_MODULUS - 1, 1000), 2, "wraps");
             assert_eq!(rec.cas(), cas);
-            assert_eq!(rec.expires_at_ms(1000), Some(1234));
-            assert!(rec.has_expiry());
+            assert_eq!(rec.expires_at_ms(1000), expires_at_ms);
+            assert_eq!(rec.has_expiry(), expires_at_ms.is_some());
             assert_eq!(rec.record_len(), item.record_len(1000));
         }
+    }
+
+    #[test]
+    fn only_an_item_that_expires_pays_for_its_expiry() {
+        let item = |expires_at_ms| NewItem {
+            tenant: MAX_TENANTS as u16 - 1,
+            key: b"key",
+            flags: 0,
+            expires_at_ms,
+            cas: MAX_CAS,
+            access: 0,
+            state: 0,
+            db: 0,
+            touched: 0,
+            freq: 0,
+            kind: Kind::STRING,
+        };
+        let base = 1_000;
+        assert_eq!(item(None).record_len(base), HEADER_LEN + 3);
+        assert_eq!(item(Some(base + 1)).record_len(base), HEADER_LEN + EXPIRY_LEN + 3);
+        let far = base + (1 << 40);
+        assert_eq!(item(Some(far)).record_len(base), HEADER_LEN + EXPIRY_LEN + WIDE_EXPIRY_LEN + 3);
+        assert_eq!(item(None).max_record_len(), HEADER_LEN + 3);
+        assert_eq!(item(Some(base)).max_record_len(), item(Some(far)).record_len(base));
     }
 }

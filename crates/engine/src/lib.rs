@@ -14,9 +14,11 @@
 //! ```
 //!
 //! Goals: lock-free reads; writes that lock one bucket only to publish; no allocation per
-//! request; little metadata per small item (a 25-byte key-record header, 8 bytes of it the
-//! item's CAS and 4 the meta protocol's state, plus its share of the index: nominally one
-//! 8-byte slot, measured 19.1 bytes at the index's real load, 44.1 bytes in all); deterministic behaviour when the cleaner runs inline on a virtual clock.
+//! request; little metadata per small item (a 21-byte key-record header, 8 bytes of it the
+//! item's CAS and 4 the meta protocol's state, and 4 more for an expiry, plus its share of the
+//! index: nominally one 8-byte slot, measured 19.1 bytes at the index's real load, 40.1 bytes
+//! in all, 44.1 with an expiry); deterministic behaviour when the cleaner runs inline on a
+//! virtual clock.
 //!
 //! Non-goals: sockets, protocols, persistence. The engine never reads the system clock: it is
 //! given a [`Clock`].

@@ -3,6 +3,7 @@
 mod common;
 
 use common::{small_config, small_engine, small_engine_from};
+use fridge_engine::item::ExpiryField;
 use fridge_engine::{
     Clock, EngineConfig, Eviction, Expiry, INDEX_SLOT_BYTES, Queues, Store, TenantId,
 };
@@ -18,10 +19,10 @@ fn inspect_reports_the_item_without_touching_it() {
     let info = w.inspect(T, b"key").unwrap();
     assert_eq!(info.value_len, 100);
     // The key record (header and key), the value.
-    let record = fridge_engine::item::record_len(3, false, false, false);
-    assert_eq!(record, 25 + 3, "a 25-byte record header");
+    let record = fridge_engine::item::record_len(3, false, ExpiryField::None, false);
+    assert_eq!(record, 21 + 3, "a 21-byte record header");
     assert_eq!(info.size, record + 100);
-    assert_eq!(info.size + INDEX_SLOT_BYTES, 136, "MEMORY USAGE: the item and its slot");
+    assert_eq!(info.size + INDEX_SLOT_BYTES, 132, "MEMORY USAGE: the item and its slot");
     // Written in the current recency tick: its last access may be now.
     assert_eq!(info.last_access_ms, now);
     assert!(info.zone.is_some(), "the default engine keeps a hitmap");
@@ -32,7 +33,8 @@ fn inspect_reports_the_item_without_touching_it() {
     assert!(w.inspect(T, b"missing").is_none());
     assert!(w.inspect(TenantId(1), b"key").is_none(), "another tenant's key is not seen");
     w.store(Store { expiry: Expiry::At(now + 1_000), ..Store::new(T, b"short", b"x") }).unwrap();
-    assert!(w.inspect(T, b"short").is_some());
+    let expiring = w.inspect(T, b"short").unwrap();
+    assert_eq!(expiring.size, 21 + 4 + 5 + 1, "an expiry adds its 4-byte code");
     clock.advance(2_000);
     assert!(w.inspect(T, b"short").is_none(), "an expired item is not seen");
     assert_eq!(w.now_ms(), now + 2_000);

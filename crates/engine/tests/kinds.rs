@@ -183,7 +183,7 @@ fn a_kind_costs_one_byte_of_record_and_only_when_not_a_string() {
     store_kind(&mut w, b"h", b"v", HASH);
     w.store(Store::new(T, b"s", b"v")).unwrap();
     let size = |w: &mut fridge_engine::Worker, k: &[u8]| w.inspect(T, k).unwrap().size;
-    assert_eq!(size(&mut w, b"s"), item::record_len(1, false, false, false) + 1);
+    assert_eq!(size(&mut w, b"s"), item::record_len(1, false, item::ExpiryField::None, false) + 1);
     assert_eq!(size(&mut w, b"h"), size(&mut w, b"s") + 1);
     engine.validate();
 }

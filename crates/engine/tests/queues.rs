@@ -9,7 +9,8 @@ use fridge_engine::{Engine, Eviction, Queues, Store, TenantId, Worker};
 const T: TenantId = TenantId(0);
 
 fn engine() -> Engine {
-    // 48 segments of 4 KiB; 100-byte values, about 30 items a segment.
+    // 48 segments of 4 KiB; items of 129 bytes (a 21-byte header, a 4-byte key, a 104-byte
+    // value), about 30 a segment: the scenarios below are sized by them.
     let eviction = Eviction::Queues(Queues::default());
     small_engine_evicting(192 << 10, 4 << 10, 0, eviction).0
 }
@@ -19,7 +20,7 @@ fn key(i: u32) -> [u8; 4] {
 }
 
 fn put(w: &mut Worker, i: u32) {
-    w.store(Store::new(T, &key(i), &[7u8; 100])).unwrap();
+    w.store(Store::new(T, &key(i), &[7u8; 104])).unwrap();
 }
 
 /// Stores keys `keys` once each (new items, or a flood of one-time ones).

@@ -157,8 +157,9 @@ pub(crate) fn count_class(
     flags: u32,
     value_len: usize,
 ) {
-    // The class of the record's common form (a far expiry's wide field, 8 bytes, is left out).
-    let size = fridge_engine::item::record_len(key_len, flags != 0, false, false) + value_len;
+    // The class of the record without an expiry (an expiry adds 4 bytes, a far one 12).
+    let expiry = fridge_engine::item::ExpiryField::None;
+    let size = fridge_engine::item::record_len(key_len, flags != 0, expiry, false) + value_len;
     inc(&counters[size_class::class_of(size) - 1]);
 }
 

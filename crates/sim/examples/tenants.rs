@@ -28,7 +28,8 @@
 //!   weighed by the tenant's request rate ([`CreditWeight::HitRatio`], Cliffhanger's gradient);
 //! - `fridge 75%, shares by record bytes`: the same as `fridge 75% reserved`, with each
 //!   tenant's share (and so its reservation and floor) in proportion to its working set as
-//!   the engine stores it — keys × (object + the 25-byte record header) — instead of object
+//!   the engine stores it — keys × (object + the 25-byte record header of an item with a
+//!   TTL) — instead of object
 //!   bytes: a small-object tenant's share then holds the same fraction of its working set as
 //!   a large-object tenant's;
 //! - `fridge 75% + idle tax`: the same with a 50% idle tax on items unread for `idle ms`
@@ -39,7 +40,8 @@
 //! reads (a miss stores the object); storage operations store (the engine with the request's
 //! TTL; reference policies through an access, and removed when next requested after the
 //! deadline) and are not counted; DELETE deletes, in the engine and in the reference
-//! policies (`Policy::remove`). The engine's memory holds its 25-byte record headers and
+//! policies (`Policy::remove`). The engine's memory holds its 25-byte record headers (21
+//! and the TTL's 4) and
 //! 8-byte keys; the memcached model charges its 48-byte headers and chunk rounding; the LRU
 //! counts object bytes only. Before the table, a line says what the headers cost every tenant:
 //! the engine's working set over the objects' bytes, and so the share of its LRU partition's
@@ -58,8 +60,11 @@ use fridge_sim::sweep::policy_key;
 use fridge_workload::{Op, Request, SizeDist, twitter_mix};
 
 const KEY_SCALE: f64 = 5e-3;
-/// Bytes of the engine's record header (`fridge_engine::item::HEADER_LEN`).
-const RECORD_HEADER: u64 = fridge_engine::item::HEADER_LEN as u64;
+/// Bytes of the engine's record header for an item with a TTL, as every item of the Twitter
+/// mix has (`fridge_engine::item::HEADER_LEN` and the expiry's code; one expiring more than
+/// 12.4 days after its segment opened stores 8 bytes more, not counted here).
+const RECORD_HEADER: u64 =
+    (fridge_engine::item::HEADER_LEN + fridge_engine::item::EXPIRY_LEN) as u64;
 /// The share of the arena the reservations divide: its usable part, without the cleaner's
 /// free-segment watermark.
 const USABLE: f64 = 0.97;
