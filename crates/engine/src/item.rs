@@ -702,21 +702,26 @@ const _: () = assert!(MAX_SEGMENT_SIZE as u64 - 1 == VALUE_OFFSET_MASK);
 mod tests {
     use super::*;
 
-    fn round_trip(at: Option<u64>, base: u64) -> Option<u64> {
-        let mut seg = vec![0u8; 256];
-        let item = NewItem {
+    /// A new string item of `key` with every other field zero (no expiry, no flags).
+    fn plain(key: &[u8]) -> NewItem<'_> {
+        NewItem {
             tenant: 0,
-            key: b"k",
-            flags: 7,
-            expires_at_ms: at,
-            cas: 99,
+            key,
+            flags: 0,
+            expires_at_ms: None,
+            cas: 0,
             access: 0,
             state: 0,
             db: 0,
             touched: 0,
             freq: 0,
             kind: Kind::STRING,
-        };
+        }
+    }
+
+    fn round_trip(at: Option<u64>, base: u64) -> Option<u64> {
+        let mut seg = vec![0u8; 256];
+        let item = NewItem { flags: 7, expires_at_ms: at, cas: 99, ..plain(b"k") };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
         let rec = unsafe {
@@ -756,19 +761,7 @@ mod tests {
     #[test]
     fn state_bits_are_set_once() {
         let mut seg = vec![0u8; 64];
-        let item = NewItem {
-            tenant: 0,
-            key: b"k",
-            flags: 0,
-            expires_at_ms: None,
-            cas: 1,
-            access: 0,
-            state: 0,
-            db: 0,
-            touched: 0,
-            freq: 0,
-            kind: Kind::STRING,
-        };
+        let item = NewItem { cas: 1, ..plain(b"k") };
         let p = seg.as_mut_ptr();
         // SAFETY: both ranges lie inside `seg`, which nothing else uses.
         let rec = unsafe {
@@ -850,19 +843,8 @@ mod tests {
 
     #[test]
     fn only_an_item_that_expires_pays_for_its_expiry() {
-        let item = |expires_at_ms| NewItem {
-            tenant: MAX_TENANTS as u16 - 1,
-            key: b"key",
-            flags: 0,
-            expires_at_ms,
-            cas: MAX_CAS,
-            access: 0,
-            state: 0,
-            db: 0,
-            touched: 0,
-            freq: 0,
-            kind: Kind::STRING,
-        };
+        let tenant = MAX_TENANTS as u16 - 1;
+        let item = |expires_at_ms| NewItem { tenant, expires_at_ms, cas: MAX_CAS, ..plain(b"key") };
         let base = 1_000;
         assert_eq!(item(None).record_len(base), HEADER_LEN + 3);
         assert_eq!(item(Some(base + 1)).record_len(base), HEADER_LEN + EXPIRY_LEN + 3);
