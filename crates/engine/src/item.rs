@@ -853,4 +853,69 @@ mod tests {
         assert_eq!(item(None).max_record_len(), HEADER_LEN + 3);
         assert_eq!(item(Some(base)).max_record_len(), item(Some(far)).record_len(base));
     }
+
+    proptest::proptest! {
+        /// Any item's record decodes to what was written, takes exactly `record_len` bytes
+        /// (the bytes around it are untouched), and `max_record_len` bounds it.
+        #[test]
+        fn any_record_round_trips_in_exactly_its_length(
+            key in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..300),
+            flags in proptest::prelude::any::<u32>(),
+            expiry in 0u8..3,
+            delta in 0u64..(1 << 40),
+            tenant in 0u16..MAX_TENANTS as u16,
+            cas in 0..=MAX_CAS,
+            state in 0u8..16,
+            db in 0u8..MAX_DBS as u8,
+            touched in 0u32..TOUCHED_MODULUS,
+            freq in 0..=MAX_FREQ,
+            kind in proptest::prelude::any::<u8>(),
+            at in 0usize..64,
+        ) {
+            let base = 1_700_000_000_000u64;
+            let expires_at_ms = match expiry {
+                0 => None,
+                1 => Some(base + delta % u64::from(EXPIRY_DELTA_MASK)),
+                _ => Some(base + delta),
+            };
+            let item = NewItem {
+                tenant,
+                key: &key,
+                flags,
+                expires_at_ms,
+                cas,
+                access: 9,
+                state,
+                db,
+                touched,
+                freq,
+                kind: Kind(kind),
+            };
+            let len = item.record_len(base);
+            proptest::prop_assert!(len <= item.max_record_len());
+            const SENTINEL: u8 = 0xA5;
+            let mut seg = vec![SENTINEL; 1024];
+            let value_offset = 1024 - 3;
+            let p = seg.as_mut_ptr();
+            // SAFETY: the record (at most 21 + 12 + 4 + 1 + 2 + 299 bytes from `at` < 64) and
+            // the 3-byte value at the end lie inside `seg` and do not overlap.
+            let rec = unsafe {
+                write(p.add(at), p.add(value_offset), &item, value_offset, 3, &[b"val"], base);
+                Record::at(p, at)
+            };
+            proptest::prop_assert_eq!(rec.key(), &key[..]);
+            proptest::prop_assert_eq!(rec.flags(), flags);
+            proptest::prop_assert_eq!(rec.expires_at_ms(base), expires_at_ms);
+            proptest::prop_assert_eq!(rec.has_expiry(), expires_at_ms.is_some());
+            proptest::prop_assert_eq!(rec.tenant(), tenant);
+            proptest::prop_assert_eq!(rec.cas(), cas);
+            proptest::prop_assert_eq!((rec.state(), rec.db(), rec.access()), (state, db, 9));
+            proptest::prop_assert_eq!((rec.touched(), rec.freq()), (touched, freq));
+            proptest::prop_assert_eq!(rec.kind(), Kind(kind));
+            proptest::prop_assert_eq!(rec.value(), b"val");
+            proptest::prop_assert_eq!(rec.record_len(), len);
+            let outside = seg[..at].iter().chain(&seg[at + len..value_offset]);
+            proptest::prop_assert!(outside.into_iter().all(|&b| b == SENTINEL));
+        }
+    }
 }
