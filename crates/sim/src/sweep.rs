@@ -775,12 +775,13 @@ fn build(
             let meaning = if objects {
                 format!(
                     "engine max_memory = objects x {item} B (max(mean object {mean} B, 8 B key) \
-                     + {RECORD_HEADER} B record header); index outside (overhead_bytes)"
+                     + {RECORD_HEADER} B record header, 4 B more with a TTL); index outside \
+                     (overhead_bytes)"
                 )
             } else {
                 format!(
-                    "engine max_memory: items incl. {RECORD_HEADER} B record headers; index \
-                     outside (overhead_bytes)"
+                    "engine max_memory: items incl. {RECORD_HEADER} B record headers (4 B more \
+                     with a TTL); index outside (overhead_bytes)"
                 )
             };
             let segment_size = settings.segment_size.unwrap_or_else(|| {
