@@ -101,7 +101,8 @@ const TENANT_HI_MASK: u8 = 0x7F;
 /// `HIGH`'s flag: an expiry code follows the header.
 const HAS_EXPIRY_BIT: u8 = 0x80;
 /// The largest CAS value a record holds: 56 bits (the field's top byte is `HIGH`: the tenant
-/// id's high bits and the has-expiry bit). A counter taking one value per write reaches it after 228 years at 10M writes/s.
+/// id's high bits and the has-expiry bit). A counter taking one value per write reaches it
+/// after 228 years at 10M writes/s.
 pub const MAX_CAS: u64 = (1 << TENANT_HI_SHIFT) - 1;
 const LONG_KEY_BIT: u64 = 1 << 62;
 const HAS_FLAGS_BIT: u64 = 1 << 63;
@@ -210,11 +211,7 @@ pub struct NewItem<'a> {
 impl NewItem<'_> {
     /// Bytes this item's key record takes in a segment whose base time is `base_ms`.
     pub fn record_len(&self, base_ms: u64) -> usize {
-        let expiry = match self.expires_at_ms {
-            None => ExpiryField::None,
-            Some(_) if is_wide(self.expires_at_ms, base_ms) => ExpiryField::Wide,
-            Some(_) => ExpiryField::Compact,
-        };
+        let expiry = ExpiryField::of_code(encode_expiry(self.expires_at_ms, base_ms));
         record_len(self.key.len(), self.flags != 0, expiry, self.kind != Kind::STRING)
     }
 
@@ -238,6 +235,15 @@ pub enum ExpiryField {
 }
 
 impl ExpiryField {
+    /// What a record stores for an expiry encoded as `code` ([`encode_expiry`]).
+    const fn of_code(code: u32) -> ExpiryField {
+        match expiry_kind(code) {
+            KIND_NONE => ExpiryField::None,
+            KIND_COMPACT => ExpiryField::Compact,
+            _ => ExpiryField::Wide,
+        }
+    }
+
     /// Bytes the field takes after the header.
     pub const fn bytes(self) -> usize {
         match self {
@@ -328,11 +334,12 @@ pub unsafe fn write(
         word |= TYPED_BIT;
     }
     let expiry = encode_expiry(item.expires_at_ms, base_ms);
+    let field = ExpiryField::of_code(expiry);
     let mut header = [0u8; HEADER_LEN];
     header[..CAS_OFFSET].copy_from_slice(&word.to_le_bytes());
     debug_assert!(usize::from(item.tenant) < MAX_TENANTS);
     let mut high = (item.tenant >> 8) as u8 & TENANT_HI_MASK;
-    if item.expires_at_ms.is_some() {
+    if field != ExpiryField::None {
         high |= HAS_EXPIRY_BIT;
     }
     let cas = item.cas & MAX_CAS | u64::from(high) << TENANT_HI_SHIFT;
@@ -349,11 +356,11 @@ pub unsafe fn write(
     unsafe {
         std::ptr::copy_nonoverlapping(header.as_ptr(), record, HEADER_LEN);
         let mut at = record.add(HEADER_LEN);
-        if item.expires_at_ms.is_some() {
+        if field != ExpiryField::None {
             std::ptr::copy_nonoverlapping(expiry.to_le_bytes().as_ptr(), at, EXPIRY_LEN);
             at = at.add(EXPIRY_LEN);
         }
-        if expiry_kind(expiry) == KIND_WIDE {
+        if field == ExpiryField::Wide {
             let wide = item.expires_at_ms.unwrap_or(0).to_le_bytes();
             std::ptr::copy_nonoverlapping(wide.as_ptr(), at, WIDE_EXPIRY_LEN);
             at = at.add(WIDE_EXPIRY_LEN);
@@ -466,11 +473,7 @@ impl<'g> Record<'g> {
 
     #[inline]
     fn expiry_field(&self) -> ExpiryField {
-        match expiry_kind(self.expiry) {
-            KIND_NONE => ExpiryField::None,
-            KIND_COMPACT => ExpiryField::Compact,
-            _ => ExpiryField::Wide,
-        }
+        ExpiryField::of_code(self.expiry)
     }
 
     #[inline]
