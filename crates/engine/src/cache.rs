@@ -477,9 +477,9 @@ pub(crate) struct SweepState {
     pub(crate) cursor: usize,
     /// Whether a pass is under way.
     pub(crate) in_pass: bool,
-    /// Per segment: its life (`SegmentHeader::generation`) and `key_top` when the pass under
-    /// way (or the last one) began; the records below the mark existed then.
-    pub(crate) marks: Vec<(u32, u32)>,
+    /// Per segment: its life (`SegmentHeader::generation`) if it was sealed when the pass
+    /// under way (or the last one) began, so that every item in it then is one the pass sees.
+    pub(crate) marks: Vec<Option<u32>>,
     /// Per segment: no item that existed when the pass began expires before this (from the
     /// header's earliest expiry and what the last pass learnt).
     pub(crate) bounds: Vec<u64>,

@@ -9,7 +9,8 @@
 //! work per step. For each item it first asks what is known about the item's segment: no
 //! item of the segment that existed when the pass began expires before the segment's
 //! *bound* (the header's earliest expiry, [`crate::segment::SegmentHeader::min_expiry_ms`],
-//! raised to what the last pass learnt if the segment has not changed since). While the time
+//! raised to what the last pass learnt if the segment was sealed when that pass began and
+//! has not been reused since). While the time
 //! is not past the bound, the item is passed over without reading it, and a root whose items
 //! are all passed over is not even locked. Otherwise the sweep locks the root, reads the key
 //! record, and removes the item if it has expired, accounted as the cleaner does (expired,
@@ -48,9 +49,9 @@
 //! pass.
 //!
 //! Costs (`cargo run --release -p fridge-engine --example expiry_sweep`, 10M items of 16 B
-//! keys and 32 B values in 1 GiB): a pass that reads few records takes 117–126 ms of one core
+//! keys and 32 B values in 1 GiB): a pass that reads few records takes 114–126 ms of one core
 //! (0.9–1.0 ms per step, so about a tenth of a core while passes run); one that reads all
-//! 10M records, 478 ms. Nothing runs while no item is due. Memory: 24 bytes per segment,
+//! 10M records, 478–529 ms. Nothing runs while no item is due. Memory: 24 bytes per segment,
 //! allocated by the first pass.
 
 use std::cell::Cell;
@@ -98,8 +99,15 @@ fn due(inner: &Inner, now: u64) -> bool {
 /// cleaner) with an expiry after this point lowers the bound itself, and the pass needs to
 /// account only for the items that existed when it began. For those, each segment's bound is
 /// taken now: the header's earliest expiry, raised to what the last pass learnt if the
-/// segment has not changed since that pass began (same life, same `key_top`: every item in
-/// it then existed when that pass began, so that pass saw each one that is still live).
+/// segment was already sealed when that pass began and has not been taken since (same life).
+///
+/// Sealed, not merely unchanged: an item whose record is in a head segment may be published
+/// only after the pass has gone by its root (its writer wrote the record before the pass
+/// began and linked it after), so a head's records are not all ones the pass saw. Its writer
+/// lowers the global bound, which starts the next pass, but that pass must then read the
+/// segment rather than trust the minimum learnt without the item. An owner seals a segment
+/// only after publishing everything it wrote there, so every item of a segment sealed when
+/// the pass began is one the pass meets.
 fn begin_pass(inner: &Inner, state: &mut SweepState) {
     inner.next_expiry_ms.store(NO_EXPIRY, Ordering::Relaxed);
     fence(Ordering::SeqCst);
@@ -107,16 +115,20 @@ fn begin_pass(inner: &Inner, state: &mut SweepState) {
     state.in_pass = true;
     let count = inner.segments.count();
     if state.marks.len() != count {
-        state.marks = vec![(u32::MAX, 0); count];
+        state.marks = vec![None; count];
         state.bounds = vec![0; count];
         state.mins = vec![0; count];
     }
     for (id, mark) in state.marks.iter_mut().enumerate() {
         let h = inner.segments.header(id as u32);
-        let now_mark = (h.generation.load(Ordering::Relaxed), h.key_top.load(Ordering::Acquire));
+        // The life first (`Acquire`, pairing with `take_free`): a `sealed` read after it is
+        // that life's or a later one's. `Acquire` on `sealed`: the items published before the
+        // seal are in the index for the pass.
+        let generation = h.generation.load(Ordering::Acquire);
+        let sealed = h.sealed.load(Ordering::Acquire);
         let header_min = h.min_expiry_ms.load(Ordering::Relaxed);
-        let learnt = if *mark == now_mark { state.mins[id] } else { 0 };
-        *mark = now_mark;
+        let learnt = if *mark == Some(generation) { state.mins[id] } else { 0 };
+        *mark = sealed.then_some(generation);
         state.bounds[id] = header_min.max(learnt);
         state.mins[id] = NO_EXPIRY;
     }

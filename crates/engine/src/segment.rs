@@ -20,7 +20,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::epoch::Epochs;
 
@@ -53,6 +53,11 @@ pub struct SegmentHeader {
     /// Values of the segment held past their readers' epoch guards ([`crate::ValuePin`]: a
     /// reply being written from the segment). A retired segment is not freed while any is.
     pub pins: AtomicU32,
+    /// Whether the segment has been sealed since it was last taken. Its owner seals it only
+    /// after publishing (or abandoning) every item it wrote there, and stores this with
+    /// `Release`: whoever loads `true` with `Acquire` finds every item of the segment in the
+    /// index or gone from it (the expiry sweep relies on this, see `crate::expiry`).
+    pub sealed: AtomicBool,
 }
 
 /// [`SegmentHeader::queue`] of a segment writers fill with new items.
@@ -215,12 +220,16 @@ impl Segments {
         h.dead_bytes.store(0, Ordering::Relaxed);
         h.base_ms.store(now_ms, Ordering::Relaxed);
         h.min_expiry_ms.store(NO_EXPIRY, Ordering::Relaxed);
-        h.generation.fetch_add(1, Ordering::Relaxed);
+        h.sealed.store(false, Ordering::Relaxed);
+        // `Release`: whoever sees the new life sees it unsealed (`crate::expiry`).
+        h.generation.fetch_add(1, Ordering::Release);
         Some(id)
     }
 
-    /// Adds a full head segment to the sealed list.
+    /// Adds a full head segment to the sealed list. The caller owns the segment and has
+    /// published or abandoned every item it wrote there.
     pub fn seal(&self, id: u32) {
+        self.header(id).sealed.store(true, Ordering::Release);
         let mut lists = self.lists();
         if self.queues && self.queue_of(id) == SMALL {
             lists.small.push_back(id);

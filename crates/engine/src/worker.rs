@@ -1193,3 +1193,74 @@ fn append_to_head(
     let seg = heads[usize::from(queue) * 2 + usize::from(large)]?;
     inner.append_to(seg, item, value).map(Ok)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::publish;
+    use crate::clock::{Clock, ManualClock};
+    use crate::hash::key_hash_in;
+    use crate::item::{self, Kind, NewItem};
+    use crate::ops::{Expiry, Store};
+    use crate::tenant::TenantId;
+    use crate::{CleanerMode, Engine, EngineConfig};
+
+    const T: TenantId = TenantId(0);
+
+    /// A store writes its record before an expiry pass begins and links it after the pass
+    /// has gone by its root, so the pass neither sees it nor learns its expiry for the head
+    /// segment. The next pass must read that segment all the same (`crate::expiry`).
+    #[test]
+    fn an_item_linked_behind_a_pass_is_swept_by_the_next() {
+        let config = EngineConfig {
+            max_memory: 1 << 20,
+            segment_size: 64 << 10,
+            max_item_size: 64 << 10,
+            cleaner: CleanerMode::Inline,
+            ..EngineConfig::default()
+        };
+        let clock = Arc::new(ManualClock::new(1_000_000));
+        let engine = Engine::with_clock(config, clock.clone()).unwrap();
+        let mut w = engine.worker().unwrap();
+        let now = clock.now_ms();
+        let at = |ms| Expiry::At(now + ms);
+        w.store(Store { expiry: at(100_000), ..Store::new(T, b"late", b"v") }).unwrap();
+        w.store(Store { expiry: at(1), ..Store::new(T, b"soon", b"v") }).unwrap();
+        // `behind` is written into the same head, unlinked.
+        let key = b"behind";
+        let item = NewItem {
+            tenant: T.0,
+            db: 0,
+            key,
+            flags: 0,
+            expires_at_ms: Some(now + 50),
+            cas: engine.inner().new_cas(),
+            access: engine.inner().recency(),
+            state: 0,
+            touched: item::touched_stamp(now),
+            freq: 0,
+            kind: Kind::STRING,
+        };
+        let hash = key_hash_in(T, 0, key);
+        let queue = engine.inner().queue_for_write(hash, 7);
+        let (new, size) = w.write_item(&item, &[b"v"], queue).unwrap();
+        // A whole pass: `soon` goes; the head's earliest live expiry seen is `late`'s.
+        clock.advance(2);
+        assert_eq!(engine.reclaim_expired(), 1);
+        // Now the store links its item.
+        {
+            let inner = engine.inner();
+            let guard = inner.epochs.pin(&w.slot);
+            let locked = inner.lock_key(&guard, hash);
+            assert!(locked.find(|_| true).is_none());
+            publish(inner, &guard, locked, None, new, false, (T, 0), size, item.expires_at_ms)
+                .unwrap();
+        }
+        assert!(w.contains(T, key));
+        clock.set(now + 60);
+        assert_eq!(engine.reclaim_expired(), 1, "the next pass reads the head and finds it");
+        assert_eq!((engine.item_count(T), engine.expiring_count(T)), (1, 1), "`late` stays");
+        engine.validate();
+    }
+}
