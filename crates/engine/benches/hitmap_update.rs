@@ -17,7 +17,9 @@
 //! so every page is mapped and the fill is a steady state's; `record_pool` (zones of the whole
 //! pool first, prefetching 8 ahead, then the pool's keys sorted and marked), `record_batch`
 //! (prefetching the key's block in every level 8 digests ahead) and `record` (one digest at a
-//! time) alternate, three rounds each, and the median is printed.
+//! time) alternate, three rounds each, and the median is printed. Beside them, the frequency
+//! sketch S3-FIFO's queues keep instead of a hitmap (`fridge_engine::sketch`, the same items
+//! and bits per item), warmed and measured the same way.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -25,6 +27,7 @@ use std::time::Instant;
 use fridge_engine::TenantId;
 use fridge_engine::hash::{digest_of, key_hash};
 use fridge_engine::hitmap::{DEFAULT_LEVELS, Hitmap};
+use fridge_engine::sketch::Sketch;
 use fridge_workload::{Rng, Zipf};
 
 mod common;
@@ -70,6 +73,18 @@ fn measure(warm: &Hitmap, digests: &[u32], method: Method) -> f64 {
     digests.len() as f64 / s
 }
 
+/// Digests per second applying `digests` to a copy of `warm`, a pool at a time.
+fn measure_sketch(warm: &Sketch, digests: &[u32]) -> f64 {
+    let mut s = warm.clone();
+    let start = Instant::now();
+    for pool in digests.chunks(POOL) {
+        s.append_pool(pool);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    black_box(&s);
+    digests.len() as f64 / secs
+}
+
 fn main() {
     let keys = arg(0, 50_000_000) as u64;
     let items = arg(1, 25_000_000);
@@ -88,11 +103,17 @@ fn main() {
         stats.bytes >> 20,
         fill.join(" / ")
     );
-    let (mut pool, mut batch, mut single) = (Vec::new(), Vec::new(), Vec::new());
+    let mut warm_sketch = Sketch::for_items(items, bits);
+    for pool in digests.chunks(POOL) {
+        warm_sketch.append_pool(pool);
+    }
+    let (mut pool, mut batch, mut single, mut sketch) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..ROUNDS {
         pool.push(measure(&warm, &digests, Method::Pool));
         batch.push(measure(&warm, &digests, Method::Batch));
         single.push(measure(&warm, &digests, Method::Single));
+        sketch.push(measure_sketch(&warm_sketch, &digests));
     }
     let (p, b, s) = (median(pool), median(batch), median(single));
     println!();
@@ -102,6 +123,11 @@ fn main() {
     println!("| `record_batch` (prefetch 8 ahead) | {:.2} |", b / 1e6);
     println!("| `record` (one at a time) | {:.2} |", s / 1e6);
     println!("| batch / single | {:.2}x |", b / s);
+    println!(
+        "| the frequency sketch (`Sketch`, {} MiB: the queues' metadata) | {:.2} |",
+        warm_sketch.bytes() >> 20,
+        median(sketch) / 1e6
+    );
 
     let mut h = warm.clone();
     let start = Instant::now();

@@ -43,6 +43,9 @@ pub(crate) struct Inner {
     pub(crate) epochs: Epochs,
     pub(crate) counters: Counters,
     pub(crate) metadata: Box<dyn MetadataBackend>,
+    /// Whether `metadata`'s temperatures are frequency estimates (the queues' sketch,
+    /// [`MetadataBackend::estimates_frequencies`]).
+    pub(crate) sketch: bool,
     /// Why the hitmap is not where the configuration preferred it (`MetadataDevice::Auto`
     /// without a usable GPU), set once at startup.
     pub(crate) metadata_note: OnceLock<String>,

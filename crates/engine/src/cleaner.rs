@@ -340,9 +340,16 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     state.digests.clear();
     state.digests.extend(survivors.iter().map(|s| digest_of(s.hash) & !1));
     inner.metadata.temperatures(&state.digests, &mut state.temperatures);
+    // With queues and the frequency sketch, a temperature is the key's estimated references:
+    // a small-queue item the sketch has seen often enough earns the main queue like one read
+    // twice on probation (TinyLFU; `src/sketch.rs`).
+    let promote_estimate = queues.filter(|_| inner.sketch).map_or(0, |q| q.promote_estimate);
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
         s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);
+        if promote_estimate > 0 && s.queue == SMALL && t.zone >= promote_estimate {
+            s.freq = s.freq.max(s.min_freq);
+        }
     }
     // Highest rank first — with queues, more reads in the queue first, then rank; ties keep
     // segment order, so passes are deterministic. With several tenants, Algorithm 1

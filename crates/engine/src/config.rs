@@ -58,10 +58,12 @@ pub struct EngineConfig {
     pub index_buckets: usize,
     /// Seed for the cleaner's random choices.
     pub seed: u64,
-    /// Hitmap bits per expected item, all levels and the set counter together (0 = no
-    /// eviction metadata: every item looks cold, ranks fall back to recency).
+    /// Eviction metadata bits per expected item (0 = none). With Memshare's pass, the
+    /// hitmap's, all levels and the set counter together (without one every item looks cold
+    /// and the ranks fall back to recency); with S3-FIFO's queues, the frequency sketch's
+    /// (`src/sketch.rs`; without one only reads promote from the small queue).
     pub hitmap_bits_per_item: usize,
-    /// Items the hitmap is sized for; 0 = one per 64 bytes of `max_memory`.
+    /// Items the hitmap or the sketch is sized for; 0 = one per 64 bytes of `max_memory`.
     pub hitmap_items: usize,
     /// Count the index and the engine's other memory outside the arena (segment headers,
     /// eviction metadata) within `max_memory`: the arena lends them whole segments, so fewer
@@ -131,7 +133,9 @@ pub enum Eviction {
 /// one segment's worth, or more where the pass reads on into the queue's next oldest
 /// segments, which it does while earlier evictions pay for the copies (at most one copy per
 /// eviction over the run). The rest are evicted, those from the small queue into the ghost,
-/// which sends their keys straight to the main queue when they are written again.
+/// which sends their keys straight to the main queue when they are written again. Where the
+/// engine keeps eviction metadata, a frequency sketch of the keys' references (TinyLFU)
+/// promotes from the small queue the items whose estimate reaches `promote_estimate` too.
 ///
 /// The small queue's share adapts between `small_min_percent` and `small_percent`, as ARC
 /// adapts its recency target (Megiddo & Modha, FAST '03): a write of a key the small
@@ -153,6 +157,11 @@ pub struct Queues {
     pub keep_reads: u8,
     /// How many evicted keys each ghost remembers, in percent of the items in memory.
     pub ghost_percent: u16,
+    /// A frequency sketch's estimate (TinyLFU, `src/sketch.rs`; 1–15) at which an item
+    /// leaves the small queue for the main queue even without `promote_reads` reads there;
+    /// 0: reads alone promote. The sketch exists where the engine keeps eviction metadata
+    /// (`hitmap_bits_per_item` > 0, its size per item).
+    pub promote_estimate: u8,
 }
 
 impl Queues {
@@ -170,6 +179,7 @@ impl Default for Queues {
             promote_reads: 2,
             keep_reads: 1,
             ghost_percent: 100,
+            promote_estimate: 3,
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::budget::{self, LEND_AHEAD, LimitError};
 use crate::cache::{CasCounter, CleanerState, Inner, SweepState};
 use crate::cleaner;
 use crate::clock::Clock;
-use crate::config::{CleanerMode, EngineConfig, MetadataDevice};
+use crate::config::{CleanerMode, EngineConfig, Eviction, MetadataDevice};
 use crate::epoch::{Epochs, Guard, Slot};
 use crate::error::{ConfigError, EngineError};
 use crate::expiry;
@@ -20,9 +20,10 @@ use crate::ghost::Ghost;
 use crate::hotkeys::HotKeys;
 use crate::index::Index;
 use crate::item;
-use crate::metadata::{CpuHitmap, HotKeysOnly, MetadataBackend, NoHitmap, NoMetadata};
+use crate::metadata::{CpuHitmap, HotKeysOnly, MetadataBackend, NoHitmap, NoMetadata, Pooled};
 use crate::observe::EvictionObserver;
 use crate::segment::{CLEANER_RESERVE, NO_EXPIRY, Segments};
+use crate::sketch::Sketch;
 use crate::stats::{Counters, EngineStats};
 use crate::tenant::{DbStats, TenantId, TenantPolicy, TenantState, TenantStats};
 use crate::worker::Worker;
@@ -126,6 +127,7 @@ impl Engine {
             lending: Mutex::new(()),
             epochs,
             counters: Counters::default(),
+            sketch: metadata.estimates_frequencies(),
             metadata,
             metadata_note: std::sync::OnceLock::new(),
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
@@ -186,16 +188,24 @@ impl Engine {
         Ok(Engine { inner, background })
     }
 
-    /// An engine with the hitmap its configuration asks for: in host memory or on a GPU
-    /// ([`EngineConfig::metadata_device`]); applied inline with the inline cleaner
-    /// (deterministic), by a metadata thread with the background cleaner; none when
-    /// `hitmap_bits_per_item` is 0, where the background cleaner's metadata thread still
-    /// counts hot keys ([`HotKeysOnly`]) and the inline cleaner keeps nothing.
+    /// An engine with the eviction metadata its configuration asks for: with S3-FIFO's
+    /// queues a frequency sketch (`src/sketch.rs`) in host memory, with Memshare's pass (or
+    /// [`MetadataDevice::Gpu`]) the hitmap, in host memory or on a GPU
+    /// ([`EngineConfig::metadata_device`]); applied inline
+    /// with the inline cleaner (deterministic), by a metadata thread with the background
+    /// cleaner; none when `hitmap_bits_per_item` is 0, where the background cleaner's
+    /// metadata thread still counts hot keys ([`HotKeysOnly`]) and the inline cleaner keeps
+    /// nothing.
     pub fn with_clock(config: EngineConfig, clock: Arc<dyn Clock>) -> Result<Engine, ConfigError> {
         let (items, bits) = (config.hitmap_capacity(), config.hitmap_bits_per_item);
         let inline = config.cleaner == CleanerMode::Inline;
+        // The queues read a sketch, unless a GPU was asked for (the hitmap is what runs there).
+        let sketch = matches!(config.eviction, Eviction::Queues(_))
+            && bits > 0
+            && config.metadata_device != MetadataDevice::Gpu;
         let mut note = None;
         let gpu = match (bits, config.metadata_device) {
+            _ if sketch => None,
             (0, _) | (_, MetadataDevice::Cpu) => None,
             (_, MetadataDevice::Gpu) => Some(
                 crate::metadata::open_gpu(items, bits, inline)
@@ -210,6 +220,11 @@ impl Engine {
             },
         };
         let metadata: Box<dyn MetadataBackend> = match (bits, gpu) {
+            _ if sketch && inline => Box::new(Pooled::inline_with(Sketch::for_items(items, bits))),
+            _ if sketch => Box::new(
+                Pooled::threaded_with(Sketch::for_items(items, bits))
+                    .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,
+            ),
             (0, _) if inline => Box::new(NoMetadata),
             (0, _) => Box::new(
                 HotKeysOnly::threaded_with(NoHitmap)

@@ -26,7 +26,8 @@
 //! Memory: item memory is exactly the arena, `max_memory` bytes (rounded down to whole
 //! segments), mapped once and touched lazily. Outside it: the index tables (64 bytes per root
 //! bucket plus a pool a quarter that size; they grow by doubling), one 64-byte header per
-//! segment, the hitmap, and a few fixed structures; [`EngineStats::overhead_bytes`] reports
+//! segment, the eviction metadata (the hitmap, or the queues' frequency sketch and ghosts),
+//! and a few fixed structures; [`EngineStats::overhead_bytes`] reports
 //! them. With [`EngineConfig::memory_includes_index`] the arena lends segments to all of that
 //! instead, so the whole stays within `max_memory` (`budget.rs`).
 //!
@@ -40,7 +41,8 @@
 //! invariant.
 //!
 //! Visibility: the public surface is the re-exports below plus [`item`]'s layout constants,
-//! [`hash`], [`hitmap`] and [`hotkeys`] (the benchmarks drive them directly); every other module is
+//! [`hash`], [`hitmap`], [`sketch`] and [`hotkeys`] (the benchmarks drive them directly); every
+//! other module is
 //! internal to the engine.
 //!
 //! Errors: operations return the small `Copy` enum [`EngineError`]; construction returns a
@@ -70,6 +72,7 @@ mod ops;
 mod pin;
 mod rank;
 mod segment;
+pub mod sketch;
 mod stats;
 mod tenant;
 mod worker;

@@ -1,10 +1,12 @@
-//! Where the hitmap lives (`EngineConfig::metadata_device`): host memory by default; `Auto`
-//! takes a GPU where one is usable and otherwise says why and uses host memory; `Gpu` fails
-//! with the reason where none is. These run everywhere: each asserts what this machine allows.
+//! Where the hitmap lives (`EngineConfig::metadata_device`; Memshare's pass reads it): host
+//! memory by default; `Auto` takes a GPU where one is usable and otherwise says why and uses
+//! host memory; `Gpu` fails with the reason where none is. S3-FIFO's queues keep a frequency
+//! sketch in host memory instead, unless `Gpu` is asked for. These run everywhere: each
+//! asserts what this machine allows.
 
 use std::sync::Arc;
 
-use fridge_engine::{CleanerMode, Engine, EngineConfig, ManualClock, MetadataDevice};
+use fridge_engine::{CleanerMode, Engine, EngineConfig, Eviction, ManualClock, MetadataDevice};
 
 fn engine(device: MetadataDevice, cleaner: CleanerMode) -> Result<Engine, String> {
     let config = EngineConfig {
@@ -12,9 +14,33 @@ fn engine(device: MetadataDevice, cleaner: CleanerMode) -> Result<Engine, String
         segment_size: 1 << 20,
         cleaner,
         metadata_device: device,
+        eviction: Eviction::Memshare,
         ..EngineConfig::default()
     };
     Engine::with_clock(config, Arc::new(ManualClock::new(1))).map_err(|e| e.0)
+}
+
+#[test]
+fn the_queues_keep_a_sketch_unless_a_gpu_is_asked_for() {
+    let queues = |device| EngineConfig {
+        max_memory: 32 << 20,
+        segment_size: 1 << 20,
+        cleaner: CleanerMode::Inline,
+        metadata_device: device,
+        ..EngineConfig::default()
+    };
+    for device in [MetadataDevice::Cpu, MetadataDevice::Auto] {
+        let e = Engine::with_clock(queues(device), Arc::new(ManualClock::new(1))).unwrap();
+        assert_eq!(e.stats().metadata.device, "sketch");
+        // 32 bits for each of the 512K expected items (one per 64 bytes): 2 MiB.
+        assert_eq!(e.stats().metadata.bytes, 2 << 20);
+        assert_eq!(e.metadata_note(), None);
+    }
+    let gpu = Engine::with_clock(queues(MetadataDevice::Gpu), Arc::new(ManualClock::new(1)));
+    match gpu {
+        Ok(e) => assert!(e.stats().metadata.device.starts_with("gpu: ")),
+        Err(e) => assert!(e.0.starts_with("no GPU hitmap: "), "{e}"),
+    }
 }
 
 #[test]

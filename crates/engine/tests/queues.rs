@@ -195,7 +195,10 @@ fn a_pass_takes_more_segments_while_evictions_pay_for_the_copies() {
 
 #[test]
 fn an_overwrite_counts_as_an_access_and_keeps_a_main_queue_key_there() {
-    let engine = engine();
+    // Reads and writes alone: the frequency sketch (which a small cache's floods make noisy
+    // enough to count a key written twice as three references now and then) promotes nothing.
+    let eviction = Eviction::Queues(Queues { promote_estimate: 0, ..Queues::default() });
+    let engine = small_engine_evicting(192 << 10, 4 << 10, 0, eviction).0;
     let mut w = engine.worker().unwrap();
     // Keys 0..20 earn the main queue (read twice in the small queue, then promoted as a flood
     // of one-time keys, twice the memory, goes through the small queue).
@@ -412,4 +415,47 @@ fn the_background_cleaner_evicts_without_a_hitmap_and_hot_keys_are_counted() {
     let unread = (50..100).filter(|&i| read(&mut w, i)).count();
     assert!(kept > unread + 20, "read keys kept: {kept}; unread: {unread}");
     assert!(engine.hot_keys().is_some());
+}
+
+/// TinyLFU in the small queue: a key referenced often lately, then forgotten by the queues and
+/// both ghosts, earns the main queue again without the two reads on probation, where the
+/// frequency sketch counted its past; without the sketch (or its rule) it is evicted.
+#[test]
+fn the_sketch_promotes_a_key_referenced_often_lately() {
+    let kept = |config: fridge_engine::EngineConfig| {
+        let engine = common::small_engine_from(config).0;
+        let mut w = engine.worker().unwrap();
+        for i in 0..20 {
+            put(&mut w, i);
+            for _ in 0..4 {
+                assert!(read(&mut w, i));
+            }
+        }
+        // Keys read twice on probation fill the main queue and push keys 0..20 out (a flood of
+        // one-time keys would not: it leaves the main queue alone), long enough for both
+        // ghosts (each as long as the ~1,400 items in memory) to forget them, and short of
+        // the sketch's halving (ten references per expected item: 30,720).
+        for i in 1_000..7_000 {
+            put(&mut w, i);
+            assert!(read(&mut w, i) && read(&mut w, i));
+        }
+        assert!((0..20).all(|i| !read(&mut w, i)), "forgotten by the queues");
+        put_all(&mut w, 0..20);
+        put_all(&mut w, 10_000..13_000);
+        let kept = (0..20).filter(|&i| read(&mut w, i)).count();
+        engine.validate();
+        kept
+    };
+    let config = |bits, promote_estimate| fridge_engine::EngineConfig {
+        hitmap_bits_per_item: bits,
+        ..common::small_config(
+            192 << 10,
+            4 << 10,
+            0,
+            Eviction::Queues(Queues { promote_estimate, ..Queues::default() }),
+        )
+    };
+    assert_eq!(kept(config(32, 3)), 20, "promoted on the sketch's count");
+    assert_eq!(kept(config(0, 3)), 0, "no sketch: never read on probation, evicted");
+    assert_eq!(kept(config(32, 0)), 0, "the rule off: the same");
 }

@@ -28,13 +28,14 @@ use crate::extended::{self, Effect};
                   512k) or bytes; durations 250ms, 30s, 5m, 1h, or seconds.\n\n\
                   Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
                   bytes per item, about 19 with small items), the eviction metadata (with \
-                  S3-FIFO's queues, the default, two ghost filters of about 1/32 of it each; \
-                  with Memshare's pass, once tenants are configured, the hitmap, \
-                  --hitmap-bits-per-item bits per 64 bytes of memory: 1/16 of it at 32), a \
+                  S3-FIFO's queues, the default, two ghost filters of about 1/32 of it each \
+                  and a frequency sketch; with Memshare's pass, once tenants are configured, \
+                  the hitmap; either takes --hitmap-bits-per-item bits per 64 bytes of \
+                  memory: 1/16 of it at 32), a \
                   64-byte header per segment, the cleaner's buffers (about 40 bytes per item of \
                   a cleaning pass), and for each connection 32 KiB of buffers, growing with \
                   large requests and replies up to --max-query-buffer and --max-output-buffer. \
-                  Measured at -m 256 filled with 16-byte keys and 32-byte values: 1.34x the \
+                  Measured at -m 256 filled with 16-byte keys and 32-byte values: 1.42x the \
                   setting. With \
                   --memory-includes-index the index, hitmap, headers and cleaner buffers come \
                   out of --memory instead (fewer items fit; connection buffers still come on \
@@ -242,8 +243,8 @@ pub struct Cli {
     /// Engine segment size [default: fits the largest item, at least 1MiB].
     #[arg(long, env = "FRIDGE_SEGMENT_SIZE", value_name = "SIZE")]
     pub segment_size: Option<Size>,
-    /// Hitmap (eviction metadata) bits per expected item, 0 = no hitmap [default: 32 with
-    /// Memshare's pass, 0 with S3-FIFO's queues, which read no hitmap].
+    /// Eviction metadata bits per expected item (the hitmap with Memshare's pass, the
+    /// frequency sketch with S3-FIFO's queues), 0 = none [default: 32].
     #[arg(long, env = "FRIDGE_HITMAP_BITS_PER_ITEM", value_name = "BITS")]
     pub hitmap_bits_per_item: Option<usize>,
     /// Search lookaside buffer in front of the index: bytes of its cache table, up to 4MiB,
@@ -263,8 +264,9 @@ pub struct Cli {
     /// them) [default: auto].
     #[arg(long, env = "FRIDGE_EVICTION", value_name = "KIND")]
     pub eviction: Option<EvictionChoice>,
-    /// Where the hitmap lives: cpu, gpu (an NVIDIA GPU; fails without one) or auto (a GPU
-    /// where one is usable, else the CPU) [default: cpu].
+    /// Where the hitmap lives: cpu, gpu (an NVIDIA GPU; fails without one; under S3-FIFO's
+    /// queues a hitmap there instead of their frequency sketch) or auto (a GPU where one is
+    /// usable, else the CPU; the queues keep their sketch) [default: cpu].
     #[arg(long, env = "FRIDGE_METADATA", value_name = "WHERE")]
     pub metadata: Option<MetadataChoice>,
     /// Serve clients that have not authenticated, as tenant `default` (or by key prefix)

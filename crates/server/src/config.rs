@@ -231,10 +231,9 @@ pub struct Config {
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
     /// 1 MiB.
     pub segment_size: Size,
-    /// Hitmap (eviction metadata) bits per expected item; 0 turns the hitmap off. `None` (the
-    /// default): 32 where the engine evicts with Memshare's pass, 0 with S3-FIFO's queues,
-    /// whose passes the hitmap does not change (`docs/design.md`, "Eviction metadata per
-    /// item"); see [`Config::hitmap_bits`].
+    /// Eviction metadata bits per expected item: the hitmap's with Memshare's pass, the
+    /// frequency sketch's with S3-FIFO's queues (`docs/design.md`, "Eviction metadata per
+    /// item"); 0 turns either off. `None` (the default): 32; see [`Config::hitmap_bits`].
     pub hitmap_bits_per_item: Option<usize>,
     /// Bytes of the search lookaside buffer's cache table in front of the index (rounded down
     /// to a power of two of 64-byte buckets, at most 4 MiB; its admission log takes four times
@@ -604,16 +603,12 @@ impl Config {
         }
     }
 
-    /// Hitmap bits per item: as set, else 32 for Memshare's pass (its ranks read the hitmap)
-    /// and 0 for S3-FIFO's queues. Without a hitmap the metadata worker still counts hot keys,
-    /// for about an eighth of the work (`docs/design.md`, "Eviction metadata per item").
+    /// Eviction metadata bits per item: as set, else the engine's 32 (the hitmap for
+    /// Memshare's pass, the frequency sketch for S3-FIFO's queues). Without either the
+    /// metadata worker still counts hot keys.
     pub fn hitmap_bits(&self) -> usize {
-        self.hitmap_bits_per_item.unwrap_or(match self.engine_eviction() {
-            fridge_engine::Eviction::Memshare => {
-                fridge_engine::EngineConfig::default().hitmap_bits_per_item
-            }
-            fridge_engine::Eviction::Queues(_) => 0,
-        })
+        self.hitmap_bits_per_item
+            .unwrap_or(fridge_engine::EngineConfig::default().hitmap_bits_per_item)
     }
 
     /// memcached parser limits.
@@ -1066,12 +1061,12 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.hitmap_bits_per_item, Some(16));
         assert_eq!(c.engine().hitmap_bits_per_item, 16);
-        // Unset: a hitmap for Memshare's pass, none for the queues.
+        // Unset: 32, a hitmap for Memshare's pass, a frequency sketch for the queues.
         let unset = Config { hitmap_bits_per_item: None, ..c.clone() };
         assert_eq!(unset.engine().hitmap_bits_per_item, 32);
         let queues = Config { eviction: EvictionChoice::Queues, ..unset };
-        assert_eq!(queues.engine().hitmap_bits_per_item, 0);
-        assert_eq!(Config::default().engine().hitmap_bits_per_item, 0);
+        assert_eq!(queues.engine().hitmap_bits_per_item, 32);
+        assert_eq!(Config::default().engine().hitmap_bits_per_item, 32);
         assert_eq!(c.engine().eviction, fridge_engine::Eviction::Memshare);
         // By default, the queues without tenants and Memshare's pass with them.
         assert!(matches!(Config::default().engine().eviction, fridge_engine::Eviction::Queues(_)));

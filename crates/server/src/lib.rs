@@ -129,7 +129,7 @@ mod worker_stats;
 
 pub use cli::{Cli, MAX_ITEM_SIZE, Tool};
 pub use config::TenantConfig;
-pub use config::{Config, MetadataChoice, Millis, Protocol, Size};
+pub use config::{Config, EvictionChoice, MetadataChoice, Millis, Protocol, Size};
 pub use listen::Listeners;
 pub use password::PasswordHash;
 pub use ping::{PingTarget, ping};

@@ -174,8 +174,9 @@ fn hitmap_bits_per_item(e: &EngineStats) -> f64 {
     if e.items == 0 { 0.0 } else { e.metadata.bytes as f64 * 8.0 / e.items as f64 }
 }
 
-/// Where the hitmap lives (`cpu`, `gpu`, `none`) and the GPU's name, from
-/// `MetadataStats::device` (`cpu` or `gpu: <name>`, empty without a hitmap).
+/// Where the hitmap lives (`cpu`, `gpu`, `none`; `sketch`: S3-FIFO's queues keep a
+/// frequency sketch instead, in host memory) and the GPU's name, from
+/// `MetadataStats::device` (`cpu`, `sketch` or `gpu: <name>`, empty without either).
 pub(crate) fn hitmap_device(device: &str) -> (&str, Option<&str>) {
     match device.split_once(": ") {
         Some((kind, name)) => (kind, Some(name)),

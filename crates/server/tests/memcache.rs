@@ -429,13 +429,15 @@ fn an_slb_answers_hot_keys_and_every_write_keeps_it_true() {
     assert!(s["slb_admissions"].parse::<u64>().unwrap() >= 2, "{s:?}");
 }
 
-/// `--metadata auto` starts on any machine: the hitmap on a usable GPU, else in host memory;
-/// `stats` and `/metrics`-bound fields say which (`none` without a hitmap). `--metadata gpu`
-/// without a GPU does not start, and says why.
+/// S3-FIFO's queues (the default without tenants) keep a frequency sketch in host memory
+/// (`sketch`; `none` with a zero budget). For the hitmap (Memshare's pass), `--metadata auto`
+/// starts on any machine: the hitmap on a usable GPU, else in host memory; `stats` and
+/// `/metrics`-bound fields say which. `--metadata gpu` without a GPU does not start, and says
+/// why.
 #[test]
 fn the_hitmap_device_is_chosen_and_reported() {
     use common::start_with;
-    use fridge_server::{Config, MetadataChoice};
+    use fridge_server::{Config, EvictionChoice, MetadataChoice};
     let stat = |server: &fridge_server::Server, name: &str| {
         let mut c = Conn::open(server.local_addr());
         c.send(b"stats\r\n");
@@ -452,10 +454,11 @@ fn the_hitmap_device_is_chosen_and_reported() {
             }
         }
     };
-    // S3-FIFO's queues (the default without tenants) keep no hitmap unless asked.
     let default = start();
-    assert_eq!(stat(&default, "hitmap_device").as_deref(), Some("none"));
-    let with_hitmap = || Config { hitmap_bits_per_item: Some(32), ..config() };
+    assert_eq!(stat(&default, "hitmap_device").as_deref(), Some("sketch"));
+    let without = start_with(Config { hitmap_bits_per_item: Some(0), ..config() });
+    assert_eq!(stat(&without, "hitmap_device").as_deref(), Some("none"));
+    let with_hitmap = || Config { eviction: EvictionChoice::Memshare, ..config() };
     let cpu = start_with(with_hitmap());
     assert_eq!(stat(&cpu, "hitmap_device").as_deref(), Some("cpu"));
     assert_eq!(stat(&cpu, "hitmap_gpu"), None);

@@ -581,6 +581,9 @@ fn agree_with_models(
         max_item_size: Size(256 << 10),
         workers: 1,
         inline_cleaner: true,
+        // Reads and writes alone decide what stays: with the frequency sketch, every
+        // collection here is referenced often enough to stay, and none would be evicted.
+        hitmap_bits_per_item: Some(0),
         ..Config::default()
     };
     let (server, clock) = start_with_clock(config);

@@ -135,18 +135,20 @@ struct Args {
     /// Policies, comma-separated: all, fridge (the engine, hitmap rank), fridge-lru,
     /// fridge-lfu, fridge-slru (the engine with that rank function), lru, fifo, clock, s3fifo,
     /// sieve, redis5, redis10, memcached, memcached-automove, belady,
-    /// partitioned-<reference policy>. An engine policy may carry its own hitmap budget:
-    /// fridge@16, fridge-lru@0.
+    /// partitioned-<reference policy>. An engine policy may carry its own metadata budget:
+    /// fridge@16, fridge-lru@0, fridge+queues@0 (the queues without their sketch).
     #[arg(long, default_value = "all")]
     policies: String,
 
-    /// Engine hitmap bits per item (all levels and the set counter), for engine policies
-    /// without @BITS; 0 runs without eviction metadata.
+    /// Engine eviction metadata bits per item, for engine policies without @BITS: the
+    /// hitmap's (all levels and the set counter), or with +queues the frequency sketch's; 0
+    /// runs without eviction metadata.
     #[arg(long, default_value_t = fridge_engine::EngineConfig::default().hitmap_bits_per_item)]
     hitmap_bits: usize,
 
-    /// Where the engine's hitmap lives: cpu, gpu (an NVIDIA GPU; the run fails without one)
-    /// or auto (a GPU where one is usable). Results are the same either way.
+    /// Where the engine's hitmap lives: cpu, gpu (an NVIDIA GPU; the run fails without one;
+    /// +queues rows then keep a hitmap there instead of their sketch, and differ) or auto
+    /// (a GPU where one is usable). The hitmap's results are the same either way.
     #[arg(long, default_value = "cpu")]
     metadata: fridge_engine::MetadataDevice,
 
@@ -244,9 +246,10 @@ fn main() -> ExitCode {
 
 /// `--metadata gpu` without a usable GPU fails before any input is read, naming why (each
 /// engine point would otherwise be skipped with the same note); `auto` says where the
-/// hitmap went. A small engine is opened to find out.
+/// hitmap went. A small engine with Memshare's pass, which reads the hitmap, is opened to
+/// find out (`+queues` rows keep their frequency sketch in host memory under `auto`).
 fn check_metadata(device: fridge_engine::MetadataDevice) -> Result<(), Error> {
-    use fridge_engine::{CleanerMode, Engine, EngineConfig, ManualClock, MetadataDevice};
+    use fridge_engine::{CleanerMode, Engine, EngineConfig, Eviction, ManualClock, MetadataDevice};
     if device == MetadataDevice::Cpu {
         return Ok(());
     }
@@ -255,6 +258,7 @@ fn check_metadata(device: fridge_engine::MetadataDevice) -> Result<(), Error> {
         segment_size: 1 << 20,
         cleaner: CleanerMode::Inline,
         metadata_device: device,
+        eviction: Eviction::Memshare,
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, std::sync::Arc::new(ManualClock::new(0)))

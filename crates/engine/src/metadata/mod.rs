@@ -103,6 +103,11 @@ pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     /// Bytes the backend keeps; MUST NOT scan (it is asked at startup for the memory
     /// accounting).
     fn bytes(&self) -> usize;
+    /// Whether [`temperatures`](MetadataBackend::temperatures) answers each key's estimated
+    /// references lately (a frequency sketch, `src/sketch.rs`) rather than hitmap zones.
+    fn estimates_frequencies(&self) -> bool {
+        false
+    }
     /// The hot keys of the last completed window (or the live one), if counted.
     fn hot_keys(&self) -> Option<HotKeys> {
         None

@@ -48,6 +48,9 @@ pub trait Structure: Send + std::fmt::Debug + 'static {
     fn shape(&mut self) -> (usize, usize, u64);
     /// Where the hitmap lives, for logs and stats (`cpu`, `gpu: NVIDIA H100 …`).
     fn device(&self) -> String;
+    /// Whether [`zones`](Structure::zones) are estimated references (a frequency sketch),
+    /// not hitmap zones.
+    const ESTIMATES: bool = false;
 }
 
 /// A hitmap fed with reference pools, applied inline or by its own thread.
@@ -307,6 +310,10 @@ impl<S: Structure> MetadataBackend for Pooled<S> {
 
     fn bytes(&self) -> usize {
         lock(&self.shared.hitmap).shape().0 + lock(&self.shared.hot).bytes()
+    }
+
+    fn estimates_frequencies(&self) -> bool {
+        S::ESTIMATES
     }
 
     fn hot_keys(&self) -> Option<HotKeys> {

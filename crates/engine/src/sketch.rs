@@ -1,0 +1,246 @@
+//! The frequency sketch of S3-FIFO's queues: TinyLFU's count-min sketch of 4-bit counters
+//! with periodic halving (Einziger, Friedman & Manes, "TinyLFU: A Highly Efficient Cache
+//! Admission Policy", ACM ToS 2017, §3.2–3.3), with conservative update (an increment raises
+//! only the key's counters that hold its minimum, §3.4.2's "minimal increment"), laid out as
+//! Caffeine's `FrequencySketch`: a key's four counters lie in one 64-byte block, so counting
+//! or estimating a key touches one cache line.
+//!
+//! It counts the reference pools' digests (GET hits and SETs, `crate::metadata`) and answers,
+//! for a digest, how often its key was referenced lately: the least of its four counters
+//! (0–15). After ten references per item the sketch is sized for, every counter is halved,
+//! so an estimate follows the recent past (TinyLFU's *reset*; its sample of W = 10 × the
+//! cache's items).
+//!
+//! The cleaner promotes from the small queue an item whose estimate reaches
+//! [`crate::Queues::promote_estimate`] even if it was not read twice while on probation: a
+//! key requested often over a longer past than the small queue's (`docs/design.md`,
+//! "Eviction: S3-FIFO's queues made of segments").
+//!
+//! ```text
+//!  digest ─ splitmix64 ─► block (8 words of 16 counters) ─► 4 counters, one per word pair
+//!  count:    raise those of the 4 that hold the least (up to 15); every 10 × items counts,
+//!            halve all
+//!  estimate: the least of the 4
+//! ```
+
+use std::sync::atomic::AtomicBool;
+
+use crate::metadata::{Structure, Temperature};
+
+/// Counters per key.
+const DEPTH: usize = 4;
+/// Words (16 counters each) per block: a key's counters lie in one 64-byte block.
+const BLOCK_WORDS: usize = 8;
+/// References counted per item the sketch is sized for, between halvings (TinyLFU's W/C).
+const SAMPLE_PER_ITEM: usize = 10;
+/// Digests looked ahead while a pool is applied (their blocks prefetched).
+const PREFETCH_AHEAD: usize = 8;
+
+/// A count-min sketch of 4-bit counters.
+#[derive(Debug, Clone)]
+pub struct Sketch {
+    /// 16 counters per word, a key's four in one block of [`BLOCK_WORDS`] words.
+    table: Vec<u64>,
+    /// Blocks, less one (a power of two).
+    block_mask: usize,
+    /// Counts since the last halving.
+    size: usize,
+    /// Counts between halvings.
+    sample: usize,
+    halvings: u64,
+}
+
+impl Sketch {
+    /// A sketch for about `items` items at `bits_per_item` bits each (32: a 16-counter word
+    /// for every two items), rounded up to a power of two words and at least one block.
+    pub fn for_items(items: usize, bits_per_item: usize) -> Sketch {
+        let words = (items.saturating_mul(bits_per_item) / 64).max(BLOCK_WORDS).next_power_of_two();
+        Sketch {
+            table: vec![0; words],
+            block_mask: words / BLOCK_WORDS - 1,
+            size: 0,
+            sample: items.max(1).saturating_mul(SAMPLE_PER_ITEM),
+            halvings: 0,
+        }
+    }
+
+    /// Bytes of the table.
+    pub fn bytes(&self) -> usize {
+        self.table.len() * 8
+    }
+
+    /// The first word of `digest`'s block.
+    #[inline]
+    fn block(&self, h: u64) -> usize {
+        (h as usize & self.block_mask) * BLOCK_WORDS
+    }
+
+    /// The word and the shift of each of the key's four counters: row `i` takes word `i` or
+    /// `i + 4` of the block and one of its 16 counters, by its own byte of the hash.
+    #[inline]
+    fn counters(&self, digest: u32) -> [(usize, u32); DEPTH] {
+        let h = spread(digest & !1);
+        let block = self.block(h);
+        std::array::from_fn(|i| {
+            let bits = (h >> (32 + 8 * i)) as u32;
+            (block + i + 4 * (bits as usize & 1), ((bits >> 1) & 15) * 4)
+        })
+    }
+
+    /// Counts one reference of `digest`'s key (bit 0, the SET mark, is ignored).
+    pub fn increment(&mut self, digest: u32) {
+        let counters = self.counters(digest);
+        let value = |table: &[u64], (word, shift): (usize, u32)| (table[word] >> shift) & 15;
+        let least = counters.iter().map(|&c| value(&self.table, c)).min().unwrap_or(0);
+        if least == 15 {
+            return;
+        }
+        for c in counters {
+            if value(&self.table, c) == least {
+                self.table[c.0] += 1 << c.1;
+            }
+        }
+        self.size += 1;
+        if self.size >= self.sample {
+            self.halve();
+        }
+    }
+
+    /// The estimated references of `digest`'s key lately (0–15): never fewer than were
+    /// counted since the last halving (up to 15), more where other keys share all four of its
+    /// counters.
+    pub fn estimate(&self, digest: u32) -> u8 {
+        let counters = self.counters(digest);
+        counters
+            .iter()
+            .map(|&(word, shift)| ((self.table[word] >> shift) & 15) as u8)
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Counts a reference pool, fetching the blocks of the digests a few ahead of the one
+    /// being counted (a pool's blocks are random lines of a table larger than the caches).
+    pub fn append_pool(&mut self, digests: &[u32]) {
+        for (i, &d) in digests.iter().enumerate() {
+            if let Some(&ahead) = digests.get(i + PREFETCH_AHEAD) {
+                let block = self.block(spread(ahead & !1));
+                crate::index::prefetch(self.table[block..].as_ptr());
+            }
+            self.increment(d);
+        }
+    }
+
+    /// Halves every counter (TinyLFU's reset).
+    fn halve(&mut self) {
+        for w in &mut self.table {
+            *w = (*w >> 1) & 0x7777_7777_7777_7777;
+        }
+        self.size /= 2;
+        self.halvings += 1;
+    }
+}
+
+/// splitmix64's finaliser: spreads a 32-bit digest over the word (the low bits pick the
+/// block, the high bytes the counters).
+#[inline]
+fn spread(digest: u32) -> u64 {
+    let mut x = u64::from(digest).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+impl Structure for Sketch {
+    fn append(&mut self, digests: &[u32], _compacting: &AtomicBool) {
+        self.append_pool(digests);
+    }
+
+    fn zones(&mut self, digests: &[u32], out: &mut Vec<Temperature>) {
+        out.clear();
+        out.extend(digests.iter().map(|&d| Temperature { zone: self.estimate(d) }));
+    }
+
+    /// Bytes, the largest estimate (the zones a temperature query can answer, less zone 0)
+    /// and the halvings done.
+    fn shape(&mut self) -> (usize, usize, u64) {
+        (self.bytes(), 15, self.halvings)
+    }
+
+    fn device(&self) -> String {
+        "sketch".into()
+    }
+
+    const ESTIMATES: bool = true;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[test]
+    fn counts_up_to_fifteen_and_halves() {
+        let mut s = Sketch::for_items(1024, 64);
+        for _ in 0..20 {
+            s.increment(42);
+        }
+        assert_eq!(s.estimate(42), 15);
+        assert_eq!(s.estimate(44), 0);
+        s.halve();
+        assert_eq!(s.estimate(42), 7);
+    }
+
+    #[test]
+    fn the_set_mark_is_the_same_key() {
+        let mut s = Sketch::for_items(1024, 64);
+        s.increment(42);
+        s.increment(43);
+        assert_eq!(s.estimate(42), 2);
+    }
+
+    #[test]
+    fn ten_counts_per_item_halve_the_counters() {
+        let mut s = Sketch::for_items(64, 64);
+        for i in 0..639u32 {
+            s.increment(i * 2);
+        }
+        assert_eq!(s.halvings, 0);
+        s.increment(2_000);
+        assert_eq!(s.halvings, 1);
+        assert_eq!(s.size, 320);
+    }
+
+    /// Count-min: an estimate is never below the key's count (until a halving), and with
+    /// conservative update few keys are overestimated much even at 2 bits an item.
+    #[test]
+    fn estimates_bound_the_counts_from_above() {
+        let items = 4096;
+        let mut s = Sketch::for_items(items, 32);
+        let mut truth: HashMap<u32, u8> = HashMap::new();
+        let mut x = 7u64;
+        // Fewer counts than a sample, so nothing halves; a skewed stream over 8 × items keys.
+        for _ in 0..items * 9 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let r = (x % 1_000_000) as f64 / 1_000_000.0;
+            let key = ((r * r * r) * (items * 8) as f64) as u32 * 2;
+            s.increment(key);
+            let t = truth.entry(key).or_default();
+            *t = (*t + 1).min(15);
+        }
+        assert_eq!(s.halvings, 0);
+        let mut over = 0;
+        for (&key, &count) in &truth {
+            let e = s.estimate(key);
+            assert!(e >= count, "key {key}: estimate {e} below its count {count}");
+            over += usize::from(e > count + 2);
+        }
+        assert!(
+            over * 20 < truth.len(),
+            "{over} of {} keys overestimated by 3 or more",
+            truth.len()
+        );
+    }
+}
