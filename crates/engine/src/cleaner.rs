@@ -344,6 +344,11 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // a small-queue item the sketch has seen often enough earns the main queue like one read
     // twice on probation (TinyLFU; `src/sketch.rs`).
     let promote_estimate = queues.filter(|_| inner.sketch).map_or(0, |q| q.promote_estimate);
+    if inner.sketch {
+        // Its past: ten references per item held now.
+        let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
+        inner.metadata.set_items(items as usize);
+    }
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
         s.rank = inner.tenants[usize::from(s.tenant)].rank().function().rank(&input);

@@ -7,9 +7,9 @@
 //!
 //! It counts the reference pools' digests (GET hits and SETs, `crate::metadata`) and answers,
 //! for a digest, how often its key was referenced lately: the least of its four counters
-//! (0–15). After ten references per item the sketch is sized for, every counter is halved,
-//! so an estimate follows the recent past (TinyLFU's *reset*; its sample of W = 10 × the
-//! cache's items).
+//! (0–15). After ten references per item the cache holds (the cleaner tells it, once per
+//! pass; until then, per item it was sized for), every counter is halved, so an estimate
+//! follows the recent past (TinyLFU's *reset*; its sample of W = 10 × the cache's items).
 //!
 //! The cleaner promotes from the small queue an item whose estimate reaches
 //! [`crate::Queues::promote_estimate`] even if it was not read twice while on probation: a
@@ -35,6 +35,8 @@ const BLOCK_WORDS: usize = 8;
 const SAMPLE_PER_ITEM: usize = 10;
 /// Digests looked ahead while a pool is applied (their blocks prefetched).
 const PREFETCH_AHEAD: usize = 8;
+/// The fewest items a sample is counted for ([`Sketch::set_items`]).
+const MIN_SAMPLE_ITEMS: usize = 64;
 
 /// A count-min sketch of 4-bit counters.
 #[derive(Debug, Clone)]
@@ -61,6 +63,18 @@ impl Sketch {
             size: 0,
             sample: items.max(1).saturating_mul(SAMPLE_PER_ITEM),
             halvings: 0,
+        }
+    }
+
+    /// Follows the items the cache holds now: counters are halved every ten references per
+    /// item held (at least 64), whatever the table was sized for. A cache of items larger
+    /// than it expected holds fewer, and a past of ten references per expected item would be
+    /// many times the cache's: estimates would saturate and promote nearly every key that
+    /// came back.
+    pub fn set_items(&mut self, items: usize) {
+        self.sample = items.max(MIN_SAMPLE_ITEMS).saturating_mul(SAMPLE_PER_ITEM);
+        if self.size >= self.sample {
+            self.halve();
         }
     }
 
@@ -171,6 +185,10 @@ impl Structure for Sketch {
     }
 
     const ESTIMATES: bool = true;
+
+    fn set_items(&mut self, items: usize) {
+        Sketch::set_items(self, items);
+    }
 }
 
 #[cfg(test)]
@@ -209,6 +227,22 @@ mod tests {
         s.increment(2_000);
         assert_eq!(s.halvings, 1);
         assert_eq!(s.size, 320);
+    }
+
+    #[test]
+    fn the_past_follows_the_items_held() {
+        let mut s = Sketch::for_items(1 << 16, 32);
+        for i in 0..1_000u32 {
+            s.increment(i * 2);
+        }
+        assert_eq!(s.halvings, 0, "sized for 65,536 items: 655,360 counts a sample");
+        // The cache holds 64 items: 640 counts a sample, already past.
+        s.set_items(10);
+        assert_eq!((s.halvings, s.size), (1, 500));
+        for i in 0..140u32 {
+            s.increment(i * 2 + 100_000);
+        }
+        assert_eq!(s.halvings, 2);
     }
 
     /// Count-min: an estimate is never below the key's count (until a halving), and with

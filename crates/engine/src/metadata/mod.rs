@@ -108,6 +108,10 @@ pub trait MetadataBackend: Send + Sync + std::fmt::Debug {
     fn estimates_frequencies(&self) -> bool {
         false
     }
+    /// Tells the backend how many items the cache holds now (the cleaner, once per pass,
+    /// where [`estimates_frequencies`](MetadataBackend::estimates_frequencies)): a frequency
+    /// sketch's memory of the past is ten references per item held.
+    fn set_items(&self, _items: usize) {}
     /// The hot keys of the last completed window (or the live one), if counted.
     fn hot_keys(&self) -> Option<HotKeys> {
         None

@@ -51,6 +51,9 @@ pub trait Structure: Send + std::fmt::Debug + 'static {
     /// Whether [`zones`](Structure::zones) are estimated references (a frequency sketch),
     /// not hitmap zones.
     const ESTIMATES: bool = false;
+    /// The items the cache holds now, for a structure whose memory of the past follows it (a
+    /// frequency sketch halves its counters every ten references per item).
+    fn set_items(&mut self, _items: usize) {}
 }
 
 /// A hitmap fed with reference pools, applied inline or by its own thread.
@@ -314,6 +317,10 @@ impl<S: Structure> MetadataBackend for Pooled<S> {
 
     fn estimates_frequencies(&self) -> bool {
         S::ESTIMATES
+    }
+
+    fn set_items(&self, items: usize) {
+        lock(&self.shared.hitmap).set_items(items);
     }
 
     fn hot_keys(&self) -> Option<HotKeys> {
