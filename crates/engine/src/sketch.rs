@@ -1,9 +1,9 @@
 //! The frequency sketch of S3-FIFO's queues: TinyLFU's count-min sketch of 4-bit counters
 //! with periodic halving (Einziger, Friedman & Manes, "TinyLFU: A Highly Efficient Cache
-//! Admission Policy", ACM ToS 2017, §3.2–3.3), with conservative update (an increment raises
-//! only the key's counters that hold its minimum, §3.4.2's "minimal increment"), laid out as
-//! Caffeine's `FrequencySketch`: a key's four counters lie in one 64-byte block, so counting
-//! or estimating a key touches one cache line.
+//! Admission Policy", ACM ToS 2017: its *reset*), with conservative update (an increment
+//! raises only the key's counters that hold its minimum: the paper's "minimal increment"),
+//! laid out as Caffeine's `FrequencySketch`: a key's four counters lie in one 64-byte block,
+//! so counting or estimating a key touches one cache line.
 //!
 //! It counts the reference pools' digests (GET hits and SETs, `crate::metadata`) and answers,
 //! for a digest, how often its key was referenced lately: the least of its four counters
@@ -31,7 +31,7 @@ use crate::metadata::{Structure, Temperature};
 const DEPTH: usize = 4;
 /// Words (16 counters each) per block: a key's counters lie in one 64-byte block.
 const BLOCK_WORDS: usize = 8;
-/// References counted per item the sketch is sized for, between halvings (TinyLFU's W/C).
+/// References counted per item the cache holds, between halvings (TinyLFU's W/C).
 const SAMPLE_PER_ITEM: usize = 10;
 /// Digests looked ahead while a pool is applied (their blocks prefetched).
 const PREFETCH_AHEAD: usize = 8;
