@@ -68,7 +68,7 @@ impl Inner {
     pub(crate) fn maintain_index(&self, guard: &Guard<'_>) -> bool {
         let rehash = |loc| self.rehash(guard, loc);
         let mut on_evict = |loc| self.unlinked(guard, loc);
-        let items = || self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
+        let items = || self.items_held();
         let growing = self.index.maintain(
             guard,
             &self.epochs,

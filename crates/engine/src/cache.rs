@@ -43,9 +43,6 @@ pub(crate) struct Inner {
     pub(crate) epochs: Epochs,
     pub(crate) counters: Counters,
     pub(crate) metadata: Box<dyn MetadataBackend>,
-    /// Whether `metadata`'s temperatures are frequency estimates (the queues' sketch,
-    /// [`MetadataBackend::estimates_frequencies`]).
-    pub(crate) sketch: bool,
     /// Why the hitmap is not where the configuration preferred it (`MetadataDevice::Auto`
     /// without a usable GPU), set once at startup.
     pub(crate) metadata_note: OnceLock<String>,
@@ -508,6 +505,12 @@ impl SweepState {
 }
 
 impl Inner {
+    /// Live items of every tenant (a load per tenant slot: for a pass or a growth, not a
+    /// request).
+    pub(crate) fn items_held(&self) -> u64 {
+        self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum()
+    }
+
     /// The queue a new item of key `hash` and `bytes` is written to (`Eviction::Queues`): a
     /// key a queue evicted lately goes straight to the main queue (S3-FIFO's ghost; with an
     /// adaptive small queue, also its main-queue ghost) and moves the small queue's target —

@@ -343,11 +343,11 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // With queues and the frequency sketch, a temperature is the key's estimated references:
     // a small-queue item the sketch has seen often enough earns the main queue like one read
     // twice on probation (TinyLFU; `src/sketch.rs`).
-    let promote_estimate = queues.filter(|_| inner.sketch).map_or(0, |q| q.promote_estimate);
-    if inner.sketch {
+    let sketch = inner.metadata.estimates_frequencies();
+    let promote_estimate = queues.filter(|_| sketch).map_or(0, |q| q.promote_estimate);
+    if sketch {
         // Its past: ten references per item held now.
-        let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
-        inner.metadata.set_items(items as usize);
+        inner.metadata.set_items(inner.items_held() as usize);
     }
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
@@ -383,9 +383,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     // The ghost remembers about as many keys as the main queue holds (S3-FIFO), counted
     // when it rotates.
     let ghost_length = || {
-        let items: u64 = inner.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum();
         let percent = queues.map_or(0, |q| usize::from(q.ghost_percent));
-        items as usize * percent / 100
+        inner.items_held() as usize * percent / 100
     };
     let mut evicted = std::mem::take(&mut state.evicted);
     evicted.clear();

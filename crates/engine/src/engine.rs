@@ -127,7 +127,6 @@ impl Engine {
             lending: Mutex::new(()),
             epochs,
             counters: Counters::default(),
-            sketch: metadata.estimates_frequencies(),
             metadata,
             metadata_note: std::sync::OnceLock::new(),
             tenants: (0..item::MAX_TENANTS).map(|_| TenantState::default()).collect(),
