@@ -380,8 +380,8 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         }
         _ => u64::MAX,
     };
-    // The ghost remembers about as many keys as the main queue holds (S3-FIFO), counted
-    // when it rotates.
+    // Each ghost remembers `ghost_percent` of the items in memory (S3-FIFO: as many as the
+    // main queue holds), counted when it rotates.
     let ghost_length = || {
         let percent = queues.map_or(0, |q| usize::from(q.ghost_percent));
         inner.items_held() as usize * percent / 100

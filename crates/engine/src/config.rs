@@ -145,8 +145,8 @@ pub enum Eviction {
 /// ("An adaptive small queue").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Queues {
-    /// The small queue's share of the segments, in percent (S3-FIFO: 10); with adaptation,
-    /// its largest share and the one it starts at.
+    /// The small queue's share of the segments, in percent (15; S3-FIFO: 10); with
+    /// adaptation, its largest share and the one it starts at.
     pub small_percent: u8,
     /// The small queue's smallest share, in percent (1). Equal to `small_percent` (or
     /// more): a fixed share, and no ghost of main-queue evictions.
@@ -155,7 +155,8 @@ pub struct Queues {
     pub promote_reads: u8,
     /// Reads since it entered the main queue that keep an item there (S3-FIFO: 1).
     pub keep_reads: u8,
-    /// How many evicted keys each ghost remembers, in percent of the items in memory.
+    /// How many evicted keys each ghost remembers, in percent of the items in memory (70;
+    /// S3-FIFO: as many as the main queue holds, about 90).
     pub ghost_percent: u16,
     /// A frequency sketch's estimate (TinyLFU, `src/sketch.rs`; 1–15) at which an item
     /// leaves the small queue for the main queue even without `promote_reads` reads there;
@@ -174,11 +175,11 @@ impl Queues {
 impl Default for Queues {
     fn default() -> Self {
         Queues {
-            small_percent: 10,
+            small_percent: 15,
             small_min_percent: 1,
             promote_reads: 2,
             keep_reads: 1,
-            ghost_percent: 100,
+            ghost_percent: 70,
             promote_estimate: 3,
         }
     }

@@ -194,9 +194,9 @@ fn stats_report_standard_fields() {
     assert_eq!(stats["get_misses"], "1");
     assert_eq!(stats["cmd_set"], "1");
     assert_eq!(stats["limit_maxbytes"], (64u64 << 20).to_string());
-    // The queues' small queue starts at S3-FIFO's 10% of the segments' bytes.
+    // The queues' small queue starts at its largest share, 15% of the segments' bytes.
     let e = server.engine().stats();
-    assert_eq!(e.small_queue_target, (e.segments * e.segment_size / 10) as u64);
+    assert_eq!(e.small_queue_target, (e.segments * e.segment_size * 15 / 100) as u64);
     assert_eq!(stats["small_queue_target"], e.small_queue_target.to_string());
     for sub in ["settings", "items", "slabs"] {
         c.send(format!("stats {sub}\r\n").as_bytes());
