@@ -236,7 +236,8 @@ mod tests {
             s.increment(i * 2);
         }
         assert_eq!(s.halvings, 0, "sized for 65,536 items: 655,360 counts a sample");
-        // The cache holds 64 items: 640 counts a sample, already past.
+        // Ten items held count as 64, the fewest a sample is counted for: 640 counts a
+        // sample, already past.
         s.set_items(10);
         assert_eq!((s.halvings, s.size), (1, 500));
         for i in 0..140u32 {
