@@ -342,7 +342,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     inner.metadata.temperatures(&state.digests, &mut state.temperatures);
     // With queues and the frequency sketch, a temperature is the key's estimated references:
     // a small-queue item the sketch has seen often enough earns the main queue like one read
-    // twice on probation (TinyLFU; `src/sketch.rs`).
+    // on probation (TinyLFU; `src/sketch.rs`).
     let sketch = inner.metadata.estimates_frequencies();
     let promote_estimate = queues.filter(|_| sketch).map_or(0, |q| q.promote_estimate);
     if sketch {

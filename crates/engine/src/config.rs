@@ -139,7 +139,7 @@ pub enum Eviction {
 ///
 /// The small queue's share adapts between `small_min_percent` and `small_percent`, as ARC
 /// adapts its recency target (Megiddo & Modha, FAST '03): a write of a key the small
-/// queue's ghost remembers (evicted before its second read) grows the share by the item's
+/// queue's ghost remembers (evicted before the reads that promote) grows the share by the item's
 /// bytes; one of a key evicted from the main queue — a second ghost of its evictions —
 /// shrinks it by as much and goes straight to the main queue. Measured in `docs/design.md`
 /// ("An adaptive small queue").
@@ -151,7 +151,7 @@ pub struct Queues {
     /// The small queue's smallest share, in percent (1). Equal to `small_percent` (or
     /// more): a fixed share, and no ghost of main-queue evictions.
     pub small_min_percent: u8,
-    /// Reads in the small queue that earn an item the main queue (S3-FIFO: 2; at most 3).
+    /// Reads in the small queue that earn an item the main queue (1; S3-FIFO: 2; at most 3).
     pub promote_reads: u8,
     /// Reads since it entered the main queue that keep an item there (S3-FIFO: 1).
     pub keep_reads: u8,
@@ -177,7 +177,7 @@ impl Default for Queues {
         Queues {
             small_percent: 15,
             small_min_percent: 1,
-            promote_reads: 2,
+            promote_reads: 1,
             keep_reads: 1,
             ghost_percent: 70,
             promote_estimate: 3,

@@ -12,7 +12,7 @@
 //! follows the recent past (TinyLFU's *reset*; its sample of W = 10 × the cache's items).
 //!
 //! The cleaner promotes from the small queue an item whose estimate reaches
-//! [`crate::Queues::promote_estimate`] even if it was not read twice while on probation: a
+//! [`crate::Queues::promote_estimate`] even if it was not read while on probation: a
 //! key requested often over a longer past than the small queue's (`docs/design.md`,
 //! "Eviction: S3-FIFO's queues made of segments").
 //!

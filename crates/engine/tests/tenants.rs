@@ -67,11 +67,14 @@ fn bursty_tenant(credits: CreditPolicy) {
     engine.set_credit_policy(credits);
     let credit = TenantPolicy::default().credit;
     // With floors, no steady tenant's target goes below a third of all targets (which add up
-    // to the memory the tenants share once the pool is all won) by more than a credit.
+    // to the memory the tenants share once the pool is all won) by two credits or more: a
+    // tenant below its floor takes a whole credit back only from one that holds a credit
+    // above its own, so each of the other two may keep up to just under a credit above the
+    // share, and the one below lacks what they hold (measured once: 1.33 credits).
     let floors_hold = || {
         let targets: Vec<u64> = (1..=3).map(|t| engine.tenant_stats(TenantId(t)).target).collect();
         let share = targets.iter().sum::<u64>() / 3;
-        targets[..2].iter().all(|&t| t + credit >= share)
+        targets[..2].iter().all(|&t| t + 2 * credit > share)
     };
     let usable = MEMORY as u64 * 9 / 10;
     let reserved = usable / 4; // three tenants, 75% reserved, 25% pooled
