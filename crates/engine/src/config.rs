@@ -155,7 +155,7 @@ pub struct Queues {
     pub promote_reads: u8,
     /// Reads since it entered the main queue that keep an item there (S3-FIFO: 1).
     pub keep_reads: u8,
-    /// How many evicted keys each ghost remembers, in percent of the items in memory (70;
+    /// How many evicted keys each ghost remembers, in percent of the items in memory (40;
     /// S3-FIFO: as many as the main queue holds, about 90).
     pub ghost_percent: u16,
     /// A frequency sketch's estimate (TinyLFU, `src/sketch.rs`; 1–15) at which an item
@@ -179,7 +179,7 @@ impl Default for Queues {
             small_min_percent: 1,
             promote_reads: 1,
             keep_reads: 1,
-            ghost_percent: 70,
+            ghost_percent: 40,
             promote_estimate: 3,
         }
     }
