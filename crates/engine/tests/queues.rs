@@ -375,8 +375,8 @@ fn the_small_queue_shrinks_when_the_main_queue_drops_keys_that_return_and_grows_
     assert!(least < hi / 2, "main-queue ghost hits shrink it: {least}");
     assert!(least >= lo);
     // Keys read once a round, more than the small queue holds and fewer than its ghost
-    // remembers: the small queue evicts each before a second read, and its ghost sees them
-    // come back.
+    // remembers: the small queue evicts each before the next round reads it, and its ghost
+    // sees them come back.
     let mut most = 0;
     for _ in 0..8 {
         for i in 10_000..10_300 {
