@@ -125,16 +125,16 @@ impl Arena {
 
     /// Gives segment `id`'s pages back to the kernel: it takes no memory until written again.
     /// The caller must own the segment (taken from the free list and on no other), so that no
-    /// reader can still hold a reference into it and no writer is filling it. Segments smaller
-    /// than a page ([`PAGE`]) keep their pages: a page holds other segments too, which the
-    /// kernel would zero with it.
+    /// reader can still hold a reference into it and no writer is filling it. Segments that
+    /// are not whole pages ([`PAGE`]) keep their pages: a page holds part of another segment
+    /// too, which the kernel would zero with it.
     pub fn release(&self, id: u32) {
-        if self.segment_size < PAGE {
+        if self.segment_size % PAGE != 0 {
             return;
         }
         let base = self.segment_ptr(id);
         // SAFETY: `base .. base + segment_size` lies inside the mapping (`segment_ptr` checks
-        // the start; segments tile the mapping) and, the segment being whole pages of the
+        // the start; segments tile the mapping) and, segments being whole pages of the
         // page-aligned mapping (checked above), covers no other segment. MADV_DONTNEED on a
         // private anonymous mapping keeps the range mapped and zero-fills it on the next touch,
         // so later accesses stay valid; the caller owns the segment, so no one reads or writes
@@ -162,7 +162,9 @@ mod tests {
 
     #[test]
     fn releasing_a_segment_leaves_the_others_of_its_page_alone() {
-        for segment_size in [1 << 10, 2 << 10, 4 << 10, 8 << 10] {
+        // Powers of two, and sizes that are not: under a page, one and a half pages (whose
+        // release would zero half of a neighbour's page), three pages.
+        for segment_size in [1 << 10, 2 << 10, 4 << 10, 8 << 10, 1920, 6 << 10, 12 << 10] {
             let arena = Arena::new(16, segment_size, false).unwrap();
             for id in 0..16 {
                 fill(&arena, id, id as u8 + 1);
@@ -175,9 +177,9 @@ mod tests {
                 }
                 assert!(read(&arena, id).iter().all(|&b| b == id as u8 + 1), "{segment_size}");
             }
-            // A whole-page segment reads as zeros once released; a smaller one keeps its bytes.
+            // A segment of whole pages reads as zeros once released; another keeps its bytes.
             let released = read(&arena, 0);
-            let want = if segment_size >= PAGE { 0 } else { 1 };
+            let want = if segment_size % PAGE == 0 { 0 } else { 1 };
             assert!(released.iter().all(|&b| b == want), "{segment_size}");
         }
     }

@@ -10,6 +10,13 @@ use crate::{index, item};
 /// segment at a time (`Arena::release`).
 pub const MIN_SEGMENT_SIZE: usize = 1 << 10;
 
+/// Segment sizes are multiples of this, a cache line, so that every segment starts on one.
+/// They need not be powers of two: nothing finds a segment by shifting (an index slot names
+/// the segment and the offset in it), and a size that is a whole number of items leaves no
+/// room at the segment's end where all items have one size (the simulator's fixed-size
+/// traces, `docs/design.md`).
+pub const SEGMENT_GRID: usize = 64;
+
 /// Where the cleaner runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CleanerMode {
@@ -24,7 +31,9 @@ pub enum CleanerMode {
 pub struct EngineConfig {
     /// Bytes of item memory (the arena).
     pub max_memory: usize,
-    /// Segment size, a power of two between 1 KiB ([`MIN_SEGMENT_SIZE`]) and 8 MiB.
+    /// Segment size, a multiple of [`SEGMENT_GRID`] from 1 KiB ([`MIN_SEGMENT_SIZE`]) to
+    /// 8 MiB; a multiple of a page (4 KiB) where segments are given back to the kernel
+    /// (`memory_includes_index`).
     pub segment_size: usize,
     /// Largest item (key record + value) accepted.
     pub max_item_size: usize,
@@ -224,15 +233,15 @@ impl EngineConfig {
     /// Checks the settings, explaining the first problem found.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let seg = self.segment_size;
-        if !seg.is_power_of_two() || !(MIN_SEGMENT_SIZE..=item::MAX_SEGMENT_SIZE).contains(&seg) {
+        if seg % SEGMENT_GRID != 0 || !(MIN_SEGMENT_SIZE..=item::MAX_SEGMENT_SIZE).contains(&seg) {
             return Err(ConfigError(format!(
-                "segment_size must be a power of two from 1 KiB to 8 MiB, not {seg}"
+                "segment_size must be a multiple of 64 from 1 KiB to 8 MiB, not {seg}"
             )));
         }
-        if self.memory_includes_index && seg < crate::arena::PAGE {
+        if self.memory_includes_index && seg % crate::arena::PAGE != 0 {
             return Err(ConfigError(format!(
-                "memory_includes_index needs segments of at least a page (4 KiB), not {seg}: \
-                 segments lent to the index give their pages back"
+                "memory_includes_index needs segments of whole pages (multiples of 4 KiB), not \
+                 {seg}: segments lent to the index give their pages back"
             )));
         }
         let segments = self.max_memory / seg;

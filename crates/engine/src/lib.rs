@@ -80,7 +80,9 @@ mod worker;
 pub use arbiter::{CreditPolicy, CreditWeight};
 pub use budget::LimitError;
 pub use clock::{Clock, CoarseClock, ManualClock, SystemClock};
-pub use config::{CleanerMode, EngineConfig, Eviction, MIN_SEGMENT_SIZE, MetadataDevice, Queues};
+pub use config::{
+    CleanerMode, EngineConfig, Eviction, MIN_SEGMENT_SIZE, MetadataDevice, Queues, SEGMENT_GRID,
+};
 pub use engine::Engine;
 pub use error::{ConfigError, EngineError};
 pub use events::{KeyEvent, KeyEventKind};

@@ -431,15 +431,17 @@ proptest! {
         run(&ops, 64 << 10, 400, Eviction::Queues(Queues::default()));
     }
 
-    /// In segments of 1 KiB, the smallest (`MIN_SEGMENT_SIZE`, smaller than a page), 48 of
-    /// them, with either eviction.
+    /// In 48 small segments, with either eviction: of 1 KiB, the smallest
+    /// (`MIN_SEGMENT_SIZE`, smaller than a page), or of 1,920 bytes (30 cache lines, a size
+    /// that is not a power of two: `SEGMENT_GRID`).
     #[test]
-    fn engine_agrees_with_model_in_the_smallest_segments(
+    fn engine_agrees_with_model_in_small_segments(
         ops in proptest::collection::vec(op().prop_map(fit_small_segments), 1..2500),
         queues in any::<bool>(),
+        segment in prop_oneof![Just(fridge_engine::MIN_SEGMENT_SIZE), Just(1920)],
     ) {
         let eviction = if queues { Eviction::Queues(Queues::default()) } else { Eviction::Memshare };
-        run_config(&ops, small_config(48 << 10, fridge_engine::MIN_SEGMENT_SIZE, 200, eviction));
+        run_config(&ops, small_config(48 * segment, segment, 200, eviction));
     }
 
     /// With an SLB of 8 buckets (56 entries) in front of the index: overwrites, deletes,

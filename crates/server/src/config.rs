@@ -229,7 +229,7 @@ pub struct Config {
     /// `docs/design.md`, "Large replies").
     pub write_chunk: Size,
     /// Engine segment size; 0 = the smallest power of two holding the largest item, at least
-    /// 1 MiB.
+    /// 1 MiB. Otherwise any multiple of 64 bytes up to 8 MiB (`EngineConfig::validate`).
     pub segment_size: Size,
     /// Eviction metadata bits per expected item: the hitmap's with Memshare's pass, the
     /// frequency sketch's with S3-FIFO's queues (`docs/design.md`, "Eviction metadata per

@@ -48,25 +48,31 @@
 //!
 //! # Segment size
 //! `max_memory / segment_size` must be at least 12 segments with one writer
-//! ([`EngineConfig::validate`]). [`auto_segment_size`] picks the largest power of two that
-//! leaves the target number of segments (`--target-segments`, default 64; between 1 KiB, the
-//! engine's smallest, and 1 MiB); then raises it towards 64 items of the mean size (64–128
-//! after rounding) wherever a larger segment loses less memory in a simple model: about three
-//! segments whatever the size are never items (the free reserve, the open heads' room:
-//! `bench/capacity`), and each segment's end keeps the room an item did not fit in — exactly
-//! the remainder where all objects have one size, half a mean item otherwise. So a cache of
-//! gigabytes keeps many segments of many items, as a server's does, and a small one trades
-//! the fixed segments against the ends: 102 segments of 1 KiB for orm-busy's 691 items of
-//! 137 B at 1% (26 of 4 KiB when 4 KiB was the engine's smallest: 8% of memory free and 4%
-//! in open heads), but 4 KiB for Zipf's 293-byte items at 0.1% (2 KiB segments hold six and
-//! leave 14% at their ends). With 64-item segments, caches of 1–5% of Zipf 0.99 and scarab
-//! kept 106–266 segments, 3–5% of them free and 1.5–3% in open heads, and held 2–5% fewer
-//! items than S3-FIFO at equal item counts (`docs/design.md`). Then, while 16 segments (or an
-//! eighth of the target, if more) still fit, the segment grows until the largest item of the
-//! trace fits in it. With 512 segments, a floor of 16 left 20–30 segments to small caches of
-//! Facebook ETC (whose largest values are hundreds of KiB), a quarter of them free or open
-//! heads; a floor of 64 refuses 7–62 of its 1M objects at 1–10% of the working set (11,032
-//! at 0.1%) and gave 0.5–1.7 points fewer misses at 0.1–10% (1.1–1.7 up to 5%).
+//! ([`EngineConfig::validate`]). [`auto_segment_size`] starts from the largest power of two
+//! that leaves the target number of segments (`--target-segments`, default 64; between 1 KiB,
+//! the engine's smallest, and 1 MiB); then raises it towards 64 items of the mean size
+//! (64–128 after rounding) wherever a larger segment loses less memory in a simple model:
+//! about three segments whatever the size are never items (the free reserve, the open heads'
+//! room: `bench/capacity`), and each segment's end keeps the room an item did not fit in —
+//! exactly the remainder where all objects have one size, half a mean item otherwise. So a
+//! cache of gigabytes keeps many segments of many items, as a server's does, and a small one
+//! trades the fixed segments against the ends: 102 segments of 1 KiB for orm-busy's 691
+//! items of 137 B at 1% (26 of 4 KiB when 4 KiB was the engine's smallest: 8% of memory free
+//! and 4% in open heads), but 4 KiB for Zipf's 293-byte items at 0.1% (2 KiB segments hold
+//! six and leave 14% at their ends). With 64-item segments, caches of 1–5% of Zipf 0.99 and
+//! scarab kept 106–266 segments, 3–5% of them free and 1.5–3% in open heads, and held 2–5%
+//! fewer items than S3-FIFO at equal item counts (`docs/design.md`). Then, while 16 segments
+//! (or an eighth of the target, if more) still fit, the segment grows until the largest item
+//! of the trace fits in it. With 512 segments, a floor of 16 left 20–30 segments to small
+//! caches of Facebook ETC (whose largest values are hundreds of KiB), a quarter of them free
+//! or open heads; a floor of 64 refuses 7–62 of its 1M objects at 1–10% of the working set
+//! (11,032 at 0.1%) and gave 0.5–1.7 points fewer misses at 0.1–10% (1.1–1.7 up to 5%).
+//! Last, where every object has one size (the key-only traces' size models, the synthetic
+//! streams but Facebook ETC), the segment need not be a power of two: of the sizes on the
+//! engine's 64-byte grid within a factor of two of the power of two, the one the model says
+//! loses least, which holds a whole number of items or nearly (54 segments of 1,920 bytes, 14
+//! items each, for orm-busy at 1%, where the 102 of 1 KiB left 6.3% of memory at their ends;
+//! 72 of 2,368 bytes for Zipf at 0.1%).
 //! Items larger than a segment are refused ([`EngineError::TooLarge`]): a miss that is never
 //! admitted, as reference policies do for objects larger than the whole cache.
 
@@ -102,6 +108,8 @@ const MEAN_ITEMS_PER_SEGMENT: u64 = 64;
 const MIN_SEGMENTS: u64 = 16;
 const MIN_SEGMENT: u64 = fridge_engine::MIN_SEGMENT_SIZE as u64;
 const MAX_AUTO_SEGMENT: u64 = 1 << 20;
+/// The engine's segment sizes are multiples of this ([`EngineConfig::validate`]).
+const GRID: u64 = fridge_engine::SEGMENT_GRID as u64;
 
 /// The segment size used for a cache of `max_memory` bytes whose objects (key + value) are
 /// `mean_object` bytes on average and at most `max_object`, aiming for `target` segments.
@@ -132,6 +140,23 @@ pub fn auto_segment_size(max_memory: u64, mean_object: u64, max_object: u64, tar
         && max_memory / (seg * 2) >= fewest
     {
         seg *= 2;
+    }
+    // Where every object has one size, a segment need not be a power of two: the size on the
+    // engine's 64-byte grid, within a factor of two of the one chosen, that loses least in the
+    // model above holds a whole number of items, or nearly (orm-busy's 137-byte items at 1%:
+    // 1,920-byte segments of 14 items instead of 1 KiB ones of 7 that leave 6% of memory at
+    // their ends).
+    if mean_object == max_object {
+        let mut candidate =
+            ((seg / 2).max(MIN_SEGMENT).max(item(max_object))).div_ceil(GRID) * GRID;
+        let mut best = seg;
+        while candidate <= 2 * seg && max_memory / candidate >= MIN_SEGMENTS {
+            if lost(candidate) < lost(best) {
+                best = candidate;
+            }
+            candidate += GRID;
+        }
+        seg = best;
     }
     seg as usize
 }
@@ -374,39 +399,57 @@ mod tests {
         // 512 segments when that is within [1 KiB, 1 MiB] and 64 mean items fit.
         assert_eq!(auto(512 << 20, 100, 1000), 1 << 20);
         assert_eq!(auto(64 << 20, 100, 1000), 128 << 10);
-        // (Objects of 104, 1,004, 276 and 301 bytes below: items of 125, 1,025, 297 and 322
-        // bytes with the 21-byte header.)
-        // Clamped below at 1 KiB, and kept there: 8 items of 125 B leave 24 B at the end
-        // (2.3%), where 2 KiB segments would lose 3 more segments' worth to the free and open
-        // ones (3% of 100 KiB).
-        assert_eq!(auto(100 << 10, 104, 104), 1 << 10);
+        // (Objects of 1,004 and 301 bytes below: items of 1,025 and 322 bytes with the 21-byte
+        // header; among many sizes up to 2,000 or 5,000 bytes, each segment's end loses half a
+        // mean item.)
         // Raised towards 64 mean items (64 x 1,025 B: the next power of two, 128 KiB) while
         // that loses less: not past it, and not where the ends gain less than the fixed
-        // segments cost (of 8 MiB, 64 KiB segments lose 1.5% at their ends and 2.3% fixed,
-        // 128 KiB ones 0.7% and 4.7%; of 1 MiB, 16 KiB ones 6% and 4.7%, 32 KiB 3% and 9.4%).
-        assert_eq!(auto(64 << 20, 1004, 1004), 128 << 10);
-        assert_eq!(auto(8 << 20, 1004, 1004), 64 << 10);
-        assert_eq!(auto(1 << 20, 1004, 1004), 16 << 10);
-        // Items of 297 B all: 4 KiB segments lose 5.7% at their ends, 1 KiB ones 13%.
-        assert_eq!(auto(200 << 10, 276, 276), 4 << 10);
-        // Items of 322 B all: 1 KiB segments lose 5.7% at their ends, 4 KiB ones as much, and
-        // 4.5% more to the fixed segments.
-        assert_eq!(auto(200 << 10, 301, 301), 1 << 10);
-        // The same mean among many sizes: half a mean item per segment end.
+        // segments cost (of 8 MiB, 32 KiB segments lose 1.6% at their ends and 1.2% fixed,
+        // 64 KiB ones 0.8% and 2.3%; of 1 MiB, 16 KiB ones 3.1% and 4.7%, 8 KiB 6.3% and
+        // 2.3%).
+        assert_eq!(auto(64 << 20, 1004, 2000), 128 << 10);
+        assert_eq!(auto(8 << 20, 1004, 2000), 32 << 10);
+        assert_eq!(auto(1 << 20, 1004, 2000), 16 << 10);
         assert_eq!(auto(200 << 10, 301, 5000), 4 << 10);
-        // 16 items of 1,021 B fill 16 KiB but for 48 B: the exact remainder decides.
-        assert_eq!(auto(8 << 20, 1000, 1000), 16 << 10);
         // Raised to fit a 68 KiB item while 64 segments (an eighth of the target) remain.
         assert_eq!(auto(16 << 20, 100, 69_632), 128 << 10);
         // Not raised past 64 segments: such items are refused.
         assert_eq!(auto(4 << 20, 100, 69_632), 64 << 10);
         // The default, 64 segments: the mean item never raises it.
         let default = |memory, mean, max| auto_segment_size(memory, mean, max, 64);
-        assert_eq!(default(64 << 20, 1004, 1004), 1 << 20);
-        assert_eq!(default(8 << 20, 1004, 1004), 128 << 10);
+        assert_eq!(default(64 << 20, 1004, 2000), 1 << 20);
+        assert_eq!(default(8 << 20, 1004, 2000), 128 << 10);
         // Raised to fit a 68 KiB item while 16 segments remain; not past that.
         assert_eq!(default(4 << 20, 100, 69_632), 128 << 10);
         assert_eq!(default(1 << 20, 100, 69_632), 64 << 10);
+    }
+
+    #[test]
+    fn with_one_object_size_segments_hold_whole_items() {
+        let auto = |memory, mean| auto_segment_size(memory, mean, mean, 512);
+        // Where the power-of-two rule gives 128 KiB, 32 KiB or 16 KiB, segments of exactly 64,
+        // 32 and 8 items of 1,025 B (on the 64-byte grid: 32,800 B and 8,200 B round up to
+        // 32,832 and 8,256): no end lost, and the fixed segments are smaller.
+        assert_eq!(auto(64 << 20, 1004), 64 * 1025);
+        assert_eq!(auto(8 << 20, 1004), 32_832);
+        assert_eq!(auto(1 << 20, 1004), 8_256);
+        // orm-busy's 137-byte items at 1% (690 of them): 14 in 1,920 B (2 B left), where 1 KiB
+        // segments held 7 and left 65 B (6.3%).
+        assert_eq!(auto(690 * 137, 116), 1920);
+        // 8 items of 1,021 B fill 8 KiB but for 24 B: a power of two can be the best fit.
+        assert_eq!(auto(8 << 20, 1000), 8 << 10);
+        // 8 items of 125 B leave 24 B of 1 KiB (2.3%); no size up to 2 KiB loses less with
+        // its fixed segments counted.
+        assert_eq!(auto(100 << 10, 104), 1 << 10);
+        // 6 items of 322 B in 1,984 B (52 B left, 2.6%; 4.5% more fixed than 1 KiB, whose 3
+        // items leave 5.7%).
+        assert_eq!(auto(200 << 10, 301), 1984);
+        // Every size is a multiple of the engine's grid.
+        for memory in [50 << 10, 300 << 10, 3 << 20, 40 << 20] {
+            for mean in [10, 116, 137, 272, 1016] {
+                assert_eq!(auto(memory, mean) as u64 % GRID, 0, "{memory} {mean}");
+            }
+        }
     }
 
     fn get(key: u64, size: u32) -> Request {
