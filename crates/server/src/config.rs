@@ -1035,6 +1035,23 @@ mod tests {
     }
 
     #[test]
+    fn a_segment_size_is_any_multiple_of_64_bytes_and_whole_pages_with_the_index_counted() {
+        // 1,600 KiB (not a power of two) and 1,000,000 bytes (15,625 × 64).
+        for good in ["segment_size = \"1600KiB\"", "segment_size = 1000000"] {
+            let c: Config = toml::from_str(&format!("memory = \"64MiB\"\n{good}")).unwrap();
+            c.validate().unwrap();
+            assert_eq!(c.engine().segment_size, c.segment_size.bytes(), "{good}");
+        }
+        let c: Config = toml::from_str("memory = \"64MiB\"\nsegment_size = 1000001").unwrap();
+        let e = c.validate().unwrap_err();
+        assert!(e.contains("segment_size must be a multiple of 64 from 1 KiB to 8 MiB"), "{e}");
+        // Segments lent to the index give their pages back: whole pages only.
+        let text = "memory = \"64MiB\"\nmemory_includes_index = true\nsegment_size = 1000000";
+        let e = toml::from_str::<Config>(text).unwrap().validate().unwrap_err();
+        assert!(e.contains("needs segments of whole pages"), "{e}");
+    }
+
+    #[test]
     fn the_slb_size_reaches_the_engine_within_its_bounds() {
         let c: Config = toml::from_str("slb_size = \"256KiB\"\n").unwrap();
         c.validate().unwrap();
