@@ -427,7 +427,7 @@ mod tests {
     #[test]
     fn with_one_object_size_segments_hold_whole_items() {
         let auto = |memory, mean| auto_segment_size(memory, mean, mean, 512);
-        // Where the power-of-two rule gives 128 KiB, 32 KiB or 16 KiB, segments of exactly 64,
+        // Where the power-of-two rule gives 128 KiB, 64 KiB and 16 KiB, segments of exactly 64,
         // 32 and 8 items of 1,025 B (on the 64-byte grid: 32,800 B and 8,200 B round up to
         // 32,832 and 8,256): no end lost, and the fixed segments are smaller.
         assert_eq!(auto(64 << 20, 1004), 64 * 1025);
@@ -441,8 +441,8 @@ mod tests {
         // 8 items of 125 B leave 24 B of 1 KiB (2.3%); no size up to 2 KiB loses less with
         // its fixed segments counted.
         assert_eq!(auto(100 << 10, 104), 1 << 10);
-        // 6 items of 322 B in 1,984 B (52 B left, 2.6%; 4.5% more fixed than 1 KiB, whose 3
-        // items leave 5.7%).
+        // 6 items of 322 B in 1,984 B (52 B left, 2.6%, and 1.4% more of memory in the fixed
+        // segments than with 1 KiB, whose 3 items leave 5.7%).
         assert_eq!(auto(200 << 10, 301), 1984);
         // Every size is a multiple of the engine's grid.
         for memory in [50 << 10, 300 << 10, 3 << 20, 40 << 20] {
