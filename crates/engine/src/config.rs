@@ -235,7 +235,7 @@ impl EngineConfig {
         let seg = self.segment_size;
         if seg % SEGMENT_GRID != 0 || !(MIN_SEGMENT_SIZE..=item::MAX_SEGMENT_SIZE).contains(&seg) {
             return Err(ConfigError(format!(
-                "segment_size must be a multiple of 64 from 1 KiB to 8 MiB, not {seg}"
+                "segment_size must be a multiple of {SEGMENT_GRID} from 1 KiB to 8 MiB, not {seg}"
             )));
         }
         if self.memory_includes_index && seg % crate::arena::PAGE != 0 {
