@@ -16,6 +16,16 @@
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Nanoseconds of the kernel's monotonic clock, for timing commands: one `clock_gettime`
+/// through the vDSO and a multiply, where `Instant::now` and `elapsed` cost two reads and a
+/// checked subtraction of `timespec`s (about 50 instructions a command more;
+/// `docs/design.md`, "The memcached text path").
+#[inline]
+pub(crate) fn monotonic_ns() -> u64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
 /// The rows of `resp::COMMANDS`, the Redis command table.
 pub const COMMAND_ROWS: usize = 210;
 

@@ -282,17 +282,26 @@ impl ArithmeticCommand {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Keys<'a> {
     raw: &'a [u8],
+    /// `raw` is known to be one key (no space, not empty): iterating it looks for no space.
+    /// A `get` walks its key list several times (routing, the one-key check, the lookup,
+    /// the check for more), and nearly every `get` names one key.
+    one: bool,
 }
 
 impl<'a> Keys<'a> {
     /// Wraps space-separated keys (runs of spaces are one separator).
     pub const fn new(raw: &'a [u8]) -> Self {
-        Self { raw }
+        Self { raw, one: false }
+    }
+
+    /// Wraps what is either one key or space-separated keys, looking for a space once.
+    pub fn scan(raw: &'a [u8]) -> Self {
+        Self { raw, one: !raw.is_empty() && memchr::memchr(b' ', raw).is_none() }
     }
 
     /// The keys in order.
     pub fn iter(&self) -> SpaceSplit<'a> {
-        SpaceSplit { rest: self.raw }
+        SpaceSplit { rest: self.raw, one: self.one }
     }
 
     /// How many keys there are.
@@ -331,6 +340,8 @@ impl<'a> IntoIterator for Keys<'a> {
 #[derive(Clone, Debug)]
 pub struct SpaceSplit<'a> {
     rest: &'a [u8],
+    /// `rest` is one key, not yet yielded.
+    one: bool,
 }
 
 impl<'a> SpaceSplit<'a> {
@@ -342,7 +353,14 @@ impl<'a> SpaceSplit<'a> {
 
 impl<'a> Iterator for SpaceSplit<'a> {
     type Item = &'a [u8];
+    #[inline]
     fn next(&mut self) -> Option<&'a [u8]> {
+        if self.one {
+            self.one = false;
+            let (key, end) = self.rest.split_at(self.rest.len());
+            self.rest = end;
+            return Some(key);
+        }
         let start = self.rest.iter().position(|&c| c != b' ')?;
         let rest = &self.rest[start..];
         // A key's end found a vector at a time: every `get` walks its key list several times
@@ -524,7 +542,7 @@ fn fast_retrieval<'a>(line: &'a [u8], limits: &Limits) -> Option<Request<'a>> {
     // What `Tokens::rest(1)` gives: from the first key to the last non-space byte.
     let first = rest.iter().position(|&c| c != b' ')?;
     let last = rest.iter().rposition(|&c| c != b' ')?;
-    let keys = Keys::new(&rest[first..=last]);
+    let keys = Keys::scan(&rest[first..=last]);
     if keys.iter().any(|k| k.len() > limits.max_key_len) {
         return None;
     }
@@ -885,6 +903,25 @@ mod tests {
             (r.command, r.exptime, r.keys.as_bytes()),
             (RetrievalCommand::Get, 0, &b"key"[..])
         );
+    }
+
+    #[test]
+    fn scanned_keys_split_as_plain_keys_do() {
+        for raw in [&b"key"[..], b"a b", b"a  b ", b" a", b"", b" ", b"k\x01y"] {
+            let (scanned, plain) = (Keys::scan(raw), Keys::new(raw));
+            assert_eq!(scanned.one, !raw.is_empty() && !raw.contains(&b' '), "{raw:?}");
+            let (mut a, mut b) = (scanned.iter(), plain.iter());
+            loop {
+                let (x, y) = (a.next(), b.next());
+                assert_eq!(x, y, "{raw:?}");
+                // Where a resumed multiget would go on from: the same place in the line.
+                assert_eq!(a.remainder().as_ptr_range(), b.remainder().as_ptr_range());
+                if x.is_none() {
+                    break;
+                }
+            }
+            assert_eq!(scanned.count(), plain.count());
+        }
     }
 
     #[test]

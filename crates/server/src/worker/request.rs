@@ -4,7 +4,6 @@
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::Ordering;
-use std::time::Instant;
 
 use fridge_engine::{BATCH, TenantId};
 use fridge_proto::waiting::{GetRequest, WaitingGets};
@@ -272,7 +271,8 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
     c.backlogged = false;
     compact_output(c);
     ctx.out_limit = c.wpos + OUTPUT_SOFT_LIMIT;
-    // When the memcached request being run began: the end of the one before, or now.
+    // When the memcached request being run began (`cmdstats::monotonic_ns`): the end of
+    // the one before, or now.
     let mut since = None;
     // The buffer up to here has been looked at for waiting GETs (`look_ahead`).
     let mut looked_ahead = c.rstart;
@@ -329,7 +329,7 @@ fn process(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>) {
         }
         let ran = match wire {
             Wire::Memcache => {
-                let since = since.get_or_insert_with(Instant::now);
+                let since = since.get_or_insert_with(crate::cmdstats::monotonic_ns);
                 run_memcache(c, ctx, limits, avail, since)
             }
             Wire::Binary => run_binary(c, ctx, limits, avail),
@@ -505,7 +505,7 @@ fn run_memcache(
     ctx: &mut Ctx<'_>,
     limits: &Limits<'_>,
     avail: usize,
-    since: &mut Instant,
+    since: &mut u64,
 ) -> Ran {
     let buf = &c.rbuf[c.rstart..c.rend];
     let used = if c.session.must_login(ctx.tenants) {
@@ -565,10 +565,8 @@ fn run_memcache(
                     c.partial_since_ms = 0;
                     return Ran::Stop;
                 }
-                let now = Instant::now();
-                let began = std::mem::replace(since, now);
-                let micros =
-                    u64::try_from(now.duration_since(began).as_micros()).unwrap_or(u64::MAX);
+                let now = crate::cmdstats::monotonic_ns();
+                let micros = now.saturating_sub(std::mem::replace(since, now)) / 1000;
                 if ctx.shared.slowlog.wants(micros) {
                     let words = crate::watch_events::command_words(&buf[..used]);
                     crate::watch_events::slow(words, micros, c.session.tenant, ctx);
