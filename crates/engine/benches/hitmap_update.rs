@@ -75,7 +75,7 @@ fn measure(warm: &Hitmap, digests: &[u32], method: Method) -> f64 {
 
 /// Digests per second applying `digests` to a copy of `warm`, a pool at a time.
 fn measure_sketch(warm: &Sketch, digests: &[u32]) -> f64 {
-    let mut s = warm.clone();
+    let mut s = warm.try_clone().expect("maps the sketch");
     let start = Instant::now();
     for pool in digests.chunks(POOL) {
         s.append_pool(pool);
@@ -103,7 +103,7 @@ fn main() {
         stats.bytes >> 20,
         fill.join(" / ")
     );
-    let mut warm_sketch = Sketch::for_items(items, bits);
+    let mut warm_sketch = Sketch::for_items(items, bits).expect("maps the sketch");
     for pool in digests.chunks(POOL) {
         warm_sketch.append_pool(pool);
     }

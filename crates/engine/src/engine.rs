@@ -218,10 +218,14 @@ impl Engine {
                 }
             },
         };
+        let new_sketch = || {
+            Sketch::for_items(items, bits)
+                .map_err(|e| ConfigError(format!("cannot map the frequency sketch: {e}")))
+        };
         let metadata: Box<dyn MetadataBackend> = match (bits, gpu) {
-            _ if sketch && inline => Box::new(Pooled::inline_with(Sketch::for_items(items, bits))),
+            _ if sketch && inline => Box::new(Pooled::inline_with(new_sketch()?)),
             _ if sketch => Box::new(
-                Pooled::threaded_with(Sketch::for_items(items, bits))
+                Pooled::threaded_with(new_sketch()?)
                     .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,
             ),
             (0, _) if inline => Box::new(NoMetadata),

@@ -23,8 +23,10 @@
 //!  estimate: the least of the 4
 //! ```
 
+use std::io::ErrorKind::OutOfMemory;
 use std::sync::atomic::AtomicBool;
 
+use crate::arena::Mapping;
 use crate::metadata::{Structure, Temperature};
 
 /// Counters per key.
@@ -38,11 +40,46 @@ const PREFETCH_AHEAD: usize = 8;
 /// The fewest items a sample is counted for ([`Sketch::set_items`]).
 const MIN_SAMPLE_ITEMS: usize = 64;
 
+/// The counters' words, in a mapping advised for transparent huge pages: a pool's references
+/// land on random blocks of a table of megabytes, and in 4 KiB pages nearly each one missed
+/// the TLB as well as the caches (`docs/design.md`, "A frequency sketch").
+#[derive(Debug)]
+struct Words {
+    mapping: Mapping,
+    len: usize,
+}
+
+impl Words {
+    /// `len` zeroed words; an error (out of memory or address space) if they cannot be mapped.
+    fn zeroed(len: usize) -> std::io::Result<Words> {
+        let bytes = len.checked_mul(8).ok_or_else(|| std::io::Error::from(OutOfMemory))?;
+        Ok(Words { mapping: Mapping::new(bytes)?, len })
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        // SAFETY: the mapping is page-aligned (so 8-byte aligned), zero-filled and at least
+        // `len` words long; every bit pattern is a valid u64. The slice borrows `self`, which
+        // owns the mapping.
+        unsafe { std::slice::from_raw_parts(self.mapping.as_ptr().cast::<u64>(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Words {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        // SAFETY: as in `deref`; the mutable borrow of `self`, the mapping's only owner, makes
+        // this the only reference into it while it lives.
+        unsafe { std::slice::from_raw_parts_mut(self.mapping.as_ptr().cast::<u64>(), self.len) }
+    }
+}
+
 /// A count-min sketch of 4-bit counters.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Sketch {
     /// 16 counters per word, a key's four in one block of [`BLOCK_WORDS`] words.
-    table: Vec<u64>,
+    table: Words,
     /// Blocks, less one (a power of two).
     block_mask: usize,
     /// Counts since the last halving.
@@ -54,16 +91,26 @@ pub struct Sketch {
 
 impl Sketch {
     /// A sketch for about `items` items at `bits_per_item` bits each (32: a 16-counter word
-    /// for every two items), rounded up to a power of two words and at least one block.
-    pub fn for_items(items: usize, bits_per_item: usize) -> Sketch {
+    /// for every two items), rounded up to a power of two words and at least one block; an
+    /// error if its table cannot be mapped.
+    pub fn for_items(items: usize, bits_per_item: usize) -> std::io::Result<Sketch> {
         let words = (items.saturating_mul(bits_per_item) / 64).max(BLOCK_WORDS).next_power_of_two();
-        Sketch {
-            table: vec![0; words],
+        Ok(Sketch {
+            table: Words::zeroed(words)?,
             block_mask: words / BLOCK_WORDS - 1,
             size: 0,
             sample: items.max(1).saturating_mul(SAMPLE_PER_ITEM),
             halvings: 0,
-        }
+        })
+    }
+
+    /// A copy of the sketch (benchmarks start each run from one); an error if its table
+    /// cannot be mapped.
+    pub fn try_clone(&self) -> std::io::Result<Sketch> {
+        let mut table = Words::zeroed(self.table.len())?;
+        table.copy_from_slice(&self.table);
+        let Sketch { block_mask, size, sample, halvings, .. } = *self;
+        Ok(Sketch { table, block_mask, size, sample, halvings })
     }
 
     /// Follows the items the cache holds now: counters are halved every ten references per
@@ -146,7 +193,7 @@ impl Sketch {
 
     /// Halves every counter (TinyLFU's reset).
     fn halve(&mut self) {
-        for w in &mut self.table {
+        for w in self.table.iter_mut() {
             *w = (*w >> 1) & 0x7777_7777_7777_7777;
         }
         self.size /= 2;
@@ -199,7 +246,7 @@ mod tests {
 
     #[test]
     fn counts_up_to_fifteen_and_halves() {
-        let mut s = Sketch::for_items(1024, 64);
+        let mut s = Sketch::for_items(1024, 64).unwrap();
         for _ in 0..20 {
             s.increment(42);
         }
@@ -211,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_set_mark_is_the_same_key() {
-        let mut s = Sketch::for_items(1024, 64);
+        let mut s = Sketch::for_items(1024, 64).unwrap();
         s.increment(42);
         s.increment(43);
         assert_eq!(s.estimate(42), 2);
@@ -219,7 +266,7 @@ mod tests {
 
     #[test]
     fn ten_counts_per_item_halve_the_counters() {
-        let mut s = Sketch::for_items(64, 64);
+        let mut s = Sketch::for_items(64, 64).unwrap();
         for i in 0..639u32 {
             s.increment(i * 2);
         }
@@ -230,8 +277,20 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_estimates_as_the_original_and_counts_on_its_own() {
+        let mut s = Sketch::for_items(1024, 32).unwrap();
+        for _ in 0..3 {
+            s.increment(42);
+        }
+        let mut copy = s.try_clone().unwrap();
+        assert_eq!((copy.estimate(42), copy.size, copy.sample), (3, 3, s.sample));
+        copy.increment(42);
+        assert_eq!((copy.estimate(42), s.estimate(42)), (4, 3));
+    }
+
+    #[test]
     fn the_past_follows_the_items_held() {
-        let mut s = Sketch::for_items(1 << 16, 32);
+        let mut s = Sketch::for_items(1 << 16, 32).unwrap();
         for i in 0..1_000u32 {
             s.increment(i * 2);
         }
@@ -251,7 +310,7 @@ mod tests {
     #[test]
     fn estimates_bound_the_counts_from_above() {
         let items = 4096;
-        let mut s = Sketch::for_items(items, 32);
+        let mut s = Sketch::for_items(items, 32).unwrap();
         let mut truth: HashMap<u32, u8> = HashMap::new();
         let mut x = 7u64;
         // Fewer counts than a sample, so nothing halves; a skewed stream over 8 × items keys.
