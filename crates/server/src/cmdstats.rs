@@ -16,10 +16,11 @@
 use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Nanoseconds of the kernel's monotonic clock, for timing commands: one `clock_gettime`
-/// through the vDSO and a multiply, where `Instant::now` and `elapsed` cost two reads and a
-/// checked subtraction of `timespec`s (about 50 instructions a command more;
-/// `docs/design.md`, "The memcached text path").
+/// Nanoseconds of the kernel's monotonic clock (0 if it cannot be read), for timing commands
+/// and for systemd's `MONOTONIC_USEC`: a read is one `clock_gettime` through the vDSO and a
+/// multiply-add, and a duration one subtraction, where `Instant`'s `elapsed` subtracts
+/// `timespec`s with their checks (about 45 instructions a command more; `docs/design.md`,
+/// "The memcached text path").
 #[inline]
 pub(crate) fn monotonic_ns() -> u64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)

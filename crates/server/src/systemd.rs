@@ -47,9 +47,7 @@ impl Notifier {
     /// `RELOADING=1` with `MONOTONIC_USEC` (`Type=notify-reload`'s form); follow with
     /// [`Notifier::ready`] once the reload is done or refused.
     pub fn reloading(&self) {
-        let usec = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-            .map(|t| t.tv_sec() as u64 * 1_000_000 + t.tv_nsec() as u64 / 1000)
-            .unwrap_or(0);
+        let usec = crate::cmdstats::monotonic_ns() / 1000;
         self.send(&format!("RELOADING=1\nMONOTONIC_USEC={usec}\nSTATUS=reloading"));
     }
 

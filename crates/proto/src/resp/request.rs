@@ -271,6 +271,7 @@ fn parse_multibulk(
             && let Some((len, cr)) = short_header(buf, pos, limits.max_inline_len)
             && len <= limits.max_bulk_len
         {
+            // An argument not yet whole is left to the general reading, which waits for it.
             let (start, end) = (cr + 2, cr + 2 + len + 2);
             if end <= buf.len() {
                 args.ranges.push(start..start + len);
