@@ -78,35 +78,59 @@ pub(crate) fn execute(
     ctx: &mut Ctx<'_>,
     now: u64,
 ) {
+    if m.flags.base64_key() && m.command != MetaCommand::Noop {
+        execute_base64(m, out, user, t, ctx, now);
+    } else {
+        execute_key(&m, m.key, out, t, ctx, now);
+    }
+}
+
+/// [`execute`] for a base64 key (`b`), decoded first; kept apart so that other requests do
+/// not pay for zeroing the buffer it decodes into.
+#[inline(never)]
+fn execute_base64(
+    m: MetaRequest<'_>,
+    out: &mut Vec<u8>,
+    user: Option<TenantId>,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
     // The parser checked that a `b` key is valid base64 within the key limit.
     let mut decoded = [0u8; 512];
     let mut heap_key = Vec::new();
-    let key: &[u8] = if m.flags.base64_key() && m.command != MetaCommand::Noop {
-        let len = mc::base64_decoded_len(m.key).unwrap_or(0);
-        let dst = if len <= decoded.len() {
-            &mut decoded[..]
-        } else {
-            heap_key.resize(len, 0);
-            &mut heap_key[..]
-        };
-        match mc::base64_decode(m.key, dst) {
-            Some(n) => &dst[..n],
-            None => {
-                mc::write_client_error(out, b"error decoding key");
-                return;
-            }
-        }
+    let len = mc::base64_decoded_len(m.key).unwrap_or(0);
+    let dst = if len <= decoded.len() {
+        &mut decoded[..]
     } else {
-        m.key
+        heap_key.resize(len, 0);
+        &mut heap_key[..]
     };
+    let Some(n) = mc::base64_decode(m.key, dst) else {
+        mc::write_client_error(out, b"error decoding key");
+        return;
+    };
+    let key = &dst[..n];
     // A base64 key is routed by its decoded bytes.
     let t = if user.is_none() && key != m.key { ctx.tenants.route(key) } else { t };
+    execute_key(&m, key, out, t, ctx, now);
+}
+
+/// [`execute`] with the key as stored (decoded where it came in base64).
+fn execute_key(
+    m: &MetaRequest<'_>,
+    key: &[u8],
+    out: &mut Vec<u8>,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: u64,
+) {
     match m.command {
         MetaCommand::Noop => mc::write_meta_noop(out),
-        MetaCommand::Get => meta_get(&m, key, out, t, ctx, now),
-        MetaCommand::Set => meta_set(&m, key, out, t, ctx, now),
-        MetaCommand::Delete => meta_delete(&m, key, out, t, ctx, now),
-        MetaCommand::Arithmetic => meta_arithmetic(&m, key, out, t, ctx, now),
+        MetaCommand::Get => meta_get(m, key, out, t, ctx, now),
+        MetaCommand::Set => meta_set(m, key, out, t, ctx, now),
+        MetaCommand::Delete => meta_delete(m, key, out, t, ctx, now),
+        MetaCommand::Arithmetic => meta_arithmetic(m, key, out, t, ctx, now),
         MetaCommand::Debug => {
             let found = ctx.engine.peek(t, key, |item| {
                 out.extend_from_slice(b"ME ");

@@ -460,6 +460,79 @@ pub(super) fn parse<'a>(
     }
 }
 
+/// `mg` with single spaces (the meta protocol's commonest request) without the tokenizer,
+/// which zeroes a table of spans and splits the whole line first: the request [`parse`] makes
+/// of the line, or `None` for every other line and for every line it refuses or might read
+/// differently (runs of spaces, more tokens than memcached takes, a flag it rejects), so that
+/// it gives their errors.
+#[inline]
+pub(super) fn fast_get<'a>(line: &'a [u8], limits: &Limits) -> Option<MetaRequest<'a>> {
+    let (key, flags) = split_word(line.strip_prefix(b"mg ")?);
+    let flags = fast_flags(line, key, flags, 2, limits)?;
+    Some(MetaRequest { command: MetaCommand::Get, key, flags, data: &[] })
+}
+
+/// `ms` the same way: what [`parse`] makes of the line and its data block, or `None`.
+#[inline]
+pub(super) fn fast_set<'a>(
+    line: &'a [u8],
+    buf: &'a [u8],
+    line_len: usize,
+    limits: &Limits,
+) -> Option<Result<(MetaRequest<'a>, usize), ParseError>> {
+    let (key, rest) = split_word(line.strip_prefix(b"ms ")?);
+    let (len, flags) = split_word(rest);
+    let len = parse_data_len(len).filter(|&len| len <= limits.max_value_len)?;
+    let flags = fast_flags(line, key, flags, 3, limits)?;
+    if flags.mode().is_some_and(|mode| !b"EAPRSeaprs".contains(&mode)) {
+        return None;
+    }
+    Some(data_block(buf, line_len, len, false).map(|(data, consumed)| {
+        (MetaRequest { command: MetaCommand::Set, key, flags, data }, consumed)
+    }))
+}
+
+/// The flags of a line whose first `fixed` tokens (command, key, …) the caller split off,
+/// checked as [`parse`] checks them, or `None` for anything it might judge differently: a
+/// key it refuses, runs of spaces or a trailing one, too many tokens, a flag it rejects.
+#[inline]
+fn fast_flags<'a>(
+    line: &[u8],
+    key: &[u8],
+    flags: &'a [u8],
+    fixed: usize,
+    limits: &Limits,
+) -> Option<MetaFlags<'a>> {
+    if key.is_empty() || key.len() > limits.max_key_len || line.last() == Some(&b' ') {
+        return None;
+    }
+    // Every flag one token between single spaces, as the tokenizer would count them.
+    let mut tokens = fixed;
+    if !flags.is_empty() {
+        for flag in flags.split(|&c| c == b' ') {
+            if flag.is_empty() {
+                return None;
+            }
+            tokens += 1;
+        }
+    }
+    if tokens > MAX_META_TOKENS {
+        return None;
+    }
+    let flags = MetaFlags::parse(flags, key).ok()?;
+    let refused = flags.opaque().is_some_and(|o| o.len() + 1 > MAX_OPAQUE_LEN)
+        || flags.new_cas().is_some_and(|cas| cas > limits.max_cas);
+    (!refused).then_some(flags)
+}
+
+/// The first word of `s` and what follows the space after it (empty where there is none).
+fn split_word(s: &[u8]) -> (&[u8], &[u8]) {
+    match memchr::memchr(b' ', s) {
+        Some(i) => (&s[..i], &s[i + 1..]),
+        None => (s, &s[s.len()..]),
+    }
+}
+
 impl MetaRequest<'_> {
     /// Appends the canonical wire form of this request.
     pub fn encode(&self, out: &mut Vec<u8>) {
@@ -595,6 +668,101 @@ mod tests {
                 panic!("{:?}: expected an error, got {other:?}", String::from_utf8_lossy(input))
             }
         }
+    }
+
+    #[test]
+    fn mg_and_ms_parse_as_the_tokenizer_parses_them() {
+        let limits = Limits { max_cas: 1000, max_value_len: 100, ..Limits::default() };
+        let long = [b'k'; 251];
+        let at_limit = [&b"mg "[..], &long[..250], b" v"].concat();
+        let over = [&b"mg "[..], &long[..], b" v"].concat();
+        // 19 tokens, memcached's most, and 20.
+        let many = b"mg k c f h k l s t u v q x I P L T1 N1 R1";
+        let too_many = b"mg k c f h k l s t u v q x I P L T1 N1 R1 F1";
+        let ms_many = b"ms k 2 c f h k l s t u v q x I P L T1 N1";
+        let ms_too_many = b"ms k 2 c f h k l s t u v q x I P L T1 N1 R1";
+        let long_opaque = [&b"mg k v O"[..], &[b'o'; 31]].concat();
+        let over_opaque = [&b"mg k v O"[..], &[b'o'; 32]].concat();
+        // Each line, and whether the fast path takes it.
+        let lines: [(&[u8], bool); 53] = [
+            (b"mg k", true),
+            (b"mg k v", true),
+            (b"mg k s v f t c k h l O123 q", true),
+            (b"mg k v T30 N10 R5", true),
+            (b"mg k\x01 v", true),
+            (b"mg a2V5 b v", true),
+            (b"mg k E1000", true),
+            (&at_limit, true),
+            (many, true),
+            (&long_opaque, true),
+            (b"mg k ME", true),
+            (b"mg k MX", true),
+            (&over, false),
+            (too_many, false),
+            (&over_opaque, false),
+            (b"mg k E1001", false),
+            (b"mg k v v", false),
+            (b"mg k v T", false),
+            (b"mg k v Tx", false),
+            (b"mg k v !", false),
+            (b"mg k b", false),
+            (b"mg k M", false),
+            (b"mg k MEE", false),
+            (b"mg k  v", false),
+            (b"mg k v ", false),
+            (b"mg k ", false),
+            (b"mg  k v", false),
+            (b"mg ", false),
+            (b"mg", false),
+            (b" mg k v", false),
+            (b"MG k v", false),
+            (b"mgk v", false),
+            (b"ms k 2", true),
+            (b"ms k 2 T30 F5 c I q", true),
+            (b"ms k 0 MA", true),
+            (b"ms k 100 Ms", true),
+            (b"ms k 2 C7 E1000", true),
+            (ms_many, true),
+            (ms_too_many, false),
+            (b"ms k 101", false),
+            (b"ms k -1", false),
+            (b"ms k x", false),
+            (b"ms k 2 MX", false),
+            (b"ms k 2 E1001", false),
+            (b"ms k 2 T", false),
+            (b"ms k 2 v v", false),
+            (b"ms k", false),
+            (b"ms k ", false),
+            (b"ms k 2 ", false),
+            (b"ms k  2", false),
+            (b"ms k 2  v", false),
+            (b"ms", false),
+            (b"md k", false),
+        ];
+        // Each data block: whole, cut short, not ended by CRLF.
+        for data in [&b"hi\r\n"[..], b"h", b"hi!!"] {
+            for (line, fast) in lines {
+                let buf = [line, b"\r\n", data].concat();
+                let line_len = line.len() + 2;
+                let got = match fast_get(line, &limits) {
+                    Some(get) => Some(Ok((get, line_len))),
+                    None => fast_set(line, &buf, line_len, &limits),
+                };
+                assert_eq!(got.is_some(), fast, "{}", line.escape_ascii());
+                let Some(got) = got else { continue };
+                let general = super::parse(&Tokens::new(line), &buf, line_len, &limits);
+                // Every field, the parsed values of the flags included, or the same error.
+                let (got, general) = (format!("{got:?}"), format!("{general:?}"));
+                assert_eq!(got, general, "{} {}", line.escape_ascii(), data.escape_ascii());
+            }
+        }
+        // Through the whole parser, a fast line and the same line the general way agree.
+        let (fast, used) = parse_request(b"mg key v t\r\nmg x\r\n", &limits).unwrap();
+        let (slow, _) = parse_request(b"mg key  v t\r\n", &limits).unwrap();
+        assert_eq!((fast, used), (slow, 12));
+        let (fast, used) = parse_request(b"ms key 2 T9\r\nhi\r\n", &limits).unwrap();
+        let (slow, _) = parse_request(b"ms key 2  T9\r\nhi\r\n", &limits).unwrap();
+        assert_eq!((fast, used), (slow, 17));
     }
 
     #[test]

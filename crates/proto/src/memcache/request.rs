@@ -387,6 +387,12 @@ pub fn parse_request<'a>(
     if let Some(parsed) = fast_set(line, buf, line_len, limits) {
         return parsed;
     }
+    if let Some(get) = meta::fast_get(line, limits) {
+        return Ok((Request::Meta(get), line_len));
+    }
+    if let Some(parsed) = meta::fast_set(line, buf, line_len, limits) {
+        return parsed.map(|(set, consumed)| (Request::Meta(set), consumed));
+    }
     let t = Tokens::new(line);
     let command = t.get(0);
     let unknown = Err(invalid(ErrorKind::UnknownCommand, line_len, false));
