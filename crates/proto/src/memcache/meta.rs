@@ -472,6 +472,26 @@ pub(super) fn fast_get<'a>(line: &'a [u8], limits: &Limits) -> Option<MetaReques
     Some(MetaRequest { command: MetaCommand::Get, key, flags, data: &[] })
 }
 
+/// `md` and `ma` the same way.
+#[inline]
+pub(super) fn fast_delete_or_arithmetic<'a>(
+    line: &'a [u8],
+    limits: &Limits,
+) -> Option<MetaRequest<'a>> {
+    let (command, rest) = match line.strip_prefix(b"md ") {
+        Some(rest) => (MetaCommand::Delete, rest),
+        None => (MetaCommand::Arithmetic, line.strip_prefix(b"ma ")?),
+    };
+    let (key, flags) = split_word(rest);
+    let flags = fast_flags(line, key, flags, 2, limits)?;
+    if command == MetaCommand::Arithmetic
+        && flags.mode().is_some_and(|mode| !b"I+D-id".contains(&mode))
+    {
+        return None;
+    }
+    Some(MetaRequest { command, key, flags, data: &[] })
+}
+
 /// `ms` the same way: what [`parse`] makes of the line and its data block, or `None`.
 #[inline]
 pub(super) fn fast_set<'a>(
@@ -671,7 +691,7 @@ mod tests {
     }
 
     #[test]
-    fn mg_and_ms_parse_as_the_tokenizer_parses_them() {
+    fn mg_ms_md_and_ma_parse_as_the_tokenizer_parses_them() {
         let limits = Limits { max_cas: 1000, max_value_len: 100, ..Limits::default() };
         let long = [b'k'; 251];
         let at_limit = [&b"mg "[..], &long[..250], b" v"].concat();
@@ -683,8 +703,8 @@ mod tests {
         let ms_too_many = b"ms k 2 c f h k l s t u v q x I P L T1 N1 R1";
         let long_opaque = [&b"mg k v O"[..], &[b'o'; 31]].concat();
         let over_opaque = [&b"mg k v O"[..], &[b'o'; 32]].concat();
-        // Each line, and whether the fast path takes it.
-        let lines: [(&[u8], bool); 53] = [
+        // Each line, and whether a fast path takes it.
+        let lines: [(&[u8], bool); 65] = [
             (b"mg k", true),
             (b"mg k v", true),
             (b"mg k s v f t c k h l O123 q", true),
@@ -737,17 +757,29 @@ mod tests {
             (b"ms k  2", false),
             (b"ms k 2  v", false),
             (b"ms", false),
-            (b"md k", false),
+            (b"md k", true),
+            (b"md k q I x T30 C5 O1", true),
+            (b"md k E1001", false),
+            (b"md k v v", false),
+            (b"md k  q", false),
+            (b"ma k", true),
+            (b"ma k D5 J10 N30 MD q", true),
+            (b"ma k M+", true),
+            (b"ma k MX", false),
+            (b"ma k Dx", false),
+            (b"ma k D1 ", false),
+            (b"mn", false),
+            (b"me k", false),
         ];
         // Each data block: whole, cut short, not ended by CRLF.
         for data in [&b"hi\r\n"[..], b"h", b"hi!!"] {
             for (line, fast) in lines {
                 let buf = [line, b"\r\n", data].concat();
                 let line_len = line.len() + 2;
-                let got = match fast_get(line, &limits) {
-                    Some(get) => Some(Ok((get, line_len))),
-                    None => fast_set(line, &buf, line_len, &limits),
-                };
+                let no_data = fast_get(line, &limits)
+                    .or_else(|| fast_delete_or_arithmetic(line, &limits))
+                    .map(|m| Ok((m, line_len)));
+                let got = no_data.or_else(|| fast_set(line, &buf, line_len, &limits));
                 assert_eq!(got.is_some(), fast, "{}", line.escape_ascii());
                 let Some(got) = got else { continue };
                 let general = super::parse(&Tokens::new(line), &buf, line_len, &limits);

@@ -393,6 +393,9 @@ pub fn parse_request<'a>(
     if let Some(parsed) = meta::fast_set(line, buf, line_len, limits) {
         return parsed.map(|(set, consumed)| (Request::Meta(set), consumed));
     }
+    if let Some(meta) = meta::fast_delete_or_arithmetic(line, limits) {
+        return Ok((Request::Meta(meta), line_len));
+    }
     let t = Tokens::new(line);
     let command = t.get(0);
     let unknown = Err(invalid(ErrorKind::UnknownCommand, line_len, false));
