@@ -171,8 +171,8 @@ const ALL: (i64, i64, i64) = (1, -1, 1);
 /// Key, value pairs.
 const PAIRS: (i64, i64, i64) = (1, -1, 2);
 
-/// Every command, in the order `COMMAND` lists them. [`lookup`] scans it in order, so the
-/// commands sent most often come first.
+/// Every command, in the order `COMMAND` lists them (the commands sent most often first).
+/// [`lookup`] finds a row through [`BY_NAME`].
 #[rustfmt::skip]
 pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
     row("get", 2, READONLY | FAST, KEY, strings::get),
@@ -390,21 +390,74 @@ pub(crate) static COMMANDS: [Spec; crate::cmdstats::COMMAND_ROWS] = [
 /// The longest command name [`lookup`] is asked about; longer names are unknown.
 const MAX_NAME: usize = 24;
 
-/// The table row for a lowercase command name: a scan in table order that compares lengths
-/// first, so a row of another length costs one integer comparison. No allocation.
+/// The table row for a command name in any case: one hash of the name and, nearly always,
+/// one slot of [`BY_NAME`]. No allocation. (A scan of the table in order, lengths compared
+/// first, cost a command at row 120, `DEL`, about 600 instructions: `docs/benchmarks.md`.)
 #[inline]
-fn lookup(lname: &[u8]) -> Option<&'static Spec> {
-    COMMANDS.iter().find(|c| c.name.len() == lname.len() && c.name.as_bytes() == lname)
-}
-
-/// The table row for a command name in any case.
 fn find(name: &[u8]) -> Option<&'static Spec> {
     let mut lower = [0u8; MAX_NAME];
-    let l = lower.get_mut(..name.len())?;
-    l.copy_from_slice(name);
-    l.make_ascii_lowercase();
-    lookup(l)
+    lower.get_mut(..name.len())?.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    lookup(&name_key(&lower))
 }
+
+/// The row of a lowercase name's key.
+#[inline]
+fn lookup(key: &NameKey) -> Option<&'static Spec> {
+    let slots = &*BY_NAME;
+    let mut i = key_hash(key);
+    loop {
+        let (k, row) = &slots[i & (BY_NAME_SLOTS - 1)];
+        if *row == u16::MAX {
+            return None;
+        }
+        if k[0] == key[0] && k[1] == key[1] && k[2] == key[2] {
+            return COMMANDS.get(usize::from(*row));
+        }
+        i += 1;
+    }
+}
+
+/// A name of at most [`MAX_NAME`] bytes, zero-padded, as three little-endian words: what
+/// [`BY_NAME`] compares and hashes.
+type NameKey = [u64; 3];
+
+#[inline]
+fn name_key(padded: &[u8; MAX_NAME]) -> NameKey {
+    let word = |i: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&padded[8 * i..8 * i + 8]);
+        u64::from_le_bytes(w)
+    };
+    [word(0), word(1), word(2)]
+}
+
+#[inline]
+fn key_hash(k: &NameKey) -> usize {
+    let h =
+        k[0].wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ k[1].wrapping_mul(0xC2B2_AE3D_27D4_EB4F) ^ k[2];
+    (h.wrapping_mul(0x1656_67B1_9E37_79F9) >> 32) as usize
+}
+
+/// Slots of [`BY_NAME`]: a power of two, at least twice the rows, so probes stay short.
+const BY_NAME_SLOTS: usize = (2 * crate::cmdstats::COMMAND_ROWS).next_power_of_two();
+
+/// [`COMMANDS`]' rows by name: open addressing (linear probing) from [`key_hash`], each slot
+/// the name's key and its row (`u16::MAX`, past the last row, in an empty slot). Built once.
+static BY_NAME: std::sync::LazyLock<Box<[(NameKey, u16)]>> = std::sync::LazyLock::new(|| {
+    let mut slots = vec![([0; 3], u16::MAX); BY_NAME_SLOTS].into_boxed_slice();
+    for (row, c) in COMMANDS.iter().enumerate() {
+        let mut padded = [0u8; MAX_NAME];
+        padded[..c.name.len()].copy_from_slice(c.name.as_bytes());
+        let key = name_key(&padded);
+        let mut i = key_hash(&key);
+        while slots[i & (BY_NAME_SLOTS - 1)].1 != u16::MAX {
+            i += 1;
+        }
+        slots[i & (BY_NAME_SLOTS - 1)] = (key, row as u16);
+    }
+    slots
+});
 
 /// The counter row (`crate::cmdstats`) of a call of `c`, a row of [`COMMANDS`]: its index in
 /// the table (address arithmetic, nothing is dereferenced), or for a container's subcommand
@@ -864,7 +917,14 @@ fn expire_at(n: i64, unit_ms: i64, absolute: bool, now: u64) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
-    use super::{COMMANDS, MAX_NAME, NOAUTH_OK, find, lookup};
+    use super::{BY_NAME, BY_NAME_SLOTS, COMMANDS, MAX_NAME, NOAUTH_OK, Spec, find, name_key};
+
+    /// The row of a lowercase name, looked up as it is (no case folding).
+    fn lookup(lname: &[u8]) -> Option<&'static Spec> {
+        let mut padded = [0u8; MAX_NAME];
+        padded.get_mut(..lname.len())?.copy_from_slice(lname);
+        super::lookup(&name_key(&padded))
+    }
 
     #[test]
     fn every_row_is_reachable_by_its_name_in_any_case() {
@@ -879,6 +939,18 @@ mod tests {
         }
         assert!(find(b"nosuchcommand").is_none());
         assert!(find(&[b'g'; MAX_NAME + 1]).is_none(), "a name too long is unknown");
+        // Every prefix and extension of every name is unknown unless it is a row itself.
+        for c in &COMMANDS {
+            for name in [&c.name[..c.name.len() - 1], &format!("{}x", c.name)[..]] {
+                let row = COMMANDS.iter().find(|o| o.name == name).map(|o| o as *const _);
+                assert_eq!(lookup(name.as_bytes()).map(|f| f as *const _), row, "{name}");
+            }
+        }
+        // Each row is in the index once, and the index is at most half full.
+        let mut rows: Vec<u16> = BY_NAME.iter().map(|s| s.1).filter(|&r| r != u16::MAX).collect();
+        rows.sort_unstable();
+        assert_eq!(rows, (0..COMMANDS.len() as u16).collect::<Vec<_>>());
+        assert!(2 * COMMANDS.len() <= BY_NAME_SLOTS);
     }
 
     #[test]
