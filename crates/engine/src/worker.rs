@@ -1181,8 +1181,10 @@ fn append_to_head(
         return Some(Err(EngineError::KeyTooLong));
     }
     // The record is 8 bytes longer in a segment where the expiry needs its wide field;
-    // the item limit is judged on the compact form, the segment's room on the widest.
-    let size = item.record_len(inner.now_ms()) + value_len;
+    // the item limit is judged on the compact form, the segment's room on the widest. (An
+    // item without an expiry has one length whatever the time: the clock is not read.)
+    let now_ms = if item.expires_at_ms.is_some() { inner.now_ms() } else { 0 };
+    let size = item.record_len(now_ms) + value_len;
     if size > inner.config.max_item_size
         || item.max_record_len() + value_len > inner.config.segment_size
         || !inner.value_fits(value_len)

@@ -70,10 +70,12 @@ pub(crate) fn execute_in_gate(
         None => ctx.tenants.route(first_key(&req)),
     };
     s.tenant = t;
-    let now = ctx.shared.now_ms();
+    // The coarse time, read by the requests that use it: a `get` and a store without an
+    // expiry, the commonest, do not (the engine reads its clock where it needs it).
+    let now = || ctx.shared.now_ms();
     match req {
-        Request::Retrieval(r) => retrieval(r, out, s, t, ctx, now),
-        Request::Storage(st) => storage(st, out, t, ctx, now),
+        Request::Retrieval(r) => retrieval(r, out, s, t, ctx),
+        Request::Storage(st) => storage(st, out, t, ctx),
         Request::Delete { key, noreply } => {
             let deleted = watch::delete(ctx, t, key, "delete");
             if deleted {
@@ -110,7 +112,7 @@ pub(crate) fn execute_in_gate(
         }
         Request::Touch { key, exptime, noreply } => {
             stats::inc(&ctx.stats.cmd_touch);
-            let found = matches!(ctx.engine.touch(t, key, expiry_ms(exptime, now)), Ok(Some(_)));
+            let found = matches!(ctx.engine.touch(t, key, expiry_ms(exptime, now())), Ok(Some(_)));
             if found {
                 stats::inc(&ctx.stats.touch_hits);
                 changed(ctx, t, GENERIC, "expire", key);
@@ -121,6 +123,7 @@ pub(crate) fn execute_in_gate(
         }
         Request::FlushAll { delay, noreply } => {
             stats::inc(&ctx.stats.cmd_flush);
+            let now = now();
             let delay_ms = match delay.map(|d| expiry(d, now)) {
                 Some(Expiry::At(at)) => at.saturating_sub(now),
                 _ => 0,
@@ -164,7 +167,7 @@ pub(crate) fn execute_in_gate(
                 mc::write_client_error(out, b"invalid shutdown mode");
             }
         }
-        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx, now),
+        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx, now()),
     }
 }
 
@@ -185,14 +188,7 @@ fn first_key<'a>(req: &Request<'a>) -> &'a [u8] {
 /// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up, so a multiget of any
 /// size never sits whole in memory or holds the worker. A resumed run is given only the keys
 /// not yet answered; the suspension records the bytes of the key list that were.
-fn retrieval(
-    r: Retrieval<'_>,
-    out: &mut Vec<u8>,
-    s: &mut Session,
-    t: TenantId,
-    ctx: &mut Ctx<'_>,
-    now: u64,
-) {
+fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx: &mut Ctx<'_>) {
     let raw = r.keys.as_bytes();
     let mut keys = r.keys.iter();
     let mut looked_up = 0;
@@ -260,7 +256,7 @@ fn retrieval(
         };
         let hit = if r.command.touches() {
             stats::inc(&ctx.stats.cmd_touch);
-            let at = expiry_ms(r.exptime, now);
+            let at = expiry_ms(r.exptime, ctx.shared.now_ms());
             // The touch keeps the CAS, so `gats` reports the one its read sees.
             let touched = ctx.engine.get_and_touch(t, key, at, |item| write(item, None));
             let hit = matches!(touched, Ok(Some(())));
@@ -287,7 +283,9 @@ fn retrieval(
     mc::write_reply(out, Reply::End);
 }
 
-fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: u64) {
+fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>) {
+    // The coarse time, which only an expiry counts from (`expiry` passes over it for 0).
+    let now = if st.exptime == 0 { 0 } else { ctx.shared.now_ms() };
     stats::inc(&ctx.stats.cmd_set);
     let count = |c| stats::count_class(c, st.key.len(), st.flags, st.data.len());
     count(&ctx.stats.classes.cmd_set);

@@ -53,8 +53,8 @@ pub(crate) struct ClientEntry {
     pub tenant: TenantId,
     /// Bytes the connection's buffers take, as last reported by its worker.
     pub memory: usize,
-    /// When the connection's last command arrived (ms on the coarse clock); stored by its
-    /// worker, one relaxed store per command.
+    /// When the connection's last command arrived (ms on the coarse clock: the time of the
+    /// read that brought it); stored by its worker, one relaxed store per command.
     pub last_command_ms: Arc<AtomicU64>,
     /// The connection's slot on its worker, and its pub/sub bytes in flight: where
     /// invalidations redirected to it go.

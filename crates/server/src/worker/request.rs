@@ -552,7 +552,8 @@ fn run_memcache(
                 }
                 if !c.session.resume.resuming {
                     stats::inc(&ctx.stats.commands);
-                    c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
+                    // Arrived with the last read (Redis's `lastinteraction` is set on reads).
+                    c.last_command_ms.store(c.last_active_ms, Ordering::Relaxed);
                 }
                 let keys = match &req {
                     memcache::Request::Retrieval(r) => offsets(buf, r.keys.as_bytes()),
@@ -647,7 +648,8 @@ fn run_resp(c: &mut Conn, ctx: &mut Ctx<'_>, limits: &Limits<'_>, avail: usize) 
             Ok(used) => {
                 if !c.args.is_empty() {
                     stats::inc(&ctx.stats.commands);
-                    c.last_command_ms.store(ctx.shared.now_ms(), Ordering::Relaxed);
+                    // Arrived with the last read (Redis's `lastinteraction` is set on reads).
+                    c.last_command_ms.store(c.last_active_ms, Ordering::Relaxed);
                     let cmd = c.args.command(buf);
                     // Over its tenant's request rate: refused, not run (`crate::limits`).
                     if c.session.rate_limited && !crate::resp::admit(&cmd, &mut c.session, ctx) {
