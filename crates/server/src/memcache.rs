@@ -167,7 +167,7 @@ pub(crate) fn execute_in_gate(
                 mc::write_client_error(out, b"invalid shutdown mode");
             }
         }
-        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx, now()),
+        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx),
     }
 }
 

@@ -25,10 +25,12 @@
 //! (drop the value, keep the item) are implemented as later 1.6 releases document them, where
 //! 1.6.18 answers `CLIENT_ERROR invalid flag`.
 
+use std::cell::Cell;
+
 use fridge_engine::item::{
     STATE_FETCHED, STATE_KEY_BINARY, STATE_STALE, STATE_WIN_SENT, StateCell,
 };
-use fridge_engine::{Condition, Current, Item, StoreOutcome, TenantId, Update};
+use fridge_engine::{Condition, Current, Expiry, Item, StoreOutcome, TenantId, Update};
 use fridge_proto::memcache::{self as mc, MetaCommand, MetaFlags, MetaRequest, MetaStatus};
 use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
 
@@ -37,6 +39,7 @@ use crate::keyspace::{GENERIC, STRING};
 use crate::memcache_common::{append, counter_error, engine_error, expiry, expiry_ms, ttl_secs};
 use crate::notify::changed;
 use crate::session::Ctx;
+use crate::shared::Shared;
 use crate::stats;
 use crate::watch::WatchEvents;
 use crate::watch_events as watch;
@@ -69,6 +72,40 @@ fn meta_status(out: &mut Vec<u8>, status: MetaStatus, m: &MetaRequest<'_>) {
     mc::write_meta_end(out);
 }
 
+/// The coarse time (ms), read the first time a request asks for it: a flag that reports or
+/// sets a TTL, a store's expiry. A plain `mg <key> v` never reads the clock.
+struct Now<'s> {
+    shared: &'s Shared,
+    ms: Cell<Option<u64>>,
+}
+
+impl Now<'_> {
+    fn get(&self) -> u64 {
+        match self.ms.get() {
+            Some(ms) => ms,
+            None => {
+                let ms = self.shared.now_ms();
+                self.ms.set(Some(ms));
+                ms
+            }
+        }
+    }
+
+    /// [`expiry`] of a TTL flag's value, reading the clock only for a TTL that counts from
+    /// it (0 is no expiry).
+    fn expiry(&self, ttl: i32) -> Expiry {
+        if ttl == 0 { Expiry::Never } else { expiry(ttl, self.get()) }
+    }
+
+    /// [`Now::expiry`] as a deadline, if there is one.
+    fn expiry_ms(&self, ttl: i32) -> Option<u64> {
+        match self.expiry(ttl) {
+            Expiry::At(at) => Some(at),
+            _ => None,
+        }
+    }
+}
+
 /// Runs one meta request for tenant `t` (`user`: the connection's login, if any).
 pub(crate) fn execute(
     m: MetaRequest<'_>,
@@ -76,8 +113,9 @@ pub(crate) fn execute(
     user: Option<TenantId>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
 ) {
+    let shared = ctx.shared;
+    let now = &Now { shared, ms: Cell::new(None) };
     if m.flags.base64_key() && m.command != MetaCommand::Noop {
         execute_base64(m, out, user, t, ctx, now);
     } else {
@@ -94,7 +132,7 @@ fn execute_base64(
     user: Option<TenantId>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
+    now: &Now<'_>,
 ) {
     // The parser checked that a `b` key is valid base64 within the key limit.
     let mut decoded = [0u8; 512];
@@ -123,7 +161,7 @@ fn execute_key(
     out: &mut Vec<u8>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
+    now: &Now<'_>,
 ) {
     match m.command {
         MetaCommand::Noop => mc::write_meta_noop(out),
@@ -136,7 +174,7 @@ fn execute_key(
                 out.extend_from_slice(b"ME ");
                 out.extend_from_slice(m.key);
                 out.extend_from_slice(b" exp=");
-                write_i64(out, ttl_secs(item.expires_at_ms, now));
+                write_i64(out, ttl_secs(item.expires_at_ms, now.get()));
                 out.extend_from_slice(b" la=");
                 write_i64(out, i64::from(item.idle_s));
                 out.extend_from_slice(b" cas=");
@@ -215,7 +253,7 @@ fn write_hit(
     item: &Item<'_>,
     new_expiry: Option<Option<u64>>,
     created: bool,
-    now: u64,
+    now: &Now<'_>,
 ) {
     let f = m.flags;
     let with_value = f.has(b'v');
@@ -236,7 +274,7 @@ fn write_hit(
             b'N' if created => expiry = item.expires_at_ms,
             b'R' => {
                 let r = f.recache_ttl().map_or(0, i64::from);
-                recache = !created && expiry.is_some() && ttl_secs(expiry, now) < r;
+                recache = !created && expiry.is_some() && ttl_secs(expiry, now.get()) < r;
             }
             b'c' => mc::write_meta_flag_u64(out, b'c', item.cas),
             b'f' => mc::write_meta_flag_u64(out, b'f', u64::from(item.flags)),
@@ -246,7 +284,7 @@ fn write_hit(
             }
             b'l' => mc::write_meta_flag_u64(out, b'l', u64::from(item.idle_s)),
             b's' => mc::write_meta_flag_u64(out, b's', item.value.len() as u64),
-            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expiry, now)),
+            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expiry, now.get())),
             // The key as the item was stored: base64 (with ` b`) only if it was sent so.
             b'k' if item.state & STATE_KEY_BINARY != 0 => {
                 out.extend_from_slice(b" k");
@@ -283,11 +321,11 @@ fn meta_get(
     out: &mut Vec<u8>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
+    now: &Now<'_>,
 ) {
     let f = m.flags;
     // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
-    let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now));
+    let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now.get()));
     // `u`: the read does not count as an access (no fetched bit, no last-access time).
     let peek = f.has(b'u');
     let (mut size, mut flags) = (0, 0);
@@ -305,7 +343,7 @@ fn meta_get(
                     Some(_) => Update::Done(false),
                     None => Update::WriteWith {
                         flags: 0,
-                        expires_at_ms: expiry_ms(ttl, now),
+                        expires_at_ms: expiry_ms(ttl, now.get()),
                         cas: f.new_cas(),
                         state: STATE_WIN_SENT,
                         result: true,
@@ -359,13 +397,13 @@ fn store_invalidating(
     key: &[u8],
     m: &MetaRequest<'_>,
     compare: u64,
-    now: u64,
+    now: &Now<'_>,
 ) -> Result<StoreOutcome, fridge_engine::EngineError> {
     let f = m.flags;
     ctx.engine.update(t, key, |current: Option<Current<'_>>, buf| {
         let Some(c) = current else { return Ok(Update::Done(StoreOutcome::NotFound)) };
         let (expires_at_ms, state) = if c.cas == compare {
-            (expiry_ms(f.ttl().unwrap_or(0), now), key_state(f))
+            (now.expiry_ms(f.ttl().unwrap_or(0)), key_state(f))
         } else if compare < c.cas {
             (c.expires_at_ms, STATE_STALE | c.state & STATE_WIN_SENT | key_state(f))
         } else {
@@ -419,7 +457,7 @@ fn meta_set(
     out: &mut Vec<u8>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
+    now: &Now<'_>,
 ) {
     stats::inc(&ctx.stats.cmd_set);
     let f = m.flags;
@@ -443,7 +481,7 @@ fn meta_set(
                 key,
                 value: m.data,
                 flags: f.client_flags().unwrap_or(0),
-                expiry: expiry(f.ttl().unwrap_or(0), now),
+                expiry: now.expiry(f.ttl().unwrap_or(0)),
                 condition,
                 cas: f.new_cas(),
                 state: key_state(f),
@@ -455,7 +493,7 @@ fn meta_set(
     }
     if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
         let cmd = watch::meta_store_name(mode, f.compare_cas().is_some());
-        let ttl = watch::ttl(expiry(f.ttl().unwrap_or(0), now), now);
+        let ttl = watch::ttl(now.expiry(f.ttl().unwrap_or(0)), now.get());
         watch::stored(ctx, t, key, &result, cmd, ttl, m.data.len());
     }
     let count = |c| stats::count_class(c, key.len(), f.client_flags().unwrap_or(0), m.data.len());
@@ -506,11 +544,11 @@ fn meta_delete(
     out: &mut Vec<u8>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
+    now: &Now<'_>,
 ) {
     let f = m.flags;
     let (invalidate, drop_value) = (f.has(b'I'), f.has(b'x'));
-    let new_ttl = f.ttl().map(|ttl| expiry_ms(ttl, now));
+    let new_ttl = f.ttl().map(|ttl| expiry_ms(ttl, now.get()));
     // One update, so the CAS check and the change are atomic.
     let mut removed = None;
     let result = ctx.engine.update_any(t, key, |current, _| {
@@ -574,7 +612,7 @@ fn meta_arithmetic(
     out: &mut Vec<u8>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
-    now: u64,
+    now: &Now<'_>,
 ) {
     let f = m.flags;
     let decr = matches!(f.mode(), Some(b'D' | b'd' | b'-'));
@@ -606,7 +644,7 @@ fn meta_arithmetic(
                     key,
                     value: digits,
                     flags: 0,
-                    expiry: expiry(ttl, now),
+                    expiry: now.expiry(ttl),
                     condition: Condition::IfAbsent,
                     cas: f.new_cas(),
                     state: 0,
@@ -629,7 +667,7 @@ fn meta_arithmetic(
         return meta_status(out, MetaStatus::NotFound, m);
     };
     if let Some(ttl) = f.ttl() {
-        if let Ok(Some(_)) = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now)) {
+        if let Ok(Some(_)) = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now.get())) {
             changed(ctx, t, GENERIC, "expire", key);
         }
     }
@@ -654,7 +692,7 @@ fn meta_arithmetic(
     for flag in f.tokens() {
         match flag.letter {
             b'c' => mc::write_meta_flag_u64(out, b'c', cas),
-            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expires, now)),
+            b't' => mc::write_meta_flag_i64(out, b't', ttl_secs(expires, now.get())),
             letter => {
                 echo_flag(out, letter, flag.token, m);
             }
