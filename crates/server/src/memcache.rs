@@ -14,7 +14,7 @@ use fridge_proto::memcache::{
 use crate::counter::Counters;
 use crate::keyspace::{GENERIC, STRING};
 pub(crate) use crate::memcache_common::expiry;
-use crate::memcache_common::{append, counter_error, engine_error, expiry_ms};
+use crate::memcache_common::{Now, append, counter_error, engine_error};
 use crate::notify::changed;
 use crate::output::{PIN_MIN, put_value};
 use crate::session::{Ctx, KEYS_PER_RUN, READ_GROUP, Session};
@@ -70,12 +70,10 @@ pub(crate) fn execute_in_gate(
         None => ctx.tenants.route(first_key(&req)),
     };
     s.tenant = t;
-    // The coarse time, read by the requests that use it: a `get` and a store without an
-    // expiry, the commonest, do not (the engine reads its clock where it needs it).
-    let now = || ctx.shared.now_ms();
+    let now = &Now::new(ctx.shared);
     match req {
-        Request::Retrieval(r) => retrieval(r, out, s, t, ctx),
-        Request::Storage(st) => storage(st, out, t, ctx),
+        Request::Retrieval(r) => retrieval(r, out, s, t, ctx, now),
+        Request::Storage(st) => storage(st, out, t, ctx, now),
         Request::Delete { key, noreply } => {
             let deleted = watch::delete(ctx, t, key, "delete");
             if deleted {
@@ -112,7 +110,7 @@ pub(crate) fn execute_in_gate(
         }
         Request::Touch { key, exptime, noreply } => {
             stats::inc(&ctx.stats.cmd_touch);
-            let found = matches!(ctx.engine.touch(t, key, expiry_ms(exptime, now())), Ok(Some(_)));
+            let found = matches!(ctx.engine.touch(t, key, now.expiry_ms(exptime)), Ok(Some(_)));
             if found {
                 stats::inc(&ctx.stats.touch_hits);
                 changed(ctx, t, GENERIC, "expire", key);
@@ -123,9 +121,8 @@ pub(crate) fn execute_in_gate(
         }
         Request::FlushAll { delay, noreply } => {
             stats::inc(&ctx.stats.cmd_flush);
-            let now = now();
-            let delay_ms = match delay.map(|d| expiry(d, now)) {
-                Some(Expiry::At(at)) => at.saturating_sub(now),
+            let delay_ms = match delay.map(|d| now.expiry(d)) {
+                Some(Expiry::At(at)) => at.saturating_sub(now.get()),
                 _ => 0,
             };
             ctx.engine.flush(t, delay_ms);
@@ -167,7 +164,7 @@ pub(crate) fn execute_in_gate(
                 mc::write_client_error(out, b"invalid shutdown mode");
             }
         }
-        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx),
+        Request::Meta(m) => crate::meta::execute(m, out, s.user, t, ctx, now),
     }
 }
 
@@ -188,7 +185,14 @@ fn first_key<'a>(req: &Request<'a>) -> &'a [u8] {
 /// reaches the output budget or [`KEYS_PER_RUN`] keys were looked up, so a multiget of any
 /// size never sits whole in memory or holds the worker. A resumed run is given only the keys
 /// not yet answered; the suspension records the bytes of the key list that were.
-fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, ctx: &mut Ctx<'_>) {
+fn retrieval(
+    r: Retrieval<'_>,
+    out: &mut Vec<u8>,
+    s: &mut Session,
+    t: TenantId,
+    ctx: &mut Ctx<'_>,
+    now: &Now<'_>,
+) {
     let raw = r.keys.as_bytes();
     let mut keys = r.keys.iter();
     let mut looked_up = 0;
@@ -256,7 +260,7 @@ fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, 
         };
         let hit = if r.command.touches() {
             stats::inc(&ctx.stats.cmd_touch);
-            let at = expiry_ms(r.exptime, ctx.shared.now_ms());
+            let at = now.expiry_ms(r.exptime);
             // The touch keeps the CAS, so `gats` reports the one its read sees.
             let touched = ctx.engine.get_and_touch(t, key, at, |item| write(item, None));
             let hit = matches!(touched, Ok(Some(())));
@@ -283,9 +287,7 @@ fn retrieval(r: Retrieval<'_>, out: &mut Vec<u8>, s: &mut Session, t: TenantId, 
     mc::write_reply(out, Reply::End);
 }
 
-fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>) {
-    // The coarse time, which only an expiry counts from (`expiry` passes over it for 0).
-    let now = if st.exptime == 0 { 0 } else { ctx.shared.now_ms() };
+fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>, now: &Now<'_>) {
     stats::inc(&ctx.stats.cmd_set);
     let count = |c| stats::count_class(c, st.key.len(), st.flags, st.data.len());
     count(&ctx.stats.classes.cmd_set);
@@ -307,7 +309,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>) {
                 key: st.key,
                 value: st.data,
                 flags: st.flags,
-                expiry: expiry(st.exptime, now),
+                expiry: now.expiry(st.exptime),
                 condition,
                 cas: None,
                 state: 0,
@@ -319,7 +321,7 @@ fn storage(st: Storage<'_>, out: &mut Vec<u8>, t: TenantId, ctx: &mut Ctx<'_>) {
         changed(ctx, t, STRING, if append { "append" } else { "set" }, st.key);
     }
     if ctx.shared.watch.wants(WatchEvents::MUTATIONS) {
-        let (cmd, ttl) = (st.command.name(), watch::ttl(expiry(st.exptime, now), now));
+        let (cmd, ttl) = (st.command.name(), watch::ttl(now.expiry(st.exptime), now.get()));
         watch::stored(ctx, t, st.key, &result, cmd, ttl, st.data.len());
     }
     if st.command == StorageCommand::Cas {

@@ -2,11 +2,14 @@
 //! exptimes (memcached `doc/protocol.txt`, "Expiration times"), TTLs as replies report them,
 //! the error replies for engine failures, and `append`'s memcached semantics.
 
+use std::cell::Cell;
+
 use fridge_engine::{EngineError, Expiry, StoreOutcome, TenantId};
 use fridge_proto::memcache as mc;
 
 use crate::counter::CounterError;
 use crate::session::Ctx;
+use crate::shared::Shared;
 
 /// memcached treats exptimes above 30 days as absolute Unix times.
 const RELATIVE_EXPTIME_MAX: i64 = 60 * 60 * 24 * 30;
@@ -29,10 +32,42 @@ pub(crate) fn expiry(exptime: i32, now_ms: u64) -> Expiry {
     }
 }
 
-pub(crate) fn expiry_ms(exptime: i32, now_ms: u64) -> Option<u64> {
-    match expiry(exptime, now_ms) {
-        Expiry::At(at) => Some(at),
-        _ => None,
+/// A request's coarse time (ms), read the first time the request asks for it: an exptime
+/// other than 0, a TTL reported, a flush's delay. A `get`, a store without an expiry and a
+/// plain `mg <key> v` never read the clock.
+pub(crate) struct Now<'s> {
+    shared: &'s Shared,
+    ms: Cell<Option<u64>>,
+}
+
+impl<'s> Now<'s> {
+    pub(crate) fn new(shared: &'s Shared) -> Self {
+        Now { shared, ms: Cell::new(None) }
+    }
+
+    pub(crate) fn get(&self) -> u64 {
+        match self.ms.get() {
+            Some(ms) => ms,
+            None => {
+                let ms = self.shared.now_ms();
+                self.ms.set(Some(ms));
+                ms
+            }
+        }
+    }
+
+    /// [`expiry`] of `exptime`, reading the clock only for one that counts from it (0 is no
+    /// expiry).
+    pub(crate) fn expiry(&self, exptime: i32) -> Expiry {
+        if exptime == 0 { Expiry::Never } else { expiry(exptime, self.get()) }
+    }
+
+    /// [`Now::expiry`] as a deadline, if there is one.
+    pub(crate) fn expiry_ms(&self, exptime: i32) -> Option<u64> {
+        match self.expiry(exptime) {
+            Expiry::At(at) => Some(at),
+            _ => None,
+        }
     }
 }
 

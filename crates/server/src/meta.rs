@@ -25,21 +25,18 @@
 //! (drop the value, keep the item) are implemented as later 1.6 releases document them, where
 //! 1.6.18 answers `CLIENT_ERROR invalid flag`.
 
-use std::cell::Cell;
-
 use fridge_engine::item::{
     STATE_FETCHED, STATE_KEY_BINARY, STATE_STALE, STATE_WIN_SENT, StateCell,
 };
-use fridge_engine::{Condition, Current, Expiry, Item, StoreOutcome, TenantId, Update};
+use fridge_engine::{Condition, Current, Item, StoreOutcome, TenantId, Update};
 use fridge_proto::memcache::{self as mc, MetaCommand, MetaFlags, MetaRequest, MetaStatus};
 use fridge_proto::number::{MAX_DIGITS, u64_digits, write_i64};
 
 use crate::counter::Counters;
 use crate::keyspace::{GENERIC, STRING};
-use crate::memcache_common::{append, counter_error, engine_error, expiry, expiry_ms, ttl_secs};
+use crate::memcache_common::{Now, append, counter_error, engine_error, ttl_secs};
 use crate::notify::changed;
 use crate::session::Ctx;
-use crate::shared::Shared;
 use crate::stats;
 use crate::watch::WatchEvents;
 use crate::watch_events as watch;
@@ -72,40 +69,6 @@ fn meta_status(out: &mut Vec<u8>, status: MetaStatus, m: &MetaRequest<'_>) {
     mc::write_meta_end(out);
 }
 
-/// The coarse time (ms), read the first time a request asks for it: a flag that reports or
-/// sets a TTL, a store's expiry. A plain `mg <key> v` never reads the clock.
-struct Now<'s> {
-    shared: &'s Shared,
-    ms: Cell<Option<u64>>,
-}
-
-impl Now<'_> {
-    fn get(&self) -> u64 {
-        match self.ms.get() {
-            Some(ms) => ms,
-            None => {
-                let ms = self.shared.now_ms();
-                self.ms.set(Some(ms));
-                ms
-            }
-        }
-    }
-
-    /// [`expiry`] of a TTL flag's value, reading the clock only for a TTL that counts from
-    /// it (0 is no expiry).
-    fn expiry(&self, ttl: i32) -> Expiry {
-        if ttl == 0 { Expiry::Never } else { expiry(ttl, self.get()) }
-    }
-
-    /// [`Now::expiry`] as a deadline, if there is one.
-    fn expiry_ms(&self, ttl: i32) -> Option<u64> {
-        match self.expiry(ttl) {
-            Expiry::At(at) => Some(at),
-            _ => None,
-        }
-    }
-}
-
 /// Runs one meta request for tenant `t` (`user`: the connection's login, if any).
 pub(crate) fn execute(
     m: MetaRequest<'_>,
@@ -113,9 +76,8 @@ pub(crate) fn execute(
     user: Option<TenantId>,
     t: TenantId,
     ctx: &mut Ctx<'_>,
+    now: &Now<'_>,
 ) {
-    let shared = ctx.shared;
-    let now = &Now { shared, ms: Cell::new(None) };
     if m.flags.base64_key() && m.command != MetaCommand::Noop {
         execute_base64(m, out, user, t, ctx, now);
     } else {
@@ -325,7 +287,7 @@ fn meta_get(
 ) {
     let f = m.flags;
     // With `T`, the item is returned as found and then touched; `t` reports the new TTL.
-    let new_expiry = f.ttl().map(|ttl| expiry_ms(ttl, now.get()));
+    let new_expiry = f.ttl().map(|ttl| now.expiry_ms(ttl));
     // `u`: the read does not count as an access (no fetched bit, no last-access time).
     let peek = f.has(b'u');
     let (mut size, mut flags) = (0, 0);
@@ -343,7 +305,7 @@ fn meta_get(
                     Some(_) => Update::Done(false),
                     None => Update::WriteWith {
                         flags: 0,
-                        expires_at_ms: expiry_ms(ttl, now.get()),
+                        expires_at_ms: now.expiry_ms(ttl),
                         cas: f.new_cas(),
                         state: STATE_WIN_SENT,
                         result: true,
@@ -548,7 +510,7 @@ fn meta_delete(
 ) {
     let f = m.flags;
     let (invalidate, drop_value) = (f.has(b'I'), f.has(b'x'));
-    let new_ttl = f.ttl().map(|ttl| expiry_ms(ttl, now.get()));
+    let new_ttl = f.ttl().map(|ttl| now.expiry_ms(ttl));
     // One update, so the CAS check and the change are atomic.
     let mut removed = None;
     let result = ctx.engine.update_any(t, key, |current, _| {
@@ -667,7 +629,7 @@ fn meta_arithmetic(
         return meta_status(out, MetaStatus::NotFound, m);
     };
     if let Some(ttl) = f.ttl() {
-        if let Ok(Some(_)) = ctx.engine.set_expiry(t, key, expiry_ms(ttl, now.get())) {
+        if let Ok(Some(_)) = ctx.engine.set_expiry(t, key, now.expiry_ms(ttl)) {
             changed(ctx, t, GENERIC, "expire", key);
         }
     }
