@@ -137,6 +137,26 @@ def test_a_large_hash_holds_every_field(fridge, redis_server):
         assert r.hlen("big") == 1000 + calls
 
 
+def test_one_field_writes_past_the_index_threshold_answer_as_redis(fridge, redis_server):
+    """A hash grown one field at a time past 128 fields (from where fridge's hashes carry an
+    index, edited by each one-field write), changed one field at a time (HSET of present
+    fields, HSETNX, HINCRBY, HINCRBYFLOAT), then shrunk by one-field HDELs back below it: every
+    reply the same bytes, and the same hash at the end."""
+    commands = [["HSET", "h", f"field:{i}", i] for i in range(300)]
+    commands += [["HSET", "h", f"field:{i}", "v" * (i % 70)] for i in range(0, 300, 7)]
+    commands += [["HSETNX", "h", f"field:{i}", "nx"] for i in range(290, 310)]
+    commands += [["HINCRBY", "h", f"field:{i}", 5] for i in range(1, 320, 11)]
+    commands += [["HINCRBYFLOAT", "h", f"field:{i}", "0.5"] for i in range(3, 320, 13)]
+    commands += [["HDEL", "h", f"field:{i}"] for i in range(0, 330, 2)]
+    commands += [["HDEL", "h", f"field:{i}"] for i in range(1, 330, 3)]
+    commands += [["HGET", "h", f"field:{i}"] for i in range(330)]
+    commands += [["HLEN", "h"], ["HSTRLEN", "h", "field:7"], ["HEXISTS", "h", "field:8"]]
+    same(fridge, redis_server, commands)
+    contents = [redis.Redis(*addr).hgetall("h") for addr in (fridge, redis_server)]
+    assert contents[0] == contents[1]
+    assert 100 < len(contents[0]) < 128
+
+
 def test_hrandfield_answers_in_redis_s_shapes(fridge, redis_server):
     for addr in (fridge, redis_server):
         r = redis.Redis(*addr, protocol=3)

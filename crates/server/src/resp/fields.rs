@@ -118,7 +118,7 @@ pub(super) fn hexpire(
                 _ => Edit::Keep,
             }
         });
-        let left = b.finish();
+        let left = b.finish_indexed();
         let deleted = codes.contains(&2);
         if !deleted && !codes.contains(&1) {
             return Ok(Update::Done((false, false)));
@@ -205,7 +205,7 @@ pub(crate) fn expire_due(ctx: &mut Ctx<'_>, t: TenantId, db: u8, key: &[u8]) {
         }
         let mut b = Builder::new(buf, next != u64::MAX);
         super::packed::rewrite(&old, &mut b, now, |_| Edit::Keep);
-        Ok(if b.finish() == 0 {
+        Ok(if b.finish_indexed() == 0 {
             Update::Delete((true, true))
         } else {
             Update::Write { flags: 0, expires_at_ms: cur.expires_at_ms, result: (true, false) }
@@ -304,7 +304,7 @@ pub(super) fn hpersist(
                 Edit::Replace(e.value, 0)
             }
         });
-        b.finish();
+        b.finish_indexed();
         if !codes.contains(&1) {
             return Ok(Update::Done(false));
         }

@@ -7,6 +7,7 @@
 //! in the worker's scratch buffer. A hash emptied by HDEL is deleted, as Redis deletes it.
 
 use std::collections::HashMap;
+use std::ops::Range;
 
 use fridge_engine::{EngineError, Splice, TenantId, Update};
 use fridge_proto::long_double::LongDouble;
@@ -23,8 +24,8 @@ use super::packed::{
 use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, HASH as HASH_EVENTS};
 use crate::session::{Ctx, Session};
-use crate::types::HASH;
-use crate::types::hash::{Builder, Entry, Hash, same};
+use crate::types::hash::{Builder, Entry, Hash};
+use crate::types::{HASH, index};
 
 /// A hash that would outgrow the largest item.
 const TOO_LARGE: &[u8] = b"ERR hash would exceed the item size limit (max-item-size)";
@@ -49,9 +50,9 @@ fn write_failed(out: &mut Vec<u8>, e: EngineError) {
     }
 }
 
-/// HSET of one field, the common case: the field found by one tight pass, the new hash
-/// written as the old one with that entry replaced (or one appended). Returns whether the
-/// field was created.
+/// HSET of one field, the common case: the field found by one tight pass (or through the
+/// index), the new hash written as the old one with that entry replaced (or one appended).
+/// Returns whether the field was created.
 fn set_one(
     cur: Option<&[u8]>,
     field: &[u8],
@@ -64,25 +65,111 @@ fn set_one(
     let old = Hash::new(bytes);
     // A field set again loses its deadline (Redis: HSET persists the field).
     let new = Entry { field, value, deadline: 0 };
-    let found = old.find(field);
-    // The runs around the entry replaced (or before the one appended) are copied whole, once.
-    let mut b = Builder::spliced(buf, splice, bytes, old.timed());
-    let start = crate::types::pack::HEADER_LEN.min(bytes.len());
-    match found {
-        Some((span, e)) => {
-            b.copy(old.raw(start..span.start), 0);
-            b.push(new);
-            b.copy(old.raw(span.end..bytes.len()), old.len() as u32 - 1);
-            b.finish();
-            usize::from(e.expired(now))
-        }
-        None => {
-            b.copy(old.body(), old.len() as u32);
-            b.push(new);
-            b.finish();
-            1
+    let found = old.find_ranked(field);
+    let created = found.as_ref().is_none_or(|((_, e), _)| e.expired(now));
+    let removed = found.map(|((span, _), rank)| (span, rank));
+    write_one(old, bytes, removed, Some(new), Place::Replaced, buf, splice);
+    usize::from(created)
+}
+
+/// Where [`write_one`] puts its new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Where the removed entry stood (after the last entry if none is removed).
+    Replaced,
+    /// After the last entry (Redis's place for a field that was not live).
+    Last,
+}
+
+/// The hash `old` (read from `bytes`) with one change, written into `buf` and `splice`: the
+/// entry at `removed` (a span and, where `old` has an index, the rank [`Hash::find_ranked`]
+/// gave) taken out, if any, and `new` put in, if any, at `place`. The runs around the change
+/// are copied whole, once. An index is edited in one pass where `old` has one and the hash
+/// keeps [`index::MIN_ENTRIES`] entries, built where one without reaches that many (written
+/// whole, then), and dropped below. Returns the hash's number of entries.
+fn write_one(
+    old: Hash<'_>,
+    bytes: &[u8],
+    removed: Option<(Range<usize>, Option<usize>)>,
+    new: Option<Entry<'_>>,
+    place: Place,
+    buf: &mut Vec<u8>,
+    splice: &mut Splice,
+) -> usize {
+    let (start, end) = (crate::types::pack::HEADER_LEN.min(bytes.len()), old.end());
+    // A span outside the entries, which the reads of `old` never give, removes nothing.
+    let removed = removed.filter(|(span, _)| start <= span.start && span.end <= end);
+    // A rank the index cannot have (a damaged value) makes the index passed over: the entries
+    // decide, and the hash is written with an index built anew.
+    if removed.as_ref().is_some_and(|(_, rank)| rank.is_some_and(|r| r >= old.len())) {
+        let removed = removed.map(|(span, _)| (span, None));
+        return write_one(old.without_index(), bytes, removed, new, place, buf, splice);
+    }
+    let edited = old.index().and_then(|ix| {
+        let rank = match &removed {
+            Some((_, rank)) => (*rank)?,
+            None => 0,
+        };
+        Some((ix, rank))
+    });
+    let kept = old.len() - usize::from(removed.is_some());
+    let count = kept + usize::from(new.is_some());
+    let indexed = count >= index::MIN_ENTRIES;
+    // A hash that reaches the size of an index without one is written whole and indexed
+    // anew; any other as a splice.
+    let fresh = indexed && edited.is_none();
+    let mut b = if fresh {
+        splice.clear();
+        Builder::new(buf, old.timed())
+    } else {
+        Builder::spliced(buf, splice, bytes, old.timed())
+    };
+    let (cut, resume) = removed.as_ref().map_or((end, end), |(span, _)| (span.start, span.end));
+    let in_place = place == Place::Replaced && removed.is_some();
+    b.copy(old.raw(start..cut), 0);
+    let mut len = 0;
+    if let (Some(e), true) = (new, in_place) {
+        len = b.push_len(e);
+    }
+    b.copy(old.raw(resume..end), kept as u32);
+    if let (Some(e), false) = (new, in_place) {
+        len = b.push_len(e);
+    }
+    if let (Some((ix, rank)), true) = (edited, indexed) {
+        b.mark_indexed();
+        match (&removed, new) {
+            // A field's value replaced where it stands, HSET's usual case: the tags stay, and
+            // so do the marks where the length does (the whole index then copied as it is).
+            (Some((span, _)), Some(_)) if in_place => {
+                let delta = len as isize - span.len() as isize;
+                if delta == 0 {
+                    b.copy(&bytes[end..], 0);
+                } else {
+                    b.copy(ix.tags(), 0);
+                    index::write_marks_moved(b.trailer(), ix, cut, delta, end);
+                }
+            }
+            // A new field appended: one tag more, the marks as they are, perhaps one more.
+            (None, Some(e)) => {
+                b.copy(ix.tags(), 0);
+                b.trailer().push(index::tag(e.field));
+                b.copy(ix.marks_raw(), 0);
+                index::write_appended(b.trailer(), ix, end, end + len);
+            }
+            _ => {
+                let (at, before) = if in_place { (cut, rank) } else { (end, old.len()) };
+                let removed = removed.map(|(span, _)| (span, rank));
+                let tag = new.map_or(0, |e| index::tag(e.field));
+                let edit = index::Edit { removed, at, before, len, tag };
+                old.write_edited_index(b.trailer(), ix, &edit);
+            }
         }
     }
+    b.finish();
+    if fresh {
+        crate::types::hash::append_index(buf);
+    }
+    count
 }
 
 /// Sets the fields `named` names to their values (the last mention wins) in the hash `cur`
@@ -109,7 +196,7 @@ fn set_fields(cur: Option<&[u8]>, named: &Named<'_>, now: u64, buf: &mut Vec<u8>
             }
         }
     }
-    b.finish();
+    b.finish_indexed();
     created
 }
 
@@ -162,12 +249,18 @@ pub(super) fn hsetnx(
 ) {
     let (t, key, now) = (s.tenant, arg(cmd, 1), now_ms(ctx));
     let named = Named::new(cmd, 2, 2);
-    let r = ctx.engine.update_kind(t, key, HASH, |cur, buf| {
-        let value = cur.map(|c| c.value);
-        if Hash::new(value.unwrap_or_default()).get(named.field(0), now).is_some() {
+    let (field, value) = (named.field(0), named.value(0));
+    let r = ctx.engine.update_kind_spliced(t, key, HASH, |cur, buf, splice| {
+        let bytes = cur.map_or(&[][..], |c| c.value);
+        let old = Hash::new(bytes);
+        let found = old.find_ranked(field);
+        if found.as_ref().is_some_and(|((_, e), _)| !e.expired(now)) {
             return Ok(Update::Done(false));
         }
-        set_fields(value, &named, now, buf);
+        // An expired field is taken out and the new one goes last, as in Redis.
+        let removed = found.map(|((span, _), rank)| (span, rank));
+        let new = Entry { field, value, deadline: 0 };
+        write_one(old, bytes, removed, Some(new), Place::Last, buf, splice);
         let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
         Ok(Update::Write { flags: 0, expires_at_ms, result: true })
     });
@@ -192,9 +285,25 @@ pub(super) fn hdel(
 ) {
     let (t, key, now) = (s.tenant, arg(cmd, 1), now_ms(ctx));
     let named = Named::new(cmd, 2, 1);
-    let r = ctx.engine.update_kind(t, key, HASH, |cur, buf| {
+    let r = ctx.engine.update_kind_spliced(t, key, HASH, |cur, buf, splice| {
         let Some(c) = cur else { return Ok(Update::Done((0, false))) };
         let old = Hash::new(c.value);
+        if named.n == 1 && !old.timed() {
+            // One field of a hash without deadlines (where no other field can be found expired
+            // and go with it): the runs around it copied, its index edited.
+            let Some(((span, _), rank)) = old.find_ranked(named.field(0)) else {
+                return Ok(Update::Done((0, false)));
+            };
+            if old.len() == 1 {
+                return Ok(Update::Delete((1, true)));
+            }
+            write_one(old, c.value, Some((span, rank)), None, Place::Last, buf, splice);
+            return Ok(Update::Write {
+                flags: 0,
+                expires_at_ms: c.expires_at_ms,
+                result: (1, false),
+            });
+        }
         let mut b = Builder::new(buf, old.timed());
         let mut deleted = 0;
         rewrite(&old, &mut b, now, |e| {
@@ -205,7 +314,7 @@ pub(super) fn hdel(
                 Edit::Keep
             }
         });
-        let left = b.finish();
+        let left = b.finish_indexed();
         Ok(match (deleted, left) {
             (0, _) => Update::Done((0, false)),
             (_, 0) => Update::Delete((deleted, true)),
@@ -478,27 +587,21 @@ fn incr_field(
 ) -> Result<Result<(), &'static [u8]>, EngineError> {
     let (key, field, now) = (arg(cmd, 1), arg(cmd, 2), now_ms(ctx));
     let (engine, text) = (&mut *ctx.engine, &mut *ctx.scratch);
-    engine.update_kind(t, key, HASH, |cur, buf| {
-        let old = Hash::new(cur.map_or(&[][..], |c| c.value));
+    engine.update_kind_spliced(t, key, HASH, |cur, buf, splice| {
+        let bytes = cur.map_or(&[][..], |c| c.value);
+        let old = Hash::new(bytes);
+        let found = old.find_ranked(field);
+        let live = found.as_ref().filter(|((_, e), _)| !e.expired(now)).map(|((_, e), _)| *e);
         text.clear();
-        if let Err(reason) = f(old.get(field, now).map(|e| e.value), text) {
+        if let Err(reason) = f(live.map(|e| e.value), text) {
             return Ok(Update::Done(Err(reason)));
         }
-        let mut b = Builder::new(buf, old.timed());
-        let mut found = false;
-        rewrite(&old, &mut b, now, |e| {
-            if same(e.field, field) {
-                found = true;
-                // The field keeps its deadline (Redis: HINCRBY does not persist it).
-                Edit::Replace(text, e.deadline)
-            } else {
-                Edit::Keep
-            }
-        });
-        if !found {
-            b.push(Entry { field, value: text, deadline: 0 });
-        }
-        b.finish();
+        // The field keeps its place and its deadline (Redis: HINCRBY does not persist it); an
+        // expired one is taken out and the new one goes last.
+        let (deadline, place) = live.map_or((0, Place::Last), |e| (e.deadline, Place::Replaced));
+        let removed = found.map(|((span, _), rank)| (span, rank));
+        let new = Entry { field, value: text, deadline };
+        write_one(old, bytes, removed, Some(new), place, buf, splice);
         let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
         Ok(Update::Write { flags: 0, expires_at_ms, result: Ok(()) })
     })
@@ -612,4 +715,165 @@ pub(super) fn hscan(
         },
         |out| write_scan(out, 0, 0, |_| ()),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use fridge_engine::Splice;
+
+    use super::{Place, set_one, write_one};
+    use crate::resp::packed::{Edit, rewrite};
+    use crate::types::hash::{Builder, Hash};
+    use crate::types::{index, xorshift};
+
+    /// The hash `value` holds, in its order.
+    fn entries(value: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        Hash::new(value).iter().map(|e| (e.field.to_vec(), e.value.to_vec())).collect()
+    }
+
+    /// The value a write left in `buf` and `splice`, made from `old`.
+    fn written(old: &[u8], buf: &[u8], splice: &Splice) -> Vec<u8> {
+        if splice.is_empty() {
+            return buf.to_vec();
+        }
+        let mut joined = Vec::new();
+        splice.join(old, buf, &mut joined);
+        joined
+    }
+
+    #[test]
+    fn one_field_writes_agree_with_a_model_and_keep_a_large_hashs_index_exact() {
+        // Random one-field writes as the commands make them — HSET of a new or present field
+        // (replaced where it stands), a field taken out and put last (HSETNX or HINCRBY over an
+        // expired field), HDEL of one field — on a hash that grows from nothing past the
+        // index's threshold and back below it, with fields now and then dropped by a whole
+        // rewrite (HDEL of several fields, HEXPIRE): after every step the hash is the model's,
+        // in insertion order, its index describes it exactly, and it has one just when it
+        // has the threshold's entries. Both formats, short and long fields and values.
+        for timed in [false, true] {
+            let mut next = xorshift(0x2545_F491_4F6C_DD1D ^ u64::from(timed));
+            let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            let mut value: Vec<u8> = Vec::new();
+            Builder::new(&mut value, timed).finish();
+            let (mut indexed, mut buf, mut splice) = (0, Vec::new(), Splice::default());
+            let (mut was_indexed, mut crossings) = (false, 0);
+            for step in 0..12_000u64 {
+                let universe = match step {
+                    0..6_000 => 1 + step / 16,
+                    6_000..9_000 => 140,
+                    _ => 400,
+                };
+                let n = next() % universe;
+                let field = if n % 17 == 0 {
+                    format!("{n}:{}", "f".repeat(150)).into_bytes()
+                } else {
+                    format!("field:{n:05}").into_bytes()
+                };
+                let len = if next() % 9 == 0 { 200 } else { (next() % 12) as usize };
+                let v = vec![b'a' + (step % 26) as u8; len];
+                let at = model.iter().position(|(f, _)| *f == field);
+                let h = Hash::new(&value);
+                let found = h.find_ranked(&field);
+                assert_eq!(found.as_ref().map(|((_, e), _)| e.field), at.map(|_| &field[..]));
+                let removed = found.map(|((span, _), rank)| (span, rank));
+                match next() % 100 {
+                    0..55 => {
+                        let created = set_one(Some(&value), &field, &v, 0, &mut buf, &mut splice);
+                        assert_eq!(created, usize::from(at.is_none()), "step {step}");
+                        match at {
+                            Some(i) => model[i].1 = v,
+                            None => model.push((field, v)),
+                        }
+                    }
+                    55..75 => {
+                        let new =
+                            crate::types::hash::Entry { field: &field, value: &v, deadline: 0 };
+                        write_one(
+                            h,
+                            &value,
+                            removed,
+                            Some(new),
+                            Place::Last,
+                            &mut buf,
+                            &mut splice,
+                        );
+                        if let Some(i) = at {
+                            model.remove(i);
+                        }
+                        model.push((field, v));
+                    }
+                    75..99 => {
+                        if at.is_none() {
+                            continue;
+                        }
+                        write_one(h, &value, removed, None, Place::Last, &mut buf, &mut splice);
+                        model.retain(|(f, _)| *f != field);
+                    }
+                    _ => {
+                        let drop = next() % 7;
+                        let mut i = 0u64;
+                        let mut b = Builder::new(&mut buf, timed);
+                        rewrite(&h, &mut b, 0, |_| {
+                            i += 1;
+                            if i % 7 == drop { Edit::Drop } else { Edit::Keep }
+                        });
+                        b.finish_indexed();
+                        splice.clear();
+                        let mut i = 0u64;
+                        model.retain(|_| {
+                            i += 1;
+                            i % 7 != drop
+                        });
+                    }
+                }
+                value = written(&value, &buf, &splice);
+                Hash::validate_index(&value);
+                let h = Hash::new(&value);
+                assert_eq!(h.timed(), timed);
+                indexed += usize::from(h.index().is_some());
+                crossings += usize::from(h.index().is_some() != was_indexed);
+                was_indexed = h.index().is_some();
+                assert_eq!(h.index().is_some(), model.len() >= index::MIN_ENTRIES, "step {step}");
+                assert_eq!(entries(&value), model, "step {step}");
+                for (f, v) in model.iter().rev().take(3) {
+                    assert_eq!(h.get(f, 0).map(|e| e.value), Some(&v[..]));
+                }
+            }
+            assert!(indexed > 4_000, "the index was exercised: {indexed} steps");
+            assert!(crossings >= 4, "the threshold crossed both ways: {crossings} times");
+        }
+    }
+
+    #[test]
+    fn damaged_indexed_hashes_read_and_write_without_a_panic() {
+        // An indexed hash with random bytes changed anywhere: every read stays within the
+        // bytes, and a one-field write or removal either passes over the index or rebuilds it.
+        let fields: Vec<Vec<u8>> = (0..300).map(|i| format!("f{i:04}").into_bytes()).collect();
+        let mut valid = Vec::new();
+        let mut b = Builder::new(&mut valid, false);
+        for f in &fields {
+            b.push(crate::types::hash::Entry { field: f, value: b"value", deadline: 0 });
+        }
+        b.finish_indexed();
+        assert!(Hash::new(&valid).index().is_some());
+        let mut next = xorshift(0xDEAD_BEEF_CAFE_F00D);
+        let (mut buf, mut splice) = (Vec::new(), Splice::default());
+        for _ in 0..6_000 {
+            let mut v = valid.clone();
+            for _ in 0..1 + next() % 4 {
+                let at = (next() % v.len() as u64) as usize;
+                v[at] = next() as u8;
+            }
+            let h = Hash::new(&v);
+            let f = &fields[(next() % 300) as usize];
+            assert!(h.find(f).is_none_or(|(span, _)| span.end <= v.len()));
+            if next() % 2 == 0 {
+                set_one(Some(&v), f, b"new", 0, &mut buf, &mut splice);
+            } else if let Some(((span, _), rank)) = h.find_ranked(f) {
+                write_one(h, &v, Some((span, rank)), None, Place::Last, &mut buf, &mut splice);
+            }
+            let out = written(&v, &buf, &splice);
+            let _ = Hash::new(&out).iter().count();
+        }
+    }
 }

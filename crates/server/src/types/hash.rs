@@ -5,10 +5,10 @@
 //!
 //! Lookups walk the entries: `HGET` costs a scan of the fields before the one it finds, an
 //! update copies the whole hash (`docs/design.md`, "Value types"). A value may carry an index
-//! after its entries ([`super::index`], large sorted sets): then the lookups of one field, a
-//! rank or a place ([`Hash::find`], [`Hash::rank`], [`Hash::offset_of`],
-//! [`Hash::partition_point`]) read it instead of walking, and everything else sees only the
-//! entries.
+//! after its entries ([`super::index`]: sorted sets and Redis hashes of
+//! [`index::MIN_ENTRIES`] entries or more): then the lookups of one field, a rank or a place
+//! ([`Hash::find`], [`Hash::rank`], [`Hash::offset_of`], [`Hash::partition_point`]) read it
+//! instead of walking, and everything else sees only the entries.
 
 use fridge_engine::Splice;
 
@@ -600,6 +600,21 @@ impl<'b> Builder<'b> {
             }
         }
         self.buf.extend_from_slice(raw);
+    }
+
+    /// [`Builder::finish`] of a Redis hash written whole, with an index appended where it
+    /// has [`index::MIN_ENTRIES`] entries or more ([`append_index`]): how every hash writer
+    /// that rewrites the whole value ends (one-field writers edit the index instead). A
+    /// splice's buffer holds only part of the value: it ends as [`Builder::finish`] ends it.
+    pub(crate) fn finish_indexed(self) -> u32 {
+        if self.splice.is_some() {
+            return self.finish();
+        }
+        pack::set_count(self.buf, self.count);
+        if self.count as usize >= index::MIN_ENTRIES {
+            append_index(self.buf);
+        }
+        self.count
     }
 
     /// Ends the hash: returns its number of entries.

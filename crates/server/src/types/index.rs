@@ -1,8 +1,9 @@
-//! The index of a large packed value: a sorted set of [`MIN_ENTRIES`] members or more finds a
-//! member, its rank and the place of a new score without a pass over its entries — what
-//! Redis's dict and skiplist give its large sorted sets — while adding about 1.5 bytes per
-//! member, so that a write, which copies the whole set into a new item of the log, copies
-//! little more than the entries. It follows the entries, in the same item:
+//! The index of a large packed value: a sorted set or a hash of [`MIN_ENTRIES`] entries or
+//! more finds a member or a field, a sorted set its rank and the place of a new score,
+//! without a pass over its entries — what Redis's dict and skiplist give its large sorted
+//! sets and hashes — while adding about 1.5 bytes per entry, so that a write, which copies
+//! the whole value into a new item of the log, copies little more than the entries. It
+//! follows the entries, in the same item:
 //!
 //! ```text
 //!  header │ entries … │ tags: count × u8 │ marks: m × (offset u32, rank u32) │ m: u32 │ entries_end: u32
@@ -19,12 +20,12 @@
 //! and for each entry whose tag matches — one in 256 of the others — finds where it starts
 //! from its block's mark (at most `MAX_BLOCK - 1` entries skipped) and compares the field;
 //! the rank comes with it. A place by score is a binary search of the marks, then a pass
-//! within one block. A one-member change rewrites the index in one pass ([`write_edited`]):
-//! the tags with one removed and one inserted, each mark's offset moved by the bytes removed
-//! and inserted before it and its rank by the entries; a block that grows past
-//! [`MAX_BLOCK`] gets a mark in its middle.
+//! within one block. A one-entry change rewrites the index in one pass ([`write_edited`]):
+//! the tags with one removed and one inserted (or only one removed), each mark's offset moved
+//! by the bytes removed and inserted before it and its rank by the entries; a block that
+//! grows past [`MAX_BLOCK`] gets a mark in its middle.
 //!
-//! Writers that rebuild a set from its members append a new index ([`build`], [`write`]);
+//! Writers that rebuild a value from its entries append a new index ([`build`], [`write`]);
 //! readers never
 //! trust it further than the bytes: an index whose sizes do not add up to its value is
 //! ignored, and every offset is read through the bounds-checked reader
@@ -32,8 +33,9 @@
 
 use super::pack::{self, INDEXED};
 
-/// Entries from which a sorted set carries an index (Redis's `zset-max-listpack-entries`:
-/// where Redis leaves its listpack for a skiplist).
+/// Entries from which a sorted set or a hash carries an index (Redis's
+/// `zset-max-listpack-entries`: where Redis leaves its listpack for a skiplist; a hash uses
+/// the same, below Redis's 512 for hashes, since its writes, unlike Redis's, copy the value).
 pub(crate) const MIN_ENTRIES: usize = 128;
 
 /// Entries between marks when an index is built.
@@ -98,6 +100,16 @@ impl<'a> Index<'a> {
     /// Marks.
     pub(crate) fn marks(&self) -> usize {
         self.marks.len() / 8
+    }
+
+    /// The tags, as the value holds them (one per entry, in entry order).
+    pub(crate) fn tags(&self) -> &'a [u8] {
+        self.tags
+    }
+
+    /// The marks, as the value holds them.
+    pub(crate) fn marks_raw(&self) -> &'a [u8] {
+        self.marks
     }
 
     /// Mark `k`: where its entry starts, and its rank.
@@ -187,10 +199,51 @@ fn write_marks(buf: &mut Vec<u8>, marks: &[(u32, u32)], end: usize) {
     buf.extend_from_slice(&(end as u32).to_le_bytes());
 }
 
+/// Appends the marks and the trailer of the index of a value whose entry starting at `at` was
+/// replaced in place by one `delta` bytes longer (shorter where negative), the entries having
+/// ended at `end`: the tags (copied by the caller) and the ranks stay, and each offset past
+/// `at` moves by `delta`.
+pub(crate) fn write_marks_moved(
+    buf: &mut Vec<u8>,
+    index: &Index<'_>,
+    at: usize,
+    delta: isize,
+    end: usize,
+) {
+    let moved = |x: usize| if x > at { x.wrapping_add_signed(delta) } else { x };
+    buf.reserve(index.marks.len() + TRAILER);
+    for k in 0..index.marks() {
+        let (offset, rank) = index.mark(k);
+        buf.extend_from_slice(&(moved(offset) as u32).to_le_bytes());
+        buf.extend_from_slice(&(rank as u32).to_le_bytes());
+    }
+    buf.extend_from_slice(&(index.marks() as u32).to_le_bytes());
+    buf.extend_from_slice(&(moved(end) as u32).to_le_bytes());
+}
+
+/// Appends, after the old index's tags, the new entry's tag and the old marks (copied by the
+/// caller, in that order), the rest of the index of a value with one entry appended at `start`
+/// (the old entries' end), ending at `end`: a mark of the new entry where the last block
+/// already holds [`BLOCK`] entries, and the trailer.
+pub(crate) fn write_appended(buf: &mut Vec<u8>, index: &Index<'_>, start: usize, end: usize) {
+    let count = index.tags.len();
+    let mut m = index.marks();
+    let (_, last) = index.mark(m.saturating_sub(1));
+    if m == 0 || count - last >= BLOCK {
+        buf.extend_from_slice(&(start as u32).to_le_bytes());
+        buf.extend_from_slice(&(count as u32).to_le_bytes());
+        m += 1;
+    }
+    buf.extend_from_slice(&(m as u32).to_le_bytes());
+    buf.extend_from_slice(&(end as u32).to_le_bytes());
+}
+
 /// A one-entry change of an indexed value: the entry at `removed` (its span and rank) goes,
 /// if any, and a new entry of `len` bytes whose field has tag `tag` goes in where the entry
 /// at `at` started (the entries' end for the last place), before the old entries' `before`
-/// first ones — offsets and ranks of the old value.
+/// first ones — offsets and ranks of the old value. A `len` of 0 puts no entry in (every
+/// entry takes two bytes or more): the change is the removal alone (`at`, `before` and `tag`
+/// then unused).
 #[derive(Debug, Clone)]
 pub(crate) struct Edit {
     pub removed: Option<(std::ops::Range<usize>, usize)>,
@@ -212,7 +265,8 @@ pub(crate) struct Old<F: Fn(usize) -> Option<usize>> {
 /// tags with the removed entry's taken out and the new one's put in at its rank; each mark
 /// moved by the bytes and entries removed and inserted before it (a mark of the removed entry
 /// then marks what takes its place); a first mark where a new first entry went in; and, where
-/// the new entry's block grew past [`MAX_BLOCK`], a mark in its middle.
+/// the new entry's block grew past [`MAX_BLOCK`], a mark in its middle. A removal alone only
+/// shrinks blocks.
 pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
     buf: &mut Vec<u8>,
     old: Old<F>,
@@ -224,6 +278,7 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
         None => (0, usize::MAX),
     };
     let (at, len) = (edit.at, edit.len);
+    let inserted = len > 0;
     // Where an old entry starting at `x` starts now (none starts inside the removed one).
     let moved = |x: usize| {
         x - if x >= removed_end { removed_len } else { 0 } + if x >= at { len } else { 0 }
@@ -231,10 +286,14 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
     let new_start = moved(at) - len;
     let new_end = moved(old.end);
     let removed = edit.removed.as_ref().map(|(_, d)| *d);
-    let count = old.len + 1 - usize::from(removed.is_some());
-    let rank = edit.before - usize::from(removed.is_some_and(|d| d < edit.before));
+    let count = old.len + usize::from(inserted) - usize::from(removed.is_some());
+    let rank = match (inserted, removed) {
+        (true, _) => edit.before - usize::from(removed.is_some_and(|d| d < edit.before)),
+        (false, d) => d.unwrap_or(0),
+    };
     // Tags: the old ones but the removed, with the new one at `rank` (of the ones kept).
-    let (tags, new) = (index.tags, &[edit.tag][..]);
+    let tag = [edit.tag];
+    let (tags, new) = (index.tags, if inserted { &tag[..] } else { &[][..] });
     let pieces: [&[u8]; 4] = match removed {
         None => [&tags[..rank], new, &tags[rank..], &[]],
         Some(d) if rank <= d => [&tags[..rank], new, &tags[rank..d], &tags[d + 1..]],
@@ -250,7 +309,7 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
             let (offset, q) = index.mark(k);
             let offset = moved(offset);
             let q = q - usize::from(removed.is_some_and(|d| d < q));
-            (offset, q + usize::from(new_start < offset))
+            (offset, q + usize::from(inserted && new_start < offset))
         });
         let mut last = 0;
         std::iter::once((pack::HEADER_LEN, 0)).chain(moved_marks).filter(move |&(offset, _)| {
@@ -269,7 +328,7 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
                 if q <= rank { (q, next) } else { (first, next.min(q)) }
             },
         );
-    let middle = (next - first > MAX_BLOCK).then(|| first + (next - first) / 2);
+    let middle = (inserted && next - first > MAX_BLOCK).then(|| first + (next - first) / 2);
     let middle = middle.and_then(|middle| {
         if middle == rank {
             return Some((new_start, middle));
