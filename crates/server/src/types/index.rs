@@ -303,31 +303,37 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
     pieces.iter().for_each(|piece| buf.extend_from_slice(piece));
     debug_assert_eq!(buf.len() - base, count);
     // Marks: each moved; one of the removed entry marks what now starts there, at its rank;
-    // the first entry always marked; none past the end.
-    let marks = || {
-        let moved_marks = (0..index.marks()).map(|k| {
-            let (offset, q) = index.mark(k);
-            let offset = moved(offset);
-            let q = q - usize::from(removed.is_some_and(|d| d < q));
-            (offset, q + usize::from(inserted && new_start < offset))
-        });
-        let mut last = 0;
-        std::iter::once((pack::HEADER_LEN, 0)).chain(moved_marks).filter(move |&(offset, _)| {
-            let keep = offset > last && offset < new_end;
-            last = last.max(offset);
-            keep
-        })
+    // the first entry always marked; none past the end. Written in one pass, which also finds
+    // the new entry's block: the last mark at or before its rank (`first`, and where that
+    // mark was written) and the first after it (`next`).
+    let marks_at = buf.len();
+    buf.reserve(8 * (index.marks() + 2) + TRAILER);
+    let (mut last, mut m) = (0, 0u32);
+    let (mut first, mut first_end, mut next) = (0, marks_at, count);
+    let mut put = |buf: &mut Vec<u8>, offset: usize, q: usize| {
+        if offset > last && offset < new_end {
+            let mut mark = [0u8; 8];
+            mark[..4].copy_from_slice(&(offset as u32).to_le_bytes());
+            mark[4..].copy_from_slice(&(q as u32).to_le_bytes());
+            buf.extend_from_slice(&mark);
+            m += 1;
+            if q <= rank {
+                (first, first_end) = (q, buf.len());
+            } else {
+                next = next.min(q);
+            }
+        }
+        last = last.max(offset);
     };
-    // The new entry's block: where it starts and where the next begins; past MAX_BLOCK, a
-    // mark goes in its middle, at the entry now of that rank (the new one, or an old one by
-    // its old rank).
-    let (first, next) =
-        marks().fold(
-            (0, count),
-            |(first, next), (_, q)| {
-                if q <= rank { (q, next) } else { (first, next.min(q)) }
-            },
-        );
+    put(buf, pack::HEADER_LEN, 0);
+    for mark in index.marks.chunks_exact(8) {
+        let offset = moved(u32::from_le_bytes([mark[0], mark[1], mark[2], mark[3]]) as usize);
+        let q = u32::from_le_bytes([mark[4], mark[5], mark[6], mark[7]]) as usize;
+        let q = q - usize::from(removed.is_some_and(|d| d < q));
+        put(buf, offset, q + usize::from(inserted && new_start < offset));
+    }
+    // The new entry's block past MAX_BLOCK: a mark goes in its middle, at the entry now of
+    // that rank (the new one, or an old one by its old rank), right after `first`'s.
     let middle = (inserted && next - first > MAX_BLOCK).then(|| first + (next - first) / 2);
     let middle = middle.and_then(|middle| {
         if middle == rank {
@@ -337,13 +343,13 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
         let o = o + usize::from(removed.is_some_and(|d| d <= o));
         (old.offset_of_rank)(o).map(|offset| (moved(offset), middle))
     });
-    let mut m = 0u32;
-    for (offset, q) in marks() {
-        for (offset, q) in std::iter::once((offset, q)).chain(middle.filter(|_| q == first)) {
-            buf.extend_from_slice(&(offset as u32).to_le_bytes());
-            buf.extend_from_slice(&(q as u32).to_le_bytes());
-            m += 1;
-        }
+    if let Some((offset, q)) = middle.filter(|_| m > 0) {
+        let end = buf.len();
+        buf.extend_from_slice(&[0; 8]);
+        buf.copy_within(first_end..end, first_end + 8);
+        buf[first_end..first_end + 4].copy_from_slice(&(offset as u32).to_le_bytes());
+        buf[first_end + 4..first_end + 8].copy_from_slice(&(q as u32).to_le_bytes());
+        m += 1;
     }
     buf.extend_from_slice(&m.to_le_bytes());
     buf.extend_from_slice(&(new_end as u32).to_le_bytes());
