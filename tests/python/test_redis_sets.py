@@ -54,6 +54,24 @@ def test_smove_and_the_algebra_answer_as_redis(fridge, redis_server):
     ])
 
 
+def test_one_member_writes_past_the_index_threshold_answer_as_redis(fridge, redis_server):
+    """A set grown one member at a time past 128 members (from where fridge's sets carry an
+    index, edited by each one-member write), shrunk by one-member SREMs and SMOVEs back below
+    it: every reply the same bytes (integers), and the same members at the end."""
+    commands = [["SADD", "s", f"member:{i}"] for i in range(300)]
+    commands += [["SADD", "s", f"member:{i}"] for i in range(0, 320, 9)]
+    commands += [["SISMEMBER", "s", f"member:{i}"] for i in range(0, 330, 7)]
+    commands += [["SREM", "s", f"member:{i}"] for i in range(0, 330, 2)]
+    commands += [["SMOVE", "s", "t", f"member:{i}"] for i in range(1, 330, 5)]
+    commands += [["SREM", "s", f"member:{i}"] for i in range(3, 330, 4)]
+    commands += [["SMISMEMBER", "s"] + [f"member:{i}" for i in range(330)]]
+    commands += [["SCARD", "s"], ["SCARD", "t"]]
+    same(fridge, redis_server, commands)
+    contents = [redis.Redis(*addr).smembers("s") for addr in (fridge, redis_server)]
+    assert contents[0] == contents[1]
+    assert 40 < len(contents[0]) < 128
+
+
 def test_every_type_meets_wrongtype(fridge, redis_server):
     same(fridge, redis_server, [
         ["SET", "str", "v"], ["HSET", "h", "f", "v"], ["SADD", "s", "m"],

@@ -339,7 +339,7 @@ fn pack(kind: Kind, elements: Vec<Vec<u8>>) -> Option<(Kind, Vec<u8>)> {
     for e in elements.chunks(step) {
         b.push(Entry { field: &e[0], value: e.get(1).map_or(&[][..], |v| v), deadline: 0 });
     }
-    if kind == HASH {
+    if kind != LIST {
         b.finish_indexed();
     } else {
         b.finish();

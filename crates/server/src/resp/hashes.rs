@@ -7,7 +7,6 @@
 //! in the worker's scratch buffer. A hash emptied by HDEL is deleted, as Redis deletes it.
 
 use std::collections::HashMap;
-use std::ops::Range;
 
 use fridge_engine::{EngineError, Splice, TenantId, Update};
 use fridge_proto::long_double::LongDouble;
@@ -24,8 +23,8 @@ use super::packed::{
 use super::{NOT_FLOAT, NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, HASH as HASH_EVENTS};
 use crate::session::{Ctx, Session};
-use crate::types::hash::{Builder, Entry, Hash};
-use crate::types::{HASH, index};
+use crate::types::HASH;
+use crate::types::hash::{Builder, Entry, Hash, Place, write_one};
 
 /// A hash that would outgrow the largest item.
 const TOO_LARGE: &[u8] = b"ERR hash would exceed the item size limit (max-item-size)";
@@ -70,106 +69,6 @@ fn set_one(
     let removed = found.map(|((span, _), rank)| (span, rank));
     write_one(old, bytes, removed, Some(new), Place::Replaced, buf, splice);
     usize::from(created)
-}
-
-/// Where [`write_one`] puts its new entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Place {
-    /// Where the removed entry stood (after the last entry if none is removed).
-    Replaced,
-    /// After the last entry (Redis's place for a field that was not live).
-    Last,
-}
-
-/// The hash `old` (read from `bytes`) with one change, written into `buf` and `splice`: the
-/// entry at `removed` (a span and, where `old` has an index, the rank [`Hash::find_ranked`]
-/// gave) taken out, if any, and `new` put in, if any, at `place`. The runs around the change
-/// are copied whole, once. An index is edited in one pass where `old` has one and the hash
-/// keeps [`index::MIN_ENTRIES`] entries, built where one without reaches that many (written
-/// whole, then), and dropped below. Returns the hash's number of entries.
-fn write_one(
-    old: Hash<'_>,
-    bytes: &[u8],
-    removed: Option<(Range<usize>, Option<usize>)>,
-    new: Option<Entry<'_>>,
-    place: Place,
-    buf: &mut Vec<u8>,
-    splice: &mut Splice,
-) -> usize {
-    let (start, end) = (crate::types::pack::HEADER_LEN.min(bytes.len()), old.end());
-    // A span outside the entries, which the reads of `old` never give, removes nothing.
-    let removed = removed.filter(|(span, _)| start <= span.start && span.end <= end);
-    // A rank the index cannot have (a damaged value) makes the index passed over: the entries
-    // decide, and the hash is written with an index built anew.
-    if removed.as_ref().is_some_and(|(_, rank)| rank.is_some_and(|r| r >= old.len())) {
-        let removed = removed.map(|(span, _)| (span, None));
-        return write_one(old.without_index(), bytes, removed, new, place, buf, splice);
-    }
-    let edited = old.index().and_then(|ix| {
-        let rank = match &removed {
-            Some((_, rank)) => (*rank)?,
-            None => 0,
-        };
-        Some((ix, rank))
-    });
-    let kept = old.len() - usize::from(removed.is_some());
-    let count = kept + usize::from(new.is_some());
-    let indexed = count >= index::MIN_ENTRIES;
-    // A hash that reaches the size of an index without one is written whole and indexed
-    // anew; any other as a splice.
-    let fresh = indexed && edited.is_none();
-    let mut b = if fresh {
-        splice.clear();
-        Builder::new(buf, old.timed())
-    } else {
-        Builder::spliced(buf, splice, bytes, old.timed())
-    };
-    let (cut, resume) = removed.as_ref().map_or((end, end), |(span, _)| (span.start, span.end));
-    let in_place = place == Place::Replaced && removed.is_some();
-    b.copy(old.raw(start..cut), 0);
-    let mut len = 0;
-    if let (Some(e), true) = (new, in_place) {
-        len = b.push_len(e);
-    }
-    b.copy(old.raw(resume..end), kept as u32);
-    if let (Some(e), false) = (new, in_place) {
-        len = b.push_len(e);
-    }
-    if let (Some((ix, rank)), true) = (edited, indexed) {
-        b.mark_indexed();
-        match (&removed, new) {
-            // A field's value replaced where it stands, HSET's usual case: the tags stay, and
-            // so do the marks where the length does (the whole index then copied as it is).
-            (Some((span, _)), Some(_)) if in_place => {
-                let delta = len as isize - span.len() as isize;
-                if delta == 0 {
-                    b.copy(&bytes[end..], 0);
-                } else {
-                    b.copy(ix.tags(), 0);
-                    index::write_marks_moved(b.trailer(), ix, cut, delta, end);
-                }
-            }
-            // A new field appended: one tag more, the marks as they are, perhaps one more.
-            (None, Some(e)) => {
-                b.copy(ix.tags(), 0);
-                b.trailer().push(index::tag(e.field));
-                b.copy(ix.marks_raw(), 0);
-                index::write_appended(b.trailer(), ix, end, end + len);
-            }
-            _ => {
-                let (at, before) = if in_place { (cut, rank) } else { (end, old.len()) };
-                let removed = removed.map(|(span, _)| (span, rank));
-                let tag = new.map_or(0, |e| index::tag(e.field));
-                let edit = index::Edit { removed, at, before, len, tag };
-                old.write_edited_index(b.trailer(), ix, &edit);
-            }
-        }
-    }
-    b.finish();
-    if fresh {
-        crate::types::hash::append_index(buf);
-    }
-    count
 }
 
 /// Sets the fields `named` names to their values (the last mention wins) in the hash `cur`
@@ -721,9 +620,9 @@ pub(super) fn hscan(
 mod tests {
     use fridge_engine::Splice;
 
-    use super::{Place, set_one, write_one};
+    use super::set_one;
     use crate::resp::packed::{Edit, rewrite};
-    use crate::types::hash::{Builder, Hash};
+    use crate::types::hash::{Builder, Hash, Place, write_one};
     use crate::types::{index, xorshift};
 
     /// The hash `value` holds, in its order.

@@ -22,7 +22,7 @@ use super::{NOT_INTEGER, SYNTAX, Spec, engine_error, int_arg, notify};
 use crate::keyspace::{GENERIC, SET as SET_EVENTS};
 use crate::session::{Ctx, Session};
 use crate::types::SET;
-use crate::types::hash::{Builder, Entry, Hash};
+use crate::types::hash::{Builder, Entry, Hash, Place, write_one};
 
 /// A set that would outgrow the largest item.
 const TOO_LARGE: &[u8] = b"ERR set would exceed the item size limit (max-item-size)";
@@ -84,8 +84,9 @@ pub(super) fn sadd(
 ) {
     let (t, key) = (s.tenant, arg(cmd, 1));
     let named = Named::new(cmd, 2, 1);
-    let r = ctx.engine.update_kind(t, key, SET, |cur, buf| {
-        let old = Hash::new(cur.map_or(&[][..], |c| c.value));
+    let r = ctx.engine.update_kind_spliced(t, key, SET, |cur, buf, splice| {
+        let bytes = cur.map_or(&[][..], |c| c.value);
+        let old = Hash::new(bytes);
         // Members the set has already: a scan, and no write (the common SADD of a cache's tag
         // set).
         if cur.is_some()
@@ -96,8 +97,9 @@ pub(super) fn sadd(
         }
         let expires_at_ms = cur.and_then(|c| c.expires_at_ms);
         if named.n == 1 {
-            // One member the set lacks (just checked): appended to a copy.
-            old.with_appended(member(named.field(0)), buf);
+            // One member the set lacks (just checked): appended after the runs of the old set
+            // (and its index edited, from index::MIN_ENTRIES members).
+            write_one(old, bytes, None, Some(member(named.field(0))), Place::Last, buf, splice);
             return Ok(Update::Write { flags: 0, expires_at_ms, result: 1 });
         }
         let mut b = Builder::new(buf, false);
@@ -116,7 +118,7 @@ pub(super) fn sadd(
                 b.push(member(named.field(i)));
             }
         }
-        b.finish();
+        b.finish_indexed();
         if added == 0 && cur.is_some() {
             return Ok(Update::Done(0));
         }
@@ -155,7 +157,7 @@ fn remove_members<F: Fn(&[u8]) -> bool>(
                 Edit::Keep
             }
         });
-        let left = b.finish();
+        let left = b.finish_indexed();
         Ok(match (removed, left) {
             (0, _) => Update::Done((0, false)),
             (_, 0) => Update::Delete((removed, true)),
@@ -163,6 +165,29 @@ fn remove_members<F: Fn(&[u8]) -> bool>(
                 Update::Write { flags: 0, expires_at_ms: c.expires_at_ms, result: (removed, false) }
             }
         })
+    })
+}
+
+/// Removes `m` from `key`'s set (deleting a set it empties), as [`remove_members`] does, by
+/// one lookup (through the index of a large set) and the runs around the member copied once:
+/// returns 1 or 0 and whether the set was deleted.
+fn remove_one(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    m: &[u8],
+) -> Result<(usize, bool), EngineError> {
+    ctx.engine.update_kind_spliced(t, key, SET, |cur, buf, splice| {
+        let Some(c) = cur else { return Ok(Update::Done((0, false))) };
+        let old = Hash::new(c.value);
+        let Some(((span, _), rank)) = old.find_ranked(m) else {
+            return Ok(Update::Done((0, false)));
+        };
+        if old.len() == 1 {
+            return Ok(Update::Delete((1, true)));
+        }
+        write_one(old, c.value, Some((span, rank)), None, Place::Last, buf, splice);
+        Ok(Update::Write { flags: 0, expires_at_ms: c.expires_at_ms, result: (1, false) })
     })
 }
 
@@ -186,7 +211,12 @@ pub(super) fn srem(
 ) {
     let (t, key) = (s.tenant, arg(cmd, 1));
     let named = Named::new(cmd, 2, 1);
-    match remove_members(ctx, t, key, |_| |m: &[u8]| named.last(m).is_some()) {
+    let removed = if named.n == 1 {
+        remove_one(ctx, t, key, named.field(0))
+    } else {
+        remove_members(ctx, t, key, |_| |m: &[u8]| named.last(m).is_some())
+    };
+    match removed {
         Ok((n, gone)) => {
             removed_events(ctx, t, key, "srem", n, gone);
             write_integer(out, n as i64);
@@ -397,7 +427,7 @@ pub(super) fn smove(
     if src == dst || !has {
         return write_integer(out, i64::from(has));
     }
-    let (n, gone) = match remove_members(ctx, t, src, |_| |x: &[u8]| x == m) {
+    let (n, gone) = match remove_one(ctx, t, src, m) {
         Ok(r) => r,
         Err(e) => return write_failed(out, e),
     };
@@ -413,7 +443,7 @@ pub(super) fn smove(
         let mut b = Builder::new(buf, false);
         rewrite(&old, &mut b, 0, |_| Edit::Keep);
         b.push(member(m));
-        b.finish();
+        b.finish_indexed();
         Ok(Update::Write {
             flags: 0,
             expires_at_ms: cur.and_then(|c| c.expires_at_ms),
@@ -544,7 +574,7 @@ pub(super) fn sinterstore(
     let mut buf = Vec::new();
     let mut b = Builder::new(&mut buf, false);
     result.iter().for_each(|m| b.push(member(m)));
-    b.finish();
+    b.finish_indexed();
     let stored = ctx.engine.store(Store {
         tenant: t,
         key: dst,

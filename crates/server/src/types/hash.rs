@@ -10,6 +10,8 @@
 //! ([`Hash::find`], [`Hash::rank`], [`Hash::offset_of`], [`Hash::partition_point`]) read it
 //! instead of walking, and everything else sees only the entries.
 
+use std::ops::Range;
+
 use fridge_engine::Splice;
 
 use super::index::{self, Index};
@@ -121,9 +123,17 @@ impl<'a> Hash<'a> {
             return None;
         }
         let (offset, q) = index.mark_before(rank);
+        // Runs of entries of one shape first ([`run_of_shape`]), then the general reader.
+        let (b, extra) = (self.bytes, if self.timed { 8 } else { 0 });
+        let (mut pos, mut i) = (offset, q as u32);
+        let rank32 = u32::try_from(rank).ok()?;
+        while i < rank32 {
+            let Some(shape) = shape(b, pos) else { break };
+            (pos, i, _) = run_of_shape(b, (pos, i), rank32, shape, extra, |_, _| false);
+        }
         let mut r = Reader::new(self.bytes);
-        r.skip(offset.checked_sub(pack::HEADER_LEN)?)?;
-        for _ in q..rank {
+        r.skip(pos.checked_sub(pack::HEADER_LEN)?)?;
+        for _ in i as usize..rank {
             r.skip_str()?;
             r.skip_str()?;
             if self.timed {
@@ -435,19 +445,106 @@ impl<'a> Hash<'a> {
         };
         index::write_edited(buf, old, index, edit);
     }
+}
 
-    /// Writes into `buf` this hash with `e` appended: one copy and the new entry.
-    pub(crate) fn with_appended(&self, e: Entry<'_>, buf: &mut Vec<u8>) {
-        if self.bytes.len() < pack::HEADER_LEN {
-            pack::begin(buf, 0);
-        } else {
-            buf.clear();
-            buf.extend_from_slice(self.bytes);
-            buf[0] &= !INDEXED;
-        }
-        push_entry(buf, e, self.timed);
-        pack::set_count(buf, self.count + 1);
+/// Where [`write_one`] puts its new entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// Where the removed entry stood (after the last entry if none is removed).
+    Replaced,
+    /// After the last entry (Redis's place for a field that was not live).
+    Last,
+}
+
+/// The hash (or set) `old`, read from `bytes`, with one change, written into `buf` and `splice`: the
+/// entry at `removed` (a span and, where `old` has an index, the rank [`Hash::find_ranked`]
+/// gave) taken out, if any, and `new` put in, if any, at `place`. The runs around the change
+/// are copied whole, once. An index is edited in one pass where `old` has one and the hash
+/// keeps [`index::MIN_ENTRIES`] entries, built where one without reaches that many (written
+/// whole, then), and dropped below. Returns the number of entries written.
+pub(crate) fn write_one(
+    old: Hash<'_>,
+    bytes: &[u8],
+    removed: Option<(Range<usize>, Option<usize>)>,
+    new: Option<Entry<'_>>,
+    place: Place,
+    buf: &mut Vec<u8>,
+    splice: &mut Splice,
+) -> usize {
+    let (start, end) = (pack::HEADER_LEN.min(bytes.len()), old.end());
+    // A span outside the entries, which the reads of `old` never give, removes nothing.
+    let removed = removed.filter(|(span, _)| start <= span.start && span.end <= end);
+    // A rank the index cannot have (a damaged value) makes the index passed over: the entries
+    // decide, and the hash is written with an index built anew.
+    if removed.as_ref().is_some_and(|(_, rank)| rank.is_some_and(|r| r >= old.len())) {
+        let removed = removed.map(|(span, _)| (span, None));
+        return write_one(old.without_index(), bytes, removed, new, place, buf, splice);
     }
+    let edited = old.index().and_then(|ix| {
+        let rank = match &removed {
+            Some((_, rank)) => (*rank)?,
+            None => 0,
+        };
+        Some((ix, rank))
+    });
+    let kept = old.len() - usize::from(removed.is_some());
+    let count = kept + usize::from(new.is_some());
+    let indexed = count >= index::MIN_ENTRIES;
+    // A hash that reaches the size of an index without one is written whole and indexed
+    // anew; any other as a splice.
+    let fresh = indexed && edited.is_none();
+    let mut b = if fresh {
+        splice.clear();
+        Builder::new(buf, old.timed())
+    } else {
+        Builder::spliced(buf, splice, bytes, old.timed())
+    };
+    let (cut, resume) = removed.as_ref().map_or((end, end), |(span, _)| (span.start, span.end));
+    let in_place = place == Place::Replaced && removed.is_some();
+    b.copy(old.raw(start..cut), 0);
+    let mut len = 0;
+    if let (Some(e), true) = (new, in_place) {
+        len = b.push_len(e);
+    }
+    b.copy(old.raw(resume..end), kept as u32);
+    if let (Some(e), false) = (new, in_place) {
+        len = b.push_len(e);
+    }
+    if let (Some((ix, rank)), true) = (edited, indexed) {
+        b.mark_indexed();
+        match (&removed, new) {
+            // A field's value replaced where it stands, HSET's usual case: the tags stay, and
+            // so do the marks where the length does (the whole index then copied as it is).
+            (Some((span, _)), Some(_)) if in_place => {
+                let delta = len as isize - span.len() as isize;
+                if delta == 0 {
+                    b.copy(&bytes[end..], 0);
+                } else {
+                    b.copy(ix.tags(), 0);
+                    index::write_marks_moved(b.trailer(), ix, cut, delta, end);
+                }
+            }
+            // A new field appended: one tag more, the marks as they are, perhaps one more.
+            (None, Some(e)) => {
+                b.copy(ix.tags(), 0);
+                b.trailer().push(index::tag(e.field));
+                b.copy(ix.marks_raw(), 0);
+                index::write_appended(b.trailer(), ix, end, end + len);
+            }
+            _ => {
+                let (at, before) = if in_place { (cut, rank) } else { (end, old.len()) };
+                let removed = removed.map(|(span, _)| (span, rank));
+                let tag = new.map_or(0, |e| index::tag(e.field));
+                let edit = index::Edit { removed, at, before, len, tag };
+                old.write_edited_index(b.trailer(), ix, &edit);
+            }
+        }
+    }
+    b.finish();
+    if fresh {
+        append_index(buf);
+    }
+    count
 }
 
 /// Appends an index to the packed value in `buf` (which has none) and marks its format, where
@@ -734,13 +831,24 @@ mod tests {
                 assert_eq!(buf, build(&want), "replace {:?}", &f[..1]);
             }
             assert_eq!(h.find(b"zz"), None);
-            let mut buf = Vec::new();
-            h.with_appended(e(b"zz", b"9", 0), &mut buf);
+            let (mut buf, mut splice, mut joined) = (Vec::new(), Splice::default(), Vec::new());
+            write_one(h, &old, None, Some(e(b"zz", b"9", 0)), Place::Last, &mut buf, &mut splice);
+            splice.join(&old, &buf, &mut joined);
             let mut want = fields.to_vec();
             want.push((b"zz", b"9"));
-            assert_eq!(buf, build(&want));
+            assert_eq!(joined, build(&want));
             let mut fresh = Vec::new();
-            Hash::new(b"").with_appended(e(b"k", b"v", 0), &mut fresh);
+            write_one(
+                Hash::new(b""),
+                b"",
+                None,
+                Some(e(b"k", b"v", 0)),
+                Place::Last,
+                &mut fresh,
+                &mut splice,
+            );
+            splice.join(b"", &fresh, &mut joined);
+            let fresh = joined.clone();
             assert_eq!(
                 Hash::new(&fresh).iter().map(|x| (x.field, x.value)).collect::<Vec<_>>(),
                 vec![(&b"k"[..], &b"v"[..])]
