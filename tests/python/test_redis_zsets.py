@@ -21,6 +21,8 @@ def test_zadd_and_its_flags_answer_as_redis(fridge, redis_server):
         ["ZADD", "z", "NX", "GT", 1, "a"], ["ZADD", "z", "INCR", 1, "a", 2, "b"],
         ["ZADD", "z", 1], ["ZADD", "z", "x", "a"], ["ZADD", "z", "nan", "a"],
         ["ZADD", "z", 1, "a", "x"], ["ZADD", "z", "CH"],
+        ["ZADD", "z", "nx", "Ch", 3, "q"], ["ZADD", "z", "iNcR", "xX", 1, "q"],
+        ["ZADD", "z", 1, "a", "x", "b"], ["ZADD", "z", "GT", "x", "a"],
         ["ZADD", "inf", "inf", "a", "-inf", "b", "+inf", "c"], ["ZRANGE", "inf", 0, -1, "WITHSCORES"],
         ["ZADD", "inf", "INCR", "-inf", "a"], ["ZADD", "xx", "XX", 1, "a"], ["EXISTS", "xx"],
         ["ZADD", "f", 0.1, "a", 1e20, "b", -0.0, "c", 1.5e-7, "d"], ["ZRANGE", "f", 0, -1, "WITHSCORES"],

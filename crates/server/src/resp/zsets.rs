@@ -220,23 +220,16 @@ pub(super) fn zadd(
     _: &Spec,
 ) {
     let (t, key, v) = (s.tenant, arg(cmd, 1), s.version);
-    let (mut nx, mut xx, mut gt, mut lt, mut ch, mut incr) =
-        (false, false, false, false, false, false);
+    // The options, in any case, compared in place (a lowercased copy of each argument was an
+    // allocation per ZADD).
+    const OPTIONS: [&[u8]; 6] = [b"nx", b"xx", b"gt", b"lt", b"ch", b"incr"];
+    let mut set = [false; 6];
     let mut i = 2;
-    while i < cmd.len() {
-        let w = arg(cmd, i);
-        let flag = match w.to_ascii_lowercase().as_slice() {
-            b"nx" => &mut nx,
-            b"xx" => &mut xx,
-            b"gt" => &mut gt,
-            b"lt" => &mut lt,
-            b"ch" => &mut ch,
-            b"incr" => &mut incr,
-            _ => break,
-        };
-        *flag = true;
+    while let Some(k) = OPTIONS.iter().position(|o| arg(cmd, i).eq_ignore_ascii_case(o)) {
+        set[k] = true;
         i += 1;
     }
+    let [nx, xx, gt, lt, ch, incr] = set;
     let pairs = cmd.len() - i;
     if pairs % 2 != 0 || pairs == 0 {
         return write_error(out, SYNTAX);
@@ -253,15 +246,26 @@ pub(super) fn zadd(
     if incr && pairs > 2 {
         return write_error(out, b"ERR INCR option supports a single increment-element pair");
     }
-    let mut adds = Vec::with_capacity(pairs / 2);
-    for j in (i..cmd.len()).step_by(2) {
-        let Some(score) = parse_redis_f64(arg(cmd, j)) else { return write_error(out, NOT_FLOAT) };
+    let scored = |j: usize| {
         // -0 is stored as 0: redis-server 7.0.15 answers `0` for it (checked side by side).
-        adds.push(Scored { member: arg(cmd, j + 1), score: score + 0.0 });
+        parse_redis_f64(arg(cmd, j))
+            .map(|score| Scored { member: arg(cmd, j + 1), score: score + 0.0 })
+    };
+    // One member, the common case, without a vector of them.
+    let (one, adds) = if pairs == 2 {
+        (scored(i), Vec::new())
+    } else {
+        (
+            None,
+            (i..cmd.len()).step_by(2).map(scored).collect::<Option<Vec<_>>>().unwrap_or_default(),
+        )
+    };
+    if one.is_none() && adds.is_empty() {
+        return write_error(out, NOT_FLOAT);
     }
     let flags = Flags { nx, xx, gt, lt, incr };
     let mut failed = false;
-    let r = if let [one] = adds[..] {
+    let r = if let Some(one) = one {
         add_one(ctx, t, key, one, flags, &mut failed)
     } else {
         edit_zset(ctx, t, key, !xx, |_, mut all| {
