@@ -71,32 +71,95 @@ pub fn parse_u64(s: &[u8]) -> Option<u64> {
 /// score (17 significant digits, trailing zeros dropped, an exponent below 1e-4 and from 1e17
 /// on, at least two exponent digits); infinities are `inf` and `-inf`.
 pub fn write_g17(out: &mut Vec<u8>, v: f64) {
-    use std::io::Write;
+    out.extend_from_slice(g17(v).as_bytes());
+}
+
+/// [`write_g17`]'s text, on the stack (for a reply that writes its length first).
+pub fn g17(v: f64) -> G17 {
+    let mut t = G17::default();
+    // An integer below 1e17 (every score a counter or a timestamp holds) is its digits: 17
+    // significant digits print it whole, without an exponent.
+    if v.fract() == 0.0 && v.abs() < 1e17 {
+        if v.is_sign_negative() {
+            t.push(b"-");
+        }
+        t.push(u64_digits(v.abs() as u64, &mut [0u8; MAX_DIGITS]));
+        return t;
+    }
+    g17_general(v, &mut t);
+    t
+}
+
+/// [`g17`] of any value, through the standard library's exact formatting.
+fn g17_general(v: f64, out: &mut G17) {
+    use std::fmt::Write;
     if v.is_infinite() {
-        out.extend_from_slice(if v > 0.0 { b"inf" } else { b"-inf" });
+        out.push(if v > 0.0 { b"inf" } else { b"-inf" });
         return;
     }
     if v.is_nan() {
-        out.extend_from_slice(b"nan");
+        out.push(b"nan");
         return;
     }
     // 17 significant digits, rounded once: the exponent of the rounded value decides the form.
-    let e = format!("{v:.16e}");
-    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
+    let mut e = G17::default();
+    let _ = write!(e, "{v:.16e}");
+    let (mantissa, exp) = e.as_str().split_once('e').unwrap_or((e.as_str(), "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let trim = |t: &str| -> String {
-        if t.contains('.') {
-            t.trim_end_matches('0').trim_end_matches('.').to_string()
-        } else {
-            t.to_string()
-        }
+    let trim = |t: &str| -> usize {
+        if t.contains('.') { t.trim_end_matches('0').trim_end_matches('.').len() } else { t.len() }
     };
     if (-4..17).contains(&exp) {
-        let fixed = format!("{v:.*}", (16 - exp) as usize);
-        out.extend_from_slice(trim(&fixed).as_bytes());
+        let mut fixed = G17::default();
+        let _ = write!(fixed, "{v:.*}", (16 - exp) as usize);
+        let t = fixed.as_str();
+        out.push(&t.as_bytes()[..trim(t)]);
     } else {
-        let _ =
-            write!(out, "{}e{}{:02}", trim(mantissa), if exp < 0 { '-' } else { '+' }, exp.abs());
+        out.push(&mantissa.as_bytes()[..trim(mantissa)]);
+        out.push(if exp < 0 { b"e-" } else { b"e+" });
+        if exp.abs() < 10 {
+            out.push(b"0");
+        }
+        out.push(u64_digits(u64::from(exp.unsigned_abs()), &mut [0u8; MAX_DIGITS]));
+    }
+}
+
+/// Text on the stack: 64 bytes, more than `%.17g`'s forms take (at most a sign, 17 digits, a
+/// point and 20 decimals); what would go past them is dropped.
+#[derive(Debug, Clone, Copy)]
+pub struct G17 {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl Default for G17 {
+    fn default() -> Self {
+        G17 { bytes: [0; 64], len: 0 }
+    }
+}
+
+impl G17 {
+    /// The text.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(self.as_bytes()).unwrap_or_default()
+    }
+
+    fn push(&mut self, s: &[u8]) {
+        let _ = std::fmt::Write::write_str(self, std::str::from_utf8(s).unwrap_or_default());
+    }
+}
+
+impl std::fmt::Write for G17 {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let room = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        room.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 
@@ -194,10 +257,36 @@ mod tests {
             (f64::INFINITY, "inf"),
             (f64::NEG_INFINITY, "-inf"),
             (1e-300, "1e-300"),
+            (0.0, "0"),
+            (-123.0, "-123"),
+            (99_999_999_999_999_984.0, "99999999999999984"),
+            (1e17, "1e+17"),
+            (-1e17, "-1e+17"),
+            (9_007_199_254_740_993.0, "9007199254740992"),
+            (1.5e300, "1.5000000000000001e+300"),
+            (-1e-5, "-1.0000000000000001e-05"),
         ] {
             let mut out = Vec::new();
             write_g17(&mut out, v);
             assert_eq!(String::from_utf8(out).unwrap(), want, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn g17_of_integers_is_the_general_formatting() {
+        // The integer fast path against the general one, for integers of every magnitude up
+        // to and past its bound, both signs.
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let v = (x >> (x % 64)) as f64 * if i % 2 == 0 { 1.0 } else { -1.0 };
+            for v in [v, v.trunc() / 1e3, 1e17 - v.abs().min(1e17)] {
+                let mut general = G17::default();
+                g17_general(v, &mut general);
+                assert_eq!(g17(v).as_bytes(), general.as_bytes(), "{v:e}");
+            }
         }
     }
 

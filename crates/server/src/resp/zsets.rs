@@ -13,7 +13,7 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use fridge_engine::{Condition, EngineError, Expiry, Splice, Store, TenantId, Update};
-use fridge_proto::number::{parse_redis_f64, write_g17};
+use fridge_proto::number::{g17, parse_redis_f64};
 use fridge_proto::resp::{
     Command, Version, write_array_header, write_bulk, write_error, write_integer, write_null,
     write_null_array,
@@ -135,13 +135,12 @@ pub(super) fn is_listpack(h: &Hash<'_>) -> bool {
 
 /// Appends a score as Redis 7.0 answers it: `%.17g`, a bulk string in RESP2, a double in RESP3.
 fn write_score(out: &mut Vec<u8>, v: Version, score: f64) {
-    let mut text = Vec::with_capacity(24);
-    write_g17(&mut text, score);
+    let text = g17(score);
     match v {
-        Version::Resp2 => write_bulk(out, &text),
+        Version::Resp2 => write_bulk(out, text.as_bytes()),
         Version::Resp3 => {
             out.push(b',');
-            out.extend_from_slice(&text);
+            out.extend_from_slice(text.as_bytes());
             out.extend_from_slice(b"\r\n");
         }
     }
@@ -1322,9 +1321,7 @@ pub(super) fn zscan(
             write_scan(out, next, 2 * page.len(), |out| {
                 for e in &page {
                     write_bulk(out, e.field);
-                    let mut text = Vec::with_capacity(24);
-                    write_g17(&mut text, score_of(e));
-                    write_bulk(out, &text);
+                    write_bulk(out, g17(score_of(e)).as_bytes());
                 }
             });
         },
