@@ -251,7 +251,7 @@ pub(super) fn blmove(
             }
         }
         match move_one(ctx, s.tenant, (src, from), (arg(cmd, 2), to)) {
-            Ok(Some(e)) => write_bulk(out, &e),
+            Ok(Some(())) => write_bulk(out, ctx.scratch),
             Ok(None) => return false,
             Err(e) => engine_error(out, e),
         }

@@ -585,14 +585,15 @@ pub(super) fn lpos(
     );
 }
 
-/// Moves one element from `from` of `src` to `to` of `dst`: the element, or `None` when `src`
-/// is missing. WRONGTYPE for a `dst` of another type, checked before anything moves.
+/// Moves one element from `from` of `src` to `to` of `dst`: `Some` with the element left in
+/// `ctx.scratch` (no allocation for it), or `None` when `src` is missing. WRONGTYPE for a
+/// `dst` of another type, checked before anything moves.
 pub(super) fn move_one(
     ctx: &mut Ctx<'_>,
     t: TenantId,
     (src, from): (&[u8], End),
     (dst, to): (&[u8], End),
-) -> Result<Option<Vec<u8>>, EngineError> {
+) -> Result<Option<()>, EngineError> {
     match ctx.engine.kind(t, src) {
         None => return Ok(None),
         Some(k) if k != LIST => return Err(EngineError::WrongKind),
@@ -604,6 +605,7 @@ pub(super) fn move_one(
     if src == dst {
         // A rotation: one update of the one list, the elements that stay in place copied in
         // one piece.
+        let mut moved_out = std::mem::take(ctx.scratch);
         let r = edit_list(ctx, t, src, |l, b| {
             let end = crate::types::pack::HEADER_LEN + l.body().len();
             let (moved, rest) = match from {
@@ -628,19 +630,24 @@ pub(super) fn move_one(
                     b.push(element(moved));
                 }
             }
-            Some(moved.to_vec())
-        })?;
-        let Some((e, _)) = r else { return Ok(None) };
+            moved_out.clear();
+            moved_out.extend_from_slice(moved);
+            Some(())
+        });
+        *ctx.scratch = moved_out;
+        let Some(((), _)) = r? else { return Ok(None) };
         notify(ctx, t, LIST_EVENTS, to.push_event(), dst);
         notify(ctx, t, LIST_EVENTS, from.pop_event(), src);
-        return Ok(Some(e));
+        return Ok(Some(()));
     }
     let Some((mut taken, gone)) = pop(ctx, t, src, from, 1)? else { return Ok(None) };
     let e = taken.pop().unwrap_or_default();
     push(ctx, t, dst, to, false, std::iter::once(&e[..]))?;
     notify(ctx, t, LIST_EVENTS, to.push_event(), dst);
     popped_events(ctx, t, src, from, gone);
-    Ok(Some(e))
+    ctx.scratch.clear();
+    ctx.scratch.extend_from_slice(&e);
+    Ok(Some(()))
 }
 
 /// `LMOVE source destination LEFT|RIGHT LEFT|RIGHT` and `RPOPLPUSH source destination`.
@@ -660,7 +667,7 @@ pub(super) fn lmove(
         }
     };
     match move_one(ctx, s.tenant, (arg(cmd, 1), from), (arg(cmd, 2), to)) {
-        Ok(Some(e)) => write_bulk(out, &e),
+        Ok(Some(())) => write_bulk(out, ctx.scratch),
         Ok(None) => write_null(out, s.version),
         Err(e) => write_failed(out, e),
     }
