@@ -36,6 +36,19 @@ def test_zadd_and_its_flags_answer_as_redis(fridge, redis_server):
     ])
 
 
+def test_one_member_removals_past_the_index_threshold_answer_as_redis(fridge, redis_server):
+    """A sorted set grown past 128 members (from where fridge's carry an index), then shrunk by
+    one-member ZREMs (each an edit of the index, not a rebuild) back below it: every reply the
+    same bytes, ranks and the whole set in order included."""
+    commands = [["ZADD", "z", (i * 37) % 101, f"member:{i}"] for i in range(300)]
+    commands += [["ZREM", "z", f"member:{i}"] for i in range(0, 330, 2)]
+    commands += [["ZRANK", "z", f"member:{i}"] for i in range(0, 330, 7)]
+    commands += [["ZREM", "z", f"member:{i}"] for i in range(1, 330, 3)]
+    commands += [["ZSCORE", "z", f"member:{i}"] for i in range(0, 330, 5)]
+    commands += [["ZCARD", "z"], ["ZRANGE", "z", 0, -1, "WITHSCORES"], ["ZREM", "z", "nope"]]
+    same(fridge, redis_server, commands)
+
+
 def test_a_large_sorted_set_answers_as_redis(fridge, redis_server):
     # From 128 members a sorted set carries an index (lookups, ranks and places through it,
     # rewritten by each one-member write): random writes and reads on a set growing to 400

@@ -7,13 +7,13 @@ use std::hash::{BuildHasher, Hasher};
 
 use fridge_proto::resp::Command;
 
-use fridge_engine::{Kind, TenantId};
+use fridge_engine::{EngineError, Kind, TenantId, Update};
 
 use super::glob::glob_match;
 use super::{NOT_INTEGER, SYNTAX, engine_error, int_arg, notify_only};
 use crate::keyspace::KEY_MISS;
 use crate::session::Ctx;
-use crate::types::hash::{Builder, Entry, Hash, same};
+use crate::types::hash::{Builder, Entry, Hash, Place, same, write_one};
 
 fn arg<'c>(cmd: &Command<'c>, i: usize) -> &'c [u8] {
     cmd.get(i).unwrap_or_default()
@@ -127,6 +127,30 @@ pub(super) fn rewrite<'a: 'v, 'v>(
         }
     }
     b.copy(old.raw(run), run_len);
+}
+
+/// Removes the entry `m` from `key`'s packed value of `kind` — a set's member, a sorted set's
+/// — deleting a value it empties, by one lookup (through the index of a large one) and the
+/// runs around the entry copied once (`write_one`): returns 1 or 0 and whether the key was
+/// deleted. Not for a hash with field deadlines, whose expired fields would stay behind.
+pub(super) fn remove_one(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    (key, kind): (&[u8], Kind),
+    m: &[u8],
+) -> Result<(usize, bool), EngineError> {
+    ctx.engine.update_kind_spliced(t, key, kind, |cur, buf, splice| {
+        let Some(c) = cur else { return Ok(Update::Done((0, false))) };
+        let old = Hash::new(c.value);
+        let Some(((span, _), rank)) = old.find_ranked(m) else {
+            return Ok(Update::Done((0, false)));
+        };
+        if old.len() == 1 {
+            return Ok(Update::Delete((1, true)));
+        }
+        write_one(old, c.value, Some((span, rank)), None, Place::Last, buf, splice);
+        Ok(Update::Write { flags: 0, expires_at_ms: c.expires_at_ms, result: (1, false) })
+    })
 }
 
 /// Which of n named fields matched an entry: bits for a few, a vector for many.

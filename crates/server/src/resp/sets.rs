@@ -168,29 +168,6 @@ fn remove_members<F: Fn(&[u8]) -> bool>(
     })
 }
 
-/// Removes `m` from `key`'s set (deleting a set it empties), as [`remove_members`] does, by
-/// one lookup (through the index of a large set) and the runs around the member copied once:
-/// returns 1 or 0 and whether the set was deleted.
-fn remove_one(
-    ctx: &mut Ctx<'_>,
-    t: TenantId,
-    key: &[u8],
-    m: &[u8],
-) -> Result<(usize, bool), EngineError> {
-    ctx.engine.update_kind_spliced(t, key, SET, |cur, buf, splice| {
-        let Some(c) = cur else { return Ok(Update::Done((0, false))) };
-        let old = Hash::new(c.value);
-        let Some(((span, _), rank)) = old.find_ranked(m) else {
-            return Ok(Update::Done((0, false)));
-        };
-        if old.len() == 1 {
-            return Ok(Update::Delete((1, true)));
-        }
-        write_one(old, c.value, Some((span, rank)), None, Place::Last, buf, splice);
-        Ok(Update::Write { flags: 0, expires_at_ms: c.expires_at_ms, result: (1, false) })
-    })
-}
-
 /// Publishes a removal's events: `event` on the set, `del` if it was emptied.
 fn removed_events(ctx: &mut Ctx<'_>, t: TenantId, key: &[u8], event: &str, n: usize, gone: bool) {
     if n > 0 {
@@ -212,7 +189,7 @@ pub(super) fn srem(
     let (t, key) = (s.tenant, arg(cmd, 1));
     let named = Named::new(cmd, 2, 1);
     let removed = if named.n == 1 {
-        remove_one(ctx, t, key, named.field(0))
+        super::packed::remove_one(ctx, t, (key, SET), named.field(0))
     } else {
         remove_members(ctx, t, key, |_| |m: &[u8]| named.last(m).is_some())
     };
@@ -427,7 +404,7 @@ pub(super) fn smove(
     if src == dst || !has {
         return write_integer(out, i64::from(has));
     }
-    let (n, gone) = match remove_one(ctx, t, src, m) {
+    let (n, gone) = match super::packed::remove_one(ctx, t, (src, SET), m) {
         Ok(r) => r,
         Err(e) => return write_failed(out, e),
     };

@@ -580,8 +580,14 @@ pub(super) fn zrem(
     _: &Spec,
 ) {
     let (t, key) = (s.tenant, arg(cmd, 1));
-    let named: std::collections::HashSet<&[u8]> = (2..cmd.len()).map(|i| arg(cmd, i)).collect();
-    match remove_where(ctx, t, key, |all| all.iter().map(|e| named.contains(e.member)).collect()) {
+    let r = if cmd.len() == 3 {
+        // One member: one lookup and the runs around it, no rebuild of the set.
+        super::packed::remove_one(ctx, t, (key, ZSET), arg(cmd, 2))
+    } else {
+        let named: std::collections::HashSet<&[u8]> = (2..cmd.len()).map(|i| arg(cmd, i)).collect();
+        remove_where(ctx, t, key, |all| all.iter().map(|e| named.contains(e.member)).collect())
+    };
+    match r {
         Ok((n, gone)) => {
             removed(ctx, t, key, "zrem", n, gone);
             write_integer(out, n as i64);
