@@ -199,10 +199,10 @@ pub(super) fn blpop(
                      turn: &Turn| {
         pop_first(cmd, out, s, ctx, turn, LIST, |key, out, s, ctx| {
             match super::lists::pop_one(ctx, s.tenant, key, end) {
-                Ok(Some(e)) => {
+                Ok(Some(())) => {
                     write_array_header(out, 2);
                     write_bulk(out, key);
-                    write_bulk(out, &e);
+                    write_bulk(out, ctx.scratch);
                     true
                 }
                 Ok(None) => false,

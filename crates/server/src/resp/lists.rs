@@ -142,18 +142,16 @@ pub(super) fn lpush(
     }
 }
 
-/// What a pop took, in pop order, and whether the list is gone.
-type Popped = (Vec<Vec<u8>>, bool);
-
-/// Pops up to `count` elements from `end` of `key`'s list (deleting a list it empties):
-/// `None` for a missing key, else the elements in pop order and whether the list is gone.
+/// Pops up to `count` elements from `end` of `key`'s list (deleting a list it empties) into
+/// `into`, packed as a list in list order (one run of the old list, copied): `None` for a
+/// missing key, else whether the list is gone. [`write_popped`] answers them in pop order.
 fn pop(
     ctx: &mut Ctx<'_>,
     t: TenantId,
     key: &[u8],
-    end: End,
-    count: usize,
-) -> Result<Option<Popped>, EngineError> {
+    (end, count): (End, usize),
+    into: &mut Vec<u8>,
+) -> Result<Option<bool>, EngineError> {
     ctx.engine.update_kind_spliced(t, key, LIST, |cur, buf, splice| {
         let Some(c) = cur else { return Ok(Update::Done(None)) };
         let old = Hash::new(c.value);
@@ -164,21 +162,31 @@ fn pop(
             End::Left => (0..n, n..old.len()),
             End::Right => (old.len() - n..old.len(), 0..old.len() - n),
         };
-        let taken = old.iter_from(old.offset_of(popped.start)).take(popped.len());
-        let mut taken: Vec<Vec<u8>> = taken.map(|e| e.field.to_vec()).collect();
+        let mut taken = Builder::new(into, false);
+        taken.copy(old.raw(old.offset_of(popped.start)..old.offset_of(popped.end)), n as u32);
+        taken.finish();
         let kept = old.offset_of(kept.start)..old.offset_of(kept.end);
         let mut b = Builder::spliced(buf, splice, c.value, false);
         b.copy(old.raw(kept), (old.len() - n) as u32);
-        if end == End::Right {
-            taken.reverse();
-        }
         let left = b.finish();
         Ok(if left == 0 {
-            Update::Delete(Some((taken, true)))
+            Update::Delete(Some(true))
         } else {
-            Update::Write { flags: 0, expires_at_ms: c.expires_at_ms, result: Some((taken, false)) }
+            Update::Write { flags: 0, expires_at_ms: c.expires_at_ms, result: Some(false) }
         })
     })
+}
+
+/// Writes the elements [`pop`] took from `end`, in pop order: as they lie from the left, the
+/// other way from the right (a one-element pop, the common case, needs no turning).
+fn write_popped(out: &mut Vec<u8>, popped: &[u8], end: End) {
+    let h = Hash::new(popped);
+    if end == End::Left || h.len() <= 1 {
+        h.iter().for_each(|e| write_bulk(out, e.field));
+    } else {
+        let all: Vec<&[u8]> = h.iter().map(|e| e.field).collect();
+        all.iter().rev().for_each(|e| write_bulk(out, e));
+    }
 }
 
 /// Publishes a pop's events: `lpop`/`rpop`, and `del` if the list is gone.
@@ -215,20 +223,22 @@ pub(super) fn lpop(
             _ => write_array_header(out, 0),
         };
     }
-    match pop(ctx, t, key, end, count.unwrap_or(1)) {
+    let mut popped = std::mem::take(ctx.scratch);
+    match pop(ctx, t, key, (end, count.unwrap_or(1)), &mut popped) {
         Ok(None) => {
             notify_only(ctx, t, KEY_MISS, "keymiss", key);
             if count.is_some() { write_null_array(out, v) } else { write_null(out, v) }
         }
-        Ok(Some((taken, gone))) => {
+        Ok(Some(gone)) => {
             popped_events(ctx, t, key, end, gone);
             if count.is_some() {
-                write_array_header(out, taken.len());
+                write_array_header(out, Hash::new(&popped).len());
             }
-            taken.iter().for_each(|e| write_bulk(out, e));
+            write_popped(out, &popped, end);
         }
         Err(e) => write_failed(out, e),
     }
+    *ctx.scratch = popped;
 }
 
 /// Reads `key`'s list into `f`, or answers WRONGTYPE; a missing key calls `on_miss`.
@@ -640,13 +650,13 @@ pub(super) fn move_one(
         notify(ctx, t, LIST_EVENTS, from.pop_event(), src);
         return Ok(Some(()));
     }
-    let Some((mut taken, gone)) = pop(ctx, t, src, from, 1)? else { return Ok(None) };
-    let e = taken.pop().unwrap_or_default();
-    push(ctx, t, dst, to, false, std::iter::once(&e[..]))?;
+    let Some(gone) = pop_element(ctx, t, src, from)? else { return Ok(None) };
+    let e = std::mem::take(ctx.scratch);
+    let pushed = push(ctx, t, dst, to, false, std::iter::once(&e[..]));
+    *ctx.scratch = e;
+    pushed?;
     notify(ctx, t, LIST_EVENTS, to.push_event(), dst);
     popped_events(ctx, t, src, from, gone);
-    ctx.scratch.clear();
-    ctx.scratch.extend_from_slice(&e);
     Ok(Some(()))
 }
 
@@ -722,15 +732,18 @@ pub(super) fn lmpop_from(
         if turn.is_some_and(|turn| !turn.may_take(&ctx.shared.blocking, key)) {
             continue;
         }
-        match pop(ctx, t, key, end, count) {
-            Ok(Some((taken, gone))) => {
-                popped_events(ctx, t, key, end, gone);
-                write_array_header(out, 2);
-                write_bulk(out, key);
-                write_array_header(out, taken.len());
-                taken.iter().for_each(|e| write_bulk(out, e));
-                return true;
-            }
+        let mut popped = std::mem::take(ctx.scratch);
+        let r = pop(ctx, t, key, (end, count), &mut popped);
+        if let Ok(Some(gone)) = r {
+            popped_events(ctx, t, key, end, gone);
+            write_array_header(out, 2);
+            write_bulk(out, key);
+            write_array_header(out, Hash::new(&popped).len());
+            write_popped(out, &popped, end);
+        }
+        *ctx.scratch = popped;
+        match r {
+            Ok(Some(_)) => return true,
             Ok(None) => continue,
             Err(e) => {
                 write_failed(out, e);
@@ -741,14 +754,42 @@ pub(super) fn lmpop_from(
     false
 }
 
-/// Pops one element from `end` of `key`'s list, with its events: `None` for no list.
+/// Pops one element from `end` of `key`'s list, with its events: `Some` with the element left
+/// in `ctx.scratch`, `None` for no list.
 pub(super) fn pop_one(
     ctx: &mut Ctx<'_>,
     t: TenantId,
     key: &[u8],
     end: End,
-) -> Result<Option<Vec<u8>>, EngineError> {
-    let Some((mut taken, gone)) = pop(ctx, t, key, end, 1)? else { return Ok(None) };
+) -> Result<Option<()>, EngineError> {
+    let Some(gone) = pop_element(ctx, t, key, end)? else { return Ok(None) };
     popped_events(ctx, t, key, end, gone);
-    Ok(taken.pop())
+    Ok(Some(()))
+}
+
+/// [`pop`] of one element, left alone in `ctx.scratch` (no allocation for it): `None` for no
+/// list, else whether the list is gone. No events.
+fn pop_element(
+    ctx: &mut Ctx<'_>,
+    t: TenantId,
+    key: &[u8],
+    end: End,
+) -> Result<Option<bool>, EngineError> {
+    let mut popped = std::mem::take(ctx.scratch);
+    let r = pop(ctx, t, key, (end, 1), &mut popped);
+    // The element alone: the packed list's one entry, moved to the buffer's start.
+    let element = Hash::new(&popped).iter().next().map(|e| {
+        let at = e.field.as_ptr() as usize - popped.as_ptr() as usize;
+        at..at + e.field.len()
+    });
+    match element {
+        Some(field) => {
+            let len = field.len();
+            popped.copy_within(field, 0);
+            popped.truncate(len);
+        }
+        None => popped.clear(),
+    }
+    *ctx.scratch = popped;
+    r
 }
