@@ -149,8 +149,22 @@ fn write_score(out: &mut Vec<u8>, v: Version, score: f64) {
 /// Members with their scores when asked: flat in RESP2, pairs in RESP3 (or always pairs,
 /// `nested`, as ZMPOP answers).
 fn write_scored(out: &mut Vec<u8>, v: Version, scores: bool, nested: bool, items: &[Scored<'_>]) {
+    write_scored_n(out, v, (scores, nested), items.len(), items.iter().copied());
+}
+
+/// [`write_scored`] of `n` items given one by one (the reply's length written first): the
+/// number written, which only a damaged value makes fewer than `n` (the caller then takes the
+/// reply back).
+fn write_scored_n<'a>(
+    out: &mut Vec<u8>,
+    v: Version,
+    (scores, nested): (bool, bool),
+    n: usize,
+    items: impl Iterator<Item = Scored<'a>>,
+) -> usize {
     let pairs = scores && (nested || v == Version::Resp3);
-    write_array_header(out, if scores && !pairs { 2 * items.len() } else { items.len() });
+    write_array_header(out, if scores && !pairs { 2 * n } else { n });
+    let mut written = 0;
     for e in items {
         if pairs {
             write_array_header(out, 2);
@@ -159,7 +173,9 @@ fn write_scored(out: &mut Vec<u8>, v: Version, scores: bool, nested: bool, items
         if scores {
             write_score(out, v, e.score);
         }
+        written += 1;
     }
+    written
 }
 
 /// Reads `key`'s sorted set into `f`, or answers WRONGTYPE; a missing key calls `on_miss`.
@@ -799,8 +815,10 @@ fn select<'a>(h: &Hash<'a>, by: By<'_>, rev: bool, limit: (i64, i64)) -> Vec<Sco
         By::Rank(start, end) => {
             let Some((a, b)) = rank_range(start, end, h.len()) else { return Vec::new() };
             let (first, last) = if rev { (h.len() - 1 - b, h.len() - 1 - a) } else { (a, b) };
-            let mut picked: Vec<Scored<'a>> =
-                h.iter().skip(first).take(last - first + 1).map(scored).collect();
+            // From the first entry's place (through the index of a large set), not a walk from
+            // the start.
+            let from = h.iter_from(h.offset_of(first));
+            let mut picked: Vec<Scored<'a>> = from.take(last - first + 1).map(scored).collect();
             if rev {
                 picked.reverse();
             }
@@ -944,6 +962,19 @@ pub(super) fn zrange(
         s.tenant,
         arg(cmd, 1),
         |out, h| {
+            // A forward range by rank, the common case, written as it is read (no vector); a
+            // damaged value that ends early is answered as the general path reads it.
+            if let (By::Rank(start, end), false) = (call.by, call.rev) {
+                let (a, n) =
+                    rank_range(start, end, h.len()).map_or((0, 0), |(a, b)| (a, b - a + 1));
+                let picked = h.iter_from(h.offset_of(a)).take(n);
+                let scored = picked.map(|e| Scored { member: e.field, score: score_of(&e) });
+                let mark = out.len();
+                if write_scored_n(out, v, (call.withscores, false), n, scored) == n {
+                    return;
+                }
+                out.truncate(mark);
+            }
             let picked = select(&h, call.by, call.rev, call.limit);
             write_scored(out, v, call.withscores, false, &picked);
         },
