@@ -59,7 +59,7 @@ enum Method {
 
 /// Digests per second applying `digests` to a copy of `warm`.
 fn measure(warm: &Hitmap, digests: &[u32], method: Method) -> f64 {
-    let mut h = warm.clone();
+    let mut h = warm.try_clone().expect("maps the hitmap");
     let start = Instant::now();
     for pool in digests.chunks(POOL) {
         match method {
@@ -90,7 +90,7 @@ fn main() {
     let items = arg(1, 25_000_000);
     let bits = arg(2, 32);
     let digests = stream(keys);
-    let mut warm = Hitmap::for_items(items, bits, DEFAULT_LEVELS);
+    let mut warm = Hitmap::for_items(items, bits, DEFAULT_LEVELS).expect("maps the hitmap");
     for pool in digests.chunks(POOL) {
         warm.record_pool(pool);
     }
@@ -129,7 +129,7 @@ fn main() {
         median(sketch) / 1e6
     );
 
-    let mut h = warm.clone();
+    let mut h = warm.try_clone().expect("maps the hitmap");
     let start = Instant::now();
     h.compact();
     let ms = start.elapsed().as_secs_f64() * 1e3;

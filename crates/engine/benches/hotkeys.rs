@@ -56,7 +56,8 @@ fn main() {
     let pools = pools(keys, alpha);
     let refs = (pools.len() * POOL) as f64;
     let warm = {
-        let mut h = Hitmap::for_items(keys as usize / 2, 32, DEFAULT_LEVELS);
+        let mut h =
+            Hitmap::for_items(keys as usize / 2, 32, DEFAULT_LEVELS).expect("maps the hitmap");
         pools.iter().for_each(|(d, _)| h.record_batch(d));
         h
     };
@@ -70,7 +71,7 @@ fn main() {
         sketch.push(refs / start.elapsed().as_secs_f64());
         black_box(top.report(1));
 
-        let mut h = warm.clone();
+        let mut h = warm.try_clone().expect("maps the hitmap");
         let start = Instant::now();
         for (d, _) in &pools {
             h.record_batch(d);

@@ -70,7 +70,7 @@ fn gpu_rate(items: usize, pools: usize, digests: &[u32]) -> Result<(f64, String)
 }
 
 fn cpu_rate(items: usize, digests: &[u32]) -> (f64, Hitmap) {
-    let mut h = Hitmap::for_items(items, BITS, DEFAULT_LEVELS);
+    let mut h = Hitmap::for_items(items, BITS, DEFAULT_LEVELS).expect("maps the hitmap");
     let never = AtomicBool::new(false);
     for pool in digests.chunks(POOL) {
         h.append(pool, &never);
@@ -151,7 +151,7 @@ fn main() -> Result<(), String> {
 
     let check = &digests[..digests.len().min(2_000_000)];
     let mut g = GpuMemory::new(items, BITS, POOL)?;
-    let mut c = Hitmap::for_items(items, BITS, DEFAULT_LEVELS);
+    let mut c = Hitmap::for_items(items, BITS, DEFAULT_LEVELS).expect("maps the hitmap");
     for pool in check.chunks(POOL) {
         g.append(pool, &never);
         g.flush();

@@ -13,6 +13,7 @@
 //! Pages are touched lazily, so resident memory grows with use; the mapping is advised for
 //! transparent huge pages.
 
+use std::io::ErrorKind::OutOfMemory;
 use std::ptr::NonNull;
 
 /// An anonymous, zero-filled memory mapping advised for transparent huge pages. Pages are
@@ -85,6 +86,49 @@ impl Drop for Mapping {
         // SAFETY: `base`/`len` describe exactly the mapping made in `new`, and no reference
         // into it outlives this value (owners hand out borrows tied to themselves).
         unsafe { libc::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Zeroed `u64` words in a [`Mapping`] advised for transparent huge pages: the tables of
+/// eviction metadata (the frequency sketch, the hitmap's levels), megabytes read and written
+/// at random, where 4 KiB pages make nearly every access miss the TLB as well as the caches.
+/// Seen as a slice of words; owned by one value, which hands out borrows tied to itself.
+#[derive(Debug)]
+pub(crate) struct Words {
+    mapping: Mapping,
+    len: usize,
+}
+
+impl Words {
+    /// `len` zeroed words; an error (out of memory or address space) if they cannot be mapped.
+    pub(crate) fn zeroed(len: usize) -> std::io::Result<Words> {
+        let bytes = len.checked_mul(8).ok_or_else(|| std::io::Error::from(OutOfMemory))?;
+        Ok(Words { mapping: Mapping::new(bytes)?, len })
+    }
+
+    /// A copy in a mapping of its own; an error if it cannot be mapped.
+    pub(crate) fn try_clone(&self) -> std::io::Result<Words> {
+        let mut copy = Words::zeroed(self.len)?;
+        copy.copy_from_slice(self);
+        Ok(copy)
+    }
+}
+
+impl std::ops::Deref for Words {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        // SAFETY: the mapping is page-aligned (so 8-byte aligned), zero-filled and at least
+        // `len` words long; every bit pattern is a valid u64. The slice borrows `self`, which
+        // owns the mapping.
+        unsafe { std::slice::from_raw_parts(self.mapping.as_ptr().cast::<u64>(), self.len) }
+    }
+}
+
+impl std::ops::DerefMut for Words {
+    fn deref_mut(&mut self) -> &mut [u64] {
+        // SAFETY: as in `deref`; the mutable borrow of `self`, the mapping's only owner, makes
+        // this the only reference into it while it lives.
+        unsafe { std::slice::from_raw_parts_mut(self.mapping.as_ptr().cast::<u64>(), self.len) }
     }
 }
 

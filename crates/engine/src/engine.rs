@@ -234,7 +234,10 @@ impl Engine {
                     .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,
             ),
             (_, Some(gpu)) => gpu,
-            (_, None) if inline => Box::new(CpuHitmap::inline(items, bits)),
+            (_, None) if inline => Box::new(
+                CpuHitmap::inline(items, bits)
+                    .map_err(|e| ConfigError(format!("cannot map the hitmap: {e}")))?,
+            ),
             (_, None) => Box::new(
                 CpuHitmap::threaded(items, bits)
                     .map_err(|e| ConfigError(format!("cannot start metadata worker: {e}")))?,

@@ -42,6 +42,8 @@
 //! Costs: `M` levels plus the set counter take `2^M` times level 1's bits (16 × for `M` = 4).
 //! An update touches up to `M × 3` bits; a zone query likewise.
 
+use crate::arena::Words;
+
 /// Bit positions per key in each level.
 const POSITIONS: usize = 3;
 /// How far ahead [`Hitmap::record_batch`] prefetches.
@@ -51,17 +53,24 @@ pub const DEFAULT_LEVELS: usize = 4;
 /// Compaction runs when fewer than this fraction of sampled keys are unmarked at level 1.
 pub const COMPACTION_THRESHOLD: f64 = 0.05;
 
-/// A bit array whose length is a power of two.
-#[derive(Debug, Clone)]
+/// A bit array whose length is a power of two, in a mapping advised for transparent huge
+/// pages ([`Words`]): a pool's keys mark random blocks of every level, and in 4 KiB pages
+/// each of those misses missed the TLB too (`docs/benchmarks.md`, "Hitmap digest updates per
+/// second").
+#[derive(Debug)]
 struct Bits {
-    words: Vec<u64>,
+    words: Words,
     mask: u64,
 }
 
 impl Bits {
-    fn new(bits: usize) -> Bits {
+    fn new(bits: usize) -> std::io::Result<Bits> {
         debug_assert!(bits.is_power_of_two() && bits >= 64);
-        Bits { words: vec![0; bits / 64], mask: bits as u64 - 1 }
+        Ok(Bits { words: Words::zeroed(bits / 64)?, mask: bits as u64 - 1 })
+    }
+
+    fn try_clone(&self) -> std::io::Result<Bits> {
+        Ok(Bits { words: self.words.try_clone()?, mask: self.mask })
     }
 
     #[inline]
@@ -94,12 +103,15 @@ impl Bits {
         new
     }
 
-    /// This array folded to half its size: bit `j` of the result is bit `j` OR bit
-    /// `j + len/2` of this one.
-    fn folded(&self) -> Bits {
-        let half = self.words.len() / 2;
-        let words = (0..half).map(|w| self.words[w] | self.words[w + half]).collect();
-        Bits { words, mask: self.mask >> 1 }
+    /// Overwrites this array, half the size of `above`, with `above` folded: bit `j` becomes
+    /// bit `j` OR bit `j + len/2` of `above`. In place, so a compaction maps nothing.
+    fn fold_from(&mut self, above: &Bits) {
+        let half = above.words.len() / 2;
+        assert_eq!(self.words.len(), half, "a level folds into the one below it");
+        let (low, high) = above.words.split_at(half);
+        for ((w, a), b) in self.words.iter_mut().zip(low).zip(high) {
+            *w = a | b;
+        }
     }
 
     #[inline]
@@ -172,7 +184,7 @@ pub(crate) fn saturation_ones(bits: u64) -> u64 {
 }
 
 /// The hitmap.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Hitmap {
     /// `levels[0]` is level 1.
     levels: Vec<Bits>,
@@ -201,26 +213,38 @@ pub struct HitmapStats {
 
 impl Hitmap {
     /// A hitmap of `levels` levels whose level 1 has `level1_bits` bits (rounded up to a power
-    /// of two, at least one 512-bit block).
-    pub fn new(level1_bits: usize, levels: usize) -> Hitmap {
+    /// of two, at least one 512-bit block); an error if its levels cannot be mapped.
+    pub fn new(level1_bits: usize, levels: usize) -> std::io::Result<Hitmap> {
         let base = round_level1(level1_bits);
         let levels = levels.clamp(1, 64);
-        Hitmap {
+        Ok(Hitmap {
             saturate_at: saturation_ones(base as u64),
-            levels: (0..levels).map(|m| Bits::new(base << m)).collect(),
-            set_counter: Bits::new(base),
+            levels: (0..levels).map(|m| Bits::new(base << m)).collect::<Result<_, _>>()?,
+            set_counter: Bits::new(base)?,
             compactions: 0,
             level1_ones: 0,
             scratch: Vec::new(),
             used: Vec::new(),
-        }
+        })
     }
 
     /// A hitmap for about `items` items at `bits_per_item` bits of metadata each (all levels
     /// and the set counter together), with `levels` levels. Level 1 is rounded up to a power
-    /// of two, so the footprint is within twice the budget.
-    pub fn for_items(items: usize, bits_per_item: usize, levels: usize) -> Hitmap {
+    /// of two, so the footprint is within twice the budget. An error if it cannot be mapped.
+    pub fn for_items(items: usize, bits_per_item: usize, levels: usize) -> std::io::Result<Hitmap> {
         Hitmap::new(level1_bits(items, bits_per_item, levels), levels)
+    }
+
+    /// A copy of the hitmap (benchmarks start each run from one); an error if it cannot be
+    /// mapped.
+    pub fn try_clone(&self) -> std::io::Result<Hitmap> {
+        Ok(Hitmap {
+            levels: self.levels.iter().map(Bits::try_clone).collect::<Result<_, _>>()?,
+            set_counter: self.set_counter.try_clone()?,
+            scratch: Vec::new(),
+            used: Vec::new(),
+            ..*self
+        })
     }
 
     /// Number of levels (`M`).
@@ -357,9 +381,10 @@ impl Hitmap {
     pub fn compact(&mut self) {
         let m = self.levels.len();
         for i in 1..m {
-            self.levels[i - 1] = self.levels[i].folded();
+            let (below, above) = self.levels.split_at_mut(i);
+            below[i - 1].fold_from(&above[0]);
         }
-        for (w, s) in self.levels[0].words.iter_mut().zip(&self.set_counter.words) {
+        for (w, s) in self.levels[0].words.iter_mut().zip(self.set_counter.words.iter()) {
             *w |= s;
         }
         self.set_counter.clear();
@@ -383,7 +408,7 @@ impl Hitmap {
     /// Level `m`'s words (level 1 is `m` = 0), or the set counter's for `m` = `levels()`
     /// (comparisons with another backend's copy).
     pub fn level_words(&self, m: usize) -> &[u64] {
-        self.levels.get(m).unwrap_or(&self.set_counter).words.as_slice()
+        &self.levels.get(m).unwrap_or(&self.set_counter).words
     }
 
     /// Every level's words (level 1 first), then the set counter's; level 1's set bits as
@@ -429,7 +454,7 @@ mod tests {
 
     #[test]
     fn no_false_negatives() {
-        let mut h = Hitmap::new(1 << 12, DEFAULT_LEVELS);
+        let mut h = Hitmap::new(1 << 12, DEFAULT_LEVELS).unwrap();
         let keys = hashes(5_000, 1);
         for (i, &k) in keys.iter().enumerate() {
             for _ in 0..=i % 4 {
@@ -443,14 +468,15 @@ mod tests {
 
     #[test]
     fn folding_preserves_membership() {
-        let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS);
+        let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS).unwrap();
         for &k in &hashes(3_000, 2) {
             h.record(k);
             h.record(k);
             h.record(k);
         }
         for (m, level) in h.levels.iter().enumerate().skip(1) {
-            let folded = level.folded();
+            let mut folded = Bits::new((level.words.len() / 2) * 64).unwrap();
+            folded.fold_from(level);
             for &k in &hashes(3_000, 2) {
                 if level.marked(&positions(k)) {
                     assert!(folded.marked(&positions(k)), "level {} fold lost a key", m + 1);
@@ -462,7 +488,7 @@ mod tests {
     #[test]
     fn compaction_lowers_each_key_by_one_level() {
         // Sparse enough that false positives do not blur zones.
-        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
+        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS).unwrap();
         let keys = hashes(200, 3);
         for (i, &k) in keys.iter().enumerate() {
             for _ in 0..i % 5 {
@@ -479,7 +505,7 @@ mod tests {
 
     #[test]
     fn the_set_counter_protects_an_item_stored_just_before_a_compaction() {
-        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
+        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS).unwrap();
         let [stored, read_once] = [hashes(1, 4)[0], hashes(1, 5)[0]];
         h.record(stored | 1);
         h.record(read_once);
@@ -490,7 +516,7 @@ mod tests {
 
     #[test]
     fn zombies_are_found_after_two_compactions() {
-        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS);
+        let mut h = Hitmap::new(1 << 16, DEFAULT_LEVELS).unwrap();
         let [zombie, reread] = [hashes(1, 6)[0], hashes(1, 7)[0]];
         h.record(zombie | 1);
         h.record(reread | 1);
@@ -504,7 +530,7 @@ mod tests {
 
     #[test]
     fn level_one_saturates_only_when_most_keys_would_test_marked() {
-        let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS);
+        let mut h = Hitmap::new(1 << 10, DEFAULT_LEVELS).unwrap();
         assert!(!h.saturated(), "empty hitmap");
         let keys = hashes(4_000, 8);
         // 1,000 keys fill 1 − e^(−3000/1024) ≈ 95% of level 1's bits: a random key tests
@@ -522,7 +548,8 @@ mod tests {
 
     #[test]
     fn batches_record_exactly_what_single_records_do() {
-        let (mut one, mut batch) = (Hitmap::new(1 << 12, 4), Hitmap::new(1 << 12, 4));
+        let (mut one, mut batch) =
+            (Hitmap::new(1 << 12, 4).unwrap(), Hitmap::new(1 << 12, 4).unwrap());
         let stream: Vec<u32> = hashes(3_000, 9).iter().cycle().take(9_000).copied().collect();
         stream.iter().for_each(|&d| one.record(d));
         batch.record_batch(&stream);
@@ -536,7 +563,8 @@ mod tests {
         // and SETs, through compactions.
         let keys = hashes(3_000, 10);
         let mut rng = fridge_workload::Rng::new(3);
-        let (mut ordered, mut shuffled) = (Hitmap::new(1 << 10, 4), Hitmap::new(1 << 10, 4));
+        let (mut ordered, mut shuffled) =
+            (Hitmap::new(1 << 10, 4).unwrap(), Hitmap::new(1 << 10, 4).unwrap());
         for round in 0..40 {
             let mut pool: Vec<u32> = (0..1024)
                 .map(|_| {
@@ -566,7 +594,8 @@ mod tests {
         // GETs only: a SET in the pool marks the set counter wherever the key's zone was 0,
         // one at a time only where it is the key's first access (tested below).
         let keys = hashes(300, 11);
-        let (mut one, mut pool) = (Hitmap::new(1 << 20, 4), Hitmap::new(1 << 20, 4));
+        let (mut one, mut pool) =
+            (Hitmap::new(1 << 20, 4).unwrap(), Hitmap::new(1 << 20, 4).unwrap());
         let stream: Vec<u32> = (0..3_000).map(|i: usize| keys[i * 7 % (1 + i % 300)]).collect();
         for chunk in stream.chunks(1024) {
             chunk.iter().for_each(|&d| one.record(d));
@@ -578,7 +607,7 @@ mod tests {
 
     #[test]
     fn a_repeated_key_climbs_one_level_per_occurrence_from_its_snapshot() {
-        let mut h = Hitmap::new(1 << 16, 4);
+        let mut h = Hitmap::new(1 << 16, 4).unwrap();
         let [k, other] = [hashes(1, 12)[0], hashes(1, 13)[0]];
         h.record_pool(&[k, other, k]);
         assert_eq!((h.zone(k), h.zone(other)), (2, 1));
@@ -606,11 +635,28 @@ mod tests {
 
     #[test]
     fn sizing_follows_the_bit_budget() {
-        let h = Hitmap::for_items(1 << 20, 32, DEFAULT_LEVELS);
+        let h = Hitmap::for_items(1 << 20, 32, DEFAULT_LEVELS).unwrap();
         let s = h.stats();
         // 32 bits per item over 1M items: level 1 gets 2^21 bits, all levels and the set
         // counter 16 times that, 4 MiB.
         assert_eq!(s.bytes, 4 << 20);
         assert_eq!(h.levels(), DEFAULT_LEVELS);
+    }
+
+    #[test]
+    fn a_copy_starts_equal_and_goes_its_own_way() {
+        let mut h = Hitmap::new(1 << 12, DEFAULT_LEVELS).unwrap();
+        for pool in hashes(4_000, 5).chunks(512) {
+            h.record_pool(pool);
+        }
+        h.compact();
+        let mut copy = h.try_clone().unwrap();
+        assert_eq!(copy.state(), h.state());
+        let before = h.state();
+        for pool in hashes(4_000, 6).chunks(512) {
+            copy.record_pool(pool);
+        }
+        assert_eq!(h.state(), before, "marking the copy leaves the original as it was");
+        assert_ne!(copy.state(), before);
     }
 }

@@ -23,10 +23,9 @@
 //!  estimate: the least of the 4
 //! ```
 
-use std::io::ErrorKind::OutOfMemory;
 use std::sync::atomic::AtomicBool;
 
-use crate::arena::Mapping;
+use crate::arena::Words;
 use crate::metadata::{Structure, Temperature};
 
 /// Counters per key.
@@ -40,45 +39,13 @@ const PREFETCH_AHEAD: usize = 8;
 /// The fewest items a sample is counted for ([`Sketch::set_items`]).
 const MIN_SAMPLE_ITEMS: usize = 64;
 
-/// The counters' words, in a mapping advised for transparent huge pages: a pool's references
-/// land on random blocks of a table of megabytes, and in 4 KiB pages nearly each one missed
-/// the TLB as well as the caches (`docs/design.md`, "A frequency sketch").
-#[derive(Debug)]
-struct Words {
-    mapping: Mapping,
-    len: usize,
-}
-
-impl Words {
-    /// `len` zeroed words; an error (out of memory or address space) if they cannot be mapped.
-    fn zeroed(len: usize) -> std::io::Result<Words> {
-        let bytes = len.checked_mul(8).ok_or_else(|| std::io::Error::from(OutOfMemory))?;
-        Ok(Words { mapping: Mapping::new(bytes)?, len })
-    }
-}
-
-impl std::ops::Deref for Words {
-    type Target = [u64];
-    fn deref(&self) -> &[u64] {
-        // SAFETY: the mapping is page-aligned (so 8-byte aligned), zero-filled and at least
-        // `len` words long; every bit pattern is a valid u64. The slice borrows `self`, which
-        // owns the mapping.
-        unsafe { std::slice::from_raw_parts(self.mapping.as_ptr().cast::<u64>(), self.len) }
-    }
-}
-
-impl std::ops::DerefMut for Words {
-    fn deref_mut(&mut self) -> &mut [u64] {
-        // SAFETY: as in `deref`; the mutable borrow of `self`, the mapping's only owner, makes
-        // this the only reference into it while it lives.
-        unsafe { std::slice::from_raw_parts_mut(self.mapping.as_ptr().cast::<u64>(), self.len) }
-    }
-}
-
 /// A count-min sketch of 4-bit counters.
 #[derive(Debug)]
 pub struct Sketch {
-    /// 16 counters per word, a key's four in one block of [`BLOCK_WORDS`] words.
+    /// 16 counters per word, a key's four in one block of [`BLOCK_WORDS`] words, in a
+    /// mapping advised for transparent huge pages: a pool's references land on random blocks
+    /// of a table of megabytes, and in 4 KiB pages nearly each one missed the TLB as well as
+    /// the caches (`docs/design.md`, "A frequency sketch").
     table: Words,
     /// Blocks, less one (a power of two).
     block_mask: usize,
@@ -107,8 +74,7 @@ impl Sketch {
     /// A copy of the sketch (benchmarks start each run from one); an error if its table
     /// cannot be mapped.
     pub fn try_clone(&self) -> std::io::Result<Sketch> {
-        let mut table = Words::zeroed(self.table.len())?;
-        table.copy_from_slice(&self.table);
+        let table = self.table.try_clone()?;
         let Sketch { block_mask, size, sample, halvings, .. } = *self;
         Ok(Sketch { table, block_mask, size, sample, halvings })
     }

@@ -456,7 +456,7 @@ mod tests {
     fn agree(items: usize, bits: usize, pools: &[Vec<u32>], probe: &[u32]) {
         let batch = pools.iter().map(Vec::len).max().unwrap_or(1);
         let Some(mut g) = gpu(items, bits, batch) else { return };
-        let mut c = Hitmap::for_items(items, bits, DEFAULT_LEVELS);
+        let mut c = Hitmap::for_items(items, bits, DEFAULT_LEVELS).unwrap();
         let never = AtomicBool::new(false);
         let (mut zg, mut zc) = (Vec::new(), Vec::new());
         for (i, pool) in pools.iter().enumerate() {
@@ -527,7 +527,7 @@ mod tests {
     #[test]
     fn a_batch_of_pools_equals_the_cpu_given_the_same_batch() {
         let Some(mut g) = gpu(50_000, 32, 4 * POOL_LEN) else { return };
-        let mut c = Hitmap::for_items(50_000, 32, DEFAULT_LEVELS);
+        let mut c = Hitmap::for_items(50_000, 32, DEFAULT_LEVELS).unwrap();
         let never = AtomicBool::new(false);
         let stream: Vec<u32> =
             (0..40 * POOL_LEN as u64).map(|i| digest(i * 31 % 30_000, i % 9 == 0)).collect();
@@ -548,7 +548,7 @@ mod tests {
             Ok(g) => g,
             Err(e) => return eprintln!("skipped: no usable GPU ({e})"),
         };
-        let cpu = CpuHitmap::inline(20_000, 32);
+        let cpu = CpuHitmap::inline(20_000, 32).unwrap();
         for round in 0..20u64 {
             let pool: Vec<u32> =
                 (0..POOL_LEN as u64).map(|i| digest((i * round) % 3_000, i % 5 == 0)).collect();

@@ -143,14 +143,16 @@ impl<S: Structure> Pooled<S> {
 
 impl CpuHitmap {
     /// A hitmap for about `items` items at `bits_per_item` bits each (levels and set counter
-    /// together), applied by the submitting thread: deterministic.
-    pub fn inline(items: usize, bits_per_item: usize) -> CpuHitmap {
-        Pooled::inline_with(Hitmap::for_items(items, bits_per_item, DEFAULT_LEVELS))
+    /// together), applied by the submitting thread: deterministic. An error if the hitmap
+    /// cannot be mapped.
+    pub fn inline(items: usize, bits_per_item: usize) -> std::io::Result<CpuHitmap> {
+        Ok(Pooled::inline_with(Hitmap::for_items(items, bits_per_item, DEFAULT_LEVELS)?))
     }
 
-    /// The same, applied by a metadata worker thread fed through a bounded lock-free queue.
+    /// The same, applied by a metadata worker thread fed through a bounded lock-free queue;
+    /// an error if the hitmap cannot be mapped or the thread cannot start.
     pub fn threaded(items: usize, bits_per_item: usize) -> std::io::Result<CpuHitmap> {
-        Pooled::threaded_with(Hitmap::for_items(items, bits_per_item, DEFAULT_LEVELS))
+        Pooled::threaded_with(Hitmap::for_items(items, bits_per_item, DEFAULT_LEVELS)?)
     }
 }
 
@@ -370,7 +372,7 @@ mod tests {
 
     #[test]
     fn threaded_and_inline_backends_agree() {
-        let inline = CpuHitmap::inline(10_000, 32);
+        let inline = CpuHitmap::inline(10_000, 32).unwrap();
         let threaded = CpuHitmap::threaded(10_000, 32).unwrap();
         for round in 0..6u64 {
             let pool: Vec<u32> = (0..POOL_LEN as u64).map(|i| digest(i % 700, i < 10)).collect();
@@ -451,7 +453,7 @@ mod tests {
     #[test]
     fn a_saturated_level_one_is_compacted_where_pools_are_applied() {
         // 1,000 items at 16 bits: level 1 has 1,024 bits; about 3,000 distinct keys fill it.
-        let h = CpuHitmap::inline(1_000, 16);
+        let h = CpuHitmap::inline(1_000, 16).unwrap();
         let keys: Vec<u32> = (0..1_000).map(|i| digest(i, false)).collect();
         h.submit(&keys, &[]);
         assert_eq!(h.stats().compactions, 0, "{:?}", h.stats());
