@@ -483,6 +483,10 @@ impl Worker {
     /// to give up (a value that is not a number) returns them in its result, as
     /// `Update::Done(Err(reason))` with `R = Result<T, ItsError>`.
     ///
+    /// For the eviction metadata an update is a reference to the key (as a SET) when it
+    /// writes or leaves a live item as it was; one that deletes the item, or finds no item and
+    /// writes none, is not (a DEL, or a DEL of a missing key, raises no key's frequency).
+    ///
     /// The value is a string's ([`Kind::STRING`]): a key holding another kind is
     /// [`EngineError::WrongKind`], and `f` is not called.
     pub fn update<R>(
@@ -536,7 +540,6 @@ impl Worker {
             &mut Splice,
         ) -> Result<Update<R>, EngineError>,
     ) -> Result<R, EngineError> {
-        self.note_access(hash, true, tenant, key);
         self.inner.check_flush(&self.slot, tenant);
         let db = self.db;
         let mut buf = std::mem::take(&mut self.scratch);
@@ -626,9 +629,18 @@ impl Worker {
                     std::mem::swap(&mut buf, &mut joined);
                 }
             }
+            let existed = current.is_some();
             drop(guard);
             let (new, result, expires_at_ms, cas, carry) = match step {
-                Step::Done(r) => break Ok(r),
+                Step::Done(r) => {
+                    // A live item that `f` read and left as it was (SADD of a member the set
+                    // holds, SET NX over a key that has one) was referenced; a missing key
+                    // that stayed missing was not.
+                    if existed {
+                        self.note_access(hash, true, tenant, key);
+                    }
+                    break Ok(r);
+                }
                 Step::Delete(r) => {
                     // Only the very item `f` saw: if the key changed in between, `f`'s
                     // decision (a pop that emptied a list…) is stale: go again.
@@ -710,6 +722,7 @@ impl Worker {
                 break Err(e);
             }
             self.last_cas = cas;
+            self.note_access(hash, true, tenant, key);
             break Ok(result);
         };
         self.scratch = buf;

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use fridge_engine::{
-    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, Queues, RankKind, Store, TenantId,
-    TenantPolicy,
+    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, Queues, RankKind, Store,
+    StoreOutcome::Stored, TenantId, TenantPolicy, Update, Worker,
 };
 
 const T: TenantId = TenantId(0);
@@ -111,4 +111,38 @@ fn a_scan_does_not_evict_the_hot_set_from_the_queues() {
         let queues = engine_hot_hit_ratio(rank, Eviction::Queues(Queues::default()));
         assert!(queues > 0.9, "the queues keep it under the {rank:?} rank: {queues}");
     }
+}
+
+#[test]
+fn only_accesses_that_find_or_leave_an_item_feed_the_metadata() {
+    let engine = engine(RankKind::Hitmap, Eviction::Memshare);
+    let mut w = engine.worker().unwrap();
+    // References handed to the metadata by `step`.
+    let counted = |w: &mut Worker, step: &dyn Fn(&mut Worker)| {
+        w.flush_reference_pool();
+        let before = engine.stats().digests;
+        step(w);
+        w.flush_reference_pool();
+        engine.stats().digests - before
+    };
+    let keep = |w: &mut Worker, key: &[u8]| w.update(T, key, |c, _| Ok(Update::Done(c.is_some())));
+    let store = |w: &mut Worker| assert_eq!(w.store(Store::new(T, b"k", b"v")), Ok(Stored));
+    let hit = |w: &mut Worker| assert_eq!(w.get(T, b"k", |i| i.value.to_vec()), Some(b"v".into()));
+    let write = |w: &mut Worker| {
+        let wrote = w.update(T, b"k", |_, buf| {
+            buf.extend_from_slice(b"v");
+            Ok(Update::Write { flags: 0, expires_at_ms: None, result: 1 })
+        });
+        assert_eq!(wrote, Ok(1));
+    };
+    assert_eq!(counted(&mut w, &store), 1, "a store");
+    assert_eq!(counted(&mut w, &hit), 1, "a hit");
+    assert_eq!(counted(&mut w, &write), 1, "an update that writes");
+    let left = |w: &mut Worker| assert_eq!(keep(w, b"k"), Ok(true));
+    assert_eq!(counted(&mut w, &left), 1, "an update that reads the item and leaves it");
+    let missing = |w: &mut Worker| assert_eq!(keep(w, b"none"), Ok(false));
+    assert_eq!(counted(&mut w, &missing), 0, "an update of a missing key that writes nothing");
+    assert_eq!(counted(&mut w, &|w| assert!(!w.delete(T, b"none"))), 0, "a DEL of a missing key");
+    assert_eq!(counted(&mut w, &|w| assert!(w.delete(T, b"k"))), 0, "a DEL");
+    engine.validate();
 }
