@@ -623,7 +623,7 @@ mod tests {
     use super::set_one;
     use crate::resp::packed::{Edit, rewrite};
     use crate::types::hash::{Builder, Hash, Place, write_one};
-    use crate::types::{index, xorshift};
+    use crate::types::{damaged, index, xorshift};
 
     /// The hash `value` holds, in its order.
     fn entries(value: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -758,11 +758,7 @@ mod tests {
         let mut next = xorshift(0xDEAD_BEEF_CAFE_F00D);
         let (mut buf, mut splice) = (Vec::new(), Splice::default());
         for _ in 0..6_000 {
-            let mut v = valid.clone();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() % v.len() as u64) as usize;
-                v[at] = next() as u8;
-            }
+            let v = damaged(&valid, &mut next);
             let h = Hash::new(&v);
             let f = &fields[(next() % 300) as usize];
             assert!(h.find(f).is_none_or(|(span, _)| span.end <= v.len()));

@@ -1544,7 +1544,7 @@ mod tests {
 
     use super::{Flags, One, PackedScore, Scored, add_to, order, pack, score_of};
     use crate::types::hash::{Entry, Hash};
-    use crate::types::{index, xorshift};
+    use crate::types::{damaged, index, xorshift};
 
     /// The set `value` holds, in its order.
     fn entries(value: &[u8]) -> Vec<(Vec<u8>, f64)> {
@@ -1653,11 +1653,7 @@ mod tests {
         let mut next = xorshift(0xDEAD_BEEF_CAFE_F00D);
         let (mut buf, mut splice, mut joined) = (Vec::new(), Splice::default(), Vec::new());
         for _ in 0..6_000 {
-            let mut v = valid.clone();
-            for _ in 0..1 + next() % 4 {
-                let at = (next() % v.len() as u64) as usize;
-                v[at] = next() as u8;
-            }
+            let v = damaged(&valid, &mut next);
             let h = Hash::new(&v);
             let m = &members[(next() % 300) as usize];
             assert!(h.find(m).is_none_or(|(span, _)| span.end <= v.len()));

@@ -771,12 +771,7 @@ mod tests {
             let bytes: Vec<u8> = if round % 2 == 0 {
                 (0..next() % 64).map(|_| next() as u8).collect()
             } else {
-                let mut v = valid.clone();
-                for _ in 0..1 + next() % 4 {
-                    let at = (next() % v.len() as u64) as usize;
-                    v[at] = next() as u8;
-                }
-                v
+                crate::types::damaged(&valid, &mut next)
             };
             let h = Hash::new(&bytes);
             let mut total = 0;

@@ -59,3 +59,15 @@ pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
         x
     }
 }
+
+/// A copy of `valid` (not empty) with one to four of its bytes overwritten, at places and
+/// with values drawn from `next`: a damaged value for the no-panic tests of its readers.
+#[cfg(test)]
+pub(crate) fn damaged(valid: &[u8], next: &mut impl FnMut() -> u64) -> Vec<u8> {
+    let mut v = valid.to_vec();
+    for _ in 0..1 + next() % 4 {
+        let at = (next() % v.len() as u64) as usize;
+        v[at] = next() as u8;
+    }
+    v
+}
