@@ -90,10 +90,12 @@ impl Inner {
         need.div_ceil(self.config.segment_size)
     }
 
-    /// Bytes outside the arena other than the index: the fixed structures and the cleaner's
-    /// buffers (at least the allowance lent for them from the start).
+    /// Bytes outside the arena other than the index: the fixed structures, what the eviction
+    /// metadata grew by, and the cleaner's buffers (at least the allowance lent for them from
+    /// the start).
     pub(crate) fn outside_fixed(&self) -> usize {
         self.fixed_overhead
+            + self.metadata_grown.load(Ordering::Relaxed)
             + self.cleaner_scratch.load(Ordering::Relaxed).max(self.scratch_allowance)
     }
 

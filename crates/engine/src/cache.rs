@@ -30,9 +30,13 @@ pub(crate) struct Inner {
     pub(crate) arena: Arena,
     pub(crate) segments: Segments,
     pub(crate) index: Index,
-    /// Bytes outside the arena that do not change: segment headers, the eviction metadata,
-    /// the expiry sweep's per-segment state.
+    /// Bytes outside the arena that do not change: segment headers, the eviction metadata
+    /// as it was at the start, the expiry sweep's per-segment state.
     pub(crate) fixed_overhead: usize,
+    /// The eviction metadata's bytes at the start, and what it has grown by since (a growing
+    /// frequency sketch, [`EngineConfig::sketch_grows`]; as of the cleaner's last pass).
+    pub(crate) metadata_at_start: usize,
+    pub(crate) metadata_grown: AtomicUsize,
     /// Bytes of the cleaner's buffers, kept between passes (as of the last pass).
     pub(crate) cleaner_scratch: AtomicUsize,
     /// With `memory_includes_index`: bytes lent for the cleaner's buffers from the start.

@@ -346,8 +346,12 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     let sketch = inner.metadata.estimates_frequencies();
     let promote_estimate = queues.filter(|_| sketch).map_or(0, |q| q.promote_estimate);
     if sketch {
-        // Its past: ten references per item held now.
+        // Its past: ten references per item held now (and its size, where it grows).
         inner.metadata.set_items(inner.items_held() as usize);
+        if inner.config.sketch_grows() {
+            let grown = inner.metadata.bytes().saturating_sub(inner.metadata_at_start);
+            inner.metadata_grown.store(grown, Ordering::Relaxed);
+        }
     }
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };

@@ -122,6 +122,8 @@ impl Engine {
             ),
             index,
             fixed_overhead,
+            metadata_at_start: metadata.bytes(),
+            metadata_grown: AtomicUsize::new(0),
             cleaner_scratch: AtomicUsize::new(0),
             scratch_allowance,
             lending: Mutex::new(()),
@@ -219,8 +221,12 @@ impl Engine {
             },
         };
         let new_sketch = || {
-            Sketch::for_items(items, bits)
-                .map_err(|e| ConfigError(format!("cannot map the frequency sketch: {e}")))
+            let sketch = if config.sketch_grows() {
+                Sketch::growing(items, bits)
+            } else {
+                Sketch::for_items(items, bits)
+            };
+            sketch.map_err(|e| ConfigError(format!("cannot map the frequency sketch: {e}")))
         };
         let metadata: Box<dyn MetadataBackend> = match (bits, gpu) {
             _ if sketch && inline => Box::new(Pooled::inline_with(new_sketch()?)),

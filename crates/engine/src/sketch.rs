@@ -54,6 +54,18 @@ pub struct Sketch {
     /// Counts between halvings.
     sample: usize,
     halvings: u64,
+    /// Bits per item the table is sized at, and the most words it may grow to
+    /// ([`Sketch::growing`]; its size from the start otherwise).
+    bits_per_item: usize,
+    most_words: usize,
+}
+
+/// Items a growing sketch is sized for at first ([`Sketch::growing`]).
+const GROW_FROM_ITEMS: usize = 1 << 16;
+
+/// Words of a table for `items` items at `bits_per_item` bits: a power of two, at least a block.
+fn words_for(items: usize, bits_per_item: usize) -> usize {
+    (items.saturating_mul(bits_per_item) / 64).max(BLOCK_WORDS).next_power_of_two()
 }
 
 impl Sketch {
@@ -61,13 +73,30 @@ impl Sketch {
     /// for every two items), rounded up to a power of two words and at least one block; an
     /// error if its table cannot be mapped.
     pub fn for_items(items: usize, bits_per_item: usize) -> std::io::Result<Sketch> {
-        let words = (items.saturating_mul(bits_per_item) / 64).max(BLOCK_WORDS).next_power_of_two();
+        Sketch::sized(items, bits_per_item, words_for(items, bits_per_item))
+    }
+
+    /// A sketch that starts at the size of [`Sketch::for_items`] for a few items (65,536, or
+    /// `most_items` if fewer) and grows with the items the cache holds ([`Sketch::set_items`])
+    /// up to that size for `most_items`: a server sizes for one item per 64 bytes of its
+    /// memory, which a cache of larger items never holds, and a table of 32 bits per such item
+    /// would be 1/16 of the memory. An error if its table cannot be mapped.
+    pub fn growing(most_items: usize, bits_per_item: usize) -> std::io::Result<Sketch> {
+        let first = most_items.min(GROW_FROM_ITEMS);
+        let mut s = Sketch::sized(first, bits_per_item, words_for(first, bits_per_item))?;
+        s.most_words = words_for(most_items, bits_per_item);
+        Ok(s)
+    }
+
+    fn sized(items: usize, bits_per_item: usize, words: usize) -> std::io::Result<Sketch> {
         Ok(Sketch {
             table: Words::zeroed(words)?,
             block_mask: words / BLOCK_WORDS - 1,
             size: 0,
             sample: items.max(1).saturating_mul(SAMPLE_PER_ITEM),
             halvings: 0,
+            bits_per_item,
+            most_words: words,
         })
     }
 
@@ -75,20 +104,40 @@ impl Sketch {
     /// cannot be mapped.
     pub fn try_clone(&self) -> std::io::Result<Sketch> {
         let table = self.table.try_clone()?;
-        let Sketch { block_mask, size, sample, halvings, .. } = *self;
-        Ok(Sketch { table, block_mask, size, sample, halvings })
+        let Sketch { block_mask, size, sample, halvings, bits_per_item, most_words, .. } = *self;
+        Ok(Sketch { table, block_mask, size, sample, halvings, bits_per_item, most_words })
     }
 
     /// Follows the items the cache holds now: counters are halved every ten references per
     /// item held (at least 64), whatever the table was sized for. A cache of items larger
     /// than it expected holds fewer, and a past of ten references per expected item would be
     /// many times the cache's: estimates would saturate and promote nearly every key that
-    /// came back.
+    /// came back. A [growing](Sketch::growing) sketch also grows to its size for `items`
+    /// (never shrinks, never past its largest), each estimate unchanged.
     pub fn set_items(&mut self, items: usize) {
         self.sample = items.max(MIN_SAMPLE_ITEMS).saturating_mul(SAMPLE_PER_ITEM);
         if self.size >= self.sample {
             self.halve();
         }
+        let want = words_for(items, self.bits_per_item).min(self.most_words);
+        if want > self.table.len() {
+            // Without memory for the larger table the sketch keeps its size: estimates of a
+            // smaller table, never an error on the cleaner's path.
+            let _ = self.grow(want);
+        }
+    }
+
+    /// Grows the table to `words` (a power of two, a multiple of its length) by copies of
+    /// itself: a key's block is its hash's low bits, so in the larger table it is one of the
+    /// copies of the block it had, and every estimate stays what it was.
+    fn grow(&mut self, words: usize) -> std::io::Result<()> {
+        let mut table = Words::zeroed(words)?;
+        for copy in table.chunks_mut(self.table.len()) {
+            copy.copy_from_slice(&self.table);
+        }
+        self.table = table;
+        self.block_mask = words / BLOCK_WORDS - 1;
+        Ok(())
     }
 
     /// Bytes of the table.
@@ -302,5 +351,37 @@ mod tests {
             "{over} of {} keys overestimated by 3 or more",
             truth.len()
         );
+    }
+
+    #[test]
+    fn a_growing_sketch_grows_with_the_items_held_and_keeps_every_estimate() {
+        let mut s = Sketch::growing(1 << 20, 32).unwrap();
+        assert_eq!(s.bytes(), (1 << 16) * 32 / 8, "sized for 65,536 items at first");
+        let mut x = 11u64;
+        let keys: Vec<u32> = (0..50_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x as u32) & !1
+            })
+            .collect();
+        for (i, &k) in keys.iter().enumerate() {
+            for _ in 0..i % 5 {
+                s.increment(k);
+            }
+        }
+        let before: Vec<u8> = keys.iter().map(|&k| s.estimate(k)).collect();
+        s.set_items(300_000);
+        assert_eq!(s.bytes(), (1 << 18) * 8, "300,000 items at 32 bits, rounded up: 2^18 words");
+        assert_eq!(keys.iter().map(|&k| s.estimate(k)).collect::<Vec<_>>(), before);
+        s.set_items(50_000_000);
+        assert_eq!(s.bytes(), (1 << 20) * 32 / 8, "never past its size for its most items");
+        assert_eq!(keys.iter().map(|&k| s.estimate(k)).collect::<Vec<_>>(), before);
+        s.set_items(100);
+        assert_eq!(s.bytes(), (1 << 20) * 32 / 8, "never shrinks");
+        let mut fixed = Sketch::for_items(1 << 16, 32).unwrap();
+        fixed.set_items(1 << 20);
+        assert_eq!(fixed.bytes(), (1 << 16) * 32 / 8, "a sketch for_items keeps its size");
     }
 }

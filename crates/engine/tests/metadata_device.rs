@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
-use fridge_engine::{CleanerMode, Engine, EngineConfig, Eviction, ManualClock, MetadataDevice};
+use fridge_engine::{
+    CleanerMode, Engine, EngineConfig, Eviction, ManualClock, MetadataDevice, Store, TenantId,
+};
 
 fn engine(device: MetadataDevice, cleaner: CleanerMode) -> Result<Engine, String> {
     let config = EngineConfig {
@@ -32,10 +34,15 @@ fn the_queues_keep_a_sketch_unless_a_gpu_is_asked_for() {
     for device in [MetadataDevice::Cpu, MetadataDevice::Auto] {
         let e = Engine::with_clock(queues(device), Arc::new(ManualClock::new(1))).unwrap();
         assert_eq!(e.stats().metadata.device, "sketch");
-        // 32 bits for each of the 512K expected items (one per 64 bytes): 2 MiB.
-        assert_eq!(e.stats().metadata.bytes, 2 << 20);
+        // Sized for 65,536 items at 32 bits at first (it grows with the items held: below).
+        assert_eq!(e.stats().metadata.bytes, 256 << 10);
         assert_eq!(e.metadata_note(), None);
     }
+    // Sized for `hitmap_items` from the start where they are given: 32 bits for each of the
+    // 512K items, 2 MiB.
+    let given = EngineConfig { hitmap_items: 512 << 10, ..queues(MetadataDevice::Cpu) };
+    let e = Engine::with_clock(given, Arc::new(ManualClock::new(1))).unwrap();
+    assert_eq!(e.stats().metadata.bytes, 2 << 20);
     let gpu = Engine::with_clock(queues(MetadataDevice::Gpu), Arc::new(ManualClock::new(1)));
     match gpu {
         Ok(e) => assert!(e.stats().metadata.device.starts_with("gpu: ")),
@@ -100,4 +107,40 @@ fn the_device_names_parse_as_the_options_spell_them() {
         assert_eq!(name.parse::<MetadataDevice>(), Ok(device));
     }
     assert!("tpu".parse::<MetadataDevice>().unwrap_err().contains("cpu, gpu or auto"));
+}
+
+#[test]
+fn the_queues_sketch_grows_with_the_items_held_and_is_counted() {
+    let config = |hitmap_items| EngineConfig {
+        max_memory: 32 << 20,
+        segment_size: 1 << 20,
+        cleaner: CleanerMode::Inline,
+        hitmap_items,
+        ..EngineConfig::default()
+    };
+    // Items of about 60 bytes, twice what the memory holds: the cleaner evicts, and tells
+    // the sketch the items held at each pass.
+    let run = |config| {
+        let e = Engine::with_clock(config, Arc::new(ManualClock::new(1))).unwrap();
+        let start = e.stats();
+        let mut w = e.worker().unwrap();
+        for i in 0..1_000_000u64 {
+            w.store(Store::new(TenantId(0), &i.to_le_bytes(), &[1; 24])).unwrap();
+        }
+        e.validate();
+        (start, e.stats())
+    };
+    let (start, grown) = run(config(0));
+    assert_eq!(start.metadata.bytes, 256 << 10);
+    assert!(grown.evictions > 0 && grown.items > 300_000, "{} held", grown.items);
+    // 32 bits for each of the 300,000 or more items held, rounded up to a power of two, is
+    // the most it may take: its size for the 512K items expected (one per 64 bytes), 2 MiB.
+    assert_eq!(grown.metadata.bytes, 2 << 20);
+    // Counted outside the arena as a sketch of that size from the start is (the cleaner's
+    // buffers, also counted there, differ a little between the two runs).
+    let (_, fixed) = run(config(512 << 10));
+    assert_eq!(fixed.metadata.bytes, 2 << 20);
+    let outside = |s: &fridge_engine::EngineStats| (s.overhead_bytes - s.index_bytes) as i64;
+    let apart = outside(&grown) - outside(&fixed);
+    assert!(apart.abs() < 256 << 10, "outside the arena: {apart} bytes apart");
 }

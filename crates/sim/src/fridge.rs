@@ -257,7 +257,14 @@ impl FridgeCache {
             max_participants: 4,
             seed: options.seed,
             hitmap_bits_per_item: options.hitmap_bits_per_item,
-            hitmap_items: options.hitmap_items,
+            // Always given, so the queues' sketch has its size from the start (the server's,
+            // sized by default for one item per 64 bytes, grows with the items held): the
+            // simulator's tables stay those of a sketch of one size.
+            hitmap_items: if options.hitmap_items > 0 {
+                options.hitmap_items
+            } else {
+                (max_memory / 64).max(1)
+            },
             cleaner_candidates: options.cleaner_candidates,
             free_watermark: options.free_watermark,
             eviction: options.eviction,
