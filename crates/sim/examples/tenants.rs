@@ -326,6 +326,9 @@ fn run_fridge(
         // Nobody reads the values: lay them out, do not copy them (as `fridge-sim`).
         copy_values: false,
         shadow_bytes,
+        // The eviction metadata sized from the start, as in `fridge-sim` (the server's
+        // frequency sketch, for the `queues` rows, would grow with the items held).
+        hitmap_items: (memory as usize / 64).max(1),
         ..EngineConfig::default()
     };
     let engine = Engine::with_clock(config, Arc::new(clock.clone())).expect("engine");
