@@ -73,22 +73,7 @@ impl Sketch {
     /// for every two items), rounded up to a power of two words and at least one block; an
     /// error if its table cannot be mapped.
     pub fn for_items(items: usize, bits_per_item: usize) -> std::io::Result<Sketch> {
-        Sketch::sized(items, bits_per_item, words_for(items, bits_per_item))
-    }
-
-    /// A sketch that starts at the size of [`Sketch::for_items`] for a few items (65,536, or
-    /// `most_items` if fewer) and grows with the items the cache holds ([`Sketch::set_items`])
-    /// up to that size for `most_items`: a server sizes for one item per 64 bytes of its
-    /// memory, which a cache of larger items never holds, and a table of 32 bits per such item
-    /// would be 1/16 of the memory. An error if its table cannot be mapped.
-    pub fn growing(most_items: usize, bits_per_item: usize) -> std::io::Result<Sketch> {
-        let first = most_items.min(GROW_FROM_ITEMS);
-        let mut s = Sketch::sized(first, bits_per_item, words_for(first, bits_per_item))?;
-        s.most_words = words_for(most_items, bits_per_item);
-        Ok(s)
-    }
-
-    fn sized(items: usize, bits_per_item: usize, words: usize) -> std::io::Result<Sketch> {
+        let words = words_for(items, bits_per_item);
         Ok(Sketch {
             table: Words::zeroed(words)?,
             block_mask: words / BLOCK_WORDS - 1,
@@ -98,6 +83,18 @@ impl Sketch {
             bits_per_item,
             most_words: words,
         })
+    }
+
+    /// A sketch that starts at the size of [`Sketch::for_items`] for a few items (65,536, or
+    /// `most_items` if fewer) and grows with the items the cache holds ([`Sketch::set_items`])
+    /// up to that size for `most_items`: a server sizes for one item per 64 bytes of its
+    /// memory, which a cache of larger items never holds, and a table of 32 bits per such item
+    /// would be 1/16 of the memory. An error if its table cannot be mapped.
+    pub fn growing(most_items: usize, bits_per_item: usize) -> std::io::Result<Sketch> {
+        let first = most_items.min(GROW_FROM_ITEMS);
+        let mut s = Sketch::for_items(first, bits_per_item)?;
+        s.most_words = words_for(most_items, bits_per_item);
+        Ok(s)
     }
 
     /// A copy of the sketch (benchmarks start each run from one); an error if its table
