@@ -132,6 +132,41 @@ impl std::ops::DerefMut for Words {
     }
 }
 
+/// Zeroed atomic `u64` words in a [`Mapping`] advised for transparent huge pages, for tables
+/// one thread writes while others read them (the queues' ghosts). Pages are touched lazily,
+/// so a table that uses only a prefix of its words takes resident memory for that prefix
+/// alone.
+#[derive(Debug)]
+pub(crate) struct AtomicWords {
+    mapping: Mapping,
+    len: usize,
+}
+
+impl AtomicWords {
+    /// `len` zeroed words; an error (out of memory or address space) if they cannot be mapped.
+    pub(crate) fn zeroed(len: usize) -> std::io::Result<AtomicWords> {
+        let bytes = len.checked_mul(8).ok_or_else(|| std::io::Error::from(OutOfMemory))?;
+        Ok(AtomicWords { mapping: Mapping::new(bytes)?, len })
+    }
+}
+
+impl std::ops::Deref for AtomicWords {
+    type Target = [std::sync::atomic::AtomicU64];
+    fn deref(&self) -> &[std::sync::atomic::AtomicU64] {
+        // SAFETY: the mapping is page-aligned (so 8-byte aligned), zero-filled and at least
+        // `len` words long; `AtomicU64` has the size and alignment of `u64`, and every bit
+        // pattern is a valid one. The words are only ever reached through this shared slice of
+        // atomics (there is no `DerefMut`), so no plain access races an atomic one. The slice
+        // borrows `self`, which owns the mapping.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.mapping.as_ptr().cast::<std::sync::atomic::AtomicU64>(),
+                self.len,
+            )
+        }
+    }
+}
+
 /// The segments' memory.
 #[derive(Debug)]
 pub struct Arena {

@@ -33,8 +33,9 @@ pub(crate) struct Inner {
     /// Bytes outside the arena that do not change: segment headers, the eviction metadata
     /// as it was at the start, the expiry sweep's per-segment state.
     pub(crate) fixed_overhead: usize,
-    /// The eviction metadata's bytes at the start, and what it has grown by since (a growing
-    /// frequency sketch, [`EngineConfig::sketch_grows`]; as of the cleaner's last pass).
+    /// The eviction metadata's bytes at the start (the hitmap or frequency sketch and the
+    /// queues' ghosts), and what it has grown by since (a growing sketch and ghosts,
+    /// [`EngineConfig::metadata_grows`]; as of the cleaner's last pass).
     pub(crate) metadata_at_start: usize,
     pub(crate) metadata_grown: AtomicUsize,
     /// Bytes of the cleaner's buffers, kept between passes (as of the last pass).
@@ -511,6 +512,19 @@ impl SweepState {
 impl Inner {
     /// Live items of every tenant (a load per tenant slot: for a pass or a growth, not a
     /// request).
+    /// Bytes of the eviction metadata: the hitmap or frequency sketch, and the queues'
+    /// ghosts.
+    pub(crate) fn eviction_metadata_bytes(&self) -> usize {
+        let ghost = |g: &Option<crate::ghost::Ghost>| g.as_ref().map_or(0, |g| g.bytes());
+        self.metadata.bytes() + ghost(&self.ghost) + ghost(&self.main_ghost)
+    }
+
+    /// The queues' ghosts' bytes.
+    pub(crate) fn ghost_bytes(&self) -> usize {
+        let ghost = |g: &Option<crate::ghost::Ghost>| g.as_ref().map_or(0, |g| g.bytes());
+        ghost(&self.ghost) + ghost(&self.main_ghost)
+    }
+
     pub(crate) fn items_held(&self) -> u64 {
         self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum()
     }

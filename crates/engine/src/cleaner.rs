@@ -348,10 +348,10 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     if sketch {
         // Its past: ten references per item held now (and its size, where it grows).
         inner.metadata.set_items(inner.items_held() as usize);
-        if inner.config.sketch_grows() {
-            let grown = inner.metadata.bytes().saturating_sub(inner.metadata_at_start);
-            inner.metadata_grown.store(grown, Ordering::Relaxed);
-        }
+    }
+    if inner.config.metadata_grows() {
+        let grown = inner.eviction_metadata_bytes().saturating_sub(inner.metadata_at_start);
+        inner.metadata_grown.store(grown, Ordering::Relaxed);
     }
     for (s, t) in survivors.iter_mut().zip(&state.temperatures) {
         let input = RankInput { age: s.age, size: s.size, tenant: s.tenant, zone: t.zone };
@@ -386,10 +386,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
     };
     // Each ghost remembers `ghost_percent` of the items in memory (S3-FIFO: as many as the
     // main queue holds), counted when it rotates.
-    let ghost_length = || {
-        let percent = queues.map_or(0, |q| usize::from(q.ghost_percent));
-        inner.items_held() as usize * percent / 100
-    };
+    let held = || inner.items_held() as usize;
     let mut evicted = std::mem::take(&mut state.evicted);
     evicted.clear();
     // Best rank first, or (with tenants) in order of need.
@@ -438,7 +435,7 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                     inner.observe_eviction(&guard, s.loc);
                     let ghost = if s.queue == SMALL { &inner.ghost } else { &inner.main_ghost };
                     if let Some(ghost) = ghost {
-                        ghost.mark(s.hash, ghost_length);
+                        ghost.mark(s.hash, held);
                     }
                     evicted.push((s.tenant, s.hash, s.size));
                     let rec = inner.record(&guard, s.loc);

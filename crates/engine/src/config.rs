@@ -230,13 +230,13 @@ impl EngineConfig {
         if self.hitmap_items > 0 { self.hitmap_items } else { (self.max_memory / 64).max(1) }
     }
 
-    /// Whether S3-FIFO's frequency sketch starts small and grows with the items held, up to
-    /// its size for [`hitmap_capacity`](EngineConfig::hitmap_capacity) items
-    /// (`sketch::Sketch::growing`): where `hitmap_items` is left to its default of one item
-    /// per 64 bytes, which a cache of larger items never holds, and the memory outside the
-    /// arena is not counted in `max_memory` (with `memory_includes_index` it is set aside
-    /// at the start, so the sketch keeps its size).
-    pub fn sketch_grows(&self) -> bool {
+    /// Whether S3-FIFO's frequency sketch and ghosts start small and grow with the items
+    /// held, up to their sizes for [`hitmap_capacity`](EngineConfig::hitmap_capacity) items
+    /// (`sketch::Sketch::growing`, `ghost::Ghost::growing`): where `hitmap_items` is left to
+    /// its default of one item per 64 bytes, which a cache of larger items never holds, and
+    /// the memory outside the arena is not counted in `max_memory` (with
+    /// `memory_includes_index` it is set aside at the start, so they keep their sizes).
+    pub fn metadata_grows(&self) -> bool {
         self.hitmap_items == 0 && !self.memory_includes_index
     }
 

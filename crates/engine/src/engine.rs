@@ -80,16 +80,23 @@ impl Engine {
         };
         let epochs = Epochs::new(config.max_participants + 2);
         let cleaner_id = epochs.register().ok_or_else(|| ConfigError("no epoch slot".into()))?;
-        let ghost = match config.eviction {
-            crate::config::Eviction::Queues(_) => Some(Ghost::new(config.hitmap_capacity())),
-            crate::config::Eviction::Memshare => None,
+        // The queues' ghosts, sized for the items held where the sketch is.
+        let new_ghost = |percent| {
+            let items = config.hitmap_capacity();
+            let ghost = if config.metadata_grows() {
+                Ghost::growing(items, percent)
+            } else {
+                Ghost::new(items, percent)
+            };
+            ghost.map_err(|e| ConfigError(format!("cannot map the queues' ghost: {e}")))
         };
-        let (main_ghost, small_target) = match config.eviction {
+        let (ghost, main_ghost, small_target) = match config.eviction {
             crate::config::Eviction::Queues(q) => (
-                q.adapts().then(|| Ghost::new(config.hitmap_capacity())),
+                Some(new_ghost(q.ghost_percent)?),
+                if q.adapts() { Some(new_ghost(q.ghost_percent)?) } else { None },
                 (segment_count * config.segment_size) as u64 * u64::from(q.small_percent) / 100,
             ),
-            crate::config::Eviction::Memshare => (None, 0),
+            crate::config::Eviction::Memshare => (None, None, 0),
         };
         let ghost_bytes =
             ghost.as_ref().map_or(0, Ghost::bytes) + main_ghost.as_ref().map_or(0, Ghost::bytes);
@@ -122,7 +129,7 @@ impl Engine {
             ),
             index,
             fixed_overhead,
-            metadata_at_start: metadata.bytes(),
+            metadata_at_start: metadata.bytes() + ghost_bytes,
             metadata_grown: AtomicUsize::new(0),
             cleaner_scratch: AtomicUsize::new(0),
             scratch_allowance,
@@ -221,7 +228,7 @@ impl Engine {
             },
         };
         let new_sketch = || {
-            let sketch = if config.sketch_grows() {
+            let sketch = if config.metadata_grows() {
                 Sketch::growing(items, bits)
             } else {
                 Sketch::for_items(items, bits)
@@ -509,6 +516,7 @@ impl Inner {
             slb_admissions: index.slb_admissions,
             shadow_bytes,
             shadow_items,
+            ghost_bytes: self.ghost_bytes(),
             items: self.tenants.iter().map(|t| load(&t.items)).sum(),
             item_bytes: self.tenants.iter().map(|t| load(&t.bytes)).sum(),
             gets: self.epochs.sum(|c| &c.gets),

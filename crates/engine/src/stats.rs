@@ -90,6 +90,10 @@ pub struct EngineStats {
     pub shadow_bytes: usize,
     /// Recently evicted items the tenants' shadow queues remember.
     pub shadow_items: usize,
+    /// Bytes of the queues' ghosts (`Eviction::Queues`: Bloom filters of recently evicted
+    /// keys, outside the arena and in `overhead_bytes`; the most they have used, where they
+    /// grow with the items held).
+    pub ghost_bytes: usize,
     /// Live items, all tenants.
     pub items: u64,
     /// Bytes of live items (records and values), all tenants.

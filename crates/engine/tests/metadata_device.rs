@@ -110,7 +110,7 @@ fn the_device_names_parse_as_the_options_spell_them() {
 }
 
 #[test]
-fn the_queues_sketch_grows_with_the_items_held_and_is_counted() {
+fn the_queues_sketch_and_ghosts_grow_with_the_items_held_and_are_counted() {
     let config = |hitmap_items| EngineConfig {
         max_memory: 32 << 20,
         segment_size: 1 << 20,
@@ -136,11 +136,17 @@ fn the_queues_sketch_grows_with_the_items_held_and_is_counted() {
     // 32 bits for each of the 300,000 or more items held, rounded up to a power of two, is
     // the most it may take: its size for the 512K items expected (one per 64 bytes), 2 MiB.
     assert_eq!(grown.metadata.bytes, 2 << 20);
-    // Counted outside the arena as a sketch of that size from the start is (the cleaner's
-    // buffers, also counted there, differ a little between the two runs).
+    // The two ghosts (two filters each) start at their size for 65,536 items, 2^19 bits a
+    // filter, and grow to 10 bits for each key a filter holds, half the items held, rounded
+    // up to a power of two: at most their size for the 512K items expected, 2^22 bits.
+    assert_eq!(start.ghost_bytes, 4 << 16);
+    assert!(grown.ghost_bytes > start.ghost_bytes && grown.ghost_bytes <= 2 << 20);
+    // Counted outside the arena as a sketch and ghosts of those sizes from the start are (the
+    // cleaner's buffers, also counted there, differ a little between the two runs).
     let (_, fixed) = run(config(512 << 10));
-    assert_eq!(fixed.metadata.bytes, 2 << 20);
-    let outside = |s: &fridge_engine::EngineStats| (s.overhead_bytes - s.index_bytes) as i64;
+    assert_eq!((fixed.metadata.bytes, fixed.ghost_bytes), (2 << 20, 2 << 20));
+    let outside =
+        |s: &fridge_engine::EngineStats| (s.overhead_bytes - s.index_bytes - s.ghost_bytes) as i64;
     let apart = outside(&grown) - outside(&fixed);
     assert!(apart.abs() < 256 << 10, "outside the arena: {apart} bytes apart");
 }

@@ -28,9 +28,9 @@ use crate::extended::{self, Effect};
                   512k) or bytes; durations 250ms, 30s, 5m, 1h, or seconds.\n\n\
                   Memory: --memory (-m) is item memory. On top of it come the index (13-26 \
                   bytes per item, about 19 with small items), the eviction metadata (with \
-                  S3-FIFO's queues, the default, two ghost filters of about 1/32 of it each \
-                  and a frequency sketch of --hitmap-bits-per-item bits per item held, at most \
-                  per 64 bytes of memory; with Memshare's pass, once tenants are configured, \
+                  S3-FIFO's queues, the default, two ghosts of 10-20 bits per item held and a \
+                  frequency sketch of --hitmap-bits-per-item bits per item held, at most per \
+                  64 bytes of memory; with Memshare's pass, once tenants are configured, \
                   the hitmap of those bits per 64 bytes of memory: 1/16 of it at 32), a \
                   64-byte header per segment, the cleaner's buffers (about 40 bytes per item of \
                   a cleaning pass), and for each connection 32 KiB of buffers, growing with \

@@ -490,6 +490,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("slb_admissions", e.slb_admissions);
     num("shadow_queue_bytes", e.shadow_bytes as u64);
     num("shadow_queue_items", e.shadow_items as u64);
+    num("ghost_bytes", e.ghost_bytes as u64);
     num("segments_lent", e.segments_lent as u64);
     num("value_pins", e.value_pins as u64);
     num("segments_held", e.segments_held as u64);

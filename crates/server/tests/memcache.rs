@@ -198,6 +198,8 @@ fn stats_report_standard_fields() {
     let e = server.engine().stats();
     assert_eq!(e.small_queue_target, (e.segments * e.segment_size * 15 / 100) as u64);
     assert_eq!(stats["small_queue_target"], e.small_queue_target.to_string());
+    // The queues' two ghosts start at their size for 65,536 items: two filters of 2^19 bits.
+    assert_eq!(stats["ghost_bytes"], (4 << 16).to_string());
     for sub in ["settings", "items", "slabs"] {
         c.send(format!("stats {sub}\r\n").as_bytes());
         let mut lines = 0;

@@ -333,6 +333,7 @@ fn stats_are_per_tenant_with_an_admin_view() {
     stat(&s, "hitmap_bits_per_item");
     // The field is there; it is server-wide memory, so a tenant reads 0.
     assert_eq!(stat(&s, "shadow_queue_bytes"), "0");
+    assert_eq!(stat(&s, "ghost_bytes"), "0");
     let s = stat_lines(&mut b, b"stats\r\n");
     assert_eq!(stat(&s, "curr_items"), "0");
     assert_eq!(stat(&s, "tenant_misses"), "1");

@@ -137,6 +137,7 @@ fn help(name: &str) -> String {
         "hitmap_bytes" => "bytes of the hitmap (eviction metadata)",
         "shadow_queue_bytes" => "bytes of the tenants' shadow queues (recently evicted items)",
         "shadow_queue_items" => "recently evicted items the tenants' shadow queues remember",
+        "ghost_bytes" => "bytes of the eviction queues' ghosts (recently evicted keys)",
         "hitmap_digests_applied" => "access digests the metadata worker applied to the hitmap",
         "hitmap_pools_dropped" => "reference pools dropped because the metadata worker was behind",
         _ => "",
