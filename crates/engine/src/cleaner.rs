@@ -59,7 +59,7 @@ use crate::hash::{digest_of, key_hash_in};
 use crate::index::Loc;
 use crate::item::{self, NewItem, Record};
 use crate::rank::RankInput;
-use crate::segment::{CLEANER_RESERVE, MAIN, SMALL, SegmentHeader};
+use crate::segment::{CLEANER_RESERVE, MAIN, NOTED_TENANTS, SMALL, SegmentHeader};
 use crate::stats::Counters;
 use crate::tenant::{IdleTax, TenantId, TenantState};
 
@@ -484,23 +484,42 @@ const LAP_SHARE: (usize, usize) = (7, 8);
 /// candidates by the bytes of tenants over their target.
 const QUEUE_WINDOW: usize = 8;
 
-/// Records sampled from the start of each scored segment when choosing candidates by need.
+/// Records read from the start of a segment when it is sealed, for its tenants' shares.
 const SCORE_RECORDS: usize = 32;
-/// Sealed segments scored per candidate wanted, when scoring reads records.
+/// Sealed segments scored per candidate wanted by a pass choosing candidates by need.
 const SCORE_SAMPLE_PER_CANDIDATE: usize = 4;
+/// A tenant holding more than this percentage of its target makes a pass choosing candidates
+/// by need score up to [`SCORE_SAMPLE`] segments instead of a few per candidate.
+const FAR_OVER_PERCENT: u128 = 150;
+/// Sealed segments such a pass scores, at most (at random where there are more): a score is
+/// a header read, so a pass can afford every segment of a gigabyte in megabyte segments.
+const SCORE_SAMPLE: usize = 1024;
 
 /// Takes `n` candidates for an evicting pass: half at random, half by score — dead bytes, and
-/// with several tenants also the estimated bytes of tenants over their target (Memshare §3.1).
+/// with several tenants also the estimated bytes of tenants over their target (Memshare §3.1,
+/// from the segments' headers: [`note_tenants`]) — among a sample of a few segments per
+/// candidate, or of up to [`SCORE_SAMPLE`] while a tenant holds more than
+/// [`FAR_OVER_PERCENT`] of its target (a tenant with no target and items counts: it holds
+/// what others are owed). The wide sample finds the newest segments of a tenant writing far
+/// more than it keeps; the narrow one leaves tenants a little over their targets, which is
+/// the pool's slack (`docs/design.md`, "Tenants: the arbiter in the cleaner").
 fn take_candidates(inner: &Inner, state: &mut CleanerState, n: usize) -> Vec<u32> {
     let dead = |h: &SegmentHeader| u64::from(h.dead_bytes.load(Ordering::Relaxed));
     let rng = &mut || state.next_random();
     if !inner.arbiter.enabled() {
         return inner.segments.take_candidates(n, rng, None, &mut |_, h| dead(h));
     }
-    let over: Vec<bool> = inner.tenants.iter().map(|t| need_of(t).over()).collect();
-    let sample = Some(n * SCORE_SAMPLE_PER_CANDIDATE);
-    inner.segments.take_candidates(n, rng, sample, &mut |id, h| {
-        dead(h) + over_target_bytes(inner, &over, id, h)
+    // Which tenants hold more than their target, and whether one holds far more: a tenant
+    // writing much more than it keeps holds its newest segments until passes reach them.
+    let (mut over, mut far) = (Vec::with_capacity(inner.tenants.len()), false);
+    for t in inner.tenants.iter() {
+        let need = need_of(t);
+        over.push(need.over());
+        far |= u128::from(need.actual) * 100 > u128::from(need.target) * FAR_OVER_PERCENT;
+    }
+    let sample = if far { SCORE_SAMPLE } else { n * SCORE_SAMPLE_PER_CANDIDATE };
+    inner.segments.take_candidates(n, rng, Some(sample), &mut |_, h| {
+        dead(h) + over_target_bytes(&over, h, inner.config.segment_size)
     })
 }
 
@@ -522,26 +541,57 @@ fn take_oldest(inner: &Inner, queue: u8, n: usize) -> Vec<u32> {
 fn take_oldest_by_need(inner: &Inner, queue: u8, n: usize) -> Vec<u32> {
     let over: Vec<bool> =
         inner.tenants.iter().map(|t| t.bytes.load(Ordering::Relaxed) >= t.target()).collect();
-    inner.segments.take_oldest_scored(queue, n, QUEUE_WINDOW, &mut |id, h| {
-        over_target_bytes(inner, &over, id, h)
+    inner.segments.take_oldest_scored(queue, n, QUEUE_WINDOW, &mut |_, h| {
+        over_target_bytes(&over, h, inner.config.segment_size)
     })
 }
 
-/// A sealed segment's estimated bytes of tenants over their target (`over`), from its first
-/// records (Memshare §3.1's candidate score, less the dead bytes).
-fn over_target_bytes(inner: &Inner, over: &[bool], id: u32, h: &SegmentHeader) -> u64 {
-    let (mut over_bytes, mut seen) = (0u64, 0u64);
-    for_first_records(inner, id, SCORE_RECORDS, |rec| {
-        seen += rec.size() as u64;
-        if over[usize::from(rec.tenant())] {
-            over_bytes += rec.size() as u64;
-        }
-    });
-    let used = h.used_bytes(inner.config.segment_size) as u64;
-    (over_bytes * used).checked_div(seen).unwrap_or(0)
+/// A sealed segment's estimated bytes of tenants over their target (`over`), from the
+/// tenants its header names (Memshare §3.1's candidate score, less the dead bytes).
+fn over_target_bytes(over: &[bool], h: &SegmentHeader, segment_size: usize) -> u64 {
+    let noted = h.tenants.iter().map(|t| t.load(Ordering::Relaxed));
+    let share: u64 =
+        noted.filter(|&t| over[(t >> 16) as usize]).map(|t| u64::from(t & 0xFFFF)).sum();
+    (share * h.used_bytes(segment_size) as u64) >> 16
 }
 
-/// Calls `f` with up to `max` records from the start of a sealed segment.
+/// Notes in `segment`'s header, as its owner is about to seal it, the tenants with the most
+/// bytes among its first records and their shares of those bytes: what a pass choosing
+/// candidates by need scores ([`over_target_bytes`]: each share of the bytes written) without
+/// reading any record. Zero where tenants share no memory (no pass scores by need). The
+/// caller MUST own the segment (its open head: nobody else writes, frees or reuses it) and
+/// have published or abandoned every item it wrote there.
+pub(crate) fn note_tenants(inner: &Inner, segment: u32) {
+    let h = inner.segments.header(segment);
+    let mut noted = [0u32; NOTED_TENANTS];
+    if inner.arbiter.enabled() {
+        // Bytes per tenant among the first records: at most `SCORE_RECORDS` tenants.
+        let mut seen = [(0u16, 0u64); SCORE_RECORDS];
+        let (mut distinct, mut total) = (0, 0u64);
+        for_first_records(inner, segment, SCORE_RECORDS, |rec| {
+            let (tenant, size) = (rec.tenant(), rec.size() as u64);
+            total += size;
+            match seen[..distinct].iter_mut().find(|(t, _)| *t == tenant) {
+                Some((_, bytes)) => *bytes += size,
+                None => {
+                    seen[distinct] = (tenant, size);
+                    distinct += 1;
+                }
+            }
+        });
+        seen[..distinct].sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        for (note, &(tenant, bytes)) in noted.iter_mut().zip(&seen[..distinct]) {
+            let share = (bytes << 16).checked_div(total).unwrap_or(0).min(0xFFFF) as u32;
+            *note = u32::from(tenant) << 16 | share;
+        }
+    }
+    for (field, note) in h.tenants.iter().zip(noted) {
+        field.store(note, Ordering::Relaxed);
+    }
+}
+
+/// Calls `f` with up to `max` records from the start of a segment that is sealed (the caller
+/// holding the segment-list lock) or that the caller owns.
 fn for_first_records(inner: &Inner, segment: u32, max: usize, mut f: impl FnMut(Record)) {
     let top = inner.segments.header(segment).key_top.load(Ordering::Acquire) as usize;
     let base = inner.arena.segment_ptr(segment);
@@ -550,9 +600,9 @@ fn for_first_records(inner: &Inner, segment: u32, max: usize, mut f: impl FnMut(
         if offset >= top {
             break;
         }
-        // SAFETY: the segment is sealed and the caller holds the segment-list lock, so no
-        // one can take it off the sealed list, free or reuse it while we read; records in
-        // [0, key_top) of a sealed segment are complete and never written again.
+        // SAFETY: the segment is sealed and the caller holds the segment-list lock, or the
+        // caller owns it as its open head: either way no one can free or reuse it while we
+        // read, and records in [0, key_top) are complete and never written again.
         let rec = unsafe { Record::at(base, offset) };
         f(rec);
         offset += rec.record_len();
@@ -739,6 +789,7 @@ fn copy_out(
             if let Some(written) = inner.append_to(seg, &new_item, &[rec.value()]) {
                 return Some(written);
             }
+            note_tenants(inner, seg);
             inner.segments.seal(seg);
             *head = None;
         }
@@ -807,6 +858,8 @@ mod tests {
     use std::collections::VecDeque;
     use std::sync::Arc;
 
+    use std::sync::atomic::Ordering;
+
     use super::{Tenants, serve_by_need};
     use crate::arbiter::Need;
     use crate::{CleanerMode, Engine, EngineConfig, ManualClock, Store, TenantId};
@@ -864,6 +917,72 @@ mod tests {
             }
             let got: Vec<(usize, bool)> = got.iter().map(|s| (s.index, s.within_cap)).collect();
             assert_eq!(got, want);
+        }
+    }
+
+    #[test]
+    fn sealed_segments_name_the_tenants_that_wrote_them() {
+        // Tenants 1 and 2 write items of one size in the pattern 1, 1, 2, twice what the
+        // memory holds: workers' heads and the cleaner's outputs seal. Each sealed segment's
+        // header names the tenants of its first records with their shares of those bytes, which
+        // is all a pass choosing candidates by need reads; with no tenant configured, nothing.
+        for tenants in [true, false] {
+            let config = EngineConfig {
+                max_memory: 4 << 20,
+                segment_size: 64 << 10,
+                max_item_size: 64 << 10,
+                cleaner: CleanerMode::Inline,
+                eviction: crate::Eviction::Memshare,
+                ..EngineConfig::default()
+            };
+            let engine = Engine::with_clock(config, Arc::new(ManualClock::new(1))).unwrap();
+            if tenants {
+                for t in 1..=2 {
+                    let policy = crate::TenantPolicy { reserved: 1 << 20, ..Default::default() };
+                    engine.set_tenant_policy(TenantId(t), policy);
+                }
+            }
+            let mut w = engine.worker().unwrap();
+            for i in 0..60_000u64 {
+                let t = [1, 1, 2][(i % 3) as usize];
+                w.store(Store::new(TenantId(t), &i.to_le_bytes(), &[7; 100])).unwrap();
+            }
+            let inner = engine.inner();
+            assert!(engine.stats().relocated_items > 0, "no pass kept anything");
+            let (mut sealed, mut two_thirds) = (0, 0);
+            for id in 0..engine.stats().segments as u32 {
+                let h = inner.segments.header(id);
+                if !h.sealed.load(Ordering::Acquire) {
+                    continue;
+                }
+                sealed += 1;
+                let notes: Vec<(usize, u64)> = h
+                    .tenants
+                    .iter()
+                    .map(|n| n.load(Ordering::Relaxed))
+                    .filter(|&n| n != 0)
+                    .map(|n| ((n >> 16) as usize, u64::from(n & 0xFFFF)))
+                    .collect();
+                if !tenants {
+                    assert!(notes.is_empty(), "segment {id}: {notes:?}");
+                    continue;
+                }
+                let total: u64 = notes.iter().map(|n| n.1).sum();
+                assert!((65_530..=65_536).contains(&total), "segment {id}: {notes:?}");
+                assert!(notes.iter().all(|n| n.0 == 1 || n.0 == 2), "segment {id}: {notes:?}");
+                let mut over = vec![false; crate::item::MAX_TENANTS];
+                over[1] = true;
+                let one = notes.iter().find(|n| n.0 == 1).map_or(0, |n| n.1);
+                let bytes = (one * h.used_bytes(64 << 10) as u64) >> 16;
+                assert_eq!(super::over_target_bytes(&over, h, 64 << 10), bytes);
+                if (41_000..46_500).contains(&one) {
+                    two_thirds += 1;
+                }
+            }
+            assert!(sealed > 32, "{sealed} sealed segments");
+            // A worker's segment holds tenant 1's two items of every three (the cleaner's
+            // outputs hold the survivors in order of need, a tenant's run at a time).
+            assert!(!tenants || two_thirds > 0, "{two_thirds} of {sealed}");
         }
     }
 

@@ -53,12 +53,20 @@ pub struct SegmentHeader {
     /// Values of the segment held past their readers' epoch guards ([`crate::ValuePin`]: a
     /// reply being written from the segment). A retired segment is not freed while any is.
     pub pins: AtomicU32,
+    /// The tenants with the most bytes among the segment's first records (up to six), each
+    /// as `tenant << 16 | its share of those bytes in 65,536ths`, noted by the owner as it
+    /// seals the segment (`crate::cleaner::note_tenants`; zero where tenants share no
+    /// memory): what a pass choosing candidates by need reads instead of the records.
+    pub tenants: [AtomicU32; NOTED_TENANTS],
     /// Whether the segment has been sealed since it was last taken. Its owner seals it only
     /// after publishing (or abandoning) every item it wrote there, and stores this with
     /// `Release`: whoever loads `true` with `Acquire` finds every item of the segment in the
     /// index or gone from it (the expiry sweep relies on this, see `crate::expiry`).
     pub sealed: AtomicBool,
 }
+
+/// Tenants a segment's header names ([`SegmentHeader::tenants`]).
+pub const NOTED_TENANTS: usize = 6;
 
 /// [`SegmentHeader::queue`] of a segment writers fill with new items.
 pub const SMALL: u8 = 0;

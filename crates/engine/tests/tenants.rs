@@ -211,3 +211,41 @@ fn gets_are_counted_per_tenant_only_while_credits_are_weighed_by_hit_ratio() {
         }
     }
 }
+
+/// A tenant that writes most of the bytes (new keys of large values, never read) is held to
+/// its target by the passes, which choose their candidates by the bytes of tenants over their
+/// targets that the segments' headers note (`cleaner::note_tenants`); the tenants that read
+/// keep their reservations.
+#[test]
+fn a_tenant_writing_most_of_the_bytes_is_held_to_its_target() {
+    let clock = ManualClock::new(1_000);
+    let engine = engine(&clock);
+    let usable = MEMORY as u64 * 9 / 10;
+    let reserved = usable * 3 / 10; // three tenants, 90% reserved
+    for t in 1..=3 {
+        engine.set_tenant_policy(TenantId(t), TenantPolicy { reserved, ..TenantPolicy::default() });
+    }
+    let mut w = engine.worker().unwrap();
+    let large = [5u8; 4_000];
+    let (mut rng, mut written) = (11u64, 0u64);
+    let steady = 2 * reserved / ITEM;
+    for i in 0..700_000u64 {
+        let r = next(&mut rng);
+        if r % 100 < 20 {
+            // Tenant 3: a new 4 KB value, about four fifths of the bytes written.
+            written += 1;
+            w.store(Store::new(TenantId(3), &written.to_le_bytes(), &large)).unwrap();
+        } else {
+            request(&mut w, 1 + (r % 2) as u16, next(&mut rng) % steady);
+        }
+        if i >= 300_000 && i % 50_000 == 0 {
+            let writer = engine.tenant_stats(TenantId(3));
+            assert!(writer.bytes <= writer.target + SLACK, "request {i}: the writer {writer:?}");
+            for t in 1..=2 {
+                let s = engine.tenant_stats(TenantId(t));
+                assert!(s.bytes + SLACK >= reserved, "request {i}: tenant {t} {s:?}");
+            }
+        }
+    }
+    engine.validate();
+}
