@@ -138,15 +138,14 @@ impl std::ops::DerefMut for Words {
 /// alone.
 #[derive(Debug)]
 pub(crate) struct AtomicWords {
-    mapping: Mapping,
-    len: usize,
+    /// Reached only through the atomic view below, never as plain words.
+    words: Words,
 }
 
 impl AtomicWords {
     /// `len` zeroed words; an error (out of memory or address space) if they cannot be mapped.
     pub(crate) fn zeroed(len: usize) -> std::io::Result<AtomicWords> {
-        let bytes = len.checked_mul(8).ok_or_else(|| std::io::Error::from(OutOfMemory))?;
-        Ok(AtomicWords { mapping: Mapping::new(bytes)?, len })
+        Ok(AtomicWords { words: Words::zeroed(len)? })
     }
 }
 
@@ -156,12 +155,12 @@ impl std::ops::Deref for AtomicWords {
         // SAFETY: the mapping is page-aligned (so 8-byte aligned), zero-filled and at least
         // `len` words long; `AtomicU64` has the size and alignment of `u64`, and every bit
         // pattern is a valid one. The words are only ever reached through this shared slice of
-        // atomics (there is no `DerefMut`), so no plain access races an atomic one. The slice
-        // borrows `self`, which owns the mapping.
+        // atomics (`words` is private and its plain view never used), so no plain access races
+        // an atomic one. The slice borrows `self`, which owns the mapping.
         unsafe {
             std::slice::from_raw_parts(
-                self.mapping.as_ptr().cast::<std::sync::atomic::AtomicU64>(),
-                self.len,
+                self.words.mapping.as_ptr().cast::<std::sync::atomic::AtomicU64>(),
+                self.words.len,
             )
         }
     }
