@@ -510,13 +510,10 @@ impl SweepState {
 }
 
 impl Inner {
-    /// Live items of every tenant (a load per tenant slot: for a pass or a growth, not a
-    /// request).
     /// Bytes of the eviction metadata: the hitmap or frequency sketch, and the queues'
     /// ghosts.
     pub(crate) fn eviction_metadata_bytes(&self) -> usize {
-        let ghost = |g: &Option<crate::ghost::Ghost>| g.as_ref().map_or(0, |g| g.bytes());
-        self.metadata.bytes() + ghost(&self.ghost) + ghost(&self.main_ghost)
+        self.metadata.bytes() + self.ghost_bytes()
     }
 
     /// The queues' ghosts' bytes.
@@ -525,6 +522,16 @@ impl Inner {
         ghost(&self.ghost) + ghost(&self.main_ghost)
     }
 
+    /// Seals a head segment its caller owns, once every item it wrote there is published or
+    /// abandoned: notes the tenants that wrote it in its header
+    /// ([`crate::cleaner::note_tenants`]), then puts it on its sealed list.
+    pub(crate) fn seal(&self, segment: u32) {
+        crate::cleaner::note_tenants(self, segment);
+        self.segments.seal(segment);
+    }
+
+    /// Live items of every tenant (a load per tenant slot: for a pass or a growth, not a
+    /// request).
     pub(crate) fn items_held(&self) -> u64 {
         self.tenants.iter().map(|t| t.items.load(Ordering::Relaxed)).sum()
     }

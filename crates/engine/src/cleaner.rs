@@ -789,8 +789,7 @@ fn copy_out(
             if let Some(written) = inner.append_to(seg, &new_item, &[rec.value()]) {
                 return Some(written);
             }
-            note_tenants(inner, seg);
-            inner.segments.seal(seg);
+            inner.seal(seg);
             *head = None;
         }
         if *outputs_left == 0 {
@@ -857,7 +856,6 @@ pub(crate) fn evict_oldest(inner: &Inner, participant: &Slot) -> bool {
 mod tests {
     use std::collections::VecDeque;
     use std::sync::Arc;
-
     use std::sync::atomic::Ordering;
 
     use super::{Tenants, serve_by_need};
@@ -950,6 +948,8 @@ mod tests {
             let inner = engine.inner();
             assert!(engine.stats().relocated_items > 0, "no pass kept anything");
             let (mut sealed, mut two_thirds) = (0, 0);
+            let mut over = vec![false; crate::item::MAX_TENANTS];
+            over[1] = true;
             for id in 0..engine.stats().segments as u32 {
                 let h = inner.segments.header(id);
                 if !h.sealed.load(Ordering::Acquire) {
@@ -970,8 +970,6 @@ mod tests {
                 let total: u64 = notes.iter().map(|n| n.1).sum();
                 assert!((65_530..=65_536).contains(&total), "segment {id}: {notes:?}");
                 assert!(notes.iter().all(|n| n.0 == 1 || n.0 == 2), "segment {id}: {notes:?}");
-                let mut over = vec![false; crate::item::MAX_TENANTS];
-                over[1] = true;
                 let one = notes.iter().find(|n| n.0 == 1).map_or(0, |n| n.1);
                 let bytes = (one * h.used_bytes(64 << 10) as u64) >> 16;
                 assert_eq!(super::over_target_bytes(&over, h, 64 << 10), bytes);

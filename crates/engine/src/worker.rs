@@ -126,8 +126,7 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         for seg in self.heads.iter_mut().filter_map(Option::take) {
-            crate::cleaner::note_tenants(&self.inner, seg);
-            self.inner.segments.seal(seg);
+            self.inner.seal(seg);
         }
         self.flush_references();
         self.inner.epochs.unregister(std::mem::replace(&mut self.slot, Slot::DETACHED));
@@ -264,8 +263,7 @@ impl Worker {
                 if let Some(written) = inner.append_to(seg, item, value) {
                     return Ok(written);
                 }
-                crate::cleaner::note_tenants(inner, seg);
-                inner.segments.seal(seg);
+                inner.seal(seg);
                 *head = None;
             }
             *head = Some(inner.acquire_segment(&self.slot, queue)?);
