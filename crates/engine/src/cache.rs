@@ -522,14 +522,6 @@ impl Inner {
         ghost(&self.ghost) + ghost(&self.main_ghost)
     }
 
-    /// Seals a head segment its caller owns, once every item it wrote there is published or
-    /// abandoned: notes the tenants that wrote it in its header
-    /// ([`crate::cleaner::note_tenants`]), then puts it on its sealed list.
-    pub(crate) fn seal(&self, segment: u32) {
-        crate::cleaner::note_tenants(self, segment);
-        self.segments.seal(segment);
-    }
-
     /// Live items of every tenant (a load per tenant slot: for a pass or a growth, not a
     /// request).
     pub(crate) fn items_held(&self) -> u64 {

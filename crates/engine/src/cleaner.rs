@@ -555,13 +555,21 @@ fn over_target_bytes(over: &[bool], h: &SegmentHeader, segment_size: usize) -> u
     (share * h.used_bytes(segment_size) as u64) >> 16
 }
 
+/// Seals a head segment its caller owns, once every item it wrote there is published or
+/// abandoned: notes the tenants that wrote it in its header ([`note_tenants`]), then puts it
+/// on its sealed list. Every seal of a head goes through here.
+pub(crate) fn seal(inner: &Inner, segment: u32) {
+    note_tenants(inner, segment);
+    inner.segments.seal(segment);
+}
+
 /// Notes in `segment`'s header, as its owner is about to seal it, the tenants with the most
 /// bytes among its first records and their shares of those bytes: what a pass choosing
 /// candidates by need scores ([`over_target_bytes`]: each share of the bytes written) without
 /// reading any record. Zero where tenants share no memory (no pass scores by need). The
 /// caller MUST own the segment (its open head: nobody else writes, frees or reuses it) and
 /// have published or abandoned every item it wrote there.
-pub(crate) fn note_tenants(inner: &Inner, segment: u32) {
+fn note_tenants(inner: &Inner, segment: u32) {
     let h = inner.segments.header(segment);
     let mut noted = [0u32; NOTED_TENANTS];
     if inner.arbiter.enabled() {
@@ -789,7 +797,7 @@ fn copy_out(
             if let Some(written) = inner.append_to(seg, &new_item, &[rec.value()]) {
                 return Some(written);
             }
-            inner.seal(seg);
+            seal(inner, seg);
             *head = None;
         }
         if *outputs_left == 0 {

@@ -126,7 +126,7 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         for seg in self.heads.iter_mut().filter_map(Option::take) {
-            self.inner.seal(seg);
+            crate::cleaner::seal(&self.inner, seg);
         }
         self.flush_references();
         self.inner.epochs.unregister(std::mem::replace(&mut self.slot, Slot::DETACHED));
@@ -263,7 +263,7 @@ impl Worker {
                 if let Some(written) = inner.append_to(seg, item, value) {
                     return Ok(written);
                 }
-                inner.seal(seg);
+                crate::cleaner::seal(inner, seg);
                 *head = None;
             }
             *head = Some(inner.acquire_segment(&self.slot, queue)?);
