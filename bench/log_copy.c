@@ -4,14 +4,14 @@
  * worker's head segment (docs/design.md, "Hashes, lists, sets and sorted sets"): the source is
  * the value's previous version, written by the previous write, and the destination is log
  * memory the head has not touched since the log last went round. This program repeats that
- * copy in a region of REGION MiB (an anonymous mapping advised for transparent huge pages, as
+ * copy in regions of 1, 8, 128 and 1,024 MiB (anonymous mappings advised for huge pages, as
  * the engine's arena is), each copy going SIZE bytes further down (values fill a segment from
- * its top) and reading the previous copy, with about 3 us of system calls between copies (a
- * request's receive, send and poll), and reports the median over three rounds of the time of
+ * its top) and reading the previous copy, with 20 system calls (getppid) between copies in place
+ * of a request's receive, send and poll, and reports the median over three rounds of the time of
  * one copy:
  *
  *   memcpy     glibc's memcpy (what the engine's copy_from_slice calls)
- *   stream     64-byte non-temporal stores (no read of the destination lines)
+ *   stream     16-byte non-temporal stores (SSE2; no read of the destination lines)
  *   prefetch   memcpy, the next destination prefetched for writing right after each copy (the
  *              time the prefetches take to issue is reported beside it)
  *
