@@ -30,6 +30,8 @@ pub(crate) struct Inner {
     pub(crate) arena: Arena,
     pub(crate) segments: Segments,
     pub(crate) index: Index,
+    /// The locks that let a write change a published collection in place (`crate::edit`).
+    pub(crate) edits: crate::edit::EditLocks,
     /// Bytes outside the arena that do not change: segment headers, the eviction metadata
     /// as it was at the start, the expiry sweep's per-segment state.
     pub(crate) fixed_overhead: usize,

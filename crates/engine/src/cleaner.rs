@@ -57,7 +57,7 @@ use crate::events::KeyEventKind;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash_in};
 use crate::index::Loc;
-use crate::item::{self, NewItem, Record};
+use crate::item::{self, Kind, NewItem, Record};
 use crate::rank::RankInput;
 use crate::segment::{CLEANER_RESERVE, MAIN, NOTED_TENANTS, SMALL, SegmentHeader};
 use crate::stats::Counters;
@@ -403,14 +403,14 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         // their target (Memshare's need decides among them).
         let keep =
             within_cap && (s.freq >= s.min_freq || needy || compacting) && relocated.0 < max_keep;
-        let copied = if keep {
-            copy_out(inner, &guard, state, s, now, recency, &mut outputs_left)
+        let moved = if keep {
+            move_out(inner, &guard, state, s, now, recency, &mut outputs_left)
         } else {
-            None
+            Moved::NoRoom
         };
-        match copied {
-            Some((new, size)) => {
-                if relocate(inner, &guard, s.hash, s.loc, new) {
+        match moved {
+            Moved::To(new, size) => {
+                {
                     relocated.0 += 1;
                     relocated.1 += size as u64;
                     // State bits set on the old record while it was copied carry over.
@@ -424,13 +424,13 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
                     // The copy is a record the expiry sweep's pass under way may not
                     // account for (see `crate::expiry`).
                     inner.note_expiry(inner.expires_at(&inner.record(&guard, new), new));
-                } else {
-                    inner.segments.header(new.segment).add_dead(size);
                 }
             }
+            // The key changed while it was copied: the copy is dead, the old item too.
+            Moved::Gone => {}
             // Out of room (in a compaction this is rare: the estimate was off; evicting the
             // rest keeps every pass making progress), or over the tenant's hard cap.
-            None => {
+            Moved::NoRoom => {
                 if unlink_at(inner, &guard, s.hash, s.loc) {
                     inner.observe_eviction(&guard, s.loc);
                     let ghost = if s.queue == SMALL { &inner.ghost } else { &inner.main_ghost };
@@ -753,8 +753,59 @@ fn sample_idle(inner: &Inner, survivors: &[Survivor], now: u64) {
     }
 }
 
+/// What became of a survivor the pass meant to keep.
+enum Moved {
+    /// Copied and relocated: its new location and size.
+    To(Loc, usize),
+    /// Its key changed or went while it was copied.
+    Gone,
+    /// No room in the pass's output budget.
+    NoRoom,
+}
+
+/// Copies a survivor into the cleaner's output head (opening a new output segment if there is
+/// budget left) and points its slot at the copy.
+///
+/// A collection may be edited in place by a writer holding its root lock (`crate::edit`), so
+/// it is copied under that lock, found still at its old place first; a string, whose bytes
+/// never change, is copied unlocked and relocated if the slot still points at it.
+fn move_out(
+    inner: &Inner,
+    guard: &Guard<'_>,
+    state: &mut CleanerState,
+    s: &Survivor,
+    now: u64,
+    recency: u8,
+    outputs_left: &mut usize,
+) -> Moved {
+    if inner.record(guard, s.loc).kind() == Kind::STRING {
+        return match copy_out(inner, guard, state, s, now, recency, outputs_left) {
+            Some((new, size)) if relocate(inner, guard, s.hash, s.loc, new) => Moved::To(new, size),
+            Some((new, size)) => {
+                inner.segments.header(new.segment).add_dead(size);
+                Moved::Gone
+            }
+            None => Moved::NoRoom,
+        };
+    }
+    let locked = inner.lock_key(guard, s.hash);
+    let Some((slot, _)) = locked.find(|l| l == s.loc) else { return Moved::Gone };
+    match copy_out(inner, guard, state, s, now, recency, outputs_left) {
+        Some((new, size)) => {
+            // As `relocate`: the bytes moved unchanged, the old copy is dead bytes.
+            locked.replace(slot, new);
+            let old_size = inner.record(guard, s.loc).size();
+            inner.segments.header(s.loc.segment).add_dead(old_size);
+            Moved::To(new, size)
+        }
+        None => Moved::NoRoom,
+    }
+}
+
 /// Copies a survivor into the cleaner's output head, opening a new output segment if there is
-/// budget left. Returns the copy's location and size, or `None` if it does not fit.
+/// budget left. Returns the copy's location and size, or `None` if it does not fit. May run
+/// under the survivor's root lock (`move_out`): a new output segment comes from `take_free`,
+/// which pops a list under its leaf mutex and waits for nothing.
 fn copy_out(
     inner: &Inner,
     guard: &Guard<'_>,

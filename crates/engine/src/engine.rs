@@ -128,6 +128,7 @@ impl Engine {
                 matches!(config.eviction, crate::config::Eviction::Queues(_)),
             ),
             index,
+            edits: crate::edit::EditLocks::new(),
             fixed_overhead,
             metadata_at_start: metadata.bytes() + ghost_bytes,
             metadata_grown: AtomicUsize::new(0),
@@ -522,6 +523,7 @@ impl Inner {
             gets: self.epochs.sum(|c| &c.gets),
             hits: self.epochs.sum(|c| &c.hits),
             sets: self.epochs.sum(|c| &c.sets),
+            edits_in_place: self.epochs.sum(|c| &c.edits_in_place),
             evictions: load(&c.evictions),
             expired: load(&c.expired),
             expired_swept: load(&c.swept),
@@ -643,4 +645,5 @@ impl Inner {
 fn fixed_overhead(segments: usize, metadata_bytes: usize) -> usize {
     segments * (std::mem::size_of::<crate::segment::SegmentHeader>() + expiry::BYTES_PER_SEGMENT)
         + metadata_bytes
+        + crate::edit::BYTES
 }

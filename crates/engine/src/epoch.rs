@@ -25,6 +25,8 @@ pub struct LocalCounters {
     pub hits: AtomicU64,
     /// Store operations.
     pub sets: AtomicU64,
+    /// Updates written over the item they changed (`crate::edit`).
+    pub edits_in_place: AtomicU64,
     /// Lookups the SLB answered.
     pub slb_hits: AtomicU64,
 }

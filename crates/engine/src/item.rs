@@ -505,8 +505,9 @@ impl<'g> Record<'g> {
     /// The item's CAS value.
     #[inline]
     pub fn cas(&self) -> u64 {
-        // SAFETY: the CAS lies inside the published header and is never written after
-        // publication.
+        // SAFETY: the CAS lies inside the published header; it is written after publication
+        // only by an edit in place of a non-string item, whose readers hold the edit lock
+        // that excludes it (`crate::edit`).
         let b = unsafe { std::ptr::read_unaligned(self.record.add(CAS_OFFSET).cast::<[u8; 8]>()) };
         u64::from_le_bytes(b) & MAX_CAS
     }
@@ -553,8 +554,10 @@ impl<'g> Record<'g> {
     #[inline]
     pub fn value(&self) -> &'g [u8] {
         let offset = (self.word & VALUE_OFFSET_MASK) as usize;
-        // SAFETY: the value was written before the record was published, lies in the same
-        // segment at `offset`, and is never written while the segment is live.
+        // SAFETY: the value was written before the record was published and lies in the same
+        // segment at `offset`; it is written while the segment is live only by an edit in
+        // place of a non-string item, whose readers hold the edit lock that excludes it
+        // (`crate::edit`).
         unsafe { std::slice::from_raw_parts(self.segment.add(offset), self.value_len()) }
     }
 
@@ -624,6 +627,53 @@ impl<'g> Record<'g> {
     #[inline]
     pub fn set_state(&self, bits: u8) -> u8 {
         self.state_cell().set(bits)
+    }
+
+    /// Clears [`STATE_FETCHED`]: an edit in place (`crate::edit`) leaves the item as unread as
+    /// a rewrite would. Every other state bit is only ever set on a published record.
+    #[inline]
+    pub(crate) fn clear_fetched(&self) {
+        self.state_byte().fetch_and(!STATE_FETCHED, Ordering::AcqRel);
+    }
+
+    /// Writes `bytes` over the value from its byte `at`: an edit in place (`crate::edit`).
+    ///
+    /// # Safety
+    /// The record is published and is the current item of its key, whose kind is not
+    /// [`Kind::STRING`]; the caller holds the key's root lock and its stripe's edit lock, so
+    /// no other write of the record runs and nobody reads its value or CAS meanwhile
+    /// (`crate::edit`); and `at + bytes.len()` is at most the value's length.
+    pub(crate) unsafe fn overwrite_value(&self, at: usize, bytes: &[u8]) {
+        debug_assert!(at + bytes.len() <= self.value_len());
+        let offset = (self.word & VALUE_OFFSET_MASK) as usize + at;
+        // SAFETY: the caller's contract: the bytes lie inside the value, which no one else
+        // reads or writes while the locks are held.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.segment.add(offset).cast_mut(),
+                bytes.len(),
+            );
+        }
+    }
+
+    /// Sets the CAS of a record edited in place, leaving the `HIGH` byte beside it (which
+    /// lock-free readers of the tenant id and the expiry flag read) untouched.
+    ///
+    /// # Safety
+    /// As for [`Record::overwrite_value`]; `cas` is at most [`MAX_CAS`].
+    pub(crate) unsafe fn overwrite_cas(&self, cas: u64) {
+        debug_assert!(cas <= MAX_CAS);
+        let bytes = cas.to_le_bytes();
+        // SAFETY: the 7 CAS bytes lie inside the published header; the caller's locks keep
+        // every reader of them out (the `HIGH` byte after them is not written).
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.record.add(CAS_OFFSET).cast_mut(),
+                HIGH_OFFSET - CAS_OFFSET,
+            );
+        }
     }
 
     fn touched_bytes(&self) -> [&'g AtomicU8; TOUCHED_LEN] {

@@ -34,10 +34,10 @@
 //! `unsafe` lives in `arena.rs` (the mapping), [`item`] (reading and writing records),
 //! `index.rs` (zeroed tables, table pointers under epochs), `cache.rs` (viewing a published
 //! record under an epoch guard, writing an item into a segment its writer owns),
-//! `cleaner.rs` (walking the records of a segment it owns or of a sealed one), `pin.rs` (a
+//! `cleaner.rs` (walking the records of a segment it owns or of a sealed one), `worker.rs` (an
+//! edit in place of a collection, under its root and edit locks: `edit.rs`), `pin.rs` (a
 //! pinned value's bytes, past the read's guard) and `clock.rs` (reading the kernel's coarse
-//! clock); the worker
-//! (`worker.rs`, `worker/read.rs`) and the other modules have none. Each block names its
+//! clock); `worker/read.rs` and the other modules have none. Each block names its
 //! invariant.
 //!
 //! Visibility: the public surface is the re-exports below plus [`item`]'s layout constants,
@@ -55,6 +55,7 @@ mod cache;
 mod cleaner;
 mod clock;
 mod config;
+mod edit;
 mod engine;
 mod epoch;
 mod error;

@@ -257,9 +257,62 @@ impl Splice {
     pub(crate) fn pieces(&self) -> &[Piece] {
         &self.pieces
     }
+
+    /// Bytes of the value the pieces make.
+    pub(crate) fn len(&self) -> usize {
+        self.pieces.iter().map(Piece::len).sum()
+    }
+
+    /// Copies into `stash` (cleared), in order, the runs of `current` that an edit in place
+    /// moves: those that do not land where they lie ([`Splice::moved`] gives their places).
+    pub(crate) fn stash_moved(&self, current: &[u8], stash: &mut Vec<u8>) {
+        stash.clear();
+        let mut at = 0;
+        for piece in &self.pieces {
+            if let Piece::Current(r) = piece
+                && r.start != at
+            {
+                stash.extend_from_slice(&current[r.clone()]);
+            }
+            at += piece.len();
+        }
+    }
+
+    /// What an edit in place writes, in order: each piece that does not already lie where it
+    /// lands, as (its place in the new value, where its bytes come from). A moved run of the
+    /// current value comes from the stash ([`Splice::stash_moved`]) at the offset given.
+    pub(crate) fn moved(&self) -> impl Iterator<Item = (usize, Source)> + '_ {
+        let (mut at, mut stashed) = (0, 0);
+        self.pieces.iter().filter_map(move |piece| {
+            let (place, len) = (at, piece.len());
+            at += len;
+            match piece {
+                Piece::Current(r) if r.start == place => None,
+                Piece::Current(_) => {
+                    stashed += len;
+                    Some((place, Source::Stash(stashed - len..stashed)))
+                }
+                Piece::Buf(r) => Some((place, Source::Buf(r.clone()))),
+            }
+        })
+    }
+}
+
+/// Where a piece an edit in place writes comes from ([`Splice::moved`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Bytes of the stash of moved runs.
+    Stash(std::ops::Range<usize>),
+    /// Bytes of the update's buffer.
+    Buf(std::ops::Range<usize>),
 }
 
 impl Piece {
+    fn len(&self) -> usize {
+        let (Piece::Current(r) | Piece::Buf(r)) = self;
+        r.len()
+    }
+
     /// The bytes this piece stands for, of the current value `current` or of `buf`; `None`
     /// for a range beyond them.
     pub(crate) fn of<'a>(&self, current: &'a [u8], buf: &'a [u8]) -> Option<&'a [u8]> {

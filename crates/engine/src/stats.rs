@@ -104,6 +104,9 @@ pub struct EngineStats {
     pub hits: u64,
     /// Store operations.
     pub sets: u64,
+    /// Updates of collections written over the item they changed instead of as a new one
+    /// (the value kept its length: `crate::edit`).
+    pub edits_in_place: u64,
     /// Evicted items.
     pub evictions: u64,
     /// Expired items reclaimed.

@@ -27,7 +27,7 @@ use crate::hotkeys::{self, NAMES_PER_POOL, SAMPLE_EVERY};
 use crate::index::{Loc, Locked, SlbProbe};
 use crate::item::{self, Kind, NewItem};
 use crate::metadata::POOL_LEN;
-use crate::ops::{Condition, Current, Expiry, Item, Splice, Store, StoreOutcome, Update};
+use crate::ops::{Condition, Current, Expiry, Item, Source, Splice, Store, StoreOutcome, Update};
 use crate::segment::{CLEANER_RESERVE, MAIN, SMALL};
 use crate::stats::Counters;
 use crate::tenant::{NO_FLUSH, TenantId};
@@ -406,7 +406,9 @@ impl Worker {
                         let rec = inner.record(&guard, loc);
                         if is_expired(inner.expires_at(&rec, loc), || inner.now_ms()) {
                             Some(StoreOutcome::NotFound)
-                        } else if rec.cas() != cas {
+                        } else if rec.kind() == Kind::STRING && rec.cas() != cas {
+                            // (A collection's CAS may be changing under an edit in place:
+                            // it is compared under the root lock, below.)
                             Some(StoreOutcome::Exists)
                         } else {
                             None
@@ -545,6 +547,8 @@ impl Worker {
         let mut buf = std::mem::take(&mut self.scratch);
         let mut splice = std::mem::take(&mut self.splice);
         let mut joined = std::mem::take(&mut self.joined);
+        // Cleared for the next try where an edit in place could not be made (`Edit::NotNow`).
+        let mut may_edit = true;
         let result = loop {
             buf.clear();
             splice.clear();
@@ -557,9 +561,15 @@ impl Worker {
             // The root's change counter: the item is published only if nothing changed
             // under the root since it was read.
             let seen_version = found.map(|(_, version)| version);
+            // A collection may be edited in place: it is read, and its runs copied, under its
+            // edit lock (`crate::edit`), released before any other lock is taken.
+            let mut reading = None;
             let current = found.and_then(|(loc, _)| {
                 let rec = inner.record(&guard, loc);
                 let expires_at_ms = inner.expires_at(&rec, loc);
+                if rec.kind() != Kind::STRING {
+                    reading = Some(inner.edits.read(hash));
+                }
                 (!is_expired(expires_at_ms, || inner.now_ms())).then(|| Current {
                     value: rec.value(),
                     flags: rec.flags(),
@@ -588,6 +598,43 @@ impl Worker {
                 if t.at_max_keys() {
                     t.rejected_keys.fetch_add(1, Ordering::Relaxed);
                     break Err(EngineError::KeyLimit);
+                }
+            }
+            // A splice that gives a collection a value of its length, keeping its flags,
+            // expiry and kind, is written over the current item where it lies.
+            if let (true, Some(c), Some(at), Some(version)) =
+                (may_edit, current, seen, seen_version)
+                && let Step::Write { flags, expires_at_ms, cas, state, carry, kind, .. } = step
+                && spliced
+                && c.kind != Kind::STRING
+                && (kind, flags, expires_at_ms) == (c.kind, c.flags, c.expires_at_ms)
+                && splice.len() == c.value.len()
+            {
+                splice.stash_moved(c.value, &mut joined);
+                drop(reading);
+                let seen = Seen { tenant, db, key, hash, at, version };
+                match edit_in_place(
+                    &inner,
+                    &guard,
+                    seen,
+                    (&splice, &buf, &joined),
+                    cas,
+                    state,
+                    carry,
+                ) {
+                    Edit::Done(cas) => {
+                        epoch::bump(&inner.epochs.counters(&self.slot).edits_in_place);
+                        drop(guard);
+                        let Step::Write { result, .. } = step else { unreachable!() };
+                        self.last_cas = cas;
+                        self.note_access(hash, true, tenant, key);
+                        break Ok(result);
+                    }
+                    Edit::Changed => continue,
+                    Edit::NotNow => {
+                        may_edit = false;
+                        continue;
+                    }
                 }
             }
             // A spliced value is written now, while the current item its runs come from is
@@ -630,6 +677,7 @@ impl Worker {
                 }
             }
             let existed = current.is_some();
+            drop(reading);
             drop(guard);
             let (new, result, expires_at_ms, cas, carry) = match step {
                 Step::Done(r) => {
@@ -1034,6 +1082,93 @@ impl<R> Step<R> {
             }
         }
     }
+}
+
+/// The item an update read: its key, where it lay and its root's change counter then.
+#[derive(Clone, Copy)]
+struct Seen<'k> {
+    tenant: TenantId,
+    db: u8,
+    key: &'k [u8],
+    hash: u64,
+    at: Loc,
+    version: u64,
+}
+
+/// What an edit in place came to.
+enum Edit {
+    /// Written; the item's new CAS.
+    Done(u64),
+    /// The key changed since it was read: read it again.
+    Changed,
+    /// Not to be edited in place this time (it expired meanwhile, or the edit would clear a
+    /// state bit other than `FETCHED`): write a new item instead.
+    NotNow,
+}
+
+/// Writes an update's splice over the item it read (`crate::edit`): under the key's root
+/// lock, only if nothing changed under the root since the read, and under the edit lock, which
+/// keeps readers of the item's value and CAS out. `pieces`: the splice, the update's buffer and
+/// the stash of the runs it moves ([`Splice::stash_moved`]), whose bytes make a value of the
+/// current one's length. The item keeps its place, size, flags and expiry; it takes a new CAS
+/// (or `cas`), the state an update would give it (`state` and, of the current bits, those in
+/// `carry`), and counts as referenced now (its access stamps and read count; the caller
+/// tells the eviction metadata, as for any write).
+fn edit_in_place(
+    inner: &Inner,
+    guard: &Guard<'_>,
+    seen: Seen<'_>,
+    (splice, buf, stash): (&Splice, &[u8], &[u8]),
+    cas: Option<u64>,
+    state: u8,
+    carry: u8,
+) -> Edit {
+    inner.maintain_index(guard);
+    let locked = inner.lock_key(guard, seen.hash);
+    let found = locked.find(|l| inner.key_matches(guard, l, seen.tenant, seen.db, seen.key));
+    if found.map(|(_, l)| l) != Some(seen.at) || locked.cas() != seen.version {
+        return Edit::Changed;
+    }
+    let rec = inner.record(guard, seen.at);
+    if is_expired(inner.expires_at(&rec, seen.at), || inner.now_ms()) {
+        return Edit::NotNow;
+    }
+    let before = rec.state();
+    let after = state | (before & carry);
+    if before & !after & !item::STATE_FETCHED != 0 {
+        return Edit::NotNow;
+    }
+    let cas = cas.unwrap_or_else(|| inner.new_cas());
+    {
+        let _editing = inner.edits.edit(seen.hash);
+        for (place, source) in splice.moved() {
+            let bytes = match source {
+                Source::Stash(r) => &stash[r],
+                Source::Buf(r) => &buf[r],
+            };
+            // SAFETY: the item is the key's current one, not a string (the caller checked its
+            // kind), and this thread holds its root lock and its edit lock; the pieces make a
+            // value of its length, so every place lies inside it.
+            unsafe { rec.overwrite_value(place, bytes) };
+        }
+        // SAFETY: as above; new CAS values never pass `MAX_CAS`.
+        unsafe { rec.overwrite_cas(cas) };
+    }
+    if after & !before != 0 {
+        rec.set_state(after & !before);
+    }
+    if before & !after != 0 {
+        rec.clear_fetched();
+    }
+    // The item stays where it lies rather than starting over at a head: the write counts as
+    // a reference to it (its recency and, under S3-FIFO's queues, a read of its two-bit
+    // count, as S3-FIFO counts every request that finds its object).
+    rec.touch_access(inner.recency());
+    rec.touch_touched(item::touched_stamp(inner.now_ms()));
+    rec.bump_freq();
+    // An update that read the item before the edit publishes nothing over it.
+    locked.bump_cas();
+    Edit::Done(cas)
 }
 
 /// Publishes a written item under its locked root: over the item `found` (counted as an

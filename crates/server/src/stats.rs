@@ -480,6 +480,7 @@ pub(crate) fn write_memcache_stats(out: &mut Vec<u8>, shared: &Shared, view: &Vi
     num("cleaner_passes", e.cleaner_passes);
     num("cleaner_relocated", e.relocated_items);
     num("cleaner_relocated_bytes", e.relocated_bytes);
+    num("edits_in_place", e.edits_in_place);
     num("fifo_evictions", e.fifo_evictions);
     num("small_queue_target", e.small_queue_target);
     num("index_evictions", e.index_evictions);

@@ -644,6 +644,10 @@ fn agree_with_models(
     let stats = server.engine().stats();
     assert!(stats.relocated_items > 0, "the cleaner relocated items: {stats:?}");
     assert!(stats.evictions > 0, "the cleaner evicted items: {stats:?}");
+    assert!(
+        stats.edits_in_place > 0,
+        "writes of a collection's length were made in place: {stats:?}"
+    );
     server.shutdown();
     (evicted_keys, largest)
 }

@@ -300,9 +300,12 @@ impl Worker {
             self.remove_if_at(tenant, hash, key, loc, true);
             return Ok(None);
         }
-        if kind.is_some_and(|k| k != rec.kind()) {
+        let item_kind = rec.kind();
+        if kind.is_some_and(|k| k != item_kind) {
             return Err(EngineError::WrongKind);
         }
+        // A collection may be edited in place: its read holds the edit lock (`crate::edit`).
+        let reading = (item_kind != Kind::STRING).then(|| inner.edits.read(hash));
         epoch::bump(&counters.hits);
         let now_ms = inner.now_ms();
         if !access {
@@ -324,9 +327,12 @@ impl Worker {
         rec.touch_access(inner.recency());
         rec.bump_freq();
         let item = hit(&rec, expires_at_ms, now_ms, touched_stamp(now_ms));
-        // Under the guard, as `ValuePin::new` requires.
-        let pin = (item.value.len() >= pin_min).then(|| ValuePin::new(&self.inner, item.value));
+        // Under the guard, as `ValuePin::new` requires; strings only, whose bytes never change
+        // (a pinned value is read after the edit lock is gone).
+        let pin = (item.value.len() >= pin_min && reading.is_none())
+            .then(|| ValuePin::new(&self.inner, item.value));
         let result = f(item, pin.flatten());
+        drop(reading);
         drop(guard);
         // Only hits reach the eviction metadata: a miss has no item to warm, and a lookaside
         // miss followed by its SET must count as one access, not two.
