@@ -657,6 +657,22 @@ impl<'g> Record<'g> {
         }
     }
 
+    /// Moves `len` bytes of the value from its byte `from` to its byte `to` (the two may
+    /// overlap): an edit in place (`crate::edit`).
+    ///
+    /// # Safety
+    /// As for [`Record::overwrite_value`]; both ranges lie inside the value.
+    pub(crate) unsafe fn move_in_value(&self, from: usize, to: usize, len: usize) {
+        debug_assert!(from.max(to) + len <= self.value_len());
+        let offset = (self.word & VALUE_OFFSET_MASK) as usize;
+        // SAFETY: the caller's contract: both ranges lie inside the value, which no one else
+        // reads or writes while the locks are held; `copy` allows them to overlap.
+        unsafe {
+            let value = self.segment.add(offset).cast_mut();
+            std::ptr::copy(value.add(from), value.add(to), len);
+        }
+    }
+
     /// Sets the CAS of a record edited in place, leaving the `HIGH` byte beside it (which
     /// lock-free readers of the tenant id and the expiry flag read) untouched.
     ///

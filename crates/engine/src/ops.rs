@@ -264,7 +264,8 @@ impl Splice {
     }
 
     /// Copies into `stash` (cleared), in order, the runs of `current` that an edit in place
-    /// moves: those that do not land where they lie ([`Splice::moved`] gives their places).
+    /// moves: those that do not land where they lie ([`Splice::moved`] gives their places),
+    /// for runs not [`Splice::moves_apart`].
     pub(crate) fn stash_moved(&self, current: &[u8], stash: &mut Vec<u8>) {
         stash.clear();
         let mut at = 0;
@@ -278,19 +279,48 @@ impl Splice {
         }
     }
 
-    /// What an edit in place writes, in order: each piece that does not already lie where it
-    /// lands, as (its place in the new value, where its bytes come from). A moved run of the
-    /// current value comes from the stash ([`Splice::stash_moved`]) at the offset given.
-    pub(crate) fn moved(&self) -> impl Iterator<Item = (usize, Source)> + '_ {
-        let (mut at, mut stashed) = (0, 0);
+    /// Whether each run of the current value that an edit in place moves can be moved where
+    /// the value lies (an overlapping copy, as `memmove`), one after another: no moved run
+    /// lands on bytes another comes from. A sorted-set member moving to its new rank moves
+    /// the entries between its two places and the index's tags between them, apart; a list
+    /// rotation moves one run. Otherwise the moved runs go through a stash
+    /// ([`Splice::stash_moved`]).
+    pub(crate) fn moves_apart(&self) -> bool {
+        let moved = || {
+            let mut at = 0;
+            self.pieces.iter().filter_map(move |piece| {
+                let place = at;
+                at += piece.len();
+                match piece {
+                    Piece::Current(r) if r.start != place => Some((place..place + r.len(), r)),
+                    _ => None,
+                }
+            })
+        };
+        moved().enumerate().all(|(i, (to, _))| {
+            moved()
+                .enumerate()
+                .all(|(j, (_, from))| i == j || to.end <= from.start || from.end <= to.start)
+        })
+    }
+
+    /// What an edit in place writes: each piece that does not already lie where it lands, as
+    /// (its place in the new value, where its bytes come from). A moved run of the current
+    /// value comes from the stash at the offset given where `stashed`
+    /// ([`Splice::stash_moved`]), or else from where it lies ([`Splice::moves_apart`]: such
+    /// runs are to be moved before any other piece is written, as they come from bytes the
+    /// others may land on).
+    pub(crate) fn moved(&self, stashed: bool) -> impl Iterator<Item = (usize, Source)> + '_ {
+        let (mut at, mut stash) = (0, 0);
         self.pieces.iter().filter_map(move |piece| {
             let (place, len) = (at, piece.len());
             at += len;
             match piece {
                 Piece::Current(r) if r.start == place => None,
+                Piece::Current(r) if !stashed => Some((place, Source::Current(r.clone()))),
                 Piece::Current(_) => {
-                    stashed += len;
-                    Some((place, Source::Stash(stashed - len..stashed)))
+                    stash += len;
+                    Some((place, Source::Stash(stash - len..stash)))
                 }
                 Piece::Buf(r) => Some((place, Source::Buf(r.clone()))),
             }
@@ -301,6 +331,8 @@ impl Splice {
 /// Where a piece an edit in place writes comes from ([`Splice::moved`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Source {
+    /// Bytes of the current value, moved where the value lies.
+    Current(std::ops::Range<usize>),
     /// Bytes of the stash of moved runs.
     Stash(std::ops::Range<usize>),
     /// Bytes of the update's buffer.

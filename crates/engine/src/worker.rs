@@ -610,14 +610,17 @@ impl Worker {
                 && (kind, flags, expires_at_ms) == (c.kind, c.flags, c.expires_at_ms)
                 && splice.len() == c.value.len()
             {
-                splice.stash_moved(c.value, &mut joined);
+                let apart = splice.moves_apart();
+                if !apart {
+                    splice.stash_moved(c.value, &mut joined);
+                }
                 drop(reading);
                 let seen = Seen { tenant, db, key, hash, at, version };
                 match edit_in_place(
                     &inner,
                     &guard,
                     seen,
-                    (&splice, &buf, &joined),
+                    (&splice, &buf, (!apart).then_some(&joined[..])),
                     cas,
                     state,
                     carry,
@@ -1109,8 +1112,9 @@ enum Edit {
 /// Writes an update's splice over the item it read (`crate::edit`): under the key's root
 /// lock, only if nothing changed under the root since the read, and under the edit lock, which
 /// keeps readers of the item's value and CAS out. `pieces`: the splice, the update's buffer and
-/// the stash of the runs it moves ([`Splice::stash_moved`]), whose bytes make a value of the
-/// current one's length. The item keeps its place, size, flags and expiry; it takes a new CAS
+/// the stash of the runs it moves ([`Splice::stash_moved`]; `None` where they move apart and
+/// are moved where they lie, [`Splice::moves_apart`]), whose bytes make a value of the current
+/// one's length. The item keeps its place, size, flags and expiry; it takes a new CAS
 /// (or `cas`), the state an update would give it (`state` and, of the current bits, those in
 /// `carry`), and counts as referenced now (its access stamps and read count; the caller
 /// tells the eviction metadata, as for any write).
@@ -1118,7 +1122,7 @@ fn edit_in_place(
     inner: &Inner,
     guard: &Guard<'_>,
     seen: Seen<'_>,
-    (splice, buf, stash): (&Splice, &[u8], &[u8]),
+    (splice, buf, stash): (&Splice, &[u8], Option<&[u8]>),
     cas: Option<u64>,
     state: u8,
     carry: u8,
@@ -1141,14 +1145,23 @@ fn edit_in_place(
     let cas = cas.unwrap_or_else(|| inner.new_cas());
     {
         let _editing = inner.edits.edit(seen.hash);
-        for (place, source) in splice.moved() {
+        let stashed = stash.is_some();
+        // Runs moved where they lie first: the other pieces may land on bytes they come from.
+        for (place, source) in splice.moved(stashed) {
+            if let Source::Current(r) = source {
+                // SAFETY: the item is the key's current one, not a string (the caller checked
+                // its kind), and this thread holds its root lock and its edit lock; the pieces
+                // make a value of its length, so every place and run lies inside it.
+                unsafe { rec.move_in_value(r.start, place, r.len()) };
+            }
+        }
+        for (place, source) in splice.moved(stashed) {
             let bytes = match source {
-                Source::Stash(r) => &stash[r],
+                Source::Current(_) => continue,
+                Source::Stash(r) => &stash.expect("a stash where runs are stashed")[r],
                 Source::Buf(r) => &buf[r],
             };
-            // SAFETY: the item is the key's current one, not a string (the caller checked its
-            // kind), and this thread holds its root lock and its edit lock; the pieces make a
-            // value of its length, so every place lies inside it.
+            // SAFETY: as above.
             unsafe { rec.overwrite_value(place, bytes) };
         }
         // SAFETY: as above; new CAS values never pass `MAX_CAS`.

@@ -86,6 +86,61 @@ fn a_collection_splice_of_its_own_length_is_written_in_place() {
     engine.validate();
 }
 
+/// Random splices of a value's length — runs of the current value in any order, overlapping
+/// or repeated, with buffer bytes between them — written in place give the value the splice
+/// names, whether the moved runs go straight where they land or through the stash.
+#[test]
+fn any_splice_of_the_value_s_length_is_written_in_place_as_it_reads() {
+    let (engine, _) = small_engine(4 << 20, 64 << 10);
+    let mut w = engine.worker().unwrap();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move |below: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % below as u64) as usize
+    };
+    for round in 0..2_000 {
+        let len = 1 + next(300);
+        let value: Vec<u8> = (0..len).map(|_| next(256) as u8).collect();
+        w.store(Store { kind: HASH, ..Store::new(T, b"h", &value) }).unwrap();
+        // Pieces: (from the current value?, start, len), filling `len` bytes in all.
+        let mut pieces = Vec::new();
+        let mut left = len;
+        while left > 0 {
+            let n = 1 + next(left.min(1 + len / 3));
+            if next(3) > 0 {
+                pieces.push((true, next(len - n + 1), n));
+            } else {
+                pieces.push((false, 0, n));
+            }
+            left -= n;
+        }
+        let fresh: Vec<u8> = (0..len).map(|_| next(256) as u8).collect();
+        let mut expected = Vec::new();
+        for &(current, start, n) in &pieces {
+            let bytes = if current { &value[start..start + n] } else { &fresh[start..start + n] };
+            expected.extend_from_slice(bytes);
+        }
+        let before = engine.stats().edits_in_place;
+        w.update_kind_spliced(T, b"h", HASH, |_, buf, splice| {
+            buf.extend_from_slice(&fresh);
+            for &(current, start, n) in &pieces {
+                if current {
+                    splice.current(start..start + n);
+                } else {
+                    splice.buf(start..start + n);
+                }
+            }
+            Ok(write(0, None))
+        })
+        .unwrap();
+        assert_eq!(read(&mut w, b"h").unwrap().0, expected, "round {round}: {pieces:?}");
+        assert_eq!(engine.stats().edits_in_place, before + 1, "round {round}");
+    }
+    engine.validate();
+}
+
 #[test]
 fn strings_and_unspliced_updates_are_never_edited_in_place() {
     let (engine, _) = small_engine(4 << 20, 64 << 10);
