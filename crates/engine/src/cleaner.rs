@@ -47,7 +47,7 @@
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arbiter::Need;
 use crate::cache::{CleanerState, Inner, Served, Survivor, is_expired};
@@ -56,7 +56,7 @@ use crate::epoch::{Guard, Slot};
 use crate::events::KeyEventKind;
 use crate::expiry;
 use crate::hash::{digest_of, key_hash_in};
-use crate::index::Loc;
+use crate::index::{Loc, Locked};
 use crate::item::{self, Kind, NewItem, Record};
 use crate::rank::RankInput;
 use crate::segment::{CLEANER_RESERVE, MAIN, NOTED_TENANTS, SMALL, SegmentHeader};
@@ -410,21 +410,19 @@ fn pass(inner: &Inner, state: &mut CleanerState) -> bool {
         };
         match moved {
             Moved::To(new, size) => {
-                {
-                    relocated.0 += 1;
-                    relocated.1 += size as u64;
-                    // State bits set on the old record while it was copied carry over.
-                    inner.record(&guard, new).set_state(inner.record(&guard, s.loc).state());
-                    if size != s.size as usize {
-                        // A wide expiry that fits the compact field in the new segment.
-                        let t = &inner.tenants[usize::from(s.tenant)];
-                        t.bytes.fetch_add(size as u64, Ordering::Relaxed);
-                        t.bytes.fetch_sub(u64::from(s.size), Ordering::Relaxed);
-                    }
-                    // The copy is a record the expiry sweep's pass under way may not
-                    // account for (see `crate::expiry`).
-                    inner.note_expiry(inner.expires_at(&inner.record(&guard, new), new));
+                relocated.0 += 1;
+                relocated.1 += size as u64;
+                // State bits set on the old record while it was copied carry over.
+                inner.record(&guard, new).set_state(inner.record(&guard, s.loc).state());
+                if size != s.size as usize {
+                    // A wide expiry that fits the compact field in the new segment.
+                    let t = &inner.tenants[usize::from(s.tenant)];
+                    t.bytes.fetch_add(size as u64, Ordering::Relaxed);
+                    t.bytes.fetch_sub(u64::from(s.size), Ordering::Relaxed);
                 }
+                // The copy is a record the expiry sweep's pass under way may not
+                // account for (see `crate::expiry`).
+                inner.note_expiry(inner.expires_at(&inner.record(&guard, new), new));
             }
             // The key changed while it was copied: the copy is dead, the old item too.
             Moved::Gone => {}
@@ -759,7 +757,7 @@ enum Moved {
     To(Loc, usize),
     /// Its key changed or went while it was copied.
     Gone,
-    /// No room in the pass's output budget.
+    /// Not kept: no room in the pass's output budget (or the pass chose not to keep it).
     NoRoom,
 }
 
@@ -792,10 +790,7 @@ fn move_out(
     let Some((slot, _)) = locked.find(|l| l == s.loc) else { return Moved::Gone };
     match copy_out(inner, guard, state, s, now, recency, outputs_left) {
         Some((new, size)) => {
-            // As `relocate`: the bytes moved unchanged, the old copy is dead bytes.
-            locked.replace(slot, new);
-            let old_size = inner.record(guard, s.loc).size();
-            inner.segments.header(s.loc.segment).add_dead(old_size);
+            repoint(inner, guard, &locked, slot, s.loc, new);
             Moved::To(new, size)
         }
         None => Moved::NoRoom,
@@ -866,15 +861,27 @@ fn relocate(inner: &Inner, guard: &Guard<'_>, hash: u64, old: Loc, new: Loc) -> 
     let locked = inner.lock_key(guard, hash);
     match locked.find(|l| l == old) {
         Some((slot, _)) => {
-            // The item's bytes moved but are unchanged: the old copy is dead bytes in its
-            // segment (which may survive the pass, see `pass`), and the CAS does not change.
-            locked.replace(slot, new);
-            let size = inner.record(guard, old).size();
-            inner.segments.header(old.segment).add_dead(size);
+            repoint(inner, guard, &locked, slot, old, new);
             true
         }
         None => false,
     }
+}
+
+/// Points `slot` (under `locked`, found at `old`) at the copy at `new`. The item's bytes moved
+/// but are unchanged: the old copy is dead bytes in its segment (which may survive the pass,
+/// see `pass`), and the CAS does not change.
+fn repoint(
+    inner: &Inner,
+    guard: &Guard<'_>,
+    locked: &Locked<'_>,
+    slot: &AtomicU64,
+    old: Loc,
+    new: Loc,
+) {
+    locked.replace(slot, new);
+    let size = inner.record(guard, old).size();
+    inner.segments.header(old.segment).add_dead(size);
 }
 
 /// Evicts the oldest sealed segment whole. Returns false if there is none.

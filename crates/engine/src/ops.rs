@@ -268,14 +268,8 @@ impl Splice {
     /// for runs not [`Splice::moves_apart`].
     pub(crate) fn stash_moved(&self, current: &[u8], stash: &mut Vec<u8>) {
         stash.clear();
-        let mut at = 0;
-        for piece in &self.pieces {
-            if let Piece::Current(r) = piece
-                && r.start != at
-            {
-                stash.extend_from_slice(&current[r.clone()]);
-            }
-            at += piece.len();
+        for (_, r) in self.moved_runs() {
+            stash.extend_from_slice(&current[r]);
         }
     }
 
@@ -286,21 +280,20 @@ impl Splice {
     /// rotation moves one run. Otherwise the moved runs go through a stash
     /// ([`Splice::stash_moved`]).
     pub(crate) fn moves_apart(&self) -> bool {
-        let moved = || {
-            let mut at = 0;
-            self.pieces.iter().filter_map(move |piece| {
-                let place = at;
-                at += piece.len();
-                match piece {
-                    Piece::Current(r) if r.start != place => Some((place..place + r.len(), r)),
-                    _ => None,
-                }
-            })
-        };
-        moved().enumerate().all(|(i, (to, _))| {
-            moved()
+        self.moved_runs().enumerate().all(|(i, (place, r))| {
+            let to = place..place + r.len();
+            self.moved_runs()
                 .enumerate()
                 .all(|(j, (_, from))| i == j || to.end <= from.start || from.end <= to.start)
+        })
+    }
+
+    /// The runs of the current value that an edit in place moves, in order: (their place in
+    /// the new value, where they lie now).
+    fn moved_runs(&self) -> impl Iterator<Item = (usize, std::ops::Range<usize>)> + '_ {
+        self.moved(false).filter_map(|(place, source)| match source {
+            Source::Current(r) => Some((place, r)),
+            _ => None,
         })
     }
 
