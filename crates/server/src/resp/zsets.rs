@@ -78,6 +78,20 @@ impl PackedScore {
         PackedScore { bytes: score.to_le_bytes(), len: 8 }
     }
 
+    /// `score` packed in `width` bytes where it fits there, else as [`PackedScore::of`]: a
+    /// member's new score keeps its old one's width (an integer in more bytes than it needs
+    /// still sign-extends back to it; any score fits the 8 bytes of a float), so the entry
+    /// keeps its length and the engine edits the set in place (`docs/design.md`, "Edits in
+    /// place"). Widths only grow: a set's scores settle at the widest they have needed.
+    pub(super) fn within(score: f64, width: usize) -> PackedScore {
+        let fewest = PackedScore::of(score);
+        match width {
+            8 if fewest.len < 8 => PackedScore { bytes: score.to_le_bytes(), len: 8 },
+            1..8 if fewest.len < width => PackedScore { len: width, ..fewest },
+            _ => fewest,
+        }
+    }
+
     pub(super) fn bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
@@ -444,7 +458,8 @@ fn add_in(
         place = Some(at);
         found.map(|found| (found, None))
     };
-    // The old entry: where it lies, its rank (through an index), its score.
+    // The old entry: where it lies, its rank (through an index), its score and its width.
+    let width = found.as_ref().map_or(0, |((_, e), _)| e.value.len());
     let found = found.map(|((span, e), slot)| (span, slot, score_of(&e)));
     let score = match found {
         Some(_) if f.nx => return One::Unchanged(Some((0, 0, None))),
@@ -481,7 +496,7 @@ fn add_in(
     if !sound && old.index().is_some() {
         return add_in(old.without_index(), bytes, a, f, buf, splice);
     }
-    let packed = PackedScore::of(new.score);
+    let packed = PackedScore::within(new.score, width);
     let entry = Entry { field: new.member, value: packed.bytes(), deadline: 0 };
     let count = old.len() + usize::from(found.is_none());
     // A set that reaches the size of an index without one is written whole and indexed anew;
@@ -1697,6 +1712,60 @@ mod tests {
             assert_eq!(p.bytes().len(), len, "{score}");
             let e = Entry { field: b"m", value: p.bytes(), deadline: 0 };
             assert_eq!(score_of(&e).to_bits(), score.to_bits(), "{score}");
+        }
+    }
+
+    #[test]
+    fn a_new_score_keeps_the_width_of_the_old_where_it_fits() {
+        for (score, width, len) in [
+            (5.0, 2, 2),
+            (-3.0, 7, 7),
+            (-129.0, 2, 2),
+            (300.0, 1, 2),
+            (5.0, 8, 8),
+            (-0.0 + 0.0, 8, 8),
+            (1.5, 2, 8),
+            (0.0, 3, 3),
+            (7.0, 0, 1),
+            ((1u64 << 60) as f64, 3, 8),
+        ] {
+            let p = PackedScore::within(score, width);
+            assert_eq!(p.bytes().len(), len, "{score} in {width}");
+            let e = Entry { field: b"m", value: p.bytes(), deadline: 0 };
+            assert_eq!(score_of(&e).to_bits(), score.to_bits(), "{score} in {width}");
+        }
+        // A set, with and without an index, whose members' scores narrow keeps its length
+        // (and so is edited in place); one that widens does not.
+        for n in [10u32, 300] {
+            let members: Vec<Vec<u8>> = (0..n).map(|i| format!("m{i:04}").into_bytes()).collect();
+            let scored: Vec<Scored<'_>> = (members.iter().enumerate())
+                .map(|(i, m)| Scored { member: m, score: (i * 300 / n as usize) as f64 - 150.0 })
+                .collect();
+            let mut value = Vec::new();
+            pack(&mut value, &scored);
+            let (mut buf, mut splice, mut joined) = (Vec::new(), Splice::default(), Vec::new());
+            let f = Flags { nx: false, xx: false, gt: false, lt: false, incr: false };
+            // -150 (2 bytes) → -100 (1 byte, kept in 2) → -140 (2) → the last member's
+            // 120 or 149 (1 or 2 bytes) → 70,000 (3).
+            let last = n as usize - 1;
+            for (member, score, grows) in
+                [(0, -100.0, false), (0, -140.0, false), (last, 70_000.0, true)]
+            {
+                let a = Scored { member: &members[member], score };
+                let got = add_to(&value, a, f, &mut buf, &mut splice);
+                assert_eq!(got, One::Written((0, 1, Some(score))));
+                if splice.is_empty() {
+                    joined.clone_from(&buf);
+                } else {
+                    splice.join(&value, &buf, &mut joined);
+                }
+                assert_eq!(joined.len() == value.len(), !grows, "{n} members, {score}");
+                std::mem::swap(&mut value, &mut joined);
+                Hash::validate_index(&value);
+                let h = Hash::new(&value);
+                let got = h.get(&members[member], 0).map(|e| score_of(&e));
+                assert_eq!(got, Some(score), "{n} members, {score}");
+            }
         }
     }
 }
