@@ -36,12 +36,13 @@
 //! record under an epoch guard, writing an item into a segment its writer owns),
 //! `cleaner.rs` (walking the records of a segment it owns or of a sealed one), `worker.rs` (an
 //! edit in place of a collection, under its root and edit locks: `edit.rs`), `pin.rs` (a
-//! pinned value's bytes, past the read's guard) and `clock.rs` (reading the kernel's coarse
-//! clock); `worker/read.rs` and the other modules have none. Each block names its
+//! pinned value's bytes, past the read's guard), `clock.rs` (reading the kernel's coarse
+//! clock) and [`bytes`] (SSE2 byte compares); `worker/read.rs` and the other modules have none. Each block names its
 //! invariant.
 //!
 //! Visibility: the public surface is the re-exports below plus [`item`]'s layout constants,
-//! [`hash`], [`hitmap`], [`sketch`] and [`hotkeys`] (the benchmarks drive them directly); every
+//! [`hash`], [`hitmap`], [`sketch`] and [`hotkeys`] (the benchmarks drive them directly),
+//! and [`bytes`] (byte searches for the packed collections above the engine); every
 //! other module is
 //! internal to the engine.
 //!
@@ -51,6 +52,7 @@
 mod arbiter;
 mod arena;
 mod budget;
+pub mod bytes;
 mod cache;
 mod cleaner;
 mod clock;

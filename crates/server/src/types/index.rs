@@ -31,6 +31,8 @@
 //! ignored, and every offset is read through the bounds-checked reader
 //! ([`super::hash::Hash`]), so a damaged value reads as a damaged collection, never a panic.
 
+use fridge_engine::bytes;
+
 use super::pack::{self, INDEXED};
 
 /// Entries from which a sorted set or a hash carries an index (Redis's
@@ -133,7 +135,7 @@ impl<'a> Index<'a> {
     }
 
     /// The ranks of the entries whose tag is `t`, ascending: 32 tags compared at a time, into
-    /// a bit mask.
+    /// a bit mask ([`fridge_engine::bytes::equal_mask`], in vector registers).
     pub(crate) fn candidates(&self, t: u8) -> impl Iterator<Item = usize> + 'a {
         let mut chunks = self.tags.chunks(32).enumerate();
         let (mut base, mut mask) = (0usize, 0u32);
@@ -146,7 +148,13 @@ impl<'a> Index<'a> {
                 }
                 let (i, chunk) = chunks.next()?;
                 base = 32 * i;
-                mask = chunk.iter().enumerate().fold(0u32, |m, (j, &b)| m | u32::from(b == t) << j);
+                mask = match chunk.try_into() {
+                    Ok(whole) => bytes::equal_mask(whole, t),
+                    // The last chunk, short of 32.
+                    Err(_) => {
+                        chunk.iter().enumerate().fold(0, |m, (j, &b)| m | u32::from(b == t) << j)
+                    }
+                };
             }
         })
     }
@@ -261,6 +269,55 @@ pub(crate) struct Old<F: Fn(usize) -> Option<usize>> {
     pub offset_of_rank: F,
 }
 
+/// The marks [`write_edited`] writes, as it writes them.
+struct MarkWriter {
+    /// The new entry's rank, and where the entries end.
+    rank: usize,
+    new_end: usize,
+    /// The greatest offset offered so far, and the marks written.
+    last: usize,
+    m: u32,
+    /// The last mark at or before `rank`, and where it ends in the buffer; the first rank
+    /// marked after `rank`.
+    first: usize,
+    first_end: usize,
+    next: usize,
+}
+
+impl MarkWriter {
+    /// Writes a mark of the entry of rank `q` at `offset`, unless it is not past the last one
+    /// or not before the end.
+    fn put(&mut self, buf: &mut Vec<u8>, offset: usize, q: usize) {
+        if offset > self.last && offset < self.new_end {
+            let mut mark = [0u8; 8];
+            mark[..4].copy_from_slice(&(offset as u32).to_le_bytes());
+            mark[4..].copy_from_slice(&(q as u32).to_le_bytes());
+            buf.extend_from_slice(&mark);
+            self.m += 1;
+            if q <= self.rank {
+                (self.first, self.first_end) = (q, buf.len());
+            } else {
+                self.next = self.next.min(q);
+            }
+        }
+        self.last = self.last.max(offset);
+    }
+}
+
+/// The first `k` in `lo..hi` where `below(k)` no longer holds (a binary search: `below` holds
+/// on a prefix).
+fn partition_point(mut lo: usize, mut hi: usize, below: impl Fn(usize) -> bool) -> usize {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Appends to `buf` the index of the value `edit` makes of `old` (indexed by `index`): the
 /// tags with the removed entry's taken out and the new one's put in at its rank; each mark
 /// moved by the bytes and entries removed and inserted before it (a mark of the removed entry
@@ -308,30 +365,64 @@ pub(crate) fn write_edited<F: Fn(usize) -> Option<usize>>(
     // mark was written) and the first after it (`next`).
     let marks_at = buf.len();
     buf.reserve(8 * (index.marks() + 2) + TRAILER);
-    let (mut last, mut m) = (0, 0u32);
-    let (mut first, mut first_end, mut next) = (0, marks_at, count);
-    let mut put = |buf: &mut Vec<u8>, offset: usize, q: usize| {
-        if offset > last && offset < new_end {
-            let mut mark = [0u8; 8];
-            mark[..4].copy_from_slice(&(offset as u32).to_le_bytes());
-            mark[4..].copy_from_slice(&(q as u32).to_le_bytes());
-            buf.extend_from_slice(&mark);
-            m += 1;
-            if q <= rank {
-                (first, first_end) = (q, buf.len());
-            } else {
-                next = next.min(q);
+    let mut w =
+        MarkWriter { rank, new_end, last: 0, m: 0, first: 0, first_end: marks_at, next: count };
+    w.put(buf, pack::HEADER_LEN, 0);
+    let edited = |k: usize| {
+        let (x, q) = index.mark(k);
+        let offset = moved(x);
+        let q = q - usize::from(removed.is_some_and(|d| d < q));
+        (offset, q + usize::from(inserted && new_start < offset))
+    };
+    // Only the marks between the change's two places (where the entry went out and where one
+    // came in) move in their own ways: those before both keep their offset and rank, those
+    // after both move by the same bytes and entries. The runs on either side are copied whole
+    // (shifted), and only the marks between and the one next to each run go through `put`
+    // (which, for runs of one kind, would find nothing more): an edit in place of a member
+    // moving a few ranks rewrites a few marks, not all.
+    let (lo, hi) = match (&edit.removed, inserted) {
+        (Some((span, _)), true) => (span.start.min(at), span.end.max(at)),
+        (Some((span, _)), false) => (span.start, span.end),
+        (None, _) => (at, at),
+    };
+    let n = index.marks();
+    let offset = |k: usize| index.mark(k).0;
+    let before = partition_point(0, n, |k| offset(k) < lo);
+    let after = partition_point(before, n, |k| offset(k) < hi);
+    let mut k = 0;
+    // Marks 1 … before − 2 as they are (mark 0 is the first entry's, put above), where the
+    // last of the run before is at or before the new entry's rank (then so are all of them).
+    if before >= 3 && offset(0) == pack::HEADER_LEN && edited(before - 1).1 <= rank {
+        buf.extend_from_slice(&index.marks[8..8 * (before - 1)]);
+        w.m += (before - 2) as u32;
+        k = before - 1;
+    }
+    // Then each mark to the first of the run after, which `put` finds past the new entry's
+    // rank where the run's others are too.
+    let tail = after + 1;
+    let bulk_after = tail < n && edited(after).1 > rank;
+    for k in k..if bulk_after { tail } else { n } {
+        let (offset, q) = edited(k);
+        w.put(buf, offset, q);
+    }
+    if bulk_after {
+        let (x, q) = index.mark(after);
+        let (to, q_to) = edited(after);
+        let (dx, dq) = (to.wrapping_sub(x) as u32, q_to.wrapping_sub(q) as u32);
+        let run = &index.marks[8 * tail..8 * n];
+        if dx == 0 && dq == 0 {
+            buf.extend_from_slice(run);
+        } else {
+            for mark in run.chunks_exact(8) {
+                let x = u32::from_le_bytes([mark[0], mark[1], mark[2], mark[3]]).wrapping_add(dx);
+                let q = u32::from_le_bytes([mark[4], mark[5], mark[6], mark[7]]).wrapping_add(dq);
+                buf.extend_from_slice(&x.to_le_bytes());
+                buf.extend_from_slice(&q.to_le_bytes());
             }
         }
-        last = last.max(offset);
-    };
-    put(buf, pack::HEADER_LEN, 0);
-    for mark in index.marks.chunks_exact(8) {
-        let offset = moved(u32::from_le_bytes([mark[0], mark[1], mark[2], mark[3]]) as usize);
-        let q = u32::from_le_bytes([mark[4], mark[5], mark[6], mark[7]]) as usize;
-        let q = q - usize::from(removed.is_some_and(|d| d < q));
-        put(buf, offset, q + usize::from(inserted && new_start < offset));
+        w.m += (n - tail) as u32;
     }
+    let MarkWriter { mut m, first, first_end, next, .. } = w;
     // The new entry's block past MAX_BLOCK: a mark goes in its middle, at the entry now of
     // that rank (the new one, or an old one by its old rank), right after `first`'s.
     let middle = (inserted && next - first > MAX_BLOCK).then(|| first + (next - first) / 2);
