@@ -37,8 +37,8 @@
 //! `cleaner.rs` (walking the records of a segment it owns or of a sealed one), `worker.rs` (an
 //! edit in place of a collection, under its root and edit locks: `edit.rs`), `pin.rs` (a
 //! pinned value's bytes, past the read's guard), `clock.rs` (reading the kernel's coarse
-//! clock) and [`bytes`] (SSE2 byte compares); `worker/read.rs` and the other modules have none. Each block names its
-//! invariant.
+//! clock) and [`bytes`] (SSE2 byte compares); `worker/read.rs` and the other modules have
+//! none. Each block names its invariant.
 //!
 //! Visibility: the public surface is the re-exports below plus [`item`]'s layout constants,
 //! [`hash`], [`hitmap`], [`sketch`] and [`hotkeys`] (the benchmarks drive them directly),
