@@ -604,15 +604,18 @@ pub(super) fn move_one(
     (src, from): (&[u8], End),
     (dst, to): (&[u8], End),
 ) -> Result<Option<()>, EngineError> {
-    match ctx.engine.kind(t, src) {
-        None => return Ok(None),
-        Some(k) if k != LIST => return Err(EngineError::WrongKind),
-        Some(_) => {}
-    }
-    if ctx.engine.kind(t, dst).is_some_and(|k| k != LIST) {
-        return Err(EngineError::WrongKind);
-    }
-    if src == dst {
+    // A rotation's one update checks the kind itself (a missing list: `None`; another type:
+    // WRONGTYPE, nothing written); two lists are checked first, so that nothing moves.
+    if src != dst {
+        match ctx.engine.kind(t, src) {
+            None => return Ok(None),
+            Some(k) if k != LIST => return Err(EngineError::WrongKind),
+            Some(_) => {}
+        }
+        if ctx.engine.kind(t, dst).is_some_and(|k| k != LIST) {
+            return Err(EngineError::WrongKind);
+        }
+    } else {
         // A rotation: one update of the one list, the elements that stay in place copied in
         // one piece.
         let mut moved_out = std::mem::take(ctx.scratch);
