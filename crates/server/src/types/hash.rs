@@ -97,8 +97,15 @@ impl<'a> Hash<'a> {
 
     /// [`Hash::find`] through the index: the entry and its rank.
     fn find_indexed(&self, index: &Index<'a>, field: &[u8]) -> Option<(Found<'a>, usize)> {
+        let mut k = 0;
         for rank in index.candidates(index::tag(field)) {
-            let (span, e) = self.entry_at(self.offset_of_rank(rank)?)?;
+            if rank >= self.len() {
+                return None;
+            }
+            // The candidates ascend: each one's mark is searched from the last one's.
+            k = index.mark_from(k, rank);
+            let (offset, q) = index.mark(k);
+            let (span, e) = self.entry_at(self.offset_in_block(offset, q, rank)?)?;
             if same(e.field, field) {
                 return Some(((span, e), rank));
             }
@@ -123,6 +130,12 @@ impl<'a> Hash<'a> {
             return None;
         }
         let (offset, q) = index.mark_before(rank);
+        self.offset_in_block(offset, q, rank)
+    }
+
+    /// Where the entry of rank `rank` starts, from the entry of rank `q` (at or before it)
+    /// starting at `offset`: the entries between skipped (`None` where the bytes end first).
+    fn offset_in_block(&self, offset: usize, q: usize, rank: usize) -> Option<usize> {
         // Runs of entries of one shape first ([`run_of_shape`]), then the general reader.
         let (b, extra) = (self.bytes, if self.timed { 8 } else { 0 });
         let (mut pos, mut i) = (offset, q as u32);

@@ -134,6 +134,36 @@ impl<'a> Index<'a> {
         self.mark(lo)
     }
 
+    /// The last mark at or before rank `rank`, by its number, searched from mark `from` on
+    /// (one at or before `rank`): a gallop forward, then a binary search of the last step.
+    /// For the candidates of one lookup, which ascend: each search starts where the last one
+    /// ended, so the marks between two candidates cost a few steps, not a search of all of
+    /// them (at 100,000 entries, about 390 candidates among 6,000 marks).
+    pub(crate) fn mark_from(&self, from: usize, rank: usize) -> usize {
+        let n = self.marks();
+        let (mut lo, mut step) = (from, 1);
+        let mut hi = loop {
+            let probe = lo + step;
+            if probe >= n {
+                break n;
+            }
+            if self.mark(probe).1 > rank {
+                break probe;
+            }
+            lo = probe;
+            step *= 2;
+        };
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if self.mark(mid).1 <= rank {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
     /// The ranks of the entries whose tag is `t`, ascending: 32 tags compared at a time, into
     /// a bit mask ([`fridge_engine::bytes::equal_mask`], in vector registers).
     pub(crate) fn candidates(&self, t: u8) -> impl Iterator<Item = usize> + 'a {
