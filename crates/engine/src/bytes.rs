@@ -5,9 +5,9 @@
 //! On x86-64 a 32-byte chunk is compared in two SSE2 registers (`pcmpeqb`, `pmovmskb`; SSE2
 //! is part of the x86-64 baseline, so no CPU check is needed); elsewhere in eight 64-bit words,
 //! with the exact zero-byte test (no borrow between bytes, so no false matches). Scanning the
-//! 1,000 tags of a 1,000-field hash took 160 ns as a fold of byte compares (which the compiler
-//! vectorizes four bytes at a time), 109 ns in words and 32 ns in SSE2 (2-core VM,
-//! 2026-12-08; `docs/design.md`, "The same index on hashes and sets").
+//! 1,000 tags of a 1,000-field hash takes 166 ns as a fold of byte compares (which the compiler
+//! vectorizes four bytes at a time) and 54 ns through SSE2 (`benches/byte_scan.rs`, 2-core VM,
+//! 2026-12-08; `docs/design.md`, "The sorted-set index").
 
 /// The positions of `byte` in `chunk`: bit `j` of the mask is set where `chunk[j] == byte`.
 #[inline]

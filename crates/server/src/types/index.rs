@@ -122,16 +122,21 @@ impl<'a> Index<'a> {
 
     /// The last mark at or before rank `rank` (a binary search of the marks' ranks).
     pub(crate) fn mark_before(&self, rank: usize) -> (usize, usize) {
-        let (mut lo, mut hi) = (0, self.marks());
+        self.mark(self.last_mark_at_or_before(0, self.marks(), rank))
+    }
+
+    /// The last mark `k` in `lo..hi` whose rank is at most `rank`, given that mark `lo`'s is
+    /// (a binary search; `lo` where the range holds no other).
+    fn last_mark_at_or_before(&self, mut lo: usize, mut hi: usize, rank: usize) -> usize {
         while hi - lo > 1 {
-            let mid = (lo + hi) / 2;
+            let mid = lo + (hi - lo) / 2;
             if self.mark(mid).1 <= rank {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        self.mark(lo)
+        lo
     }
 
     /// The last mark at or before rank `rank`, by its number, searched from mark `from` on
@@ -142,7 +147,7 @@ impl<'a> Index<'a> {
     pub(crate) fn mark_from(&self, from: usize, rank: usize) -> usize {
         let n = self.marks();
         let (mut lo, mut step) = (from, 1);
-        let mut hi = loop {
+        let hi = loop {
             let probe = lo + step;
             if probe >= n {
                 break n;
@@ -153,15 +158,7 @@ impl<'a> Index<'a> {
             lo = probe;
             step *= 2;
         };
-        while hi - lo > 1 {
-            let mid = lo + (hi - lo) / 2;
-            if self.mark(mid).1 <= rank {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        self.last_mark_at_or_before(lo, hi, rank)
     }
 
     /// The ranks of the entries whose tag is `t`, ascending: 32 tags compared at a time, into
